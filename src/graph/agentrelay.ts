@@ -1,0 +1,159 @@
+/**
+ * The agentrelay dialect: a parsed YAML value -> the internal Graph, with agentrelay's defaults and
+ * four-level isolation inheritance, and every validation rule reported at its node.
+ */
+import type { z } from "zod";
+import { GraphError, type PathSegment } from "./errors.ts";
+import {
+  type AgentConfig,
+  DEFAULT_ISOLATION,
+  DEFAULT_SETTINGS,
+  type Graph,
+  type Isolation,
+  type Task,
+  type TaggedPath,
+  type Workstream,
+} from "./model.ts";
+import { type AgentFile, type GraphFile, graphFileSchema, type IsolationFile, type TaskFile } from "./schema.ts";
+import { IssueList, validateStructure, type Where } from "./validate.ts";
+import type { LoadedYaml } from "./yaml.ts";
+
+type PartialIsolation = Partial<Isolation>;
+
+function isolationLayer(file: IsolationFile | null | undefined): PartialIsolation {
+  const layer: PartialIsolation = {};
+  if (!file) return layer;
+  if (file.sandbox != null) layer.sandbox = file.sandbox;
+  if (file.token_tier != null) layer.tokenTier = file.token_tier;
+  if (file.image != null) layer.image = file.image;
+  if (file.runtime != null) layer.runtime = file.runtime;
+  return layer;
+}
+
+/** Per-field inheritance, child wins: graph -> workstream -> task -> agent. */
+function resolveIsolation(...layers: PartialIsolation[]): Isolation {
+  return Object.assign({ ...DEFAULT_ISOLATION }, ...layers);
+}
+
+function agentConfig(file: AgentFile | null | undefined, inherited: PartialIsolation[], defaultModel: string | null): AgentConfig {
+  return {
+    framework: "claude_code",
+    // A task's own model wins over the graph's `model` (agentrelay lets the graph clobber it).
+    model: file?.model ?? defaultModel,
+    adrVerbosity: file?.adr_verbosity ?? "none",
+    isolation: resolveIsolation(...inherited, isolationLayer(file?.isolation)),
+  };
+}
+
+function taggedPaths(task: TaskFile): TaggedPath[] {
+  if (task.tagged_paths) return task.tagged_paths.map((p) => ({ path: p.path, category: p.category }));
+  if (!task.paths) return [];
+  return [
+    ...(task.paths.src ?? []).map((path) => ({ path, category: "src" })),
+    ...(task.paths.test ?? []).map((path) => ({ path, category: "test" })),
+    ...(task.paths.spec ? [{ path: task.paths.spec, category: "spec" }] : []),
+  ];
+}
+
+/** Turns zod issues into located, agentrelay-worded issues. */
+function schemaIssues(error: z.ZodError, issues: IssueList): void {
+  for (const issue of error.issues) {
+    const path = issue.path as PathSegment[];
+    if (issue.code === "unrecognized_keys") {
+      const keys = [...issue.keys].sort();
+      issues.add([...path, issue.keys[0]!], `contains unknown key(s): ${keys.join(", ")}`, "key");
+      continue;
+    }
+    if (issue.code === "invalid_type" && issue.expected === "object" && issue.input !== undefined) {
+      issues.add(path, "must be a mapping");
+      continue;
+    }
+    if (issue.code === "invalid_union") {
+      issues.add(path, issue.message === "Invalid input" ? "has an invalid value" : issue.message);
+      continue;
+    }
+    issues.add(path, issue.message);
+  }
+}
+
+export function compileAgentrelay(yaml: LoadedYaml): Graph {
+  const issues = new IssueList(yaml);
+  const parsed = graphFileSchema.safeParse(yaml.value);
+  if (!parsed.success) {
+    schemaIssues(parsed.error, issues);
+    throw new GraphError(issues.issues);
+  }
+  const file: GraphFile = parsed.data;
+
+  // `paths` and `tagged_paths` are two spellings of one thing.
+  file.tasks.forEach((task, i) => {
+    if (task.paths && task.tagged_paths) {
+      issues.add(["tasks", i, "tagged_paths"], "'paths' and 'tagged_paths' are mutually exclusive", "key");
+    }
+  });
+
+  const graphIsolation = isolationLayer(file.isolation);
+  const declared = file.workstreams != null;
+  const workstreamFiles = file.workstreams ?? [];
+  const wsIsolation = new Map(workstreamFiles.map((w) => [w.id, isolationLayer(w.isolation)]));
+  const workstreams: Workstream[] = declared
+    ? workstreamFiles.map((w) => ({
+        id: w.id,
+        parentId: w.parent_workstream_id ?? null,
+        baseBranch: w.base_branch ?? "main",
+        mergeTargetBranch: w.merge_target_branch ?? "main",
+        autoMerge: w.auto_merge ?? false,
+      }))
+    : [{ id: "default", parentId: null, baseBranch: "main", mergeTargetBranch: "main", autoMerge: false }];
+
+  const defaultModel = file.model ?? null;
+  const tasks: Task[] = file.tasks.map((t) => {
+    const workstreamId = t.workstream_id ?? "default";
+    const chain = [graphIsolation, wsIsolation.get(workstreamId) ?? {}, isolationLayer(t.isolation)];
+    const inputs = t.inputs_from == null ? [] : Array.isArray(t.inputs_from) ? t.inputs_from : [t.inputs_from];
+    return {
+      id: t.id,
+      role: t.role ?? "generic",
+      description: t.description ?? null,
+      dependencies: t.dependencies ?? [],
+      taggedPaths: taggedPaths(t),
+      completionGate: t.completion_gate ?? null,
+      maxGateAttempts: t.max_gate_attempts ?? 5,
+      primaryAgent: agentConfig(t.primary_agent, chain, defaultModel),
+      review: t.review
+        ? { agent: agentConfig(t.review.agent, chain, null), reviewOnAttempt: t.review.review_on_attempt ?? 1 }
+        : null,
+      workstreamId,
+      inputsFrom: inputs.map((r) => ({ task: r.task, category: r.category ?? null })),
+    };
+  });
+
+  const graph: Graph = {
+    name: file.name,
+    dialect: "agentrelay",
+    file: yaml.file,
+    settings: {
+      tools: file.tools ?? DEFAULT_SETTINGS.tools,
+      anthropicCredential: file.anthropic_credential ?? null,
+      keepPanes: file.keep_panes ?? DEFAULT_SETTINGS.keepPanes,
+      maxConcurrency: file.max_concurrency ?? DEFAULT_SETTINGS.maxConcurrency,
+      maxTaskAttempts: file.max_task_attempts ?? DEFAULT_SETTINGS.maxTaskAttempts,
+      teardownMode: file.teardown_mode ?? DEFAULT_SETTINGS.teardownMode,
+      failFastOnWorkstreamError: file.fail_fast_on_workstream_error ?? DEFAULT_SETTINGS.failFastOnWorkstreamError,
+      failFastOnInternalError: file.fail_fast_on_internal_error ?? DEFAULT_SETTINGS.failFastOnInternalError,
+    },
+    maxWorkstreamDepth: file.max_workstream_depth ?? 1,
+    workstreams,
+    tasks,
+  };
+
+  const where: Where = {
+    graphName: ["name"],
+    task: (i, ...field) => ["tasks", i, ...field],
+    workstream: (i, ...field) => (declared ? ["workstreams", i, ...field] : ["name"]),
+    inputRef: (i, j) => (Array.isArray(file.tasks[i]!.inputs_from) ? ["tasks", i, "inputs_from", j, "task"] : ["tasks", i, "inputs_from", "task"]),
+  };
+  validateStructure(graph, where, issues, declared);
+  if (issues.issues.length > 0) throw new GraphError(issues.issues);
+  return graph;
+}

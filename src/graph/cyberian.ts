@@ -1,0 +1,193 @@
+/**
+ * The cyberian dialect: a tree of templated subtasks compiled into the internal Graph.
+ *
+ * Every task that does something (has `instructions` or a `provider_call`) becomes one graph task, in
+ * depth-first pre-order (a parent's own instructions run before its subtasks, as in cyberian); the
+ * tasks form a dependency chain in one workstream, and each id is its subtask path joined with `.`.
+ * Key order is the order written in the file, even for numeric keys.
+ */
+import type { z } from "zod";
+import { GraphError, type PathSegment } from "./errors.ts";
+import { type CyberianTaskFile, cyberianTaskSchema } from "./cyberian-schema.ts";
+import {
+  type CyberianParam,
+  type CyberianStep,
+  DEFAULT_ISOLATION,
+  DEFAULT_SETTINGS,
+  type Graph,
+  type Task,
+} from "./model.ts";
+import { templateSyntaxError } from "../template/jinja.ts";
+import { IssueList, validateStructure, type Where } from "./validate.ts";
+import type { LoadedYaml } from "./yaml.ts";
+
+/** Id of the root task's own step, when the root itself has instructions. */
+export const ROOT_STEP_ID = "root";
+
+interface Step {
+  task: Task;
+  yamlPath: PathSegment[];
+}
+
+function schemaIssues(error: z.ZodError, issues: IssueList): void {
+  for (const issue of error.issues) {
+    const path = issue.path as PathSegment[];
+    if (issue.code === "unrecognized_keys") {
+      issues.add([...path, issue.keys[0]!], `contains unknown key(s): ${[...issue.keys].sort().join(", ")}`, "key");
+    } else if (issue.code === "invalid_type" && issue.expected === "object" && issue.input !== undefined) {
+      issues.add(path, "must be a mapping");
+    } else {
+      issues.add(path, issue.message);
+    }
+  }
+}
+
+export function compileCyberian(yaml: LoadedYaml): Graph {
+  const issues = new IssueList(yaml);
+  const parsed = cyberianTaskSchema.safeParse(yaml.value);
+  if (!parsed.success) {
+    schemaIssues(parsed.error, issues);
+    throw new GraphError(issues.issues);
+  }
+  const root = parsed.data;
+  const steps: Step[] = [];
+
+  const checkTemplate = (source: string | null | undefined, path: PathSegment[]) => {
+    if (source == null) return;
+    const problem = templateSyntaxError(source);
+    if (problem) issues.add(path, `template error: ${problem}`);
+  };
+
+  const visit = (node: CyberianTaskFile, raw: Record<string, unknown>, keys: string[], yamlPath: PathSegment[], inheritedSystem: string | null) => {
+    const system = node.system_instructions ?? inheritedSystem;
+    checkTemplate(node.system_instructions, [...yamlPath, "system_instructions"]);
+    checkTemplate(node.instructions, [...yamlPath, "instructions"]);
+    const criteria = node.success_criteria;
+    if (criteria) {
+      if ((criteria.python == null) === (criteria.script == null)) {
+        issues.add([...yamlPath, "success_criteria"], "needs exactly one of 'python' or 'script'");
+      }
+      checkTemplate(criteria.python, [...yamlPath, "success_criteria", "python"]);
+      checkTemplate(criteria.retry_message, [...yamlPath, "success_criteria", "retry_message"]);
+    }
+    if (node.provider_call) {
+      checkTemplate(node.provider_call.output_file, [...yamlPath, "provider_call", "output_file"]);
+      for (const [key, value] of Object.entries(node.provider_call.params ?? {})) {
+        if (typeof value === "string") checkTemplate(value, [...yamlPath, "provider_call", "params", key]);
+      }
+      if (node.instructions != null) {
+        issues.add([...yamlPath, "provider_call"], "a task has either 'instructions' or a 'provider_call', not both", "key");
+      }
+    }
+    if (node.loop_until && node.instructions == null) {
+      issues.add([...yamlPath, "loop_until"], "'loop_until' needs 'instructions' on the same task", "key");
+    }
+
+    if (node.instructions != null || node.provider_call) {
+      const id = keys.length === 0 ? ROOT_STEP_ID : keys.join(".");
+      const previous = steps[steps.length - 1];
+      const step: CyberianStep = {
+        path: keys,
+        instructions: node.instructions ?? null,
+        systemInstructions: system,
+        loopUntil: node.loop_until
+          ? { status: node.loop_until.status, message: node.loop_until.message, ...(node.loop_until.max_iterations ? { maxIterations: node.loop_until.max_iterations } : {}) }
+          : null,
+        successCriteria: criteria
+          ? {
+              python: criteria.python ?? null,
+              script: criteria.script ?? null,
+              maxRetries: Math.max(0, criteria.max_retries ?? 0),
+              retryMessage: criteria.retry_message ?? null,
+            }
+          : null,
+        providerCall: node.provider_call
+          ? {
+              provider: node.provider_call.provider,
+              method: node.provider_call.method,
+              params: node.provider_call.params ?? {},
+              outputFile: node.provider_call.output_file ?? null,
+            }
+          : null,
+        preconditions: node.preconditions?.files_exist
+          ? { filesExist: { patterns: node.preconditions.files_exist.patterns, minCount: node.preconditions.files_exist.min_count ?? null } }
+          : null,
+      };
+      steps.push({
+        yamlPath,
+        task: {
+          id,
+          role: "generic",
+          description: node.description?.trim() || `Step '${id}' of the workflow`,
+          dependencies: previous ? [previous.task.id] : [],
+          taggedPaths: [],
+          completionGate: null,
+          maxGateAttempts: 5,
+          primaryAgent: { framework: "claude_code", model: null, adrVerbosity: "none", isolation: { ...DEFAULT_ISOLATION } },
+          review: null,
+          workstreamId: "default",
+          inputsFrom: [],
+          cyberian: step,
+        },
+      });
+    }
+
+    const rawSubtasks = raw.subtasks as Record<string, unknown> | undefined;
+    if (!rawSubtasks || !node.subtasks) return;
+    for (const key of yaml.keyOrder(rawSubtasks)) {
+      const child = node.subtasks[key];
+      if (!child) continue;
+      visit(child, rawSubtasks[key] as Record<string, unknown>, [...keys, key], [...yamlPath, "subtasks", key], system);
+    }
+  };
+  visit(root, yaml.value as Record<string, unknown>, [], [], null);
+
+  const lifecycle = (root.agent_lifecycle ?? "reuse").trim().toLowerCase();
+  if (lifecycle !== "reuse" && lifecycle !== "refresh") {
+    issues.add(["agent_lifecycle"], `invalid agent_lifecycle '${root.agent_lifecycle}'. Allowed: reuse, refresh`);
+  }
+  if (steps.length === 0) {
+    issues.add([], "the workflow has no task with 'instructions' or a 'provider_call', so there is nothing to run");
+  }
+  if (steps.some((s) => s.task.id === ROOT_STEP_ID && s.task.cyberian!.path.length > 0)) {
+    issues.add([], `a top-level subtask may not be named '${ROOT_STEP_ID}' when the workflow root has instructions`);
+  }
+
+  const rawParams = (yaml.value as Record<string, unknown>).params as Record<string, unknown> | undefined;
+  const params: CyberianParam[] = rawParams
+    ? yaml.keyOrder(rawParams).map((name) => {
+        const p = root.params![name]!;
+        return { name, range: p.range, required: p.required ?? false, examples: p.examples ?? [] };
+      })
+    : [];
+
+  const graph: Graph = {
+    name: root.name?.trim() || nameFromFile(yaml.file),
+    dialect: "cyberian",
+    file: yaml.file,
+    settings: { ...DEFAULT_SETTINGS },
+    maxWorkstreamDepth: 1,
+    workstreams: [{ id: "default", parentId: null, baseBranch: "main", mergeTargetBranch: "main", autoMerge: false }],
+    tasks: steps.map((s) => s.task),
+    cyberian: {
+      description: root.description ?? null,
+      params,
+      agentLifecycle: lifecycle === "refresh" ? "refresh" : "reuse",
+    },
+  };
+
+  const where: Where = {
+    graphName: root.name ? ["name"] : [],
+    task: (i, ...field) => [...steps[i]!.yamlPath, ...field],
+    workstream: () => [],
+    inputRef: (i) => steps[i]!.yamlPath,
+  };
+  if (issues.issues.length === 0) validateStructure(graph, where, issues, false);
+  if (issues.issues.length > 0) throw new GraphError(issues.issues);
+  return graph;
+}
+
+function nameFromFile(file: string): string {
+  const base = file.split(/[\\/]/).pop() ?? "workflow";
+  return base.replace(/\.ya?ml$/i, "");
+}

@@ -1,0 +1,147 @@
+/**
+ * The internal graph model shared by both dialects. Everything downstream (planning, the engine,
+ * the protocol renderers, the app and the runner) reads this model, never the YAML.
+ */
+import type { AdrVerbosity, Role, TokenTier } from "./schema.ts";
+
+export type Dialect = "agentrelay" | "cyberian";
+
+export interface Isolation {
+  sandbox: "none" | "oci";
+  tokenTier: TokenTier;
+  image: string | null;
+  runtime: "docker" | "podman" | null;
+}
+
+export interface AgentConfig {
+  framework: "claude_code";
+  /** Model name, or null for Claude Code's default. */
+  model: string | null;
+  adrVerbosity: AdrVerbosity;
+  /** Fully resolved isolation (graph -> workstream -> task -> agent). */
+  isolation: Isolation;
+}
+
+export interface TaggedPath {
+  path: string;
+  category: string;
+}
+
+export interface InputRef {
+  task: string;
+  /** Only files declared with this category; null means all. */
+  category: string | null;
+}
+
+export interface Task {
+  id: string;
+  role: Role;
+  description: string | null;
+  dependencies: string[];
+  taggedPaths: TaggedPath[];
+  completionGate: string | null;
+  /** Gate runs allowed per attempt (default 5). */
+  maxGateAttempts: number;
+  primaryAgent: AgentConfig;
+  review: { agent: AgentConfig; reviewOnAttempt: number } | null;
+  workstreamId: string;
+  inputsFrom: InputRef[];
+  /** Present for tasks compiled from a cyberian workflow. */
+  cyberian?: CyberianStep;
+}
+
+export interface Workstream {
+  id: string;
+  parentId: string | null;
+  baseBranch: string;
+  mergeTargetBranch: string;
+  autoMerge: boolean;
+}
+
+export interface RunSettings {
+  tools: string[];
+  anthropicCredential: string | null;
+  keepPanes: boolean;
+  maxConcurrency: number;
+  maxTaskAttempts: number;
+  teardownMode: "always" | "never" | "on_success";
+  failFastOnWorkstreamError: boolean;
+  failFastOnInternalError: boolean;
+}
+
+export interface Graph {
+  name: string;
+  dialect: Dialect;
+  /** Path of the file the graph came from, as given to the loader. */
+  file: string;
+  settings: RunSettings;
+  maxWorkstreamDepth: number;
+  /** Workstreams in declaration order (a synthetic `default` when the file declares none). */
+  workstreams: Workstream[];
+  /** Tasks in declaration order. */
+  tasks: Task[];
+  /** Workflow-level data for graphs compiled from cyberian. */
+  cyberian?: CyberianWorkflow;
+}
+
+export interface CyberianParam {
+  name: string;
+  range: string;
+  required: boolean;
+  examples: unknown[];
+}
+
+export interface CyberianWorkflow {
+  description: string | null;
+  params: CyberianParam[];
+  agentLifecycle: "reuse" | "refresh";
+}
+
+export interface CyberianStep {
+  /** Path of subtask keys from the root (empty for the root task itself). */
+  path: string[];
+  /** Template sources, rendered with the run's params when the step runs. */
+  instructions: string | null;
+  systemInstructions: string | null;
+  /** `maxIterations` absent means the runner's cap (10 unless configured). */
+  loopUntil: { status: string; message: string; maxIterations?: number } | null;
+  successCriteria: {
+    python: string | null;
+    script: string | null;
+    maxRetries: number;
+    retryMessage: string | null;
+  } | null;
+  providerCall: {
+    provider: string;
+    method: string;
+    params: Record<string, unknown>;
+    outputFile: string | null;
+  } | null;
+  preconditions: { filesExist: { patterns: string[]; minCount: number | null } | null } | null;
+}
+
+export const DEFAULT_SETTINGS: RunSettings = {
+  tools: [],
+  anthropicCredential: null,
+  keepPanes: false,
+  maxConcurrency: 1,
+  maxTaskAttempts: 1,
+  teardownMode: "always",
+  failFastOnWorkstreamError: false,
+  failFastOnInternalError: true,
+};
+
+export const DEFAULT_ISOLATION: Isolation = { sandbox: "none", tokenTier: "standard", image: null, runtime: null };
+
+/** Branch names are a contract with GitHub and with users' branch protection rules. */
+export const taskBranch = (graph: string, task: string): string => `agentrelay/${graph}/${task}`;
+export const integrationBranch = (graph: string, workstream: string): string =>
+  `agentrelay/${graph}/${workstream}/integration`;
+
+export function taskById(graph: Graph): Map<string, Task> {
+  return new Map(graph.tasks.map((t) => [t.id, t]));
+}
+
+export function workstreamById(graph: Graph): Map<string, Workstream> {
+  return new Map(graph.workstreams.map((w) => [w.id, w]));
+}

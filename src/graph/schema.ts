@@ -1,0 +1,161 @@
+/**
+ * The agentrelay graph dialect as zod schemas: the single source for validation, for the types of the
+ * parsed file and for the published JSON Schema (`agentrelay schema`).
+ *
+ * Messages follow agentrelay's wording ("must be a string", "contains unknown key(s): a, b") so users
+ * of the Python tool recognise them; the location and field path are added by the loader.
+ */
+import { z } from "zod";
+
+type Issue = { input?: unknown };
+/** A missing key reports "is required"; any other problem reports `text`. */
+const says =
+  (text: string) =>
+  (issue: Issue): string =>
+    issue.input === undefined ? "is required" : text;
+
+const string = () => z.string({ error: says("must be a string") });
+/** A non-empty string, trimmed as agentrelay trims accepted strings. */
+const text = () => string().trim().min(1, { error: "must be a non-empty string" });
+const boolean = () => z.boolean({ error: says("must be a boolean") });
+const positiveInt = () =>
+  z
+    .int({ error: says("must be an integer") })
+    .positive({ error: "must be greater than 0" })
+    .max(1_000_000, { error: "must be at most 1000000" });
+
+/**
+ * An enum accepted by value or by (Python) enum name, case-insensitively, as agentrelay does; the
+ * result is the canonical value. The JSON Schema lists the value and upper-case name spellings.
+ */
+function choice<const T extends string>(kind: string, values: readonly T[]) {
+  const allowed = values.join(", ");
+  return string()
+    .transform((raw, ctx) => {
+      const wanted = raw.trim().toLowerCase();
+      const match = values.find((v) => v === wanted);
+      if (match === undefined) {
+        ctx.issues.push({ code: "custom", input: raw, message: `invalid ${kind} '${raw}'. Allowed: ${allowed}` });
+        return z.NEVER;
+      }
+      return match;
+    })
+    .meta({ enum: [...values, ...values.map((v) => v.toUpperCase())] });
+}
+
+export const ROLES = ["spec_writer", "test_writer", "test_reviewer", "implementer", "generic"] as const;
+export const SANDBOXES = ["none", "oci"] as const;
+export const TOKEN_TIERS = ["read_only", "standard", "elevated"] as const;
+export const RUNTIMES = ["docker", "podman"] as const;
+export const ADR_VERBOSITIES = ["none", "standard", "detailed", "educational"] as const;
+export const TEARDOWN_MODES = ["always", "never", "on_success"] as const;
+
+export type Role = (typeof ROLES)[number];
+export type TokenTier = (typeof TOKEN_TIERS)[number];
+export type AdrVerbosity = (typeof ADR_VERBOSITIES)[number];
+
+export const isolationSchema = z
+  .strictObject({
+    sandbox: choice("sandbox", SANDBOXES).nullish(),
+    token_tier: choice("token_tier", TOKEN_TIERS).nullish(),
+    image: text().nullish(),
+    runtime: choice("runtime", RUNTIMES).nullish(),
+  })
+  .meta({ description: "Isolation settings; inherited per field graph -> workstream -> task -> agent." });
+
+export const agentSchema = z.strictObject({
+  framework: choice("framework", ["claude_code"] as const).nullish(),
+  model: text().nullish(),
+  adr_verbosity: choice("adr_verbosity", ADR_VERBOSITIES).nullish(),
+  environment: z
+    .strictObject({ type: choice("environment type", ["tmux"] as const).nullish(), session: text().nullish() })
+    .nullish()
+    .meta({ description: "Accepted for compatibility with agentrelay's tmux runner; unused here." }),
+  isolation: isolationSchema.nullish(),
+});
+
+const inputRefSchema = z.strictObject({ task: text(), category: text().nullish() });
+
+const taggedPathSchema = z.strictObject({ path: text(), category: text() });
+
+export const taskSchema = z.strictObject({
+  id: text(),
+  role: choice("role", ROLES).nullish(),
+  description: z.string({ error: says("must be a string or null") }).nullish(),
+  dependencies: z.array(text(), { error: says("must be a list of task IDs") }).optional(),
+  paths: z
+    .strictObject({
+      src: z.array(text(), { error: "must be a list of strings" }).nullish(),
+      test: z.array(text(), { error: "must be a list of strings" }).nullish(),
+      spec: text().nullish(),
+    })
+    .nullish()
+    .meta({ description: "Legacy sugar for tagged_paths (categories src, test, spec)." }),
+  tagged_paths: z
+    .array(taggedPathSchema, { error: says("must be a list of {path, category} mappings") })
+    .nullish(),
+  completion_gate: text().nullish().meta({ description: "Shell command run in the job; exit 0 passes." }),
+  max_gate_attempts: positiveInt().nullish(),
+  primary_agent: agentSchema.nullish(),
+  review: z
+    .strictObject({
+      agent: agentSchema.nullable(),
+      review_on_attempt: positiveInt().optional(),
+    })
+    .nullish(),
+  workstream_id: text().nullish(),
+  isolation: isolationSchema.nullish(),
+  inputs_from: z
+    .union([inputRefSchema, z.array(inputRefSchema)], { error: "must be a mapping or list of mappings" })
+    .nullish(),
+});
+
+export const workstreamSchema = z.strictObject({
+  id: text(),
+  parent_workstream_id: text().nullish(),
+  base_branch: text().optional(),
+  merge_target_branch: text().optional(),
+  auto_merge: boolean().optional(),
+  isolation: isolationSchema.nullish(),
+});
+
+export const graphFileSchema = z
+  .strictObject({
+    name: text(),
+    tasks: z
+      .array(taskSchema, { error: says("must be a list") })
+      .min(1, { error: "must contain at least one task" }),
+    workstreams: z
+      .array(workstreamSchema, { error: "must be a list" })
+      .min(1, { error: "must contain at least one workstream" })
+      .nullish(),
+    max_workstream_depth: positiveInt().nullish(),
+    isolation: isolationSchema.nullish(),
+    // Operational keys (agentrelay reads them outside its schema; they are part of the file all the same).
+    model: text().nullish().meta({ description: "Default model for tasks that do not name one." }),
+    tools: z.array(text(), { error: "must be a list of strings" }).nullish(),
+    anthropic_credential: text().nullish(),
+    keep_panes: boolean().nullish(),
+    max_concurrency: positiveInt().nullish(),
+    max_task_attempts: positiveInt().nullish(),
+    teardown_mode: choice("teardown_mode", TEARDOWN_MODES).nullish(),
+    fail_fast_on_workstream_error: boolean().nullish(),
+    fail_fast_on_internal_error: boolean().nullish(),
+  })
+  .meta({
+    title: "agentrelay task graph",
+    description: "A graph of coding-agent tasks grouped into workstreams (agentrelay dialect).",
+  });
+
+export type GraphFile = z.output<typeof graphFileSchema>;
+export type TaskFile = z.output<typeof taskSchema>;
+export type AgentFile = z.output<typeof agentSchema>;
+export type IsolationFile = z.output<typeof isolationSchema>;
+
+/** The JSON Schema editors use to validate graph files. */
+export function graphJsonSchema(): object {
+  return {
+    ...z.toJSONSchema(graphFileSchema, { io: "input", unrepresentable: "any" }),
+    $id: "https://github.com/agentrelay/agentrelay/schema/agentrelay-graph.schema.json",
+  };
+}

@@ -1,0 +1,224 @@
+/**
+ * Structural rules shared by both dialects: ids, references, cycles, workstream hierarchy, and the
+ * rules agentrelay lacks because our ids become git refs, job names and concurrency groups.
+ */
+import { formatPath, type GraphIssue, type PathSegment } from "./errors.ts";
+import type { Graph } from "./model.ts";
+import type { LoadedYaml } from "./yaml.ts";
+
+/**
+ * Ids become branch names (`agentrelay/<graph>/<task>`), so they must be far stricter than git's
+ * ref rules, which accept shell metacharacters: letters, digits, `_`, `-` and single dots.
+ */
+const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/;
+
+export function idProblem(id: string): string | null {
+  if (!SAFE_ID.test(id)) {
+    return `'${id}' is not a safe id: use 1-80 letters, digits, '_', '-' or '.', starting with a letter or digit`;
+  }
+  if (id.includes("..") || id.endsWith(".") || id.endsWith(".lock")) {
+    return `'${id}' is not a safe id: it may not contain '..' or end with '.' or '.lock'`;
+  }
+  return null;
+}
+
+/** Where things live in the source file, per dialect. */
+export interface Where {
+  graphName: PathSegment[];
+  task(index: number, ...field: PathSegment[]): PathSegment[];
+  workstream(index: number, ...field: PathSegment[]): PathSegment[];
+  /** The `task` field of the j-th `inputs_from` entry of a task (a single mapping or a list item). */
+  inputRef(taskIndex: number, j: number): PathSegment[];
+}
+
+export class IssueList {
+  readonly issues: GraphIssue[] = [];
+  constructor(private readonly yaml: LoadedYaml) {}
+  add(path: readonly PathSegment[], message: string, which: "value" | "key" = "value"): void {
+    this.issues.push(this.yaml.issue(path, formatPath(path), message, which));
+  }
+}
+
+export function validateStructure(graph: Graph, where: Where, issues: IssueList, declaredWorkstreams: boolean): void {
+  const nameProblem = idProblem(graph.name);
+  if (nameProblem) issues.add(where.graphName, nameProblem.replace("id", "graph name"));
+
+  // Workstreams: ids, duplicates (also by case, since refs and concurrency groups ignore case).
+  const wsIndex = new Map<string, number>();
+  const wsFolded = new Map<string, string>();
+  graph.workstreams.forEach((ws, i) => {
+    const problem = idProblem(ws.id);
+    if (problem) issues.add(where.workstream(i, "id"), problem);
+    if (wsIndex.has(ws.id)) issues.add(where.workstream(i, "id"), `duplicate workstream id '${ws.id}'`);
+    else if (wsFolded.has(ws.id.toLowerCase())) {
+      issues.add(where.workstream(i, "id"), `workstream id '${ws.id}' differs from '${wsFolded.get(ws.id.toLowerCase())}' only by case`);
+    }
+    wsIndex.set(ws.id, i);
+    wsFolded.set(ws.id.toLowerCase(), ws.id);
+  });
+
+  // Tasks: ids, duplicates, collisions with workstream refs.
+  const taskIndex = new Map<string, number>();
+  const taskFolded = new Map<string, string>();
+  graph.tasks.forEach((task, i) => {
+    const problem = idProblem(task.id);
+    if (problem) issues.add(where.task(i, "id"), problem);
+    if (taskIndex.has(task.id)) issues.add(where.task(i, "id"), `duplicate task id '${task.id}'`);
+    else if (taskFolded.has(task.id.toLowerCase())) {
+      issues.add(where.task(i, "id"), `task id '${task.id}' differs from '${taskFolded.get(task.id.toLowerCase())}' only by case`);
+    }
+    const clash = wsFolded.get(task.id.toLowerCase());
+    if (clash !== undefined) {
+      issues.add(
+        where.task(i, "id"),
+        `task id '${task.id}' collides with workstream '${clash}': branch agentrelay/${graph.name}/${task.id} cannot coexist with agentrelay/${graph.name}/${clash}/integration`,
+      );
+    }
+    if (!taskIndex.has(task.id)) taskIndex.set(task.id, i);
+    taskFolded.set(task.id.toLowerCase(), task.id);
+  });
+
+  // Dependencies.
+  graph.tasks.forEach((task, i) => {
+    const seen = new Set<string>();
+    task.dependencies.forEach((dep, j) => {
+      if (seen.has(dep)) issues.add(where.task(i, "dependencies", j), `duplicate dependency id '${dep}'`);
+      else if (!taskIndex.has(dep)) issues.add(where.task(i, "dependencies", j), `unknown dependency id '${dep}'`);
+      seen.add(dep);
+    });
+  });
+  if (issues.issues.length > 0) return;
+
+  const cycle = findCycle(graph);
+  if (cycle) {
+    issues.add(where.task(taskIndex.get(cycle[0]!)!, "dependencies"), `contains a dependency cycle: ${cycle.join(" -> ")}`);
+    return;
+  }
+
+  // inputs_from must name a direct or transitive dependency.
+  const ancestorsOf = ancestorFinder(graph);
+  graph.tasks.forEach((task, i) => {
+    task.inputsFrom.forEach((ref, j) => {
+      const path = where.inputRef(i, j);
+      if (!taskIndex.has(ref.task)) issues.add(path, `unknown task id '${ref.task}'`);
+      else if (!ancestorsOf(task.id).has(ref.task)) {
+        issues.add(path, `task '${ref.task}' is not a dependency (direct or transitive) of task '${task.id}'`);
+      }
+    });
+  });
+
+  // Tasks need a known workstream; generic tasks need a description.
+  const used = new Set<string>();
+  graph.tasks.forEach((task, i) => {
+    used.add(task.workstreamId);
+    if (!wsIndex.has(task.workstreamId)) {
+      const hint =
+        task.workstreamId === "default" && declaredWorkstreams
+          ? "; with explicit workstreams there is no implicit 'default': declare it or set workstream_id"
+          : "";
+      issues.add(where.task(i, "workstream_id"), `unknown workstream id '${task.workstreamId}'${hint}`);
+    }
+    if (task.role === "generic" && !task.description?.trim()) {
+      issues.add(where.task(i), `task '${task.id}' has role 'generic' and no description; the description is its whole assignment`);
+    }
+    task.taggedPaths.forEach((p) => {
+      const problem = pathProblem(p.path);
+      if (problem) issues.add(where.task(i), problem);
+    });
+  });
+
+  // Workstream hierarchy.
+  graph.workstreams.forEach((ws, i) => {
+    if (!used.has(ws.id)) {
+      issues.add(where.workstream(i), `workstream '${ws.id}' has no tasks; give it a task or remove it`);
+    }
+    if (ws.parentId !== null && !wsIndex.has(ws.parentId)) {
+      issues.add(where.workstream(i, "parent_workstream_id"), `unknown parent_workstream_id '${ws.parentId}'`);
+    }
+  });
+  if (issues.issues.length > 0) return;
+  const parent = new Map(graph.workstreams.map((w) => [w.id, w.parentId]));
+  let cycleReported = false;
+  graph.workstreams.forEach((ws, i) => {
+    const chain = [ws.id];
+    for (let p = parent.get(ws.id); p; p = parent.get(p)) {
+      if (chain.includes(p)) {
+        if (p === ws.id && !cycleReported) {
+          issues.add(
+            where.workstream(i, "parent_workstream_id"),
+            `workstream hierarchy contains a cycle: ${[...chain, p].join(" -> ")}`,
+          );
+          cycleReported = true;
+        }
+        return;
+      }
+      chain.push(p);
+    }
+    const depth = chain.length - 1;
+    if (depth > graph.maxWorkstreamDepth) {
+      issues.add(
+        where.workstream(i, "parent_workstream_id"),
+        `workstream '${ws.id}' exceeds maximum supported depth of ${graph.maxWorkstreamDepth} (set max_workstream_depth)`,
+      );
+    }
+  });
+}
+
+/** Repository-relative POSIX paths only: tagged paths are rendered into prompts and manifests. */
+export function pathProblem(path: string): string | null {
+  if (path.includes("\0") || path.includes("\\")) return `path '${path}' may not contain NUL or backslashes`;
+  if (path.startsWith("/") || /^[A-Za-z]:/.test(path)) return `path '${path}' must be relative to the repository`;
+  if (path.split("/").includes("..")) return `path '${path}' may not contain '..'`;
+  return null;
+}
+
+/** Returns one dependency cycle as `[a, b, ..., a]`, or null. Iterative, so deep chains cannot overflow. */
+export function findCycle(graph: Graph): string[] | null {
+  const deps = new Map(graph.tasks.map((t) => [t.id, t.dependencies]));
+  const state = new Map<string, 1 | 2>(); // 1 = on the current path, 2 = done
+  for (const start of [...deps.keys()].sort()) {
+    if (state.has(start)) continue;
+    const path: string[] = [start];
+    const cursor: number[] = [0];
+    state.set(start, 1);
+    while (path.length > 0) {
+      const node = path[path.length - 1]!;
+      const next = (deps.get(node) ?? [])[cursor[cursor.length - 1]!];
+      if (next === undefined) {
+        state.set(node, 2);
+        path.pop();
+        cursor.pop();
+        continue;
+      }
+      cursor[cursor.length - 1]!++;
+      const seen = state.get(next);
+      if (seen === 1) return [...path.slice(path.indexOf(next)), next];
+      if (seen === undefined && deps.has(next)) {
+        state.set(next, 1);
+        path.push(next);
+        cursor.push(0);
+      }
+    }
+  }
+  return null;
+}
+
+/** Memoised transitive-dependency sets (computed only for tasks that use inputs_from). */
+function ancestorFinder(graph: Graph): (id: string) => Set<string> {
+  const deps = new Map(graph.tasks.map((t) => [t.id, t.dependencies]));
+  const memo = new Map<string, Set<string>>();
+  return (id) => {
+    const known = memo.get(id);
+    if (known) return known;
+    const result = new Set<string>();
+    const stack = [...(deps.get(id) ?? [])];
+    while (stack.length > 0) {
+      const d = stack.pop()!;
+      if (result.has(d)) continue;
+      result.add(d);
+      stack.push(...(deps.get(d) ?? []));
+    }
+    memo.set(id, result);
+    return result;
+  };
+}
