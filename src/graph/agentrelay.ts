@@ -2,8 +2,7 @@
  * The agentrelay dialect: a parsed YAML value -> the internal Graph, with agentrelay's defaults and
  * four-level isolation inheritance, and every validation rule reported at its node.
  */
-import type { z } from "zod";
-import { GraphError, type PathSegment } from "./errors.ts";
+import { GraphError } from "./errors.ts";
 import {
   type AgentConfig,
   DEFAULT_ISOLATION,
@@ -15,7 +14,7 @@ import {
   type Workstream,
 } from "./model.ts";
 import { type AgentFile, type GraphFile, graphFileSchema, type IsolationFile, type TaskFile } from "./schema.ts";
-import { IssueList, validateStructure, type Where } from "./validate.ts";
+import { addZodIssues, defaultZodMessage, IssueList, validateStructure, type Where } from "./validate.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
 type PartialIsolation = Partial<Isolation>;
@@ -55,32 +54,12 @@ function taggedPaths(task: TaskFile): TaggedPath[] {
   ];
 }
 
-/** Turns zod issues into located, agentrelay-worded issues. */
-function schemaIssues(error: z.ZodError, issues: IssueList): void {
-  for (const issue of error.issues) {
-    const path = issue.path as PathSegment[];
-    if (issue.code === "unrecognized_keys") {
-      const keys = [...issue.keys].sort();
-      issues.add([...path, issue.keys[0]!], `contains unknown key(s): ${keys.join(", ")}`, "key");
-      continue;
-    }
-    if (issue.code === "invalid_type" && issue.expected === "object" && issue.input !== undefined) {
-      issues.add(path, "must be a mapping");
-      continue;
-    }
-    if (issue.code === "invalid_union") {
-      issues.add(path, issue.message === "Invalid input" ? "has an invalid value" : issue.message);
-      continue;
-    }
-    issues.add(path, issue.message);
-  }
-}
 
 export function compileAgentrelay(yaml: LoadedYaml): Graph {
   const issues = new IssueList(yaml);
-  const parsed = graphFileSchema.safeParse(yaml.value);
+  const parsed = graphFileSchema.safeParse(yaml.value, { error: defaultZodMessage });
   if (!parsed.success) {
-    schemaIssues(parsed.error, issues);
+    addZodIssues(parsed.error, issues);
     throw new GraphError(issues.issues);
   }
   const file: GraphFile = parsed.data;

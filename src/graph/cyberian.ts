@@ -6,7 +6,6 @@
  * tasks form a dependency chain in one workstream, and each id is its subtask path joined with `.`.
  * Key order is the order written in the file, even for numeric keys.
  */
-import type { z } from "zod";
 import { GraphError, type PathSegment } from "./errors.ts";
 import { type CyberianTaskFile, cyberianTaskSchema } from "./cyberian-schema.ts";
 import {
@@ -18,7 +17,7 @@ import {
   type Task,
 } from "./model.ts";
 import { templateSyntaxError } from "../template/jinja.ts";
-import { IssueList, validateStructure, type Where } from "./validate.ts";
+import { addZodIssues, defaultZodMessage, IssueList, validateStructure, type Where } from "./validate.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
 /** Id of the root task's own step, when the root itself has instructions. */
@@ -29,24 +28,12 @@ interface Step {
   yamlPath: PathSegment[];
 }
 
-function schemaIssues(error: z.ZodError, issues: IssueList): void {
-  for (const issue of error.issues) {
-    const path = issue.path as PathSegment[];
-    if (issue.code === "unrecognized_keys") {
-      issues.add([...path, issue.keys[0]!], `contains unknown key(s): ${[...issue.keys].sort().join(", ")}`, "key");
-    } else if (issue.code === "invalid_type" && issue.expected === "object" && issue.input !== undefined) {
-      issues.add(path, "must be a mapping");
-    } else {
-      issues.add(path, issue.message);
-    }
-  }
-}
 
 export function compileCyberian(yaml: LoadedYaml): Graph {
   const issues = new IssueList(yaml);
-  const parsed = cyberianTaskSchema.safeParse(yaml.value);
+  const parsed = cyberianTaskSchema.safeParse(yaml.value, { error: defaultZodMessage });
   if (!parsed.success) {
-    schemaIssues(parsed.error, issues);
+    addZodIssues(parsed.error, issues);
     throw new GraphError(issues.issues);
   }
   const root = parsed.data;
@@ -157,7 +144,7 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
   const params: CyberianParam[] = rawParams
     ? yaml.keyOrder(rawParams).map((name) => {
         const p = root.params![name]!;
-        return { name, range: p.range, required: p.required ?? false, examples: p.examples ?? [] };
+        return { name, range: p.range, required: p.required ?? false, examples: p.examples ?? [], at: yaml.locate(["params", name], "key") };
       })
     : [];
 

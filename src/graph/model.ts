@@ -89,6 +89,8 @@ export interface CyberianParam {
   range: string;
   required: boolean;
   examples: unknown[];
+  /** Where the param is declared, for errors about its value. */
+  at: { line: number; column: number };
 }
 
 export interface CyberianWorkflow {

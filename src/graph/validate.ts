@@ -34,8 +34,9 @@ export interface Where {
 export class IssueList {
   readonly issues: GraphIssue[] = [];
   constructor(private readonly yaml: LoadedYaml) {}
-  add(path: readonly PathSegment[], message: string, which: "value" | "key" = "value"): void {
-    this.issues.push(this.yaml.issue(path, formatPath(path), message, which));
+  /** Records `message` at the node at `path`; `shownPath` is the field path printed (defaults to `path`). */
+  add(path: readonly PathSegment[], message: string, which: "value" | "key" = "value", shownPath = path): void {
+    this.issues.push(this.yaml.issue(path, formatPath(shownPath), message, which));
   }
 }
 
@@ -221,4 +222,27 @@ function ancestorFinder(graph: Graph): (id: string) => Set<string> {
     memo.set(id, result);
     return result;
   };
+}
+
+/** Parse-level zod messages for schema nodes that do not set their own. */
+export function defaultZodMessage(issue: { code?: string; expected?: string; input?: unknown }): string | undefined {
+  if (issue.input === undefined) return "is required";
+  if (issue.code === "invalid_type" && (issue.expected === "object" || issue.expected === "record")) return "must be a mapping";
+  if (issue.code === "invalid_type" && issue.expected === "array") return "must be a list";
+  return undefined;
+}
+
+/** Adds zod issues, located at their nodes, in agentrelay's wording. */
+export function addZodIssues(
+  error: { issues: readonly { code: string; path: PropertyKey[]; message: string; keys?: string[] }[] },
+  issues: IssueList,
+): void {
+  for (const issue of error.issues) {
+    const path = issue.path as PathSegment[];
+    if (issue.code === "unrecognized_keys" && issue.keys) {
+      issues.add([...path, issue.keys[0]!], `contains unknown key(s): ${[...issue.keys].sort().join(", ")}`, "key", path);
+    } else {
+      issues.add(path, issue.message);
+    }
+  }
 }

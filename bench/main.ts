@@ -1,0 +1,19 @@
+/** `node bin/bench.js NAME`: runs one benchmark and prints its table. */
+import { graphScale } from "./graph-scale.ts";
+
+const BENCHES: Record<string, () => string | Promise<string>> = {
+  "graph-scale": graphScale,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const names = argv.length > 0 ? argv : Object.keys(BENCHES);
+  for (const name of names) {
+    const bench = BENCHES[name];
+    if (!bench) {
+      process.stderr.write(`unknown bench '${name}'; known: ${Object.keys(BENCHES).join(", ")}\n`);
+      return 2;
+    }
+    process.stdout.write(`## bench/${name}\n\n${await bench()}\n\n`);
+  }
+  return 0;
+}

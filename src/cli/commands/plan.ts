@@ -1,0 +1,48 @@
+import { loadGraphFile } from "../../graph/load.ts";
+import { integrationBranch } from "../../graph/model.ts";
+import { mermaidDag } from "../../plan/mermaid.ts";
+import { buildPlan, type Plan } from "../../plan/plan.ts";
+import type { Io } from "../io.ts";
+
+export function planJson(plan: Plan): object {
+  return {
+    name: plan.graph.name,
+    dialect: plan.graph.dialect,
+    order: plan.order,
+    waves: plan.waves,
+    workstreams: plan.graph.workstreams.map((w) => ({ id: w.id, tasks: plan.tasksByWorkstream.get(w.id) ?? [] })),
+  };
+}
+
+export function planText(plan: Plan): string {
+  const { graph } = plan;
+  const lines = [`Graph ${graph.name} (${graph.dialect}, ${graph.tasks.length} tasks, ${graph.workstreams.length} workstreams)`, ""];
+  lines.push("Order:");
+  plan.order.forEach((id, i) => lines.push(`  ${i + 1}. ${id}  [${plan.tasks.get(id)!.workstreamId}]`));
+  lines.push("", "Waves (what could run together, ignoring capacity and workstream lanes):");
+  plan.waves.forEach((wave, i) => lines.push(`  ${i + 1}: ${wave.join(", ")}`));
+  lines.push("", "Workstreams:");
+  for (const ws of graph.workstreams) {
+    const parent = ws.parentId ? `, child of ${ws.parentId}` : "";
+    lines.push(
+      `  ${ws.id}: ${integrationBranch(graph.name, ws.id)} from ${ws.baseBranch} into ${ws.mergeTargetBranch}` +
+        `${ws.autoMerge ? ", auto-merge" : ""}${parent}`,
+    );
+    lines.push(`    tasks: ${(plan.tasksByWorkstream.get(ws.id) ?? []).join(", ")}`);
+  }
+  const s = graph.settings;
+  lines.push("", `Settings: max_concurrency ${s.maxConcurrency}, max_task_attempts ${s.maxTaskAttempts}`);
+  if (graph.cyberian?.params.length) {
+    lines.push("", "Params:");
+    for (const p of graph.cyberian.params) lines.push(`  ${p.name} (${p.range}${p.required ? ", required" : ""})`);
+  }
+  lines.push("", "```mermaid", mermaidDag(plan), "```");
+  return lines.join("\n");
+}
+
+/** `agentrelay plan FILE [--json]`. */
+export function planCommand(file: string, json: boolean, io: Io): number {
+  const plan = buildPlan(loadGraphFile(file));
+  io.out(json ? JSON.stringify(planJson(plan)) : planText(plan));
+  return 0;
+}

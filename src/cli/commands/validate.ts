@@ -1,0 +1,19 @@
+import { GraphError, formatIssue } from "../../graph/errors.ts";
+import { loadGraphFile } from "../../graph/load.ts";
+import type { Io } from "../io.ts";
+
+/** `agentrelay validate FILE...`: exit 0 when every file is valid, else one line per error. */
+export function validateCommand(files: string[], io: Io): number {
+  let failed = false;
+  for (const file of files) {
+    try {
+      const graph = loadGraphFile(file);
+      io.err(`${file}: ok (${graph.dialect}, ${graph.tasks.length} task${graph.tasks.length === 1 ? "" : "s"})`);
+    } catch (error) {
+      if (!(error instanceof GraphError)) throw error;
+      failed = true;
+      for (const issue of error.issues) io.out(formatIssue(issue));
+    }
+  }
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,88 @@
+/**
+ * The `agentrelay` command line. Each command lives in its own module; this file only parses
+ * arguments and maps errors to exit codes (0 ok, 1 invalid input, 2 usage error).
+ */
+import { parseArgs } from "node:util";
+import { load, YAML11_SCHEMA } from "js-yaml";
+import { GraphError, formatIssue } from "../graph/errors.ts";
+import { graphJsonSchema } from "../graph/schema.ts";
+import { planCommand } from "./commands/plan.ts";
+import { renderCommand } from "./commands/render.ts";
+import { validateCommand } from "./commands/validate.ts";
+import { type Io, parseParams, processIo, UsageError } from "./io.ts";
+
+const USAGE = `usage: agentrelay <command> [options]
+
+commands:
+  validate FILE...                       check graph files; one line per error as FILE:LINE:COL: message
+  plan FILE [--json]                     print the order, waves, workstreams and a mermaid diagram
+  render FILE TASK_ID [--attempt N] [--out DIR] [--param KEY=VALUE]...
+                                         write manifest.json, policies.json and instructions.md
+  schema                                 print the JSON Schema of the agentrelay graph dialect
+`;
+
+/** cyberian parses --param values as YAML 1.1 scalars (`10` is a number, `yes` a boolean). */
+function yamlValue(raw: string): unknown {
+  try {
+    return load(raw, { schema: YAML11_SCHEMA }) ?? raw;
+  } catch {
+    return raw;
+  }
+}
+
+export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case "validate": {
+        const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
+        if (positionals.length === 0) throw new UsageError("validate needs at least one FILE");
+        return validateCommand(positionals, io);
+      }
+      case "plan": {
+        const { positionals, values } = parseArgs({ args: rest, allowPositionals: true, options: { json: { type: "boolean" } } });
+        if (positionals.length !== 1) throw new UsageError("plan needs exactly one FILE");
+        return planCommand(positionals[0]!, values.json ?? false, io);
+      }
+      case "render": {
+        const { positionals, values } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: {
+            attempt: { type: "string", default: "1" },
+            out: { type: "string" },
+            param: { type: "string", multiple: true, default: [] },
+          },
+        });
+        if (positionals.length !== 2) throw new UsageError("render needs FILE and TASK_ID");
+        return renderCommand(
+          positionals[0]!,
+          positionals[1]!,
+          { attempt: Number(values.attempt), out: values.out, params: parseParams(values.param, yamlValue) },
+          io,
+        );
+      }
+      case "schema":
+        io.out(JSON.stringify(graphJsonSchema(), null, 2));
+        return 0;
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        io.out(USAGE);
+        return command === undefined ? 2 : 0;
+      default:
+        throw new UsageError(`unknown command '${command}'`);
+    }
+  } catch (error) {
+    if (error instanceof GraphError) {
+      for (const issue of error.issues) io.out(formatIssue(issue));
+      return 1;
+    }
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      io.err(`agentrelay: ${(error as Error).message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw error;
+  }
+}
