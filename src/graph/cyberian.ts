@@ -38,6 +38,8 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
   }
   const root = parsed.data;
   const steps: Step[] = [];
+  // A container's file preconditions are checked before the first step inside it runs.
+  let pendingPatterns: { patterns: string[]; minCount: number | null }[] = [];
 
   const checkTemplate = (source: string | null | undefined, path: PathSegment[]) => {
     if (source == null) return;
@@ -70,6 +72,9 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
       issues.add([...yamlPath, "loop_until"], "'loop_until' needs 'instructions' on the same task", "key");
     }
 
+    const files = node.preconditions?.files_exist;
+    if (files) pendingPatterns.push({ patterns: files.patterns, minCount: files.min_count ?? null });
+
     if (node.instructions != null || node.provider_call) {
       const id = keys.length === 0 ? ROOT_STEP_ID : keys.join(".");
       const previous = steps[steps.length - 1];
@@ -96,10 +101,9 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
               outputFile: node.provider_call.output_file ?? null,
             }
           : null,
-        preconditions: node.preconditions?.files_exist
-          ? { filesExist: { patterns: node.preconditions.files_exist.patterns, minCount: node.preconditions.files_exist.min_count ?? null } }
-          : null,
+        preconditions: pendingPatterns.length > 0 ? { filesExist: pendingPatterns } : null,
       };
+      pendingPatterns = [];
       steps.push({
         yamlPath,
         task: {
@@ -160,6 +164,7 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
       description: root.description ?? null,
       params,
       agentLifecycle: lifecycle === "refresh" ? "refresh" : "reuse",
+      syncTargets: root.preconditions?.sync_targets?.paths ?? [],
     },
   };
 

@@ -97,6 +97,8 @@ export interface CyberianWorkflow {
   description: string | null;
   params: CyberianParam[];
   agentLifecycle: "reuse" | "refresh";
+  /** Root `preconditions.sync_targets`: paths copied from the workflow's directory into the working directory. */
+  syncTargets: string[];
 }
 
 export interface CyberianStep {
@@ -119,7 +121,8 @@ export interface CyberianStep {
     params: Record<string, unknown>;
     outputFile: string | null;
   } | null;
-  preconditions: { filesExist: { patterns: string[]; minCount: number | null } | null } | null;
+  /** `files_exist` checks to pass before the step runs (its own and those of containers above it). */
+  preconditions: { filesExist: { patterns: string[]; minCount: number | null }[] } | null;
 }
 
 export const DEFAULT_SETTINGS: RunSettings = {

@@ -130,7 +130,7 @@ export function validateStructure(graph: Graph, where: Where, issues: IssueList,
 
   // Workstream hierarchy.
   graph.workstreams.forEach((ws, i) => {
-    if (!used.has(ws.id)) {
+    if (declaredWorkstreams && !used.has(ws.id)) {
       issues.add(where.workstream(i), `workstream '${ws.id}' has no tasks; give it a task or remove it`);
     }
     if (ws.parentId !== null && !wsIndex.has(ws.parentId)) {

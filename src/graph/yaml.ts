@@ -16,7 +16,9 @@ import {
   getScalarValue,
   NOT_RESOLVED,
   parseEvents,
+  SCALAR_STYLE_DOUBLE_QUOTED,
   SCALAR_STYLE_PLAIN,
+  SCALAR_STYLE_SINGLE_QUOTED,
   type ScalarEvent,
   type ScalarTagDefinition,
   YAML11_SCHEMA,
@@ -281,12 +283,14 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
           const value = scalar(event);
           const anchor = anchorOf(event);
           if (anchor !== null) anchors.set(anchor, value);
-          emit(value, event.valueStart);
+          // A quoted scalar is located at its opening quote.
+          const quoted = event.style === SCALAR_STYLE_SINGLE_QUOTED || event.style === SCALAR_STYLE_DOUBLE_QUOTED;
+          emit(value, quoted ? event.valueStart - 1 : event.valueStart);
           break;
         }
         case EVENT_ID.ALIAS: {
           const name = text.slice(event.anchorStart, event.anchorEnd);
-          if (!anchors.has(name)) throw new YamlFailure(event.anchorStart, `unknown alias '*${name}'`);
+          if (!anchors.has(name)) throw new YamlFailure(event.anchorStart - 1, `unknown alias '*${name}'`);
           aliasCount++;
           emit(anchors.get(name), event.anchorStart - 1);
           break;

@@ -1,0 +1,74 @@
+import { describe, expect, it } from "vitest";
+import { GraphError } from "../../src/graph/errors.ts";
+import { loadYaml } from "../../src/graph/yaml.ts";
+
+const load = (text: string) => loadYaml("f.yaml", text);
+const failure = (text: string, limits?: Parameters<typeof loadYaml>[2]) => {
+  try {
+    loadYaml("f.yaml", text, limits);
+  } catch (error) {
+    return (error as GraphError).message;
+  }
+  return "no error";
+};
+
+describe("safe YAML loading", () => {
+  it("resolves scalars as PyYAML's safe_load does (YAML 1.1 booleans, but y/n stay strings)", () => {
+    expect(load("a: yes\nb: Off\nc: n\nd: '10'\ne: 10\nf: 0x1f\ng: ~\nh: 2024-01-01\ni: 1.5\n").value).toEqual({
+      a: true,
+      b: false,
+      c: "n",
+      d: "10",
+      e: 10,
+      f: 31,
+      g: null,
+      h: "2024-01-01",
+      i: 1.5,
+    });
+  });
+
+  it("applies merge keys, with explicit keys winning", () => {
+    expect(load("base: &b {x: 1, y: 2}\nt:\n  <<: *b\n  y: 3\n").value).toEqual({ base: { x: 1, y: 2 }, t: { x: 1, y: 3 } });
+  });
+
+  it("keeps __proto__ as an own key without touching the prototype", () => {
+    const value = load("__proto__:\n  polluted: 1\n").value as Record<string, unknown>;
+    expect(Object.keys(value)).toEqual(["__proto__"]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+  });
+
+  it("keeps the written order of numeric keys", () => {
+    const yaml = load("steps:\n  '2': a\n  '1': b\n  x: c\n");
+    const steps = (yaml.value as { steps: object }).steps;
+    expect(Object.keys(steps)).toEqual(["1", "2", "x"]); // what plain JS objects do
+    expect(yaml.keyOrder(steps)).toEqual(["2", "1", "x"]); // what the file says
+  });
+
+  it("locates nodes, keys, and missing fields at their nearest ancestor", () => {
+    const yaml = load("tasks:\n  - id: a\n    dependencies: [b, c]\n");
+    expect(yaml.locate(["tasks", 0, "dependencies", 1])).toEqual({ line: 3, column: 23 });
+    expect(yaml.locate(["tasks", 0, "dependencies"], "key")).toEqual({ line: 3, column: 5 });
+    expect(yaml.locate(["tasks", 0, "missing", "deeper"])).toEqual({ line: 2, column: 5 });
+  });
+
+  it("refuses files over the byte limit before parsing", () => {
+    expect(failure("a: 1234567890\n", { maxBytes: 8, maxExpandedNodes: 100, maxDepth: 10 })).toBe(
+      "f.yaml:1:1: file is 14 bytes, larger than the limit of 8 bytes",
+    );
+  });
+
+  it("refuses deep nesting", () => {
+    expect(failure(`${"[".repeat(100)}${"]".repeat(100)}`)).toMatch(/^f\.yaml:1:\d+: invalid YAML: /);
+  });
+
+  it("rejects unknown aliases, complex keys and unknown tags", () => {
+    expect(failure("a: *nope\n")).toBe("f.yaml:1:4: unknown alias '*nope'");
+    expect(failure("? [a]\n: 1\n")).toMatch(/mapping keys must be plain scalars/);
+    expect(failure("a: !<tag:yaml.org,2002:js/function> 'x'\n")).toMatch(/unsupported YAML tag/);
+  });
+
+  it("rejects an empty file", () => {
+    expect(failure("# only a comment\n")).toBe("f.yaml:1:1: the file is empty");
+  });
+});

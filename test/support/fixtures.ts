@@ -1,0 +1,27 @@
+/** Access to ../shared/fixtures (real files written for agentrelay and cyberian), when present. */
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+
+export const REPO_ROOT = resolve(import.meta.dirname, "../..");
+export const FIXTURES = resolve(REPO_ROOT, "../shared/fixtures");
+export const hasFixtures = existsSync(FIXTURES);
+
+export function fixture(...parts: string[]): string {
+  return join(FIXTURES, ...parts);
+}
+
+/** All `*.yaml` files under a fixtures folder, as paths relative to that folder, sorted. */
+export function yamlFiles(...parts: string[]): string[] {
+  const base = fixture(...parts);
+  if (!existsSync(base)) return [];
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (name.endsWith(".yaml")) out.push(relative(base, path));
+    }
+  };
+  walk(base);
+  return out.sort();
+}
