@@ -1,11 +1,15 @@
 /** `node bin/bench.js NAME`: runs one benchmark and prints its table. */
-import { graphScale } from "./graph-scale.ts";
+import { graphScale, graphScaleWorker } from "./graph-scale.ts";
 
 const BENCHES: Record<string, () => string | Promise<string>> = {
   "graph-scale": graphScale,
 };
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "graph-scale-worker") {
+    process.stdout.write(`${graphScaleWorker(argv.slice(1))}\n`);
+    return 0;
+  }
   const names = argv.length > 0 ? argv : Object.keys(BENCHES);
   for (const name of names) {
     const bench = BENCHES[name];

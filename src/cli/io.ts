@@ -14,7 +14,10 @@ export class UsageError extends Error {
 }
 
 /** Parses repeated `key=value` options; values are YAML scalars as cyberian reads them (`10` is a number). */
-export function parseParams(pairs: readonly string[], parseValue: (raw: string) => unknown): Record<string, unknown> {
+export function parseParams(
+  pairs: readonly string[],
+  parseValue: (raw: string) => unknown,
+): Record<string, unknown> {
   const params: Record<string, unknown> = {};
   for (const pair of pairs) {
     const at = pair.indexOf("=");

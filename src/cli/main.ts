@@ -4,7 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { load, YAML11_SCHEMA } from "js-yaml";
-import { GraphError, formatIssue } from "../graph/errors.ts";
+import { formatIssue, GraphError } from "../graph/errors.ts";
 import { graphJsonSchema } from "../graph/schema.ts";
 import { planCommand } from "./commands/plan.ts";
 import { renderCommand } from "./commands/render.ts";
@@ -40,7 +40,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         return validateCommand(positionals, io);
       }
       case "plan": {
-        const { positionals, values } = parseArgs({ args: rest, allowPositionals: true, options: { json: { type: "boolean" } } });
+        const { positionals, values } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: { json: { type: "boolean" } },
+        });
         if (positionals.length !== 1) throw new UsageError("plan needs exactly one FILE");
         return planCommand(positionals[0]!, values.json ?? false, io);
       }

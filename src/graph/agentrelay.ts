@@ -9,11 +9,17 @@ import {
   DEFAULT_SETTINGS,
   type Graph,
   type Isolation,
-  type Task,
   type TaggedPath,
+  type Task,
   type Workstream,
 } from "./model.ts";
-import { type AgentFile, type GraphFile, graphFileSchema, type IsolationFile, type TaskFile } from "./schema.ts";
+import {
+  type AgentFile,
+  type GraphFile,
+  graphFileSchema,
+  type IsolationFile,
+  type TaskFile,
+} from "./schema.ts";
 import { addZodIssues, defaultZodMessage, IssueList, validateStructure, type Where } from "./validate.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
@@ -34,7 +40,11 @@ function resolveIsolation(...layers: PartialIsolation[]): Isolation {
   return Object.assign({ ...DEFAULT_ISOLATION }, ...layers);
 }
 
-function agentConfig(file: AgentFile | null | undefined, inherited: PartialIsolation[], defaultModel: string | null): AgentConfig {
+function agentConfig(
+  file: AgentFile | null | undefined,
+  inherited: PartialIsolation[],
+  defaultModel: string | null,
+): AgentConfig {
   return {
     framework: "claude_code",
     // A task's own model wins over the graph's `model` (agentrelay lets the graph clobber it).
@@ -53,7 +63,6 @@ function taggedPaths(task: TaskFile): TaggedPath[] {
     ...(task.paths.spec ? [{ path: task.paths.spec, category: "spec" }] : []),
   ];
 }
-
 
 export function compileAgentrelay(yaml: LoadedYaml): Graph {
   const issues = new IssueList(yaml);
@@ -89,7 +98,8 @@ export function compileAgentrelay(yaml: LoadedYaml): Graph {
   const tasks: Task[] = file.tasks.map((t) => {
     const workstreamId = t.workstream_id ?? "default";
     const chain = [graphIsolation, wsIsolation.get(workstreamId) ?? {}, isolationLayer(t.isolation)];
-    const inputs = t.inputs_from == null ? [] : Array.isArray(t.inputs_from) ? t.inputs_from : [t.inputs_from];
+    const inputs =
+      t.inputs_from == null ? [] : Array.isArray(t.inputs_from) ? t.inputs_from : [t.inputs_from];
     return {
       id: t.id,
       role: t.role ?? "generic",
@@ -100,7 +110,10 @@ export function compileAgentrelay(yaml: LoadedYaml): Graph {
       maxGateAttempts: t.max_gate_attempts ?? 5,
       primaryAgent: agentConfig(t.primary_agent, chain, defaultModel),
       review: t.review
-        ? { agent: agentConfig(t.review.agent, chain, null), reviewOnAttempt: t.review.review_on_attempt ?? 1 }
+        ? {
+            agent: agentConfig(t.review.agent, chain, null),
+            reviewOnAttempt: t.review.review_on_attempt ?? 1,
+          }
         : null,
       workstreamId,
       inputsFrom: inputs.map((r) => ({ task: r.task, category: r.category ?? null })),
@@ -118,7 +131,8 @@ export function compileAgentrelay(yaml: LoadedYaml): Graph {
       maxConcurrency: file.max_concurrency ?? DEFAULT_SETTINGS.maxConcurrency,
       maxTaskAttempts: file.max_task_attempts ?? DEFAULT_SETTINGS.maxTaskAttempts,
       teardownMode: file.teardown_mode ?? DEFAULT_SETTINGS.teardownMode,
-      failFastOnWorkstreamError: file.fail_fast_on_workstream_error ?? DEFAULT_SETTINGS.failFastOnWorkstreamError,
+      failFastOnWorkstreamError:
+        file.fail_fast_on_workstream_error ?? DEFAULT_SETTINGS.failFastOnWorkstreamError,
       failFastOnInternalError: file.fail_fast_on_internal_error ?? DEFAULT_SETTINGS.failFastOnInternalError,
     },
     maxWorkstreamDepth: file.max_workstream_depth ?? 1,
@@ -130,7 +144,10 @@ export function compileAgentrelay(yaml: LoadedYaml): Graph {
     graphName: ["name"],
     task: (i, ...field) => ["tasks", i, ...field],
     workstream: (i, ...field) => (declared ? ["workstreams", i, ...field] : ["name"]),
-    inputRef: (i, j) => (Array.isArray(file.tasks[i]!.inputs_from) ? ["tasks", i, "inputs_from", j, "task"] : ["tasks", i, "inputs_from", "task"]),
+    inputRef: (i, j) =>
+      Array.isArray(file.tasks[i]!.inputs_from)
+        ? ["tasks", i, "inputs_from", j, "task"]
+        : ["tasks", i, "inputs_from", "task"],
   };
   validateStructure(graph, where, issues, declared);
   if (issues.issues.length > 0) throw new GraphError(issues.issues);

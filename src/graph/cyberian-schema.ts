@@ -23,7 +23,11 @@ export const paramSchema = z.strictObject({
 const loopUntilSchema = z.strictObject({
   status: text(),
   message: string(),
-  max_iterations: z.int({ error: "must be an integer" }).positive({ error: "must be greater than 0" }).max(1000).optional(),
+  max_iterations: z
+    .int({ error: "must be an integer" })
+    .positive({ error: "must be greater than 0" })
+    .max(1000)
+    .optional(),
 });
 
 const successCriteriaSchema = z.strictObject({
@@ -50,13 +54,29 @@ const preconditionsSchema = z.strictObject({
   sync_targets: z.strictObject({ paths: z.array(text()), description: string().nullish() }).nullish(),
 });
 
-const level = z.enum(["REQUIRED", "RECOMMENDED", "OPTIONAL"], { error: "must be REQUIRED, RECOMMENDED or OPTIONAL" });
+const level = z.enum(["REQUIRED", "RECOMMENDED", "OPTIONAL"], {
+  error: "must be REQUIRED, RECOMMENDED or OPTIONAL",
+});
 const requirementsSchema = z.strictObject({
   agents: z
-    .array(z.strictObject({ name: text(), level: level.optional(), reason: string().nullish(), version: string().nullish() }))
+    .array(
+      z.strictObject({
+        name: text(),
+        level: level.optional(),
+        reason: string().nullish(),
+        version: string().nullish(),
+      }),
+    )
     .nullish(),
   dependencies: z
-    .array(z.strictObject({ name: text(), version: string().nullish(), level: level.optional(), reason: string().nullish() }))
+    .array(
+      z.strictObject({
+        name: text(),
+        version: string().nullish(),
+        level: level.optional(),
+        reason: string().nullish(),
+      }),
+    )
     .nullish(),
   notes: string().nullish(),
 });
@@ -88,7 +108,9 @@ export const cyberianTaskSchema: z.ZodType<CyberianTaskFile> = z.strictObject({
   system_instructions: string().nullish(),
   provider_call: providerCallSchema.nullish(),
   get subtasks() {
-    return z.record(z.string(), cyberianTaskSchema, { error: "must be a mapping of subtask name to task" }).optional();
+    return z
+      .record(z.string(), cyberianTaskSchema, { error: "must be a mapping of subtask name to task" })
+      .optional();
   },
   loop_until: loopUntilSchema.nullish(),
   success_criteria: successCriteriaSchema.nullish(),

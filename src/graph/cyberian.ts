@@ -6,8 +6,10 @@
  * tasks form a dependency chain in one workstream, and each id is its subtask path joined with `.`.
  * Key order is the order written in the file, even for numeric keys.
  */
-import { GraphError, type PathSegment } from "./errors.ts";
+
+import { templateSyntaxError } from "../template/jinja.ts";
 import { type CyberianTaskFile, cyberianTaskSchema } from "./cyberian-schema.ts";
+import { GraphError, type PathSegment } from "./errors.ts";
 import {
   type CyberianParam,
   type CyberianStep,
@@ -16,7 +18,6 @@ import {
   type Graph,
   type Task,
 } from "./model.ts";
-import { templateSyntaxError } from "../template/jinja.ts";
 import { addZodIssues, defaultZodMessage, IssueList, validateStructure, type Where } from "./validate.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
@@ -27,7 +28,6 @@ interface Step {
   task: Task;
   yamlPath: PathSegment[];
 }
-
 
 export function compileCyberian(yaml: LoadedYaml): Graph {
   const issues = new IssueList(yaml);
@@ -47,7 +47,13 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
     if (problem) issues.add(path, `template error: ${problem}`);
   };
 
-  const visit = (node: CyberianTaskFile, raw: Record<string, unknown>, keys: string[], yamlPath: PathSegment[], inheritedSystem: string | null) => {
+  const visit = (
+    node: CyberianTaskFile,
+    raw: Record<string, unknown>,
+    keys: string[],
+    yamlPath: PathSegment[],
+    inheritedSystem: string | null,
+  ) => {
     const system = node.system_instructions ?? inheritedSystem;
     checkTemplate(node.system_instructions, [...yamlPath, "system_instructions"]);
     checkTemplate(node.instructions, [...yamlPath, "instructions"]);
@@ -65,7 +71,11 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
         if (typeof value === "string") checkTemplate(value, [...yamlPath, "provider_call", "params", key]);
       }
       if (node.instructions != null) {
-        issues.add([...yamlPath, "provider_call"], "a task has either 'instructions' or a 'provider_call', not both", "key");
+        issues.add(
+          [...yamlPath, "provider_call"],
+          "a task has either 'instructions' or a 'provider_call', not both",
+          "key",
+        );
       }
     }
     if (node.loop_until && node.instructions == null) {
@@ -83,7 +93,11 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
         instructions: node.instructions ?? null,
         systemInstructions: system,
         loopUntil: node.loop_until
-          ? { status: node.loop_until.status, message: node.loop_until.message, ...(node.loop_until.max_iterations ? { maxIterations: node.loop_until.max_iterations } : {}) }
+          ? {
+              status: node.loop_until.status,
+              message: node.loop_until.message,
+              ...(node.loop_until.max_iterations ? { maxIterations: node.loop_until.max_iterations } : {}),
+            }
           : null,
         successCriteria: criteria
           ? {
@@ -114,7 +128,12 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
           taggedPaths: [],
           completionGate: null,
           maxGateAttempts: 5,
-          primaryAgent: { framework: "claude_code", model: null, adrVerbosity: "none", isolation: { ...DEFAULT_ISOLATION } },
+          primaryAgent: {
+            framework: "claude_code",
+            model: null,
+            adrVerbosity: "none",
+            isolation: { ...DEFAULT_ISOLATION },
+          },
           review: null,
           workstreamId: "default",
           inputsFrom: [],
@@ -128,27 +147,48 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
     for (const key of yaml.keyOrder(rawSubtasks)) {
       const child = node.subtasks[key];
       if (!child) continue;
-      visit(child, rawSubtasks[key] as Record<string, unknown>, [...keys, key], [...yamlPath, "subtasks", key], system);
+      visit(
+        child,
+        rawSubtasks[key] as Record<string, unknown>,
+        [...keys, key],
+        [...yamlPath, "subtasks", key],
+        system,
+      );
     }
   };
   visit(root, yaml.value as Record<string, unknown>, [], [], null);
 
   const lifecycle = (root.agent_lifecycle ?? "reuse").trim().toLowerCase();
   if (lifecycle !== "reuse" && lifecycle !== "refresh") {
-    issues.add(["agent_lifecycle"], `invalid agent_lifecycle '${root.agent_lifecycle}'. Allowed: reuse, refresh`);
+    issues.add(
+      ["agent_lifecycle"],
+      `invalid agent_lifecycle '${root.agent_lifecycle}'. Allowed: reuse, refresh`,
+    );
   }
   if (steps.length === 0) {
-    issues.add([], "the workflow has no task with 'instructions' or a 'provider_call', so there is nothing to run");
+    issues.add(
+      [],
+      "the workflow has no task with 'instructions' or a 'provider_call', so there is nothing to run",
+    );
   }
   if (steps.some((s) => s.task.id === ROOT_STEP_ID && s.task.cyberian!.path.length > 0)) {
-    issues.add([], `a top-level subtask may not be named '${ROOT_STEP_ID}' when the workflow root has instructions`);
+    issues.add(
+      [],
+      `a top-level subtask may not be named '${ROOT_STEP_ID}' when the workflow root has instructions`,
+    );
   }
 
   const rawParams = (yaml.value as Record<string, unknown>).params as Record<string, unknown> | undefined;
   const params: CyberianParam[] = rawParams
     ? yaml.keyOrder(rawParams).map((name) => {
         const p = root.params![name]!;
-        return { name, range: p.range, required: p.required ?? false, examples: p.examples ?? [], at: yaml.locate(["params", name], "key") };
+        return {
+          name,
+          range: p.range,
+          required: p.required ?? false,
+          examples: p.examples ?? [],
+          at: yaml.locate(["params", name], "key"),
+        };
       })
     : [];
 
@@ -158,7 +198,9 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
     file: yaml.file,
     settings: { ...DEFAULT_SETTINGS },
     maxWorkstreamDepth: 1,
-    workstreams: [{ id: "default", parentId: null, baseBranch: "main", mergeTargetBranch: "main", autoMerge: false }],
+    workstreams: [
+      { id: "default", parentId: null, baseBranch: "main", mergeTargetBranch: "main", autoMerge: false },
+    ],
     tasks: steps.map((s) => s.task),
     cyberian: {
       description: root.description ?? null,

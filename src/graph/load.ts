@@ -44,7 +44,11 @@ function compile(yaml: LoadedYaml): Graph {
   const dialect = detectDialect(root);
   if (dialect === "cyberian-farm") {
     throw new GraphError([
-      yaml.issue([], "", "this is a cyberian farm configuration (servers:), not a workflow; nothing here can run"),
+      yaml.issue(
+        [],
+        "",
+        "this is a cyberian farm configuration (servers:), not a workflow; nothing here can run",
+      ),
     ]);
   }
   return dialect === "cyberian" ? compileCyberian(yaml) : compileAgentrelay(yaml);
@@ -61,7 +65,9 @@ export function loadGraphFile(file: string, options: LoadOptions = {}): Graph {
     text = readFileSync(file, "utf8");
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : String(error);
-    throw new GraphError([{ file, line: 1, column: 1, path: "", message: `cannot read the file: ${reason}` }]);
+    throw new GraphError([
+      { file, line: 1, column: 1, path: "", message: `cannot read the file: ${reason}` },
+    ]);
   }
   return parseGraph(file, text, options);
 }

@@ -136,7 +136,12 @@ export const DEFAULT_SETTINGS: RunSettings = {
   failFastOnInternalError: true,
 };
 
-export const DEFAULT_ISOLATION: Isolation = { sandbox: "none", tokenTier: "standard", image: null, runtime: null };
+export const DEFAULT_ISOLATION: Isolation = {
+  sandbox: "none",
+  tokenTier: "standard",
+  image: null,
+  runtime: null,
+};
 
 /** Branch names are a contract with GitHub and with users' branch protection rules. */
 export const taskBranch = (graph: string, task: string): string => `agentrelay/${graph}/${task}`;

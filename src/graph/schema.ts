@@ -35,7 +35,11 @@ function choice<const T extends string>(kind: string, values: readonly T[]) {
       const wanted = raw.trim().toLowerCase();
       const match = values.find((v) => v === wanted);
       if (match === undefined) {
-        ctx.issues.push({ code: "custom", input: raw, message: `invalid ${kind} '${raw}'. Allowed: ${allowed}` });
+        ctx.issues.push({
+          code: "custom",
+          input: raw,
+          message: `invalid ${kind} '${raw}'. Allowed: ${allowed}`,
+        });
         return z.NEVER;
       }
       return match;
@@ -68,7 +72,10 @@ export const agentSchema = z.strictObject({
   model: text().nullish(),
   adr_verbosity: choice("adr_verbosity", ADR_VERBOSITIES).nullish(),
   environment: z
-    .strictObject({ type: choice("environment type", ["tmux"] as const).nullish(), session: text().nullish() })
+    .strictObject({
+      type: choice("environment type", ["tmux"] as const).nullish(),
+      session: text().nullish(),
+    })
     .nullish()
     .meta({ description: "Accepted for compatibility with agentrelay's tmux runner; unused here." }),
   isolation: isolationSchema.nullish(),

@@ -35,12 +35,22 @@ export class IssueList {
   readonly issues: GraphIssue[] = [];
   constructor(private readonly yaml: LoadedYaml) {}
   /** Records `message` at the node at `path`; `shownPath` is the field path printed (defaults to `path`). */
-  add(path: readonly PathSegment[], message: string, which: "value" | "key" = "value", shownPath = path): void {
+  add(
+    path: readonly PathSegment[],
+    message: string,
+    which: "value" | "key" = "value",
+    shownPath = path,
+  ): void {
     this.issues.push(this.yaml.issue(path, formatPath(shownPath), message, which));
   }
 }
 
-export function validateStructure(graph: Graph, where: Where, issues: IssueList, declaredWorkstreams: boolean): void {
+export function validateStructure(
+  graph: Graph,
+  where: Where,
+  issues: IssueList,
+  declaredWorkstreams: boolean,
+): void {
   const nameProblem = idProblem(graph.name);
   if (nameProblem) issues.add(where.graphName, nameProblem.replace("id", "graph name"));
 
@@ -52,7 +62,10 @@ export function validateStructure(graph: Graph, where: Where, issues: IssueList,
     if (problem) issues.add(where.workstream(i, "id"), problem);
     if (wsIndex.has(ws.id)) issues.add(where.workstream(i, "id"), `duplicate workstream id '${ws.id}'`);
     else if (wsFolded.has(ws.id.toLowerCase())) {
-      issues.add(where.workstream(i, "id"), `workstream id '${ws.id}' differs from '${wsFolded.get(ws.id.toLowerCase())}' only by case`);
+      issues.add(
+        where.workstream(i, "id"),
+        `workstream id '${ws.id}' differs from '${wsFolded.get(ws.id.toLowerCase())}' only by case`,
+      );
     }
     wsIndex.set(ws.id, i);
     wsFolded.set(ws.id.toLowerCase(), ws.id);
@@ -66,7 +79,10 @@ export function validateStructure(graph: Graph, where: Where, issues: IssueList,
     if (problem) issues.add(where.task(i, "id"), problem);
     if (taskIndex.has(task.id)) issues.add(where.task(i, "id"), `duplicate task id '${task.id}'`);
     else if (taskFolded.has(task.id.toLowerCase())) {
-      issues.add(where.task(i, "id"), `task id '${task.id}' differs from '${taskFolded.get(task.id.toLowerCase())}' only by case`);
+      issues.add(
+        where.task(i, "id"),
+        `task id '${task.id}' differs from '${taskFolded.get(task.id.toLowerCase())}' only by case`,
+      );
     }
     const clash = wsFolded.get(task.id.toLowerCase());
     if (clash !== undefined) {
@@ -84,26 +100,33 @@ export function validateStructure(graph: Graph, where: Where, issues: IssueList,
     const seen = new Set<string>();
     task.dependencies.forEach((dep, j) => {
       if (seen.has(dep)) issues.add(where.task(i, "dependencies", j), `duplicate dependency id '${dep}'`);
-      else if (!taskIndex.has(dep)) issues.add(where.task(i, "dependencies", j), `unknown dependency id '${dep}'`);
+      else if (!taskIndex.has(dep))
+        issues.add(where.task(i, "dependencies", j), `unknown dependency id '${dep}'`);
       seen.add(dep);
     });
   });
   if (issues.issues.length > 0) return;
 
-  const cycle = findCycle(graph);
+  const cycle = isAcyclic(graph) ? null : findCycle(graph);
   if (cycle) {
-    issues.add(where.task(taskIndex.get(cycle[0]!)!, "dependencies"), `contains a dependency cycle: ${cycle.join(" -> ")}`);
+    issues.add(
+      where.task(taskIndex.get(cycle[0]!)!, "dependencies"),
+      `contains a dependency cycle: ${cycle.join(" -> ")}`,
+    );
     return;
   }
 
   // inputs_from must name a direct or transitive dependency.
-  const ancestorsOf = ancestorFinder(graph);
+  const ancestorsOf = lazy(() => ancestorFinder(graph));
   graph.tasks.forEach((task, i) => {
     task.inputsFrom.forEach((ref, j) => {
       const path = where.inputRef(i, j);
       if (!taskIndex.has(ref.task)) issues.add(path, `unknown task id '${ref.task}'`);
-      else if (!ancestorsOf(task.id).has(ref.task)) {
-        issues.add(path, `task '${ref.task}' is not a dependency (direct or transitive) of task '${task.id}'`);
+      else if (!ancestorsOf()(task.id).has(ref.task)) {
+        issues.add(
+          path,
+          `task '${ref.task}' is not a dependency (direct or transitive) of task '${task.id}'`,
+        );
       }
     });
   });
@@ -120,7 +143,10 @@ export function validateStructure(graph: Graph, where: Where, issues: IssueList,
       issues.add(where.task(i, "workstream_id"), `unknown workstream id '${task.workstreamId}'${hint}`);
     }
     if (task.role === "generic" && !task.description?.trim()) {
-      issues.add(where.task(i), `task '${task.id}' has role 'generic' and no description; the description is its whole assignment`);
+      issues.add(
+        where.task(i),
+        `task '${task.id}' has role 'generic' and no description; the description is its whole assignment`,
+      );
     }
     task.taggedPaths.forEach((p) => {
       const problem = pathProblem(p.path);
@@ -134,7 +160,10 @@ export function validateStructure(graph: Graph, where: Where, issues: IssueList,
       issues.add(where.workstream(i), `workstream '${ws.id}' has no tasks; give it a task or remove it`);
     }
     if (ws.parentId !== null && !wsIndex.has(ws.parentId)) {
-      issues.add(where.workstream(i, "parent_workstream_id"), `unknown parent_workstream_id '${ws.parentId}'`);
+      issues.add(
+        where.workstream(i, "parent_workstream_id"),
+        `unknown parent_workstream_id '${ws.parentId}'`,
+      );
     }
   });
   if (issues.issues.length > 0) return;
@@ -168,9 +197,31 @@ export function validateStructure(graph: Graph, where: Where, issues: IssueList,
 /** Repository-relative POSIX paths only: tagged paths are rendered into prompts and manifests. */
 export function pathProblem(path: string): string | null {
   if (path.includes("\0") || path.includes("\\")) return `path '${path}' may not contain NUL or backslashes`;
-  if (path.startsWith("/") || /^[A-Za-z]:/.test(path)) return `path '${path}' must be relative to the repository`;
+  if (path.startsWith("/") || /^[A-Za-z]:/.test(path))
+    return `path '${path}' must be relative to the repository`;
   if (path.split("/").includes("..")) return `path '${path}' may not contain '..'`;
   return null;
+}
+
+/** Kahn's count without ordering, on index arrays: cheap enough for every load; `findCycle` runs only on failure. */
+function isAcyclic(graph: Graph): boolean {
+  const n = graph.tasks.length;
+  const index = new Map(graph.tasks.map((t, i) => [t.id, i]));
+  const remaining = new Int32Array(n);
+  const dependents: number[][] = Array.from({ length: n }, () => []);
+  graph.tasks.forEach((task, i) => {
+    remaining[i] = task.dependencies.length;
+    for (const dep of task.dependencies) dependents[index.get(dep)!]!.push(i);
+  });
+  const ready: number[] = [];
+  for (let i = 0; i < n; i++) if (remaining[i] === 0) ready.push(i);
+  let seen = 0;
+  while (ready.length > 0) {
+    const i = ready.pop()!;
+    seen++;
+    for (const child of dependents[i]!) if (--remaining[child]! === 0) ready.push(child);
+  }
+  return seen === n;
 }
 
 /** Returns one dependency cycle as `[a, b, ..., a]`, or null. Iterative, so deep chains cannot overflow. */
@@ -225,9 +276,14 @@ function ancestorFinder(graph: Graph): (id: string) => Set<string> {
 }
 
 /** Parse-level zod messages for schema nodes that do not set their own. */
-export function defaultZodMessage(issue: { code?: string; expected?: string; input?: unknown }): string | undefined {
+export function defaultZodMessage(issue: {
+  code?: string;
+  expected?: string;
+  input?: unknown;
+}): string | undefined {
   if (issue.input === undefined) return "is required";
-  if (issue.code === "invalid_type" && (issue.expected === "object" || issue.expected === "record")) return "must be a mapping";
+  if (issue.code === "invalid_type" && (issue.expected === "object" || issue.expected === "record"))
+    return "must be a mapping";
   if (issue.code === "invalid_type" && issue.expected === "array") return "must be a list";
   return undefined;
 }
@@ -240,9 +296,23 @@ export function addZodIssues(
   for (const issue of error.issues) {
     const path = issue.path as PathSegment[];
     if (issue.code === "unrecognized_keys" && issue.keys) {
-      issues.add([...path, issue.keys[0]!], `contains unknown key(s): ${[...issue.keys].sort().join(", ")}`, "key", path);
+      issues.add(
+        [...path, issue.keys[0]!],
+        `contains unknown key(s): ${[...issue.keys].sort().join(", ")}`,
+        "key",
+        path,
+      );
     } else {
       issues.add(path, issue.message);
     }
   }
+}
+
+/** Computes a value on first use (most graphs never need the transitive-dependency sets). */
+function lazy<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => {
+    if (value === undefined) value = make();
+    return value;
+  };
 }

@@ -11,8 +11,8 @@
  * (a 10,000-task graph parses in well under 100 ms) and gives offsets for every node.
  */
 import {
-  type Event,
   EVENT_ID,
+  type Event,
   getScalarValue,
   NOT_RESOLVED,
   parseEvents,
@@ -40,12 +40,18 @@ export const DEFAULT_YAML_LIMITS: YamlLimits = {
   maxDepth: 64,
 };
 
+/** Source offsets of a collection, kept in flat arrays: one graph has tens of thousands of them. */
 interface NodeLocation {
   offset: number;
-  /** For mappings: key -> offsets of the key and value nodes, in declaration order. */
-  keys?: Map<string, { key: number; value: number }>;
+  /** For mappings: keys in declaration order, and for key i its offset at [2i] and its value's at [2i+1]. */
+  keys?: string[];
+  keyOffsets?: number[];
   /** For sequences: offset of each item. */
   items?: number[];
+}
+
+function keyIndex(loc: NodeLocation, name: string): number {
+  return loc.keys ? loc.keys.indexOf(name) : -1;
 }
 
 export interface Position {
@@ -76,8 +82,12 @@ const NUMERIC_TAGS = YAML11_SCHEMA.implicitScalarTags.filter(
 
 /** PyYAML's booleans: unlike YAML 1.1's full list, `y` and `n` stay strings. */
 const BOOLEANS = new Map<string, boolean>();
-for (const word of ["yes", "true", "on"]) for (const form of [word, word[0]!.toUpperCase() + word.slice(1), word.toUpperCase()]) BOOLEANS.set(form, true);
-for (const word of ["no", "false", "off"]) for (const form of [word, word[0]!.toUpperCase() + word.slice(1), word.toUpperCase()]) BOOLEANS.set(form, false);
+for (const word of ["yes", "true", "on"])
+  for (const form of [word, word[0]!.toUpperCase() + word.slice(1), word.toUpperCase()])
+    BOOLEANS.set(form, true);
+for (const word of ["no", "false", "off"])
+  for (const form of [word, word[0]!.toUpperCase() + word.slice(1), word.toUpperCase()])
+    BOOLEANS.set(form, false);
 const NULLS = new Set(["", "~", "null", "Null", "NULL"]);
 
 /** Resolves a plain scalar as PyYAML's safe_load does; timestamps stay strings, `<<` is a merge key. */
@@ -123,7 +133,7 @@ type Frame =
       anchor: string | null;
       key: PendingKey | null;
       /** Keys that came from a `<<` merge; an explicit key may override them once. */
-      merged: Set<string>;
+      merged: Set<string> | null;
     }
   | { kind: "seq"; value: unknown[]; loc: NodeLocation; anchor: string | null };
 
@@ -144,7 +154,8 @@ class YamlFailure extends Error {
 
 function scalarKey(value: unknown, offset: number): string {
   if (value === null) return "null";
-  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return String(value);
+  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean")
+    return String(value);
   throw new YamlFailure(offset, "mapping keys must be plain scalars");
 }
 
@@ -192,10 +203,15 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     const tag = tagOf(event);
     if (tag === null) return event.style === SCALAR_STYLE_PLAIN ? resolvePlain(source) : source;
     const definition = STANDARD_SCALAR_TAGS.get(tag);
-    if (!definition) throw new YamlFailure(event.tagStart, `unsupported YAML tag '${text.slice(event.tagStart, event.tagEnd)}'`);
+    if (!definition)
+      throw new YamlFailure(
+        event.tagStart,
+        `unsupported YAML tag '${text.slice(event.tagStart, event.tagEnd)}'`,
+      );
     if (definition === "str") return source;
     const value = definition.resolve(source, true, definition.tagName);
-    if (value === NOT_RESOLVED) throw new YamlFailure(event.valueStart, `'${source}' is not a valid !!${tag}`);
+    if (value === NOT_RESOLVED)
+      throw new YamlFailure(event.valueStart, `'${source}' is not a valid !!${tag}`);
     return value;
   };
 
@@ -222,34 +238,49 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
       mergeInto(parent, value, offset);
       return;
     }
-    if (parent.loc.keys!.has(name) && !parent.merged.delete(name)) {
-      throw new YamlFailure(keyOffset, `duplicate key '${name}'`);
+    const existing = keyIndex(parent.loc, name);
+    if (existing !== -1) {
+      if (!parent.merged?.delete(name)) throw new YamlFailure(keyOffset, `duplicate key '${name}'`);
+      parent.loc.keyOffsets![2 * existing] = keyOffset;
+      parent.loc.keyOffsets![2 * existing + 1] = offset;
+    } else {
+      parent.loc.keys!.push(name);
+      parent.loc.keyOffsets!.push(keyOffset, offset);
     }
     if (name === "__proto__") {
       // Kept as an own property; the object's prototype is never touched.
-      Object.defineProperty(parent.value, name, { value, enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(parent.value, name, {
+        value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     } else {
       parent.value[name] = value;
     }
-    parent.loc.keys!.set(name, { key: keyOffset, value: offset });
   };
 
   const mergeInto = (frame: Extract<Frame, { kind: "map" }>, source: unknown, offset: number): void => {
     const sources = Array.isArray(source) ? source : [source];
     for (const item of sources) {
-      const itemLoc = item && typeof item === "object" && !Array.isArray(item) ? locations.get(item) : undefined;
-      if (!itemLoc?.keys) throw new YamlFailure(offset, "a merge key '<<' needs a mapping or a list of mappings");
-      for (const [name, at] of itemLoc.keys) {
-        if (frame.loc.keys!.has(name)) continue;
+      const itemLoc =
+        item && typeof item === "object" && !Array.isArray(item) ? locations.get(item) : undefined;
+      if (!itemLoc?.keys)
+        throw new YamlFailure(offset, "a merge key '<<' needs a mapping or a list of mappings");
+      itemLoc.keys.forEach((name, i) => {
+        if (keyIndex(frame.loc, name) !== -1) return;
         frame.value[name] = (item as Record<string, unknown>)[name];
-        frame.loc.keys!.set(name, at);
+        frame.loc.keys!.push(name);
+        frame.loc.keyOffsets!.push(itemLoc.keyOffsets![2 * i]!, itemLoc.keyOffsets![2 * i + 1]!);
+        if (!frame.merged) frame.merged = new Set();
         frame.merged.add(name);
-      }
+      });
     }
   };
 
   const finish = (frame: Frame): void => {
-    if (frame.kind === "map" && frame.key) throw new YamlFailure(frame.key.offset, "mapping key has no value");
+    if (frame.kind === "map" && frame.key)
+      throw new YamlFailure(frame.key.offset, "mapping key has no value");
     if (frame.anchor !== null) anchors.set(frame.anchor, frame.value);
     emit(frame.value, frame.loc.offset);
   };
@@ -263,16 +294,18 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
           break;
         case EVENT_ID.MAPPING: {
           const tag = tagOf(event);
-          if (tag !== null && tag !== "map") throw new YamlFailure(event.tagStart, `unsupported YAML tag '!!${tag}'`);
-          const loc: NodeLocation = { offset: event.start, keys: new Map() };
+          if (tag !== null && tag !== "map")
+            throw new YamlFailure(event.tagStart, `unsupported YAML tag '!!${tag}'`);
+          const loc: NodeLocation = { offset: event.start, keys: [], keyOffsets: [] };
           const value: Record<string, unknown> = {};
           locations.set(value, loc);
-          stack.push({ kind: "map", value, loc, anchor: anchorOf(event), key: null, merged: new Set() });
+          stack.push({ kind: "map", value, loc, anchor: anchorOf(event), key: null, merged: null });
           break;
         }
         case EVENT_ID.SEQUENCE: {
           const tag = tagOf(event);
-          if (tag !== null && tag !== "seq") throw new YamlFailure(event.tagStart, `unsupported YAML tag '!!${tag}'`);
+          if (tag !== null && tag !== "seq")
+            throw new YamlFailure(event.tagStart, `unsupported YAML tag '!!${tag}'`);
           const loc: NodeLocation = { offset: event.start, items: [] };
           const value: unknown[] = [];
           locations.set(value, loc);
@@ -284,7 +317,8 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
           const anchor = anchorOf(event);
           if (anchor !== null) anchors.set(anchor, value);
           // A quoted scalar is located at its opening quote.
-          const quoted = event.style === SCALAR_STYLE_SINGLE_QUOTED || event.style === SCALAR_STYLE_DOUBLE_QUOTED;
+          const quoted =
+            event.style === SCALAR_STYLE_SINGLE_QUOTED || event.style === SCALAR_STYLE_DOUBLE_QUOTED;
           emit(value, quoted ? event.valueStart - 1 : event.valueStart);
           break;
         }
@@ -312,7 +346,10 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     const budget = Math.max(limits.maxExpandedNodes, events.length * 2);
     const expanded = expandedSize(root, budget);
     if (expanded > budget) {
-      fail(0, `YAML aliases expand to more than ${budget} nodes; refusing a possible resource-exhaustion file`);
+      fail(
+        0,
+        `YAML aliases expand to more than ${budget} nodes; refusing a possible resource-exhaustion file`,
+      );
     }
   }
 
@@ -328,9 +365,9 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
         if (segment >= loc.items.length) break;
         offset = loc.items[segment]!;
         current = (current as unknown[])[segment];
-      } else if (loc.keys?.has(String(segment))) {
-        const at = loc.keys.get(String(segment))!;
-        offset = last && which === "key" ? at.key : at.value;
+      } else if (keyIndex(loc, String(segment)) !== -1) {
+        const at = keyIndex(loc, String(segment));
+        offset = loc.keyOffsets![2 * at + (last && which === "key" ? 0 : 1)]!;
         current = (current as Record<string, unknown>)[String(segment)];
       } else {
         break;
@@ -343,7 +380,7 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     file,
     value: root,
     locate,
-    keyOrder: (mapping) => [...(locations.get(mapping)?.keys?.keys() ?? Object.keys(mapping))],
+    keyOrder: (mapping) => [...(locations.get(mapping)?.keys ?? Object.keys(mapping))],
     issue: (path, pathText, message, which) => ({ file, ...locate(path, which), path: pathText, message }),
   };
 }

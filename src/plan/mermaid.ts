@@ -12,10 +12,13 @@ export function mermaidDag(plan: Plan, status?: (taskId: string) => string): str
   const node = new Map(plan.order.map((id, i) => [id, `t${i}`]));
   const lanes = [...plan.workstreams.keys()];
   const lines = ["flowchart TD"];
-  lanes.forEach((lane, i) => {
+  lanes.forEach((_, i) => {
     lines.push(`  classDef ws${i} fill:${PALETTE[i % PALETTE.length]},stroke:#475569,color:#0f172a`);
   });
-  lines.push("  classDef failed stroke:#dc2626,stroke-width:3px", "  classDef active stroke:#2563eb,stroke-width:3px");
+  lines.push(
+    "  classDef failed stroke:#dc2626,stroke-width:3px",
+    "  classDef active stroke:#2563eb,stroke-width:3px",
+  );
   for (const [lane, ids] of plan.tasksByWorkstream) {
     if (ids.length === 0) continue;
     lines.push(`  subgraph lane_${lanes.indexOf(lane)}["${escapeLabel(lane)}"]`);

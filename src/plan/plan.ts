@@ -70,9 +70,9 @@ export function canonicalOrder(graph: Graph): string[] {
   for (const task of graph.tasks) {
     remaining.set(task.id, task.dependencies.length);
     for (const dep of task.dependencies) {
-      let list = dependents.get(dep);
-      if (!list) dependents.set(dep, (list = []));
-      list.push(task.id);
+      const list = dependents.get(dep);
+      if (list) list.push(task.id);
+      else dependents.set(dep, [task.id]);
     }
   }
   const ready = new IdHeap();
@@ -113,7 +113,9 @@ export function buildPlan(graph: Graph): Plan {
       if (depWs !== task.workstreamId) upstream.add(depWs);
     }
     depth.set(id, level);
-    (waves[level] ??= []).push(id);
+    const wave = waves[level];
+    if (wave) wave.push(id);
+    else waves[level] = [id];
     tasksByWorkstream.get(task.workstreamId)!.push(id);
     upstreamWorkstreams.set(id, [...upstream].sort());
   }
@@ -127,5 +129,16 @@ export function buildPlan(graph: Graph): Plan {
     ancestors.set(ws.id, chain);
   }
 
-  return { graph, order, rank, tasks, workstreams, waves, tasksByWorkstream, dependents, upstreamWorkstreams, ancestors };
+  return {
+    graph,
+    order,
+    rank,
+    tasks,
+    workstreams,
+    waves,
+    tasksByWorkstream,
+    dependents,
+    upstreamWorkstreams,
+    ancestors,
+  };
 }

@@ -14,7 +14,9 @@ export class ParamsError extends Error {
 
 /** Checks that every required param has a value; names each missing one. */
 export function missingParams(graph: Graph, params: Record<string, unknown>): string[] {
-  return (graph.cyberian?.params ?? []).filter((p) => p.required && params[p.name] === undefined).map((p) => p.name);
+  return (graph.cyberian?.params ?? [])
+    .filter((p) => p.required && params[p.name] === undefined)
+    .map((p) => p.name);
 }
 
 function render(source: string, params: Record<string, unknown>, field: string): string {
@@ -50,7 +52,14 @@ export function cyberianPrompt(step: CyberianStep, options: CyberianPromptOption
   const parts: string[] = [];
   if (step.systemInstructions) parts.push(render(step.systemInstructions, params, "system_instructions"), "");
   if (options.retryError !== undefined && step.successCriteria?.retryMessage) {
-    parts.push(render(step.successCriteria.retryMessage, { ...params, error: options.retryError }, "success_criteria.retry_message"), "");
+    parts.push(
+      render(
+        step.successCriteria.retryMessage,
+        { ...params, error: options.retryError },
+        "success_criteria.retry_message",
+      ),
+      "",
+    );
   }
   if (step.instructions) parts.push(render(step.instructions, params, "instructions"));
   if (step.loopUntil) parts.push("", step.loopUntil.message);

@@ -37,7 +37,10 @@ export interface OutputsFile {
 }
 
 /** `inputs_from` resolution: declared outputs of upstream tasks, filtered by category, in declared order. */
-export function resolveInputFiles(task: Task, outputsOf: (taskId: string) => OutputsFile | null): InputFile[] {
+export function resolveInputFiles(
+  task: Task,
+  outputsOf: (taskId: string) => OutputsFile | null,
+): InputFile[] {
   const files: InputFile[] = [];
   for (const ref of task.inputsFrom) {
     for (const file of outputsOf(ref.task)?.files ?? []) {
@@ -61,8 +64,14 @@ export function renderManifest(ctx: RenderContext): object {
       integration_branch: integrationBranch(graph.name, task.workstreamId),
     },
     execution: { attempt_num: ctx.attempt - 1, graph_name: graph.name },
-    dependencies: Object.fromEntries(task.dependencies.map((d) => [d, { description: byId.get(d)?.description ?? null }])),
-    input_files: ctx.inputFiles.map((f) => ({ path: f.path, category: f.category, source_task: f.sourceTask })),
+    dependencies: Object.fromEntries(
+      task.dependencies.map((d) => [d, { description: byId.get(d)?.description ?? null }]),
+    ),
+    input_files: ctx.inputFiles.map((f) => ({
+      path: f.path,
+      category: f.category,
+      source_task: f.sourceTask,
+    })),
     tools: graph.settings.tools,
   };
 }
@@ -81,12 +90,20 @@ export function renderPolicies(ctx: RenderContext): object {
       body_sections: ["summary", "files_changed"],
     },
     completion_gate: task.completionGate
-      ? { command: task.completionGate, max_attempts: task.maxGateAttempts, output_file: "gate_last_output.txt" }
+      ? {
+          command: task.completionGate,
+          max_attempts: task.maxGateAttempts,
+          output_file: "gate_last_output.txt",
+        }
       : null,
-    review: task.review ? { model: task.review.agent.model, review_on_attempt: task.review.reviewOnAttempt } : null,
+    review: task.review
+      ? { model: task.review.agent.model, review_on_attempt: task.review.reviewOnAttempt }
+      : null,
     adr: adr === "none" ? null : { verbosity: adr },
     verification:
-      task.role === "test_writer" || task.role === "test_reviewer" ? { commands: ["pytest --collect-only"] } : null,
+      task.role === "test_writer" || task.role === "test_reviewer"
+        ? { commands: ["pytest --collect-only"] }
+        : null,
   };
 }
 
@@ -118,7 +135,13 @@ function pathsByCategory(task: Task): string {
 }
 
 const ADR_SECTIONS = {
-  standard: ["Title", "Status (Proposed, Accepted, Deprecated or Superseded)", "Context", "Decision", "Consequences"],
+  standard: [
+    "Title",
+    "Status (Proposed, Accepted, Deprecated or Superseded)",
+    "Context",
+    "Decision",
+    "Consequences",
+  ],
   detailed: [
     "Title",
     "Status (Proposed, Accepted, Deprecated or Superseded)",
@@ -137,7 +160,9 @@ function adrSection(task: Task): string | null {
   const sections = level === "standard" ? ADR_SECTIONS.standard : ADR_SECTIONS.detailed;
   const items =
     level === "educational"
-      ? sections.map((s) => `- ${s}: add one or two sentences explaining what this section captures and why it matters.`)
+      ? sections.map(
+          (s) => `- ${s}: add one or two sentences explaining what this section captures and why it matters.`,
+        )
       : sections.map((s) => `- ${s}`);
   return [
     `Write an Architecture Decision Record for the main decision of this task at \`docs/adr/${task.id}.md\` and commit it with your work. Use these sections:`,
@@ -161,13 +186,21 @@ export function renderInstructions(ctx: RenderContext): string {
   ]);
   if (graph.settings.tools.length > 0) {
     const lines = graph.settings.tools.map((tool) =>
-      tool === "pixi" ? "- pixi: run every Python command through `pixi run` (for example `pixi run pytest`)." : `- ${tool}`,
+      tool === "pixi"
+        ? "- pixi: run every Python command through `pixi run` (for example `pixi run pytest`)."
+        : `- ${tool}`,
     );
     sections.push(["Tools", lines.join("\n")]);
   }
 
   if (task.cyberian) {
-    sections.push(["What to Do", cyberianPrompt(task.cyberian, { params: ctx.params ?? {}, ...(ctx.retryError !== undefined ? { retryError: ctx.retryError } : {}) })]);
+    sections.push([
+      "What to Do",
+      cyberianPrompt(task.cyberian, {
+        params: ctx.params ?? {},
+        ...(ctx.retryError !== undefined ? { retryError: ctx.retryError } : {}),
+      }),
+    ]);
   } else if (task.role === "generic") {
     sections.push(["What to Do", `${task.description ?? ""}\n\n${CONCERNS_NOTE}`]);
   } else {
@@ -186,7 +219,11 @@ export function renderInstructions(ctx: RenderContext): string {
     const bySource = new Map<string, InputFile[]>();
     for (const f of ctx.inputFiles) bySource.set(f.sourceTask, [...(bySource.get(f.sourceTask) ?? []), f]);
     const body = [...bySource]
-      .map(([source, files]) => [`### From task ${source}`, ...files.map((f) => `- \`${f.path}\` (category: ${f.category})`)].join("\n"))
+      .map(([source, files]) =>
+        [`### From task ${source}`, ...files.map((f) => `- \`${f.path}\` (category: ${f.category})`)].join(
+          "\n",
+        ),
+      )
       .join("\n\n");
     sections.push(["Input Files", body]);
   }
@@ -224,14 +261,18 @@ export function renderInstructions(ctx: RenderContext): string {
   if (task.primaryAgent.isolation.sandbox === "oci") {
     sections.push([
       "Isolation Boundary",
-      fill(template("sections/isolation"), { token_tier: task.primaryAgent.isolation.tokenTier, work_dir: ctx.workDir }),
+      fill(template("sections/isolation"), {
+        token_tier: task.primaryAgent.isolation.tokenTier,
+        work_dir: ctx.workDir,
+      }),
     ]);
   }
   sections.push([
     "Submitting Your Work",
     fill(template("sections/submitting"), { branch_name: branch, integration_branch: integration }),
   ]);
-  if (task.role !== "generic" && !task.cyberian && task.description) sections.push(["Task Details", task.description]);
+  if (task.role !== "generic" && !task.cyberian && task.description)
+    sections.push(["Task Details", task.description]);
 
   return `# Instructions for Task ${task.id}\n\n${sections.map(([title, body]) => `## ${title}\n\n${body.trim()}\n`).join("\n")}`;
 }

@@ -15,7 +15,10 @@ export function templatesDir(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 6; i++) {
     const candidate = join(dir, "templates");
-    if (existsSync(join(candidate, "roles"))) return (root = candidate);
+    if (existsSync(join(candidate, "roles"))) {
+      root = candidate;
+      return root;
+    }
     dir = dirname(dir);
   }
   throw new Error("cannot find agentrelay's templates/ directory");

@@ -9,7 +9,12 @@ const EXPECTED_ORDERS: Record<string, string[]> = {
   "failure/blocked_downstream.yaml": ["fails_first", "blocked_by_first", "independent_success"],
   "graph_awareness/spec_test_impl.yaml": ["spec_bounded_queue", "test_bounded_queue", "impl_bounded_queue"],
   "isolation/token_tiers.yaml": ["readonly_task", "standard_task"],
-  "roles/pipeline.yaml": ["spec_bounded_queue", "test_bounded_queue", "review_bounded_queue", "impl_bounded_queue"],
+  "roles/pipeline.yaml": [
+    "spec_bounded_queue",
+    "test_bounded_queue",
+    "review_bounded_queue",
+    "impl_bounded_queue",
+  ],
   "smoke/config_surface.yaml": ["farewell_fn", "greet_fn"],
   "smoke/inputs_from_chain.yaml": ["spec_queue", "test_queue", "impl_queue"],
   "smoke/no_commit_chained.yaml": ["review_structure", "review_readme"],
@@ -18,7 +23,12 @@ const EXPECTED_ORDERS: Record<string, string[]> = {
   "workstreams/auto_merge_2_workstreams.yaml": ["greeting", "farewell"],
   "workstreams/diamond_1_workstream.yaml": ["base_calc", "double_calc", "square_calc", "combined_calc"],
   "workstreams/diamond_4_workstreams.yaml": ["base_calc", "double_calc", "square_calc", "combined_calc"],
-  "workstreams/diamond_4_workstreams_auto_merge.yaml": ["base_calc", "double_calc", "square_calc", "combined_calc"],
+  "workstreams/diamond_4_workstreams_auto_merge.yaml": [
+    "base_calc",
+    "double_calc",
+    "square_calc",
+    "combined_calc",
+  ],
   "workstreams/serial_workstream.yaml": ["create_stack", "extend_stack", "use_stack"],
 };
 
@@ -39,12 +49,27 @@ describe.skipIf(!hasFixtures)("agentrelay's own graphs", () => {
 
   it("keeps operational keys and per-field isolation from the files", () => {
     const config = loadGraphFile(fixture("agentrelay/graphs/smoke/config_surface.yaml"));
-    expect(config.settings).toMatchObject({ maxConcurrency: 2, maxTaskAttempts: 1, teardownMode: "on_success", tools: ["pixi"] });
+    expect(config.settings).toMatchObject({
+      maxConcurrency: 2,
+      maxTaskAttempts: 1,
+      teardownMode: "on_success",
+      tools: ["pixi"],
+    });
     expect(config.tasks[0]!.primaryAgent.model).toBe("claude-haiku-4-5-20251001");
     const tiers = loadGraphFile(fixture("agentrelay/graphs/isolation/token_tiers.yaml"));
     const byId = new Map(tiers.tasks.map((t) => [t.id, t.primaryAgent.isolation]));
-    expect(byId.get("readonly_task")).toEqual({ sandbox: "oci", tokenTier: "read_only", image: null, runtime: null });
-    expect(byId.get("standard_task")).toEqual({ sandbox: "oci", tokenTier: "standard", image: null, runtime: null });
+    expect(byId.get("readonly_task")).toEqual({
+      sandbox: "oci",
+      tokenTier: "read_only",
+      image: null,
+      runtime: null,
+    });
+    expect(byId.get("standard_task")).toEqual({
+      sandbox: "oci",
+      tokenTier: "standard",
+      image: null,
+      runtime: null,
+    });
   });
 
   it("resolves inputs_from in both forms with its category filter", () => {
@@ -61,7 +86,9 @@ describe.skipIf(!hasFixtures)("agentrelay's own graphs", () => {
 describe.skipIf(!hasFixtures)("agentrelay's documentation examples", () => {
   it("loads the minimal graph with its implicit default workstream", () => {
     const graph = loadGraphFile(fixture("agentrelay/docs-examples/minimal.yaml"));
-    expect(graph.workstreams).toEqual([{ id: "default", parentId: null, baseBranch: "main", mergeTargetBranch: "main", autoMerge: false }]);
+    expect(graph.workstreams).toEqual([
+      { id: "default", parentId: null, baseBranch: "main", mergeTargetBranch: "main", autoMerge: false },
+    ]);
     expect(canonicalOrder(graph)).toEqual(["plan", "implement"]);
   });
 
@@ -76,7 +103,9 @@ describe.skipIf(!hasFixtures)("agentrelay's documentation examples", () => {
     })();
     expect(error).toBeInstanceOf(GraphError);
     const lines = error!.issues.map((i) => `${i.line}:${i.column}: ${i.path}: ${i.message}`);
-    expect(lines).toContain("5:5: workstreams[0]: workstream 'feature_a' has no tasks; give it a task or remove it");
+    expect(lines).toContain(
+      "5:5: workstreams[0]: workstream 'feature_a' has no tasks; give it a task or remove it",
+    );
     expect(lines).toContain(
       "20:5: tasks[0]: task 'write_spec' has role 'generic' and no description; the description is its whole assignment",
     );
@@ -91,7 +120,9 @@ describe.skipIf(!hasFixtures)("cyberian workflows", () => {
     expect(graph.dialect).toBe("cyberian");
     expect(graph.tasks.length).toBeGreaterThan(0);
     // A chain in depth-first order: each step depends on the one before it.
-    graph.tasks.forEach((task, i) => expect(task.dependencies).toEqual(i === 0 ? [] : [graph.tasks[i - 1]!.id]));
+    for (const [i, task] of graph.tasks.entries()) {
+      expect(task.dependencies).toEqual(i === 0 ? [] : [graph.tasks[i - 1]!.id]);
+    }
   });
 
   it("rejects the farm configuration as not a workflow", () => {
@@ -102,7 +133,13 @@ describe.skipIf(!hasFixtures)("cyberian workflows", () => {
 
   it("compiles the subtask tree in pre-order with inherited system instructions", () => {
     const graph = loadGraphFile(fixture("cyberian/tests/examples/system-instructions-demo.yaml"));
-    expect(graph.tasks.map((t) => t.id)).toEqual(["research", "analyze", "summarize", "summarize.format", "summarize.validate"]);
+    expect(graph.tasks.map((t) => t.id)).toEqual([
+      "research",
+      "analyze",
+      "summarize",
+      "summarize.format",
+      "summarize.validate",
+    ]);
     const system = new Map(graph.tasks.map((t) => [t.id, t.cyberian!.systemInstructions?.split("\n")[0]]));
     expect(system.get("research")).toBe("IMPORTANT: You are operating in {{agent_mode}} mode.");
     expect(system.get("analyze")).toBe("OVERRIDE: Perform deep analysis regardless of mode.");
@@ -115,7 +152,10 @@ describe.skipIf(!hasFixtures)("cyberian workflows", () => {
     const research = loadGraphFile(fixture("cyberian/tests/examples/deep-research.yaml"));
     expect(research.tasks[1]!.cyberian!.loopUntil).toMatchObject({ status: "NO_MORE_RESEARCH" });
     const tags = loadGraphFile(fixture("cyberian/examples/tag-documents/tag-workflow.yaml"));
-    expect(tags.tasks[0]!.cyberian!.successCriteria).toMatchObject({ script: "scripts/validate_tags.py", maxRetries: 3 });
+    expect(tags.tasks[0]!.cyberian!.successCriteria).toMatchObject({
+      script: "scripts/validate_tags.py",
+      maxRetries: 3,
+    });
     expect(tags.tasks[0]!.cyberian!.preconditions?.filesExist[0]?.patterns).toContain("taxonomy.json");
     expect(tags.cyberian!.syncTargets).toEqual(["taxonomy.json", "scripts/"]);
   });

@@ -6,7 +6,9 @@ import { REPO_ROOT } from "../support/fixtures.ts";
 
 describe("the published JSON Schema", () => {
   it("is up to date with the zod schema (run `npm run schema` after changing it)", () => {
-    const committed = JSON.parse(readFileSync(join(REPO_ROOT, "schema/agentrelay-graph.schema.json"), "utf8"));
+    const committed = JSON.parse(
+      readFileSync(join(REPO_ROOT, "schema/agentrelay-graph.schema.json"), "utf8"),
+    );
     expect(committed).toEqual(graphJsonSchema());
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GraphError } from "../../src/graph/errors.ts";
+import type { GraphError } from "../../src/graph/errors.ts";
 import { loadYaml } from "../../src/graph/yaml.ts";
 
 const load = (text: string) => loadYaml("f.yaml", text);
@@ -14,7 +14,9 @@ const failure = (text: string, limits?: Parameters<typeof loadYaml>[2]) => {
 
 describe("safe YAML loading", () => {
   it("resolves scalars as PyYAML's safe_load does (YAML 1.1 booleans, but y/n stay strings)", () => {
-    expect(load("a: yes\nb: Off\nc: n\nd: '10'\ne: 10\nf: 0x1f\ng: ~\nh: 2024-01-01\ni: 1.5\n").value).toEqual({
+    expect(
+      load("a: yes\nb: Off\nc: n\nd: '10'\ne: 10\nf: 0x1f\ng: ~\nh: 2024-01-01\ni: 1.5\n").value,
+    ).toEqual({
       a: true,
       b: false,
       c: "n",
@@ -28,7 +30,10 @@ describe("safe YAML loading", () => {
   });
 
   it("applies merge keys, with explicit keys winning", () => {
-    expect(load("base: &b {x: 1, y: 2}\nt:\n  <<: *b\n  y: 3\n").value).toEqual({ base: { x: 1, y: 2 }, t: { x: 1, y: 3 } });
+    expect(load("base: &b {x: 1, y: 2}\nt:\n  <<: *b\n  y: 3\n").value).toEqual({
+      base: { x: 1, y: 2 },
+      t: { x: 1, y: 3 },
+    });
   });
 
   it("keeps __proto__ as an own key without touching the prototype", () => {

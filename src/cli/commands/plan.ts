@@ -10,17 +10,24 @@ export function planJson(plan: Plan): object {
     dialect: plan.graph.dialect,
     order: plan.order,
     waves: plan.waves,
-    workstreams: plan.graph.workstreams.map((w) => ({ id: w.id, tasks: plan.tasksByWorkstream.get(w.id) ?? [] })),
+    workstreams: plan.graph.workstreams.map((w) => ({
+      id: w.id,
+      tasks: plan.tasksByWorkstream.get(w.id) ?? [],
+    })),
   };
 }
 
 export function planText(plan: Plan): string {
   const { graph } = plan;
-  const lines = [`Graph ${graph.name} (${graph.dialect}, ${graph.tasks.length} tasks, ${graph.workstreams.length} workstreams)`, ""];
+  const lines = [
+    `Graph ${graph.name} (${graph.dialect}, ${graph.tasks.length} tasks, ${graph.workstreams.length} workstreams)`,
+    "",
+  ];
   lines.push("Order:");
-  plan.order.forEach((id, i) => lines.push(`  ${i + 1}. ${id}  [${plan.tasks.get(id)!.workstreamId}]`));
+  for (const [i, id] of plan.order.entries())
+    lines.push(`  ${i + 1}. ${id}  [${plan.tasks.get(id)!.workstreamId}]`);
   lines.push("", "Waves (what could run together, ignoring capacity and workstream lanes):");
-  plan.waves.forEach((wave, i) => lines.push(`  ${i + 1}: ${wave.join(", ")}`));
+  for (const [i, wave] of plan.waves.entries()) lines.push(`  ${i + 1}: ${wave.join(", ")}`);
   lines.push("", "Workstreams:");
   for (const ws of graph.workstreams) {
     const parent = ws.parentId ? `, child of ${ws.parentId}` : "";
@@ -34,7 +41,8 @@ export function planText(plan: Plan): string {
   lines.push("", `Settings: max_concurrency ${s.maxConcurrency}, max_task_attempts ${s.maxTaskAttempts}`);
   if (graph.cyberian?.params.length) {
     lines.push("", "Params:");
-    for (const p of graph.cyberian.params) lines.push(`  ${p.name} (${p.range}${p.required ? ", required" : ""})`);
+    for (const p of graph.cyberian.params)
+      lines.push(`  ${p.name} (${p.range}${p.required ? ", required" : ""})`);
   }
   lines.push("", "```mermaid", mermaidDag(plan), "```");
   return lines.join("\n");

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { GraphError, formatIssue } from "../../graph/errors.ts";
+import { formatIssue, GraphError } from "../../graph/errors.ts";
 import { loadGraphFile } from "../../graph/load.ts";
 import type { Graph } from "../../graph/model.ts";
 import { missingParams } from "../../protocol/cyberian-prompt.ts";
@@ -32,15 +32,25 @@ export function paramErrors(graph: Graph, params: Record<string, unknown>): Grap
 export function renderCommand(file: string, taskId: string, options: RenderOptions, io: Io): number {
   const graph = loadGraphFile(file);
   const task = graph.tasks.find((t) => t.id === taskId);
-  if (!task) throw new UsageError(`${file}: no task '${taskId}' (tasks: ${graph.tasks.map((t) => t.id).join(", ")})`);
-  if (!Number.isInteger(options.attempt) || options.attempt < 1) throw new UsageError("--attempt must be a whole number from 1");
+  if (!task)
+    throw new UsageError(`${file}: no task '${taskId}' (tasks: ${graph.tasks.map((t) => t.id).join(", ")})`);
+  if (!Number.isInteger(options.attempt) || options.attempt < 1)
+    throw new UsageError("--attempt must be a whole number from 1");
   const problems = paramErrors(graph, options.params);
   if (problems) {
     for (const issue of problems.issues) io.out(formatIssue(issue));
     return 1;
   }
   const out = resolve(options.out ?? join("agentrelay-render", task.id));
-  const ctx = { graph, task, attempt: options.attempt, repoDir: process.cwd(), workDir: out, inputFiles: [], params: options.params };
+  const ctx = {
+    graph,
+    task,
+    attempt: options.attempt,
+    repoDir: process.cwd(),
+    workDir: out,
+    inputFiles: [],
+    params: options.params,
+  };
   const instructions = renderInstructions(ctx);
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, "manifest.json"), `${JSON.stringify(renderManifest(ctx), null, 2)}\n`);

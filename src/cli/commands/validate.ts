@@ -1,4 +1,4 @@
-import { GraphError, formatIssue } from "../../graph/errors.ts";
+import { formatIssue, GraphError } from "../../graph/errors.ts";
 import { loadGraphFile } from "../../graph/load.ts";
 import type { Io } from "../io.ts";
 
@@ -8,7 +8,9 @@ export function validateCommand(files: string[], io: Io): number {
   for (const file of files) {
     try {
       const graph = loadGraphFile(file);
-      io.err(`${file}: ok (${graph.dialect}, ${graph.tasks.length} task${graph.tasks.length === 1 ? "" : "s"})`);
+      io.err(
+        `${file}: ok (${graph.dialect}, ${graph.tasks.length} task${graph.tasks.length === 1 ? "" : "s"})`,
+      );
     } catch (error) {
       if (!(error instanceof GraphError)) throw error;
       failed = true;
