@@ -4,14 +4,7 @@
 import type { Plan } from "./plan.ts";
 
 export type TaskStatus =
-  | "pending"
-  | "running"
-  | "pr_open"
-  | "merged"
-  | "completed"
-  | "failed"
-  | "blocked"
-  | "cancelled";
+  "pending" | "running" | "pr_open" | "merged" | "completed" | "failed" | "blocked" | "cancelled";
 export type WorkstreamStatus = "pending" | "active" | "merge_ready" | "pr_open" | "merged" | "failed";
 
 export interface StatusView {
