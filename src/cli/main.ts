@@ -8,6 +8,7 @@ import { formatIssue, GraphError } from "../graph/errors.ts";
 import { graphJsonSchema } from "../graph/schema.ts";
 import { planCommand } from "./commands/plan.ts";
 import { renderCommand } from "./commands/render.ts";
+import { simulateCommand } from "./commands/simulate.ts";
 import { validateCommand } from "./commands/validate.ts";
 import { type Io, parseParams, processIo, UsageError } from "./io.ts";
 
@@ -18,6 +19,8 @@ commands:
   plan FILE [--json]                     print the order, waves, workstreams and a mermaid diagram
   render FILE TASK_ID [--attempt N] [--out DIR] [--param KEY=VALUE]...
                                          write manifest.json, policies.json and instructions.md
+  simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]
+                                         run the engine with simulated agents: what happens if a task fails?
   schema                                 print the JSON Schema of the agentrelay graph dialect
 `;
 
@@ -63,6 +66,23 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
           positionals[0]!,
           positionals[1]!,
           { attempt: Number(values.attempt), out: values.out, params: parseParams(values.param, yamlValue) },
+          io,
+        );
+      }
+      case "simulate": {
+        const { positionals, values } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: {
+            fail: { type: "string", multiple: true, default: [] },
+            concern: { type: "string", multiple: true, default: [] },
+            json: { type: "boolean" },
+          },
+        });
+        if (positionals.length !== 1) throw new UsageError("simulate needs exactly one FILE");
+        return simulateCommand(
+          positionals[0]!,
+          { fail: values.fail, concern: values.concern, json: values.json ?? false },
           io,
         );
       }

@@ -1,0 +1,65 @@
+import { simulate, simulationJson, type SimulationResult } from "../../engine/simulate.ts";
+import { loadGraphFile } from "../../graph/load.ts";
+import { type Io, UsageError } from "../io.ts";
+
+export interface SimulateCommandOptions {
+  fail: string[];
+  concern: string[];
+  json: boolean;
+}
+
+/** `--fail TASK[:N]`: the first N attempts of TASK fail (every attempt when N is omitted). */
+function parseFailures(specs: string[], known: Set<string>): Map<string, number> {
+  const failures = new Map<string, number>();
+  for (const spec of specs) {
+    const match = /^([^:]+)(?::(\d+))?$/.exec(spec);
+    if (!match) throw new UsageError(`--fail expects TASK or TASK:N, got '${spec}'`);
+    const [, task, count] = match;
+    if (!known.has(task!)) throw new UsageError(`--fail: no task '${task}'`);
+    failures.set(task!, count === undefined ? Number.POSITIVE_INFINITY : Number(count));
+  }
+  return failures;
+}
+
+function minutes(ms: number): string {
+  const m = Math.round(ms / 60_000);
+  return `t+${String(Math.floor(m / 60)).padStart(2, "0")}:${String(m % 60).padStart(2, "0")}`;
+}
+
+function timelineText(result: SimulationResult): string {
+  const { state } = result;
+  const lines = [`Simulated run of ${state.graph}`, ""];
+  for (const e of state.timeline) {
+    const subject = [e.task, e.workstream && !e.task ? e.workstream : undefined].filter(Boolean).join("");
+    const attempt = e.attempt !== undefined && e.type !== "task_merged" ? ` (attempt ${e.attempt})` : "";
+    const detail = e.detail ? `: ${e.detail}` : "";
+    lines.push(`  ${minutes(e.at)}  ${e.type.padEnd(20)} ${subject}${attempt}${detail}`);
+  }
+  if (result.reviewerMerged.length > 0) {
+    lines.push("", `A simulated reviewer merged the integration PRs of: ${result.reviewerMerged.join(", ")}`);
+  }
+  lines.push("", "Tasks:");
+  for (const [id, t] of Object.entries(state.tasks)) {
+    lines.push(
+      `  ${id.padEnd(24)} ${t.status.padEnd(10)} attempts ${t.attempt}${t.reason ? `  (${t.reason})` : ""}`,
+    );
+  }
+  lines.push("", "Workstreams:");
+  for (const [id, w] of Object.entries(state.workstreams)) lines.push(`  ${id.padEnd(24)} ${w.status}`);
+  lines.push("", `Outcome: ${result.outcome}`);
+  return lines.join("\n");
+}
+
+/** `agentrelay simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]`. */
+export function simulateCommand(file: string, options: SimulateCommandOptions, io: Io): number {
+  const graph = loadGraphFile(file);
+  const known = new Set(graph.tasks.map((t) => t.id));
+  for (const task of options.concern)
+    if (!known.has(task)) throw new UsageError(`--concern: no task '${task}'`);
+  const result = simulate(graph, {
+    failures: parseFailures(options.fail, known),
+    concerns: new Set(options.concern),
+  });
+  io.out(options.json ? JSON.stringify(simulationJson(result)) : timelineText(result));
+  return 0;
+}

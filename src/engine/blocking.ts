@@ -1,0 +1,115 @@
+/**
+ * Failure propagation, applied as soon as a failure is known (agentrelay marks blocked tasks only once
+ * nothing else runs). A broken task blocks its dependents and fails its workstream; a failed workstream
+ * blocks its pending tasks, its child workstreams' tasks and the tasks in other workstreams that depend
+ * on it. Reasons use agentrelay's wording. `recompute` rebuilds all of it after a retry or a human merge.
+ */
+import type { Step } from "./engine.ts";
+
+type Work = { kind: "task"; id: string } | { kind: "lane"; id: string };
+
+export class Blocking {
+  private readonly queue: Work[] = [];
+
+  constructor(private readonly step: Step) {}
+
+  /** A task failed, was cancelled or was blocked. */
+  taskBroke(id: string): void {
+    this.queue.push({ kind: "task", id });
+    this.drain();
+  }
+
+  /** A workstream failed for its own reason. */
+  laneBroke(laneId: string, reason: string): void {
+    this.failLane(laneId, reason);
+    this.drain();
+  }
+
+  /** Clears derived blocking and rebuilds it from the explicit failures that remain. */
+  recompute(): void {
+    const { state, plan } = this.step;
+    for (const id of plan.order) {
+      const t = state.tasks[id]!;
+      if (t.status !== "blocked") continue;
+      t.status = "pending";
+      t.reason = null;
+      if (t.waitingOn === 0) this.step.addCandidate(id);
+      this.step.changed = true;
+    }
+    for (const [laneId] of plan.workstreams) {
+      const lane = state.workstreams[laneId]!;
+      if (lane.status !== "failed" || lane.failedItself) continue;
+      lane.reason = null;
+      lane.status =
+        lane.integration === "merged" || lane.integration === "skipped"
+          ? "merged"
+          : lane.integration === "open" && lane.unfinished === 0
+            ? "pr_open"
+            : lane.activeTask !== null || lane.preparation === "done"
+              ? "active"
+              : "pending";
+      this.step.changed = true;
+    }
+    for (const id of plan.order) {
+      const status = state.tasks[id]!.status;
+      if (status === "failed" || status === "cancelled") this.queue.push({ kind: "task", id });
+    }
+    for (const [laneId] of plan.workstreams) {
+      if (state.workstreams[laneId]!.failedItself) this.queue.push({ kind: "lane", id: laneId });
+    }
+    this.drain();
+    for (const [laneId] of plan.workstreams) this.step.laneProgress(laneId);
+  }
+
+  private block(id: string, reason: string): void {
+    const t = this.step.task(id);
+    if (t.status !== "pending") return;
+    this.step.removeCandidate(id);
+    t.status = "blocked";
+    t.reason = reason;
+    this.step.log({ type: "task_blocked", task: id, detail: reason });
+    this.queue.push({ kind: "task", id });
+  }
+
+  private failLane(laneId: string, reason: string): void {
+    const lane = this.step.lane(laneId);
+    if (lane.status === "merged") return;
+    if (lane.status !== "failed") {
+      lane.status = "failed";
+      lane.reason ??= reason;
+      this.step.changed = true;
+    }
+    this.queue.push({ kind: "lane", id: laneId });
+  }
+
+  private drain(): void {
+    const { plan } = this.step;
+    const seenLanes = new Set<string>();
+    while (this.queue.length > 0) {
+      const work = this.queue.shift()!;
+      if (work.kind === "task") {
+        const t = this.step.task(work.id);
+        const verb = t.status === "cancelled" ? "was cancelled" : "failed";
+        for (const dependent of plan.dependents.get(work.id)!)
+          this.block(dependent, `dependency '${work.id}' ${verb}`);
+        this.failLane(plan.tasks.get(work.id)!.workstreamId, `task '${work.id}' ${verb}`);
+        continue;
+      }
+      if (seenLanes.has(work.id)) continue;
+      seenLanes.add(work.id);
+      const own = plan.tasksByWorkstream.get(work.id)!;
+      for (const id of own) this.block(id, `workstream '${work.id}' failed`);
+      for (const child of this.step.children.get(work.id) ?? []) {
+        for (const id of plan.tasksByWorkstream.get(child)!)
+          this.block(id, `ancestor workstream '${work.id}' failed`);
+      }
+      for (const id of own) {
+        for (const dependent of plan.dependents.get(id)!) {
+          if (plan.tasks.get(dependent)!.workstreamId !== work.id) {
+            this.block(dependent, `upstream workstream '${work.id}' failed`);
+          }
+        }
+      }
+    }
+  }
+}

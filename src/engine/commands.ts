@@ -1,0 +1,132 @@
+/**
+ * User commands as events: `retry TASK`, `cancel [TASK]`, `reset TASK`. Each answers with a `reply`
+ * effect; a command that does not apply changes nothing and says why.
+ */
+import { isTaskActive, isTaskTerminal } from "../plan/readiness.ts";
+import { Blocking } from "./blocking.ts";
+import type { Step } from "./engine.ts";
+import type { EngineEvent } from "./types.ts";
+
+type Command = Extract<EngineEvent, { type: "command" }>;
+
+export function applyCommand(step: Step, event: Command): void {
+  const { state, plan } = step;
+  const reply = (ok: boolean, message: string) =>
+    step.emit({
+      type: "reply",
+      key: step.key("command", event.at, event.command, event.task ?? "run"),
+      ok,
+      message,
+    });
+  const who = event.by ? ` by @${event.by}` : "";
+
+  if (event.command === "cancel" && event.task === undefined) {
+    if (state.cancelled || state.outcome !== null) return reply(false, "the run has already finished");
+    state.cancelled = true;
+    step.changed = true;
+    for (const id of plan.order) {
+      const t = step.task(id);
+      if (isTaskTerminal(t.status)) continue;
+      if (t.status === "running")
+        step.emit({
+          type: "cancel_attempt",
+          key: step.key(id, t.attempt, "cancel"),
+          task: id,
+          attempt: t.attempt,
+        });
+      step.release(id);
+      step.removeCandidate(id);
+      t.status = "cancelled";
+      t.reason = `run cancelled${who}`;
+      step.log({ type: "task_cancelled", task: id, detail: t.reason });
+    }
+    return reply(true, "cancelled the run");
+  }
+
+  const id = event.task;
+  if (id === undefined || !plan.tasks.has(id)) return reply(false, `unknown task '${id ?? ""}'`);
+  const t = step.task(id);
+
+  switch (event.command) {
+    case "retry": {
+      if (state.cancelled) return reply(false, "the run was cancelled");
+      if (t.status === "blocked")
+        return reply(false, `task '${id}' is blocked (${t.reason}); retry what blocks it`);
+      if (t.status !== "failed" && t.status !== "cancelled") {
+        return reply(false, `task '${id}' is ${t.status}; only failed or cancelled tasks can be retried`);
+      }
+      t.status = "pending";
+      t.attemptBase = t.attempt;
+      t.reason = null;
+      if (t.waitingOn === 0) step.addCandidate(id);
+      reopen(step);
+      new Blocking(step).recompute();
+      return reply(true, `retrying '${id}' (attempt ${t.attempt + 1})`);
+    }
+    case "cancel": {
+      if (isTaskTerminal(t.status)) return reply(false, `task '${id}' is already ${t.status}`);
+      if (t.status === "running")
+        step.emit({
+          type: "cancel_attempt",
+          key: step.key(id, t.attempt, "cancel"),
+          task: id,
+          attempt: t.attempt,
+        });
+      step.failTask(id, `cancelled${who}`, "cancelled", false);
+      return reply(true, `cancelled '${id}'`);
+    }
+    case "reset": {
+      const laneId = plan.tasks.get(id)!.workstreamId;
+      const lane = step.lane(laneId);
+      const started = plan.tasksByWorkstream.get(laneId)!.filter((x) => {
+        const s = step.task(x).status;
+        return s !== "pending" && s !== "blocked";
+      });
+      const tip = started[started.length - 1];
+      if (tip === undefined) return reply(false, `nothing to reset in workstream '${laneId}'`);
+      if (tip !== id)
+        return reply(false, `'${id}' is not the tip of workstream '${laneId}'; reset '${tip}' first`);
+      if (lane.integration === "merged" || lane.integration === "skipped") {
+        return reply(false, `workstream '${laneId}' is already integrated into its target`);
+      }
+      if (t.status === "running")
+        step.emit({
+          type: "cancel_attempt",
+          key: step.key(id, t.attempt, "cancel"),
+          task: id,
+          attempt: t.attempt,
+        });
+      const wasDone = t.status === "merged" || t.status === "completed";
+      step.emit({ type: "reset_task", key: step.key(id, "reset", t.attempt), task: id, pr: t.pr });
+      if (isTaskActive(t.status)) step.release(id);
+      Object.assign(t, {
+        status: "pending",
+        attemptBase: t.attempt,
+        pr: null,
+        noPr: false,
+        reason: null,
+        mergedAt: null,
+      });
+      Object.assign(t, { concerns: [], opsConcerns: [], summary: null, outputs: [] });
+      if (wasDone) {
+        lane.unfinished++;
+        for (const dependent of plan.dependents.get(id)!) {
+          step.task(dependent).waitingOn++;
+          step.removeCandidate(dependent);
+        }
+      }
+      if (t.waitingOn === 0) step.addCandidate(id);
+      if (lane.status === "merge_ready" || lane.status === "pr_open") lane.status = "active";
+      reopen(step);
+      new Blocking(step).recompute();
+      return reply(true, `reset '${id}'; it will run again`);
+    }
+  }
+}
+
+/** A finished run becomes live again when a command gives it work. */
+function reopen(step: Step): void {
+  step.state.outcome = null;
+  step.state.finishedAt = null;
+  step.changed = true;
+}

@@ -1,0 +1,159 @@
+/**
+ * The simulator: the engine driven by a simulated executor in which every attempt succeeds unless told
+ * otherwise. It answers "what happens if this task fails?" without GitHub or an agent.
+ *
+ * A simulated reviewer merges an integration PR that is left open (no auto-merge, or a design concern)
+ * when, and only when, a pending task needs it merged to go on, as a person watching the run would.
+ */
+import type { Graph } from "../graph/model.ts";
+import { createEngine, type EngineOptions } from "./engine.ts";
+import type { EngineEffect, EngineEvent, Outcome, RunState } from "./types.ts";
+
+export interface SimulateOptions {
+  /** Task id -> number of first attempts that fail (Infinity: every attempt). */
+  failures?: Map<string, number>;
+  /** Tasks whose attempts record a design concern. */
+  concerns?: Set<string>;
+  /** Let a simulated reviewer merge integration PRs that block pending work (default true). */
+  reviewerMerges?: boolean;
+  engine?: EngineOptions;
+}
+
+export interface SimulationEvent {
+  type: string;
+  task?: string;
+  workstream?: string;
+  attempt?: number;
+}
+
+export interface SimulationResult {
+  state: RunState;
+  outcome: Outcome;
+  /** Events applied to the engine, and effects executed, for benchmarks. */
+  eventCount: number;
+  /** Integration PRs the simulated reviewer merged. */
+  reviewerMerged: string[];
+}
+
+const MINUTE = 60_000;
+
+export function simulate(graph: Graph, options: SimulateOptions = {}): SimulationResult {
+  const engine = createEngine(graph, options.engine);
+  const { plan } = engine;
+  const failures = options.failures ?? new Map<string, number>();
+  const concerns = options.concerns ?? new Set<string>();
+  let clock = 0;
+  let prNumber = 0;
+  let eventCount = 0;
+  const reviewerMerged: string[] = [];
+  const queue: EngineEvent[] = [];
+
+  const { state, effects } = engine.start(clock);
+  const execute = (effect: EngineEffect) => {
+    const at = (clock += MINUTE);
+    switch (effect.type) {
+      case "prepare_workstream":
+        queue.push({ type: "workstream_prepared", workstream: effect.workstream, at });
+        break;
+      case "dispatch":
+        if (effect.attempt <= (failures.get(effect.task) ?? 0)) {
+          queue.push({
+            type: "job_failed",
+            task: effect.task,
+            attempt: effect.attempt,
+            reason: "simulated failure",
+            at,
+          });
+        } else {
+          queue.push({
+            type: "job_succeeded",
+            task: effect.task,
+            attempt: effect.attempt,
+            concerns: concerns.has(effect.task) ? ["simulated design concern"] : [],
+            summary: `simulated work for ${effect.task}`,
+            at,
+          });
+        }
+        break;
+      case "open_task_pr":
+        queue.push({
+          type: "task_pr_opened",
+          task: effect.task,
+          pr: { number: ++prNumber, url: `sim://pull/${prNumber}` },
+          at,
+        });
+        break;
+      case "merge_task_pr":
+        queue.push({ type: "task_pr_merged", task: effect.task, pr: effect.pr, at });
+        break;
+      case "open_integration_pr":
+        queue.push({
+          type: "integration_pr_opened",
+          workstream: effect.workstream,
+          pr: { number: ++prNumber, url: `sim://pull/${prNumber}` },
+          at,
+        });
+        break;
+      case "merge_integration_pr":
+        queue.push({ type: "integration_pr_merged", workstream: effect.workstream, at });
+        break;
+      default:
+        break;
+    }
+  };
+  effects.forEach(execute);
+
+  for (;;) {
+    while (queue.length > 0) {
+      eventCount++;
+      engine.apply(state, queue.shift()!).forEach(execute);
+    }
+    if (state.outcome !== null || options.reviewerMerges === false) break;
+    const needed = neededIntegration(state, engine.plan.upstreamWorkstreams);
+    if (needed === undefined) break;
+    reviewerMerged.push(needed);
+    queue.push({ type: "integration_pr_merged", workstream: needed, at: (clock += MINUTE) });
+  }
+  void plan;
+  return { state, outcome: state.outcome ?? outcomeOf(state), eventCount, reviewerMerged };
+}
+
+/** An open integration PR that a pending task waits for, in workstream order. */
+function neededIntegration(state: RunState, upstream: Map<string, string[]>): string | undefined {
+  const waitedFor = new Set<string>();
+  for (const [id, t] of Object.entries(state.tasks)) {
+    if (t.status !== "pending") continue;
+    for (const u of upstream.get(id) ?? []) if (state.workstreams[u]!.status === "pr_open") waitedFor.add(u);
+  }
+  return Object.keys(state.workstreams).find((w) => waitedFor.has(w));
+}
+
+/** The outcome of a run that stopped with work left (agentrelay ignores tasks a stuck loop left pending). */
+export function outcomeOf(state: RunState): Outcome {
+  if (state.cancelled) return "cancelled";
+  const failed =
+    Object.values(state.tasks).some(
+      (t) => t.status === "failed" || t.status === "blocked" || t.status === "cancelled",
+    ) || Object.values(state.workstreams).some((w) => w.status === "failed");
+  return failed ? "completed_with_failures" : "succeeded";
+}
+
+/** The `--json` shape of `agentrelay simulate`. */
+export function simulationJson(result: SimulationResult): object {
+  const { state } = result;
+  return {
+    outcome: result.outcome,
+    events: state.timeline.map((e) => ({
+      type: e.type,
+      ...(e.task !== undefined ? { task: e.task } : {}),
+      ...(e.workstream !== undefined ? { workstream: e.workstream } : {}),
+      ...(e.attempt !== undefined ? { attempt: e.attempt } : {}),
+    })),
+    tasks: Object.fromEntries(
+      Object.entries(state.tasks).map(([id, t]) => [id, { status: t.status, attempts: t.attempt }]),
+    ),
+    workstreams: Object.fromEntries(
+      Object.entries(state.workstreams).map(([id, w]) => [id, { status: w.status }]),
+    ),
+  };
+}

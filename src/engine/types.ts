@@ -1,0 +1,170 @@
+/**
+ * Run state, events (facts) and effects (commands for adapters). All plain serialisable data.
+ */
+import type { TaskStatus, WorkstreamStatus } from "../plan/readiness.ts";
+
+export type { TaskStatus, WorkstreamStatus };
+
+export interface PullRequest {
+  number: number;
+  url: string;
+}
+
+export type AttemptOutcome = "succeeded" | "failed" | "timed_out" | "cancelled";
+
+export interface AttemptRecord {
+  n: number;
+  dispatchedAt: number;
+  /** The attempt fails as timed out if it has not reported by then. */
+  deadline: number;
+  startedAt: number | null;
+  outcome: AttemptOutcome | null;
+  reason: string | null;
+  costUsd: number | null;
+  turns: number | null;
+}
+
+export interface TaskRun {
+  status: TaskStatus;
+  /** Number of the latest attempt (0 before the first dispatch). */
+  attempt: number;
+  /** Attempts used before the latest retry/reset command; the budget counts from here. */
+  attemptBase: number;
+  attempts: AttemptRecord[];
+  /** The task PR (one per task branch, reused across attempts). */
+  pr: PullRequest | null;
+  /** True when the latest attempt finished without changes (no PR). */
+  noPr: boolean;
+  /** Why the task failed, was blocked or cancelled. */
+  reason: string | null;
+  /** Dependencies not yet merged or completed. */
+  waitingOn: number;
+  concerns: string[];
+  opsConcerns: string[];
+  summary: string | null;
+  outputs: { path: string; action: string; category: string }[];
+  mergedAt: number | null;
+}
+
+export type IntegrationState = "none" | "opening" | "open" | "merged" | "skipped" | "closed";
+
+export interface WorkstreamRun {
+  status: WorkstreamStatus;
+  /** The lane's integration branch: requested from the adapter, then confirmed. */
+  preparation: "none" | "requested" | "done";
+  integration: IntegrationState;
+  pr: PullRequest | null;
+  reason: string | null;
+  /** Failed for its own reason (preparation, integration PR), not because a task failed. */
+  failedItself: boolean;
+  /** Own tasks not yet merged or completed. */
+  unfinished: number;
+  /** The task holding the lane (running or PR open), if any. */
+  activeTask: string | null;
+  autoMergeSkipped: boolean;
+}
+
+export type Outcome = "succeeded" | "completed_with_failures" | "cancelled";
+
+export interface TimelineEntry {
+  at: number;
+  type: TimelineType;
+  task?: string;
+  workstream?: string;
+  attempt?: number;
+  detail?: string;
+}
+
+export type TimelineType =
+  | "dispatch"
+  | "task_succeeded"
+  | "task_failed"
+  | "task_merged"
+  | "task_blocked"
+  | "task_cancelled"
+  | "integration_opened"
+  | "integration_merged"
+  | "integration_skipped"
+  | "run_finished";
+
+export interface RunState {
+  schemaVersion: 1;
+  /** `<graph>/<run number>`, the prefix of every effect key. */
+  runKey: string;
+  graph: string;
+  runNumber: number;
+  /** Content hash of the graph definition the run follows. */
+  fingerprint: string;
+  startedAt: number;
+  /** Increments with every change; adapters use it as the compare-and-swap version of the document. */
+  seq: number;
+  settings: {
+    maxConcurrency: number;
+    maxTaskAttempts: number;
+    attemptTimeoutMs: number;
+    failFastOnWorkstreamError: boolean;
+  };
+  tasks: Record<string, TaskRun>;
+  workstreams: Record<string, WorkstreamRun>;
+  /** Tasks running or with an open PR (they hold capacity and their lane). */
+  active: number;
+  /** Pending tasks whose dependencies are all done, in canonical order. */
+  candidates: string[];
+  cancelled: boolean;
+  outcome: Outcome | null;
+  finishedAt: number | null;
+  timeline: TimelineEntry[];
+}
+
+/** Facts reported by adapters and users. `at` is milliseconds since the epoch (or a simulated clock). */
+export type EngineEvent =
+  | { type: "job_started"; task: string; attempt: number; at: number }
+  | {
+      type: "job_succeeded";
+      task: string;
+      attempt: number;
+      at: number;
+      /** Finished without changes: completed without a PR. */
+      noPr?: boolean;
+      concerns?: string[];
+      opsConcerns?: string[];
+      summary?: string | null;
+      outputs?: { path: string; action: string; category: string }[];
+      costUsd?: number | null;
+      turns?: number | null;
+    }
+  | {
+      type: "job_failed";
+      task: string;
+      attempt: number;
+      at: number;
+      reason: string;
+      kind?: "failed" | "timed_out" | "cancelled";
+    }
+  | { type: "task_pr_opened"; task: string; pr: PullRequest; at: number }
+  | { type: "task_pr_merged"; task: string; pr: PullRequest; at: number }
+  | { type: "task_pr_closed"; task: string; pr: PullRequest; at: number }
+  | { type: "task_merge_failed"; task: string; reason: string; at: number }
+  | { type: "workstream_prepared"; workstream: string; at: number }
+  | { type: "workstream_prepare_failed"; workstream: string; reason: string; at: number }
+  | { type: "integration_pr_opened"; workstream: string; pr: PullRequest; at: number }
+  | { type: "integration_skipped"; workstream: string; at: number }
+  | { type: "integration_pr_merged"; workstream: string; at: number }
+  | { type: "integration_pr_closed"; workstream: string; at: number }
+  | { type: "integration_failed"; workstream: string; reason: string; at: number }
+  | { type: "integration_merge_failed"; workstream: string; reason: string; at: number }
+  | { type: "command"; command: "retry" | "cancel" | "reset"; task?: string; by?: string; at: number }
+  | { type: "tick"; at: number };
+
+export type EngineEffect =
+  | { type: "prepare_workstream"; key: string; workstream: string }
+  | { type: "dispatch"; key: string; task: string; attempt: number }
+  | { type: "cancel_attempt"; key: string; task: string; attempt: number }
+  | { type: "open_task_pr"; key: string; task: string; attempt: number }
+  | { type: "merge_task_pr"; key: string; task: string; pr: PullRequest }
+  | { type: "reset_task"; key: string; task: string; pr: PullRequest | null }
+  | { type: "open_integration_pr"; key: string; workstream: string }
+  | { type: "merge_integration_pr"; key: string; workstream: string; pr: PullRequest }
+  | { type: "reply"; key: string; ok: boolean; message: string }
+  | { type: "update_status"; key: string }
+  | { type: "finish_run"; key: string; outcome: Outcome };
