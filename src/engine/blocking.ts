@@ -1,8 +1,10 @@
 /**
  * Failure propagation, applied as soon as a failure is known (agentrelay marks blocked tasks only once
- * nothing else runs). A broken task blocks its dependents and fails its workstream; a failed workstream
- * blocks its pending tasks, its child workstreams' tasks and the tasks in other workstreams that depend
- * on it. Reasons use agentrelay's wording. `recompute` rebuilds all of it after a retry or a human merge.
+ * nothing else runs). Only what can never run is blocked: a broken task blocks its dependents and marks
+ * its workstream failed (it can no longer integrate), which blocks child workstreams' tasks and the
+ * tasks in other workstreams waiting for it to merge. A workstream that failed for its own reason
+ * (preparation) also blocks its own pending tasks. Reasons use agentrelay's wording (see
+ * plan/readiness.ts). `recompute` rebuilds all of it after a retry or a human merge.
  */
 import type { Step } from "./engine.ts";
 
@@ -98,7 +100,8 @@ export class Blocking {
       if (seenLanes.has(work.id)) continue;
       seenLanes.add(work.id);
       const own = plan.tasksByWorkstream.get(work.id)!;
-      for (const id of own) this.block(id, `workstream '${work.id}' failed`);
+      if (this.step.lane(work.id).failedItself)
+        for (const id of own) this.block(id, `workstream '${work.id}' failed`);
       for (const child of this.step.children.get(work.id) ?? []) {
         for (const id of plan.tasksByWorkstream.get(child)!)
           this.block(id, `ancestor workstream '${work.id}' failed`);

@@ -16,7 +16,7 @@
 import { createHash } from "node:crypto";
 import type { Graph } from "../graph/model.ts";
 import { buildPlan, type Plan } from "../plan/plan.ts";
-import { isTaskActive, isTaskTerminal } from "../plan/readiness.ts";
+import { isTaskActive, isTaskTerminal, mayStart, type StatusView } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
 import { applyCommand } from "./commands.ts";
 import type { EngineEffect, EngineEvent, RunState, TaskRun, TimelineEntry, WorkstreamRun } from "./types.ts";
@@ -210,33 +210,26 @@ export class Step {
     new Blocking(this).laneBroke(laneId, reason);
   }
 
+  /** A status view of the state, for the shared readiness rule. */
+  readonly view: StatusView = {
+    task: (id) => this.task(id).status,
+    workstream: (id) => this.lane(id).status,
+    workstreamFailedItself: (id) => this.lane(id).failedItself,
+  };
+
   /** Dispatches what is ready, in canonical order, within capacity and lane rules. */
   dispatchPass(): void {
     const s = this.state;
     if (s.cancelled || s.outcome !== null) return;
     const anyLaneFailed = Object.values(s.workstreams).some((w) => w.status === "failed");
+    const busy = (lane: string) => this.lane(lane).activeTask !== null;
     for (const id of [...s.candidates]) {
       if (s.active >= s.settings.maxConcurrency) break;
       const t = this.task(id);
       if (t.status !== "pending" || t.waitingOn > 0) continue;
+      if (!mayStart(this.plan, this.view, id, busy, s.settings, anyLaneFailed)) continue;
       const laneId = this.plan.tasks.get(id)!.workstreamId;
       const lane = this.lane(laneId);
-      if (
-        lane.status === "failed" ||
-        lane.status === "merge_ready" ||
-        lane.status === "pr_open" ||
-        lane.status === "merged"
-      ) {
-        continue;
-      }
-      if (lane.activeTask !== null) continue;
-      const ancestorsIntegrated = this.plan.ancestors.get(laneId)!.every((a) => {
-        const status = this.lane(a).status;
-        return status === "pr_open" || status === "merged";
-      });
-      if (!ancestorsIntegrated) continue;
-      if (!this.plan.upstreamWorkstreams.get(id)!.every((u) => this.lane(u).status === "merged")) continue;
-      if (lane.status === "pending" && s.settings.failFastOnWorkstreamError && anyLaneFailed) continue;
       if (lane.preparation !== "done") {
         if (lane.preparation === "none") {
           lane.preparation = "requested";

@@ -192,6 +192,74 @@ export function validateStructure(
       );
     }
   });
+  if (issues.issues.length > 0) return;
+  const deadlock = laneWaitCycle(graph);
+  if (deadlock) {
+    const at =
+      deadlock.taskIndex >= 0
+        ? where.task(deadlock.taskIndex, "dependencies", deadlock.dep)
+        : where.workstream(
+            graph.workstreams.findIndex((w) => w.id === deadlock.cycle[0]),
+            "parent_workstream_id",
+          );
+    issues.add(
+      at,
+      `workstreams wait for each other in a cycle: ${deadlock.cycle.join(" -> ")}; a task that depends on another ` +
+        "workstream waits for that whole workstream to merge, so this graph could never finish",
+    );
+  }
+}
+
+/**
+ * A task that depends on a task in another workstream waits for that whole workstream to merge, and a
+ * child workstream waits for its parent's integration PR. If those waits form a cycle the run can never
+ * finish (agentrelay would wait forever), so it is an error.
+ */
+function laneWaitCycle(graph: Graph): { cycle: string[]; taskIndex: number; dep: number } | null {
+  const waits = new Map<string, Map<string, { taskIndex: number; dep: number }>>();
+  const lanes = graph.workstreams.map((w) => w.id);
+  for (const lane of lanes) waits.set(lane, new Map());
+  const laneOf = new Map(graph.tasks.map((t) => [t.id, t.workstreamId]));
+  graph.tasks.forEach((task, i) => {
+    task.dependencies.forEach((dep, j) => {
+      const upstream = laneOf.get(dep)!;
+      if (upstream !== task.workstreamId && !waits.get(task.workstreamId)!.has(upstream)) {
+        waits.get(task.workstreamId)!.set(upstream, { taskIndex: i, dep: j });
+      }
+    });
+  });
+  for (const ws of graph.workstreams) {
+    if (ws.parentId && !waits.get(ws.id)!.has(ws.parentId))
+      waits.get(ws.id)!.set(ws.parentId, { taskIndex: -1, dep: -1 });
+  }
+  const state = new Map<string, 1 | 2>();
+  const path: string[] = [];
+  const visit = (lane: string): string[] | null => {
+    state.set(lane, 1);
+    path.push(lane);
+    for (const next of [...waits.get(lane)!.keys()].sort()) {
+      if (state.get(next) === 1) return [...path.slice(path.indexOf(next)), next];
+      if (!state.has(next)) {
+        const found = visit(next);
+        if (found) return found;
+      }
+    }
+    path.pop();
+    state.set(lane, 2);
+    return null;
+  };
+  for (const lane of [...lanes].sort()) {
+    if (state.has(lane)) continue;
+    const cycle = visit(lane);
+    if (!cycle) continue;
+    // Report at a dependency that closes the cycle (a task edge, not a parent link, when there is one).
+    for (let k = 0; k < cycle.length - 1; k++) {
+      const edge = waits.get(cycle[k]!)!.get(cycle[k + 1]!)!;
+      if (edge.taskIndex >= 0) return { cycle, ...edge };
+    }
+    return { cycle, taskIndex: -1, dep: -1 };
+  }
+  return null;
 }
 
 /** Repository-relative POSIX paths only: tagged paths are rendered into prompts and manifests. */

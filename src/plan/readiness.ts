@@ -1,5 +1,12 @@
 /**
  * The dispatch rule of agentrelay (§3.4) and its blocked reasons (§3.5), as pure functions of statuses.
+ * The engine calls `mayStart` for every candidate; `tasksToDispatch` applies it to a whole plan.
+ *
+ * One deliberate difference from agentrelay: a task failure does not stop the other tasks of its
+ * workstream that do not depend on it. agentrelay closes the workstream at once, so what else in it
+ * ran depends on timing; here only what can never run is blocked (dependents, child workstreams,
+ * workstreams waiting for this one to merge), which makes a run's result independent of event order,
+ * and a retry of the failed task finds the rest of its workstream done.
  */
 import type { Plan } from "./plan.ts";
 
@@ -10,6 +17,8 @@ export type WorkstreamStatus = "pending" | "active" | "merge_ready" | "pr_open" 
 export interface StatusView {
   task(id: string): TaskStatus;
   workstream(id: string): WorkstreamStatus;
+  /** True when a workstream failed for its own reason (preparation, integration PR), not a task's. */
+  workstreamFailedItself(id: string): boolean;
 }
 
 export const isTaskDone = (s: TaskStatus): boolean => s === "merged" || s === "completed";
@@ -18,53 +27,67 @@ export const isTaskActive = (s: TaskStatus): boolean => s === "running" || s ===
 export const isTaskTerminal = (s: TaskStatus): boolean =>
   s === "merged" || s === "completed" || s === "failed" || s === "blocked" || s === "cancelled";
 
-const LANE_CLOSED: ReadonlySet<WorkstreamStatus> = new Set(["failed", "merge_ready", "pr_open", "merged"]);
-
 export interface DispatchLimits {
   maxConcurrency: number;
   failFastOnWorkstreamError: boolean;
 }
 
 /**
- * Tasks to dispatch now, in canonical order: dependencies done, capacity left, one active task per
- * workstream, ancestor workstreams integrated (PR open or merged), upstream workstreams merged.
+ * Whether a pending task whose dependencies are all done may start now (capacity aside): its
+ * workstream is open and free, its ancestor workstreams have integration PRs (open or merged), and the
+ * workstreams of its dependencies in other workstreams are merged.
  */
+export function mayStart(
+  plan: Plan,
+  view: StatusView,
+  id: string,
+  laneBusy: (lane: string) => boolean,
+  limits: DispatchLimits,
+  anyLaneFailed: boolean,
+): boolean {
+  const lane = plan.tasks.get(id)!.workstreamId;
+  const status = view.workstream(lane);
+  if (status === "merge_ready" || status === "pr_open" || status === "merged") return false;
+  if (status === "failed" && view.workstreamFailedItself(lane)) return false;
+  if (laneBusy(lane)) return false;
+  for (const ancestor of plan.ancestors.get(lane)!) {
+    const s = view.workstream(ancestor);
+    if (s !== "pr_open" && s !== "merged") return false;
+  }
+  for (const upstream of plan.upstreamWorkstreams.get(id)!)
+    if (view.workstream(upstream) !== "merged") return false;
+  return !(status === "pending" && limits.failFastOnWorkstreamError && anyLaneFailed);
+}
+
+/** Tasks to dispatch now, in canonical order, within capacity and one active task per workstream. */
 export function tasksToDispatch(plan: Plan, view: StatusView, limits: DispatchLimits): string[] {
   let active = 0;
   const busyLanes = new Set<string>();
-  let anyLaneFailed = false;
-  for (const [wsId] of plan.workstreams) if (view.workstream(wsId) === "failed") anyLaneFailed = true;
+  const anyLaneFailed = [...plan.workstreams.keys()].some((w) => view.workstream(w) === "failed");
   for (const id of plan.order) {
     if (isTaskActive(view.task(id))) {
       active++;
       busyLanes.add(plan.tasks.get(id)!.workstreamId);
     }
   }
-
   const chosen: string[] = [];
   for (const id of plan.order) {
     if (active >= limits.maxConcurrency) break;
     if (view.task(id) !== "pending") continue;
-    const task = plan.tasks.get(id)!;
-    if (!task.dependencies.every((d) => isTaskDone(view.task(d)))) continue;
-    const lane = task.workstreamId;
-    const laneStatus = view.workstream(lane);
-    if (LANE_CLOSED.has(laneStatus) || busyLanes.has(lane)) continue;
-    const ancestorsReady = plan.ancestors.get(lane)!.every((a) => {
-      const s = view.workstream(a);
-      return s === "pr_open" || s === "merged";
-    });
-    if (!ancestorsReady) continue;
-    if (!plan.upstreamWorkstreams.get(id)!.every((u) => view.workstream(u) === "merged")) continue;
-    if (laneStatus === "pending" && limits.failFastOnWorkstreamError && anyLaneFailed) continue;
+    if (!plan.tasks.get(id)!.dependencies.every((d) => isTaskDone(view.task(d)))) continue;
+    if (!mayStart(plan, view, id, (lane) => busyLanes.has(lane), limits, anyLaneFailed)) continue;
     chosen.push(id);
-    busyLanes.add(lane);
+    busyLanes.add(plan.tasks.get(id)!.workstreamId);
     active++;
   }
   return chosen;
 }
 
-/** Why a pending task can never run because something failed, or null. First match wins, as in agentrelay. */
+/**
+ * Why a pending task can never run because something failed, or null. First match wins, with
+ * agentrelay's reasons. A workstream that cannot complete (one of its tasks failed or is blocked)
+ * blocks its child workstreams and the workstreams that wait for it to merge.
+ */
 export function failureBlockReason(plan: Plan, view: StatusView, id: string): string | null {
   const task = plan.tasks.get(id)!;
   for (const dep of task.dependencies) {
@@ -72,8 +95,10 @@ export function failureBlockReason(plan: Plan, view: StatusView, id: string): st
     if (s === "failed" || s === "blocked") return `dependency '${dep}' failed`;
     if (s === "cancelled") return `dependency '${dep}' was cancelled`;
   }
-  if (view.workstream(task.workstreamId) === "failed") return `workstream '${task.workstreamId}' failed`;
-  for (const ancestor of plan.ancestors.get(task.workstreamId)!) {
+  const lane = task.workstreamId;
+  if (view.workstream(lane) === "failed" && view.workstreamFailedItself(lane))
+    return `workstream '${lane}' failed`;
+  for (const ancestor of plan.ancestors.get(lane)!) {
     if (view.workstream(ancestor) === "failed") return `ancestor workstream '${ancestor}' failed`;
   }
   for (const upstream of plan.upstreamWorkstreams.get(id)!) {

@@ -83,8 +83,16 @@ describe("plan", () => {
   });
 });
 
-function view(tasks: Record<string, TaskStatus>, lanes: Record<string, WorkstreamStatus> = {}): StatusView {
-  return { task: (id) => tasks[id] ?? "pending", workstream: (id) => lanes[id] ?? "pending" };
+function view(
+  tasks: Record<string, TaskStatus>,
+  lanes: Record<string, WorkstreamStatus> = {},
+  failedItself: string[] = [],
+): StatusView {
+  return {
+    task: (id) => tasks[id] ?? "pending",
+    workstream: (id) => lanes[id] ?? "pending",
+    workstreamFailedItself: (id) => failedItself.includes(id),
+  };
 }
 
 describe("readiness rule", () => {
@@ -142,7 +150,7 @@ describe("readiness rule", () => {
     expect(tasksToDispatch(plan, view({ p1: "merged" }, { parent: "pr_open" }), limits)).toEqual(["c1"]);
   });
 
-  it("keeps closed workstreams closed and honours fail_fast_on_workstream_error", () => {
+  it("keeps a workstream that failed itself closed, but not one whose task failed", () => {
     const plan = buildPlan(
       graphOf(
         [
@@ -152,9 +160,22 @@ describe("readiness rule", () => {
         [{ id: "x" }, { id: "y" }],
       ),
     );
-    expect(tasksToDispatch(plan, view({}, { x: "failed" }), limits)).toEqual(["b"]);
+    expect(tasksToDispatch(plan, view({}, { x: "failed" }, ["x"]), limits)).toEqual(["b"]);
+    expect(tasksToDispatch(plan, view({}, { x: "failed" }), limits)).toEqual(["a", "b"]);
+  });
+
+  it("honours fail_fast_on_workstream_error for workstreams not started yet", () => {
+    const plan = buildPlan(
+      graphOf(
+        [
+          { id: "a", ws: "x" },
+          { id: "b", ws: "y" },
+        ],
+        [{ id: "x" }, { id: "y" }],
+      ),
+    );
     expect(
-      tasksToDispatch(plan, view({}, { x: "failed" }), { ...limits, failFastOnWorkstreamError: true }),
+      tasksToDispatch(plan, view({}, { x: "failed" }, ["x"]), { ...limits, failFastOnWorkstreamError: true }),
     ).toEqual([]);
   });
 
@@ -166,19 +187,21 @@ describe("readiness rule", () => {
           { id: "b", deps: ["a"], ws: "x" },
           { id: "c", deps: ["a"], ws: "y" },
           { id: "d", ws: "z" },
+          { id: "e", ws: "x" },
         ],
         [{ id: "x" }, { id: "y" }, { id: "z", parent: "x" }],
       ),
     );
     const v = view({ a: "failed" }, { x: "failed" });
     expect(failureBlockReason(plan, v, "b")).toBe("dependency 'a' failed");
-    expect(failureBlockReason(plan, view({ a: "merged" }, { x: "failed" }), "b")).toBe(
-      "workstream 'x' failed",
-    );
     expect(failureBlockReason(plan, view({ a: "merged" }, { x: "failed" }), "c")).toBe(
       "upstream workstream 'x' failed",
     );
     expect(failureBlockReason(plan, v, "d")).toBe("ancestor workstream 'x' failed");
+    // A sibling that does not depend on the failure is not blocked by it...
+    expect(failureBlockReason(plan, v, "e")).toBeNull();
+    // ...unless the workstream itself failed (its integration branch could not be prepared).
+    expect(failureBlockReason(plan, view({}, { x: "failed" }, ["x"]), "e")).toBe("workstream 'x' failed");
     expect(failureBlockReason(plan, view({}), "d")).toBeNull();
   });
 });

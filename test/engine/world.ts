@@ -1,0 +1,158 @@
+/**
+ * A simulated world for engine tests: it executes effects the way adapters do (idempotently, by key)
+ * and hands events back through a delivery scheduler that may reorder, duplicate and delay them.
+ */
+import { createEngine, type Engine } from "../../src/engine/engine.ts";
+import type { EngineEffect, EngineEvent, RunState } from "../../src/engine/types.ts";
+import type { Graph } from "../../src/graph/model.ts";
+
+export interface WorldSpec {
+  /** Task -> number of first attempts that fail. */
+  failures: Record<string, number>;
+  concerns: string[];
+}
+
+export interface Delivery {
+  /** Picks which in-flight event is delivered next (an index, taken modulo the pool size). */
+  pick(poolSize: number): number;
+  /** Whether to deliver the picked event again later as well. */
+  duplicate(): boolean;
+}
+
+export const fifo: Delivery = { pick: () => 0, duplicate: () => false };
+
+export interface WorldResult {
+  state: RunState;
+  violations: string[];
+  dispatchKeys: string[];
+  deliveries: number;
+}
+
+export function runWorld(
+  graph: Graph,
+  spec: WorldSpec,
+  delivery: Delivery,
+  maxDeliveries = 5_000,
+): WorldResult {
+  const engine: Engine = createEngine(graph);
+  const violations: string[] = [];
+  const dispatchKeys: string[] = [];
+  const pool: EngineEvent[] = [];
+  const prNumbers = new Map<string, number>();
+  let clock = 0;
+  const pr = (key: string) => {
+    if (!prNumbers.has(key)) prNumbers.set(key, prNumbers.size + 1);
+    const number = prNumbers.get(key)!;
+    return { number, url: `https://github.com/o/r/pull/${number}` };
+  };
+
+  const check = (state: RunState, effects: EngineEffect[]) => {
+    const perLane = new Map<string, number>();
+    let active = 0;
+    for (const [id, t] of Object.entries(state.tasks)) {
+      if (t.status === "running" || t.status === "pr_open") {
+        active++;
+        const lane = engine.plan.tasks.get(id)!.workstreamId;
+        perLane.set(lane, (perLane.get(lane) ?? 0) + 1);
+      }
+    }
+    if (active > state.settings.maxConcurrency)
+      violations.push(`${active} active tasks, limit ${state.settings.maxConcurrency}`);
+    for (const [lane, n] of perLane) if (n > 1) violations.push(`${n} active tasks in workstream ${lane}`);
+    for (const effect of effects) {
+      if (effect.type !== "dispatch") continue;
+      if (dispatchKeys.includes(effect.key)) violations.push(`dispatched ${effect.key} twice`);
+      dispatchKeys.push(effect.key);
+      for (const dep of engine.plan.tasks.get(effect.task)!.dependencies) {
+        const s = state.tasks[dep]!.status;
+        if (s !== "merged" && s !== "completed")
+          violations.push(`${effect.task} dispatched while ${dep} is ${s}`);
+      }
+      for (const up of engine.plan.upstreamWorkstreams.get(effect.task)!) {
+        if (state.workstreams[up]!.status !== "merged")
+          violations.push(`${effect.task} dispatched before workstream ${up} merged`);
+      }
+    }
+  };
+
+  const execute = (effect: EngineEffect) => {
+    const at = ++clock;
+    switch (effect.type) {
+      case "prepare_workstream":
+        pool.push({ type: "workstream_prepared", workstream: effect.workstream, at });
+        break;
+      case "dispatch": {
+        pool.push({ type: "job_started", task: effect.task, attempt: effect.attempt, at });
+        if (effect.attempt <= (spec.failures[effect.task] ?? 0)) {
+          pool.push({
+            type: "job_failed",
+            task: effect.task,
+            attempt: effect.attempt,
+            reason: "agent gave up",
+            at,
+          });
+        } else {
+          pool.push({
+            type: "job_succeeded",
+            task: effect.task,
+            attempt: effect.attempt,
+            concerns: spec.concerns.includes(effect.task) ? ["the spec contradicts itself"] : [],
+            opsConcerns: ["slow install"],
+            summary: `did ${effect.task}`,
+            at,
+          });
+        }
+        break;
+      }
+      case "open_task_pr":
+        pool.push({ type: "task_pr_opened", task: effect.task, pr: pr(effect.key), at });
+        break;
+      case "merge_task_pr":
+        pool.push({ type: "task_pr_merged", task: effect.task, pr: effect.pr, at });
+        break;
+      case "open_integration_pr":
+        pool.push({ type: "integration_pr_opened", workstream: effect.workstream, pr: pr(effect.key), at });
+        break;
+      case "merge_integration_pr":
+        pool.push({ type: "integration_pr_merged", workstream: effect.workstream, at });
+        break;
+    }
+  };
+
+  let { state, effects } = engine.start(0);
+  check(state, effects);
+  effects.forEach(execute);
+  let deliveries = 0;
+  for (;;) {
+    while (pool.length > 0 && deliveries < maxDeliveries) {
+      const index = delivery.pick(pool.length) % pool.length;
+      const event = pool[index]!;
+      if (!delivery.duplicate()) pool.splice(index, 1);
+      deliveries++;
+      const decision = engine.decide(state, { ...event, at: ++clock });
+      state = decision.state;
+      check(state, decision.effects);
+      decision.effects.forEach(execute);
+    }
+    if (state.outcome !== null || deliveries >= maxDeliveries) break;
+    // A reviewer merges an open integration PR that pending work waits for.
+    const waitedFor = Object.entries(state.tasks)
+      .filter(([, t]) => t.status === "pending")
+      .flatMap(([id]) => engine.plan.upstreamWorkstreams.get(id)!)
+      .find((w) => state.workstreams[w]!.status === "pr_open");
+    if (!waitedFor) break;
+    pool.push({ type: "integration_pr_merged", workstream: waitedFor, at: ++clock });
+  }
+  return { state, violations, dispatchKeys, deliveries };
+}
+
+/** What must not depend on delivery order: statuses, attempt counts, outcome. */
+export function summary(state: RunState): object {
+  return {
+    outcome: state.outcome,
+    tasks: Object.fromEntries(
+      Object.entries(state.tasks).map(([id, t]) => [id, `${t.status}/${t.attempt}/${t.concerns.length}`]),
+    ),
+    workstreams: Object.fromEntries(Object.entries(state.workstreams).map(([id, w]) => [id, w.status])),
+  };
+}
