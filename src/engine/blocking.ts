@@ -61,6 +61,16 @@ export class Blocking {
     }
     this.drain();
     for (const [laneId] of plan.workstreams) this.step.laneProgress(laneId);
+    // A finished run whose failure was undone (a retry, a human merge) has work again.
+    if (
+      state.outcome !== null &&
+      !state.cancelled &&
+      Object.values(state.tasks).some((t) => t.status === "pending")
+    ) {
+      state.outcome = null;
+      state.finishedAt = null;
+      this.step.changed = true;
+    }
   }
 
   private block(id: string, reason: string): void {

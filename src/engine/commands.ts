@@ -59,7 +59,6 @@ export function applyCommand(step: Step, event: Command): void {
       t.attemptBase = t.attempt;
       t.reason = null;
       if (t.waitingOn === 0) step.addCandidate(id);
-      reopen(step);
       new Blocking(step).recompute();
       return reply(true, `retrying '${id}' (attempt ${t.attempt + 1})`);
     }
@@ -117,16 +116,8 @@ export function applyCommand(step: Step, event: Command): void {
       }
       if (t.waitingOn === 0) step.addCandidate(id);
       if (lane.status === "merge_ready" || lane.status === "pr_open") lane.status = "active";
-      reopen(step);
       new Blocking(step).recompute();
       return reply(true, `reset '${id}'; it will run again`);
     }
   }
-}
-
-/** A finished run becomes live again when a command gives it work. */
-function reopen(step: Step): void {
-  step.state.outcome = null;
-  step.state.finishedAt = null;
-  step.changed = true;
 }

@@ -14,6 +14,8 @@ export interface SimulateOptions {
   failures?: Map<string, number>;
   /** Tasks whose attempts record a design concern. */
   concerns?: Set<string>;
+  /** Tasks that finish without changes (no PR). */
+  noChanges?: Set<string>;
   /** Let a simulated reviewer merge integration PRs that block pending work (default true). */
   reviewerMerges?: boolean;
   engine?: EngineOptions;
@@ -39,7 +41,6 @@ const MINUTE = 60_000;
 
 export function simulate(graph: Graph, options: SimulateOptions = {}): SimulationResult {
   const engine = createEngine(graph, options.engine);
-  const { plan } = engine;
   const failures = options.failures ?? new Map<string, number>();
   const concerns = options.concerns ?? new Set<string>();
   let clock = 0;
@@ -70,6 +71,7 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
             task: effect.task,
             attempt: effect.attempt,
             concerns: concerns.has(effect.task) ? ["simulated design concern"] : [],
+            noPr: options.noChanges?.has(effect.task) ?? false,
             summary: `simulated work for ${effect.task}`,
             at,
           });
@@ -114,7 +116,6 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
     reviewerMerged.push(needed);
     queue.push({ type: "integration_pr_merged", workstream: needed, at: (clock += MINUTE) });
   }
-  void plan;
   return { state, outcome: state.outcome ?? outcomeOf(state), eventCount, reviewerMerged };
 }
 

@@ -1,0 +1,253 @@
+import { describe, expect, it } from "vitest";
+import { createEngine } from "../../src/engine/engine.ts";
+import type { EngineEffect, EngineEvent, RunState } from "../../src/engine/types.ts";
+import { graphOf, type TaskSpec, type WorkstreamSpec } from "../support/graphs.ts";
+
+/** An event without its time (the driver stamps it). */
+type Fact = EngineEvent extends infer E
+  ? E extends EngineEvent
+    ? Omit<E, "at"> & { at?: number }
+    : never
+  : never;
+
+/** Drives the pure engine by hand: send facts, inspect state and effects. */
+function driver(tasks: TaskSpec[], workstreams?: WorkstreamSpec[], head = "") {
+  const engine = createEngine(graphOf(tasks, workstreams, head), { attemptTimeoutMs: 1000 });
+  let { state, effects } = engine.start(0);
+  let clock = 0;
+  const d = {
+    get state(): RunState {
+      return state;
+    },
+    get effects(): EngineEffect[] {
+      return effects;
+    },
+    send(event: Fact) {
+      const decision = engine.decide(state, { ...event, at: event.at ?? ++clock } as EngineEvent);
+      state = decision.state;
+      effects = decision.effects;
+      return d;
+    },
+    types: () =>
+      effects.map((e) => `${e.type}:${"task" in e ? e.task : "workstream" in e ? e.workstream : ""}`),
+    /** Runs a task to a merged PR: prepare its lane if asked, report success, open and merge the PR. */
+    finish(task: string, attempt = 1, pr = 10) {
+      return d
+        .send({ type: "job_succeeded", task, attempt })
+        .send({ type: "task_pr_opened", task, pr: { number: pr, url: `u/${pr}` } })
+        .send({ type: "task_pr_merged", task, pr: { number: pr, url: `u/${pr}` } });
+    },
+  };
+  return d;
+}
+
+describe("engine", () => {
+  it("prepares a workstream before dispatching into it, with deterministic keys", () => {
+    const d = driver([{ id: "a" }]);
+    expect(d.effects.map((e) => e.key)).toEqual(["g/1/ws/default/prepare", "g/1/status"]);
+    d.send({ type: "workstream_prepared", workstream: "default" });
+    expect(d.effects[0]).toEqual({ type: "dispatch", key: "g/1/a/1", task: "a", attempt: 1 });
+  });
+
+  it("ignores duplicated events: the state keeps its version and no effect repeats", () => {
+    const d = driver([{ id: "a" }]).send({ type: "workstream_prepared", workstream: "default" });
+    d.send({ type: "job_succeeded", task: "a", attempt: 1, summary: "done" });
+    const before = d.state;
+    expect(d.types()).toContain("open_task_pr:a");
+    d.send({ type: "job_succeeded", task: "a", attempt: 1, summary: "done" });
+    expect(d.state).toBe(before);
+    expect(d.effects).toEqual([]);
+    d.send({ type: "workstream_prepared", workstream: "default" });
+    expect(d.state).toBe(before);
+  });
+
+  it("ignores reports about an attempt that is not the current one", () => {
+    const d = driver([{ id: "a" }], undefined, "max_task_attempts: 3").send({
+      type: "workstream_prepared",
+      workstream: "default",
+    });
+    d.send({ type: "job_failed", task: "a", attempt: 1, reason: "gate failed" });
+    expect(d.types()).toContain("dispatch:a");
+    const seq = d.state.seq;
+    d.send({ type: "job_failed", task: "a", attempt: 1, reason: "late duplicate" });
+    d.send({ type: "job_succeeded", task: "a", attempt: 1 });
+    expect(d.state.seq).toBe(seq);
+    expect(d.state.tasks.a).toMatchObject({ status: "running", attempt: 2 });
+  });
+
+  it("converges when the merge is reported before the job's success", () => {
+    const pr = { number: 7, url: "u/7" };
+    const early = driver([{ id: "a" }, { id: "b", deps: ["a"] }]).send({
+      type: "workstream_prepared",
+      workstream: "default",
+    });
+    early
+      .send({ type: "task_pr_merged", task: "a", pr })
+      .send({ type: "job_succeeded", task: "a", attempt: 1, concerns: ["x"], summary: "s" });
+    const normal = driver([{ id: "a" }, { id: "b", deps: ["a"] }]).send({
+      type: "workstream_prepared",
+      workstream: "default",
+    });
+    normal
+      .send({ type: "job_succeeded", task: "a", attempt: 1, concerns: ["x"], summary: "s" })
+      .send({ type: "task_pr_opened", task: "a", pr })
+      .send({ type: "task_pr_merged", task: "a", pr });
+    for (const d of [early, normal]) {
+      expect(d.state.tasks.a).toMatchObject({ status: "merged", pr, concerns: ["x"], summary: "s" });
+      expect(d.state.tasks.b).toMatchObject({ status: "running", attempt: 1 });
+    }
+  });
+
+  it("times out an attempt that never reports, cancels its job and retries it", () => {
+    const d = driver([{ id: "a" }], undefined, "max_task_attempts: 2").send({
+      type: "workstream_prepared",
+      workstream: "default",
+      at: 1,
+    });
+    d.send({ type: "tick", at: 500 });
+    expect(d.effects).toEqual([]);
+    d.send({ type: "tick", at: 2000 });
+    expect(d.types()).toEqual(["cancel_attempt:a", "dispatch:a", "update_status:"]);
+    expect(d.state.tasks.a!.attempts[0]).toMatchObject({ outcome: "timed_out" });
+    d.send({ type: "tick", at: 5000 });
+    expect(d.state.tasks.a).toMatchObject({ status: "failed", reason: "attempt 2 timed out" });
+    expect(d.state.outcome).toBe("completed_with_failures");
+  });
+
+  it("notices an integration PR closed without merging and blocks what waited for it", () => {
+    const d = driver(
+      [
+        { id: "a", ws: "x" },
+        { id: "b", deps: ["a"], ws: "y" },
+      ],
+      [{ id: "x" }, { id: "y" }],
+    ).send({ type: "workstream_prepared", workstream: "x" });
+    d.finish("a");
+    expect(d.types()).toContain("open_integration_pr:x");
+    d.send({ type: "integration_pr_opened", workstream: "x", pr: { number: 20, url: "u/20" } });
+    d.send({ type: "integration_pr_closed", workstream: "x" });
+    expect(d.state.workstreams.x).toMatchObject({
+      status: "failed",
+      reason: "integration PR #20 was closed without merging",
+    });
+    expect(d.state.tasks.b).toMatchObject({ status: "blocked", reason: "upstream workstream 'x' failed" });
+    expect(d.state.outcome).toBe("completed_with_failures");
+  });
+
+  it("retry keeps the task's identity: attempts continue and blocked dependents resume", () => {
+    const d = driver([{ id: "a" }, { id: "b", deps: ["a"] }]).send({
+      type: "workstream_prepared",
+      workstream: "default",
+    });
+    d.send({ type: "job_failed", task: "a", attempt: 1, reason: "tests failed" });
+    expect(d.state.tasks.b!.status).toBe("blocked");
+    expect(d.state.outcome).toBe("completed_with_failures");
+    d.send({ type: "command", command: "retry", task: "b", by: "octocat" });
+    expect(d.effects[0]).toMatchObject({ type: "reply", ok: false });
+    d.send({ type: "command", command: "retry", task: "a", by: "octocat" });
+    expect(d.effects).toContainEqual(
+      expect.objectContaining({ type: "reply", ok: true, message: "retrying 'a' (attempt 2)" }),
+    );
+    expect(d.effects).toContainEqual(expect.objectContaining({ type: "dispatch", key: "g/1/a/2" }));
+    expect(d.state.tasks.b!.status).toBe("pending");
+    expect(d.state.outcome).toBeNull();
+    d.finish("a", 2);
+    expect(d.state.tasks.b).toMatchObject({ status: "running", attempt: 1 });
+  });
+
+  it("counts a human merge of a failed task's PR the same as success", () => {
+    const pr = { number: 3, url: "u/3" };
+    const d = driver([{ id: "a" }, { id: "b", deps: ["a"] }]).send({
+      type: "workstream_prepared",
+      workstream: "default",
+    });
+    d.send({ type: "job_succeeded", task: "a", attempt: 1 }).send({ type: "task_pr_opened", task: "a", pr });
+    d.send({ type: "task_merge_failed", task: "a", reason: "required check 'ci' failed" });
+    expect(d.state.tasks.a!.status).toBe("failed");
+    expect(d.state.tasks.b!.status).toBe("blocked");
+    d.send({ type: "task_pr_merged", task: "a", pr });
+    expect(d.state.tasks.a!.status).toBe("merged");
+    expect(d.state.tasks.b!.status).toBe("running");
+  });
+
+  it("cancels one task, blocking its dependents, or the whole run", () => {
+    const d = driver(
+      [{ id: "a" }, { id: "b", deps: ["a"] }, { id: "c", ws: "z" }],
+      [{ id: "default" }, { id: "z" }],
+      "max_concurrency: 2",
+    );
+    d.send({ type: "workstream_prepared", workstream: "default" });
+    d.send({ type: "command", command: "cancel", task: "a", by: "octocat" });
+    expect(d.types()).toContain("cancel_attempt:a");
+    expect(d.state.tasks.a).toMatchObject({ status: "cancelled", reason: "cancelled by @octocat" });
+    expect(d.state.tasks.b).toMatchObject({ status: "blocked", reason: "dependency 'a' was cancelled" });
+    d.send({ type: "command", command: "cancel" });
+    expect(d.state.tasks.c!.status).toBe("cancelled");
+    expect(d.state.outcome).toBe("cancelled");
+    d.send({ type: "command", command: "retry", task: "a" });
+    expect(d.effects[0]).toMatchObject({ type: "reply", ok: false, message: "the run was cancelled" });
+  });
+
+  it("resets like a stack: only the workstream's tip, which then runs again", () => {
+    const d = driver([{ id: "a" }, { id: "b", deps: ["a"] }]).send({
+      type: "workstream_prepared",
+      workstream: "default",
+    });
+    d.finish("a", 1, 1).finish("b", 1, 2);
+    expect(d.types()).toContain("open_integration_pr:default");
+    d.send({ type: "command", command: "reset", task: "a" });
+    expect(d.effects[0]).toMatchObject({
+      ok: false,
+      message: "'a' is not the tip of workstream 'default'; reset 'b' first",
+    });
+    d.send({ type: "command", command: "reset", task: "b" });
+    expect(d.effects).toContainEqual({
+      type: "reset_task",
+      key: "g/1/b/reset/1",
+      task: "b",
+      pr: { number: 2, url: "u/2" },
+    });
+    expect(d.effects).toContainEqual(expect.objectContaining({ type: "dispatch", key: "g/1/b/2" }));
+    expect(d.state.workstreams.default!.status).toBe("active");
+  });
+
+  it("finishes only when every task is terminal and auto-merges have landed", () => {
+    const d = driver([{ id: "a", ws: "x" }], [{ id: "x", autoMerge: true }]).send({
+      type: "workstream_prepared",
+      workstream: "x",
+    });
+    d.finish("a");
+    d.send({ type: "integration_pr_opened", workstream: "x", pr: { number: 5, url: "u/5" } });
+    expect(d.types()).toContain("merge_integration_pr:x");
+    expect(d.state.outcome).toBeNull();
+    d.send({ type: "integration_pr_merged", workstream: "x" });
+    expect(d.state.outcome).toBe("succeeded");
+    expect(d.types()).toContain("finish_run:");
+  });
+
+  it("leaves the PR for a human when auto-merge fails, and still finishes", () => {
+    const d = driver([{ id: "a", ws: "x" }], [{ id: "x", autoMerge: true }]).send({
+      type: "workstream_prepared",
+      workstream: "x",
+    });
+    d.finish("a").send({ type: "integration_pr_opened", workstream: "x", pr: { number: 5, url: "u/5" } });
+    d.send({ type: "integration_merge_failed", workstream: "x", reason: "review required" });
+    expect(d.state.workstreams.x).toMatchObject({ status: "pr_open", autoMergeSkipped: true });
+    expect(d.state.outcome).toBe("succeeded");
+  });
+
+  it("does not count ops concerns against auto-merge", () => {
+    const d = driver([{ id: "a", ws: "x" }], [{ id: "x", autoMerge: true }]).send({
+      type: "workstream_prepared",
+      workstream: "x",
+    });
+    d.send({ type: "job_succeeded", task: "a", attempt: 1, opsConcerns: ["pip is slow"] });
+    d.send({ type: "task_pr_opened", task: "a", pr: { number: 1, url: "u/1" } }).send({
+      type: "task_pr_merged",
+      task: "a",
+      pr: { number: 1, url: "u/1" },
+    });
+    d.send({ type: "integration_pr_opened", workstream: "x", pr: { number: 5, url: "u/5" } });
+    expect(d.types()).toContain("merge_integration_pr:x");
+  });
+});
