@@ -119,9 +119,10 @@ export function runWorld(
     }
   };
 
-  let { state, effects } = engine.start(0);
-  check(state, effects);
-  effects.forEach(execute);
+  const started = engine.start(0);
+  let state = started.state;
+  check(state, started.effects);
+  started.effects.forEach(execute);
   let deliveries = 0;
   for (;;) {
     while (pool.length > 0 && deliveries < maxDeliveries) {
