@@ -1,0 +1,73 @@
+/**
+ * The StateStore port: a run's state document, read with its version and written only by
+ * compare-and-swap. Adapters (in memory, a local git ref, a GitHub ref) implement it; `record` is the
+ * one loop every adapter uses to apply an event.
+ */
+import type { Decision, Engine } from "./engine.ts";
+import type { EngineEvent, RunState } from "./types.ts";
+
+export interface Versioned {
+  state: RunState;
+  /** Opaque version (a commit id, a counter); compare-and-swap takes it back. */
+  version: string;
+}
+
+export interface StateStore {
+  load(run: string): Promise<Versioned | null>;
+  /**
+   * Writes `next` if the stored version is still `expected` (null: the run must not exist yet).
+   * Returns the new version, or null when another writer got there first.
+   */
+  compareAndSwap(run: string, expected: string | null, next: RunState): Promise<string | null>;
+}
+
+export class StateConflictError extends Error {
+  override name = "StateConflictError";
+}
+
+/**
+ * Applies one event under compare-and-swap: load, decide, write; on a conflict load again and decide
+ * again. Only the writer whose write lands gets the effects, so two replicas handling the same event
+ * cause each effect once. An event that changes nothing writes nothing (and may still answer, as a
+ * refused command does).
+ */
+export async function record(store: StateStore, engine: Engine, run: string, event: EngineEvent, attempts = 20): Promise<Decision & { version: string }> {
+  for (let i = 0; i < attempts; i++) {
+    const current = await store.load(run);
+    if (!current) throw new Error(`no run '${run}' in the state store`);
+    const decision = engine.decide(current.state, event);
+    if (decision.state === current.state) return { ...decision, version: current.version };
+    const version = await store.compareAndSwap(run, current.version, decision.state);
+    if (version !== null) return { ...decision, version };
+  }
+  throw new StateConflictError(`gave up on run '${run}' after ${attempts} conflicting writes`);
+}
+
+/** Creates a run if it does not exist yet; returns the effects only to the writer that created it. */
+export async function startRun(store: StateStore, engine: Engine, at: number): Promise<Decision & { version: string; created: boolean }> {
+  const decision = engine.start(at);
+  const run = decision.state.runKey;
+  const version = await store.compareAndSwap(run, null, decision.state);
+  if (version !== null) return { ...decision, version, created: true };
+  const existing = await store.load(run);
+  if (!existing) throw new StateConflictError(`run '${run}' vanished while being created`);
+  return { state: existing.state, effects: [], version: existing.version, created: false };
+}
+
+/** A store in memory (tests, the simulator). Copies on the way in and out, like a real store. */
+export class MemoryStateStore implements StateStore {
+  private readonly runs = new Map<string, { json: string; version: number }>();
+
+  async load(run: string): Promise<Versioned | null> {
+    const entry = this.runs.get(run);
+    return entry ? { state: JSON.parse(entry.json) as RunState, version: String(entry.version) } : null;
+  }
+
+  async compareAndSwap(run: string, expected: string | null, next: RunState): Promise<string | null> {
+    const entry = this.runs.get(run);
+    if ((entry ? String(entry.version) : null) !== expected) return null;
+    const version = (entry?.version ?? 0) + 1;
+    this.runs.set(run, { json: JSON.stringify(next), version });
+    return String(version);
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Runs git with an argument vector (never a shell string: ids and branch names never meet a shell).
+ */
+import { execFile } from "node:child_process";
+
+export interface GitResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const IDENTITY = {
+  GIT_AUTHOR_NAME: "agentrelay",
+  GIT_AUTHOR_EMAIL: "agentrelay@users.noreply.github.com",
+  GIT_COMMITTER_NAME: "agentrelay",
+  GIT_COMMITTER_EMAIL: "agentrelay@users.noreply.github.com",
+};
+
+export function gitRaw(cwd: string, args: string[], input?: string, env: NodeJS.ProcessEnv = {}): Promise<GitResult> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      "git",
+      args,
+      { cwd, env: { ...process.env, ...IDENTITY, ...env }, maxBuffer: 256 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
+        if (error && typeof error.code !== "number") return reject(error);
+        resolve({ code, stdout, stderr });
+      },
+    );
+    if (input !== undefined) child.stdin!.end(input);
+  });
+}
+
+export class GitError extends Error {
+  override name = "GitError";
+}
+
+/** Runs git and returns its trimmed output; throws with git's message on failure. */
+export async function git(cwd: string, args: string[], input?: string, env?: NodeJS.ProcessEnv): Promise<string> {
+  const result = await gitRaw(cwd, args, input, env);
+  if (result.code !== 0) throw new GitError(`git ${args.join(" ")}: ${result.stderr.trim() || `exit ${result.code}`}`);
+  return result.stdout.trim();
+}

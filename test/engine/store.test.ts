@@ -1,0 +1,141 @@
+import { describe, expect, it } from "vitest";
+import { createEngine } from "../../src/engine/engine.ts";
+import { MemoryStateStore, record, type StateStore, startRun } from "../../src/engine/store.ts";
+import type { EngineEffect, EngineEvent } from "../../src/engine/types.ts";
+import { git } from "../../src/local/git.ts";
+import { GitRefStateStore, stateRef } from "../../src/local/git-store.ts";
+import { graphOf } from "../support/graphs.ts";
+import { tempRepo } from "../support/git.ts";
+
+const graph = graphOf(
+  [
+    { id: "a", ws: "x" },
+    { id: "b", deps: ["a"], ws: "y" },
+    { id: "c", deps: ["a"], ws: "z" },
+    { id: "d", deps: ["b", "c"], ws: "w" },
+  ],
+  [
+    { id: "x", autoMerge: true },
+    { id: "y", autoMerge: true },
+    { id: "z", autoMerge: true },
+    { id: "w", autoMerge: true },
+  ],
+  "max_concurrency: 2\nmax_task_attempts: 2",
+);
+
+const stores: [string, () => Promise<StateStore>][] = [
+  ["memory", async () => new MemoryStateStore()],
+  ["git ref", async () => new GitRefStateStore(await tempRepo())],
+];
+
+describe.each(stores)("%s state store", (_, makeStore) => {
+  it("creates once, then writes only on top of the version read", async () => {
+    const store = await makeStore();
+    const engine = createEngine(graph);
+    const first = await startRun(store, engine, 0);
+    expect(first.created).toBe(true);
+    expect((await startRun(store, engine, 0)).created).toBe(false);
+    const loaded = (await store.load("g/1"))!;
+    expect(loaded.version).toBe(first.version);
+    expect(loaded.state).toEqual(first.state);
+    const next = { ...loaded.state, seq: loaded.state.seq + 1 };
+    const v2 = await store.compareAndSwap("g/1", loaded.version, next);
+    expect(v2).not.toBeNull();
+    expect(await store.compareAndSwap("g/1", loaded.version, { ...next, seq: 99 })).toBeNull();
+    expect((await store.load("g/1"))!.state.seq).toBe(next.seq);
+  });
+
+  it("lets exactly one of two concurrent writers from the same version win", async () => {
+    const store = await makeStore();
+    const { version, state } = await startRun(store, createEngine(graph), 0);
+    const results = await Promise.all(
+      [1, 2, 3].map((n) => store.compareAndSwap("g/1", version, { ...state, seq: 100 + n })),
+    );
+    expect(results.filter((r) => r !== null)).toHaveLength(1);
+  });
+});
+
+describe("the git ref store", () => {
+  it("keeps the run's history inspectable with git", async () => {
+    const repo = await tempRepo();
+    const store = new GitRefStateStore(repo);
+    const engine = createEngine(graph);
+    await startRun(store, engine, 0);
+    await record(store, engine, "g/1", { type: "workstream_prepared", workstream: "x", at: 1 });
+    const log = await git(repo, ["log", "--format=%s", stateRef("g/1")]);
+    expect(log.split("\n")).toEqual(["g/1: state 2", "g/1: state 1"]);
+    const shown = JSON.parse(await git(repo, ["show", `${stateRef("g/1")}:state.json`]));
+    expect(shown.tasks.a.status).toBe("running");
+  });
+});
+
+/**
+ * Two app replicas share one git-ref store. Every fact is delivered to both (as GitHub would deliver
+ * a webhook to two replicas behind a load balancer), both handle it at the same time, and each
+ * executes only the effects its own winning write returned.
+ */
+describe("two engines sharing a git ref store", () => {
+  it("dispatch each attempt exactly once", async () => {
+    const store = new GitRefStateStore(await tempRepo());
+    const replicas = [createEngine(graph), createEngine(graph)];
+    const executed: EngineEffect[] = [];
+    let clock = 0;
+    const pending: EngineEvent[] = [];
+    const attemptsFailing = new Set(["b/1"]);
+    const world = (effect: EngineEffect) => {
+      executed.push(effect);
+      const at = ++clock;
+      switch (effect.type) {
+        case "prepare_workstream":
+          return pending.push({ type: "workstream_prepared", workstream: effect.workstream, at });
+        case "dispatch":
+          return pending.push(
+            attemptsFailing.has(`${effect.task}/${effect.attempt}`)
+              ? { type: "job_failed", task: effect.task, attempt: effect.attempt, reason: "flaky", at }
+              : { type: "job_succeeded", task: effect.task, attempt: effect.attempt, at },
+          );
+        case "open_task_pr":
+          return pending.push({
+            type: "task_pr_opened",
+            task: effect.task,
+            pr: { number: clock, url: `u/${clock}` },
+            at,
+          });
+        case "merge_task_pr":
+          return pending.push({ type: "task_pr_merged", task: effect.task, pr: effect.pr, at });
+        case "open_integration_pr":
+          return pending.push({
+            type: "integration_pr_opened",
+            workstream: effect.workstream,
+            pr: { number: clock, url: `u/${clock}` },
+            at,
+          });
+        case "merge_integration_pr":
+          return pending.push({ type: "integration_pr_merged", workstream: effect.workstream, at });
+      }
+    };
+
+    const starts = await Promise.all(replicas.map((engine) => startRun(store, engine, 0)));
+    starts.forEach((s) => s.effects.forEach(world));
+    let rounds = 0;
+    while (pending.length > 0 && rounds++ < 200) {
+      const event = pending.shift()!;
+      const decisions = await Promise.all(replicas.map((engine) => record(store, engine, "g/1", event)));
+      decisions.forEach((d) => d.effects.forEach(world));
+    }
+
+    const dispatches = executed.filter((e) => e.type === "dispatch").map((e) => e.key);
+    expect(dispatches.sort()).toEqual(["g/1/a/1", "g/1/b/1", "g/1/b/2", "g/1/c/1", "g/1/d/1"]);
+    // No effect ran twice (status updates aside, which are coalesced by key anyway).
+    const keys = executed.filter((e) => e.type !== "update_status").map((e) => e.key);
+    expect(new Set(keys).size).toBe(keys.length);
+    const final = (await store.load("g/1"))!.state;
+    expect(final.outcome).toBe("succeeded");
+    expect(Object.values(final.workstreams).map((w) => w.status)).toEqual([
+      "merged",
+      "merged",
+      "merged",
+      "merged",
+    ]);
+  });
+});
