@@ -14,7 +14,7 @@
  * deterministic key (graph, run, task, attempt).
  */
 import { createHash } from "node:crypto";
-import type { Graph } from "../graph/model.ts";
+import type { Graph, Task } from "../graph/model.ts";
 import { buildPlan, type Plan } from "../plan/plan.ts";
 import { isTaskActive, isTaskTerminal, mayStart, type StatusView } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
@@ -312,8 +312,7 @@ export interface Engine {
 
 export function createEngine(graph: Graph, options: EngineOptions = {}): Engine {
   const plan = buildPlan(graph);
-  const children = new Map<string, string[]>(graph.workstreams.map((w) => [w.id, []]));
-  for (const w of graph.workstreams) if (w.parentId) children.get(w.parentId)!.push(w.id);
+  const children = childLanes(graph);
 
   const finishStep = (step: Step): EngineEffect[] => {
     step.dispatchPass();
@@ -333,6 +332,7 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
       graph: graph.name,
       runNumber,
       fingerprint: graphFingerprint(graph),
+      taskFingerprints: Object.fromEntries(graph.tasks.map((t) => [t.id, taskFingerprint(t)])),
       startedAt: at,
       seq: 0,
       settings: {
@@ -389,6 +389,17 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
       return { state: next.seq === state.seq ? state : next, effects };
     },
   };
+}
+
+/** Child workstreams of each workstream. */
+export function childLanes(graph: Graph): Map<string, string[]> {
+  const children = new Map<string, string[]>(graph.workstreams.map((w) => [w.id, []]));
+  for (const w of graph.workstreams) if (w.parentId) children.get(w.parentId)!.push(w.id);
+  return children;
+}
+
+export function taskFingerprint(task: Task): string {
+  return createHash("sha256").update(JSON.stringify(task)).digest("hex").slice(0, 12);
 }
 
 export function newTaskRun(waitingOn: number): TaskRun {

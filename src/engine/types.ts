@@ -95,6 +95,8 @@ export interface RunState {
   runNumber: number;
   /** Content hash of the graph definition the run follows. */
   fingerprint: string;
+  /** Content hash of each task's definition, to report drift when the graph changes. */
+  taskFingerprints: Record<string, string>;
   startedAt: number;
   /** Increments with every change; adapters use it as the compare-and-swap version of the document. */
   seq: number;

@@ -1,0 +1,109 @@
+/**
+ * Resuming a run with a changed graph (a push that edits a graph file of a running graph): finished
+ * tasks are kept, attempts in flight keep going, everything else starts again, and what changed is
+ * reported as drift. Unlike agentrelay, failed tasks are retried on resume (agentrelay carries the
+ * failed workstream forward and blocks them), and attempt numbers keep counting so that no effect key
+ * is ever reused.
+ */
+import type { Graph } from "../graph/model.ts";
+import { Blocking } from "./blocking.ts";
+import { childLanes, type Decision, type Engine, newTaskRun, Step } from "./engine.ts";
+import type { RunState } from "./types.ts";
+
+export interface Resumed extends Decision {
+  drift: string[];
+}
+
+export function resumeRun(engine: Engine, graph: Graph, previous: RunState, at: number): Resumed {
+  const fresh = engine.start(at).state;
+  if (fresh.fingerprint === previous.fingerprint) return { state: previous, effects: [], drift: [] };
+
+  const drift: string[] = [];
+  const state: RunState = {
+    ...fresh,
+    runKey: previous.runKey,
+    runNumber: previous.runNumber,
+    startedAt: previous.startedAt,
+    seq: previous.seq,
+    timeline: [...previous.timeline],
+    taskFingerprints: fresh.taskFingerprints,
+  };
+  const { plan } = engine;
+
+  for (const [id, old] of Object.entries(previous.tasks)) {
+    if (!plan.tasks.has(id)) {
+      drift.push(`task '${id}' was removed from the graph (it was ${old.status})`);
+      continue;
+    }
+    const changed = previous.taskFingerprints[id] !== state.taskFingerprints[id];
+    const task = state.tasks[id]!;
+    if (old.status === "merged" || old.status === "completed" || old.status === "running" || old.status === "pr_open") {
+      Object.assign(task, { ...old, waitingOn: task.waitingOn });
+      if (changed) drift.push(`task '${id}' changed after it ${old.status === "running" ? "started" : "finished"}; it is kept as it is`);
+    } else {
+      // Pending, failed, blocked or cancelled: it runs again, with a fresh attempt budget.
+      Object.assign(task, newTaskRun(task.waitingOn), {
+        attempt: old.attempt,
+        attemptBase: old.attempt,
+        attempts: old.attempts,
+        pr: old.pr,
+      });
+      if (old.status === "failed" || old.status === "cancelled") drift.push(`task '${id}' (${old.status}) will run again`);
+    }
+  }
+  for (const id of plan.order) if (!previous.tasks[id]) drift.push(`task '${id}' is new`);
+
+  // Rebuild the derived counters from the carried task statuses.
+  state.candidates = [];
+  state.active = 0;
+  for (const id of plan.order) {
+    const task = state.tasks[id]!;
+    task.waitingOn = plan.tasks.get(id)!.dependencies.filter((d) => {
+      const s = state.tasks[d]!.status;
+      return s !== "merged" && s !== "completed";
+    }).length;
+  }
+  for (const [laneId, lane] of Object.entries(state.workstreams)) {
+    const old = previous.workstreams[laneId];
+    const own = plan.tasksByWorkstream.get(laneId)!;
+    lane.unfinished = own.filter((id) => !["merged", "completed"].includes(state.tasks[id]!.status)).length;
+    const holder = own.find((id) => ["running", "pr_open"].includes(state.tasks[id]!.status));
+    lane.activeTask = holder ?? null;
+    if (!old) continue;
+    lane.preparation = old.preparation === "done" ? "done" : "none";
+    if (old.integration === "merged" || old.integration === "open") {
+      if (lane.unfinished > 0) {
+        drift.push(`workstream '${laneId}' has new or reopened tasks after its integration PR was opened; it will be integrated again`);
+        if (old.integration === "open") Object.assign(lane, { integration: "open", pr: old.pr });
+      } else {
+        Object.assign(lane, { integration: old.integration, pr: old.pr, status: old.integration === "merged" ? "merged" : "pr_open" });
+        lane.autoMergeSkipped = old.autoMergeSkipped;
+      }
+    } else if (old.integration === "skipped" && lane.unfinished === 0) {
+      Object.assign(lane, { integration: "skipped", status: "merged" });
+    }
+    if (lane.status === "pending" && (lane.activeTask !== null || lane.preparation === "done")) lane.status = "active";
+  }
+  for (const id of plan.order) {
+    const task = state.tasks[id]!;
+    if (task.status === "running" || task.status === "pr_open") state.active++;
+    if (task.status === "pending" && task.waitingOn === 0) state.candidates.push(id);
+  }
+  for (const [key, value] of [
+    ["max_concurrency", "maxConcurrency"],
+    ["max_task_attempts", "maxTaskAttempts"],
+  ] as const) {
+    if (previous.settings[value] !== state.settings[value]) {
+      drift.push(`${key} changed from ${previous.settings[value]} to ${state.settings[value]}`);
+    }
+  }
+
+  const step = new Step(plan, state, at, childLanes(graph));
+  new Blocking(step).recompute();
+  for (const laneId of plan.workstreams.keys()) step.laneProgress(laneId);
+  step.dispatchPass();
+  step.completionCheck();
+  state.seq++;
+  step.emit({ type: "update_status", key: step.key("status") });
+  return { state, effects: step.effects, drift };
+}
