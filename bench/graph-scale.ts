@@ -13,7 +13,8 @@ import { table } from "./table.ts";
 
 const BENCH_BIN = fileURLToPath(new URL("../bin/bench.js", import.meta.url));
 
-/** A graph shaped like real ones: lanes of 100 tasks, each task depending on its predecessor and one 7 back. */
+/** A graph shaped like real ones: lanes of 100 consecutive tasks, each depending on its predecessor and on one 7 back
+ * (so each lane also waits for the one before it). */
 export function generateGraph(tasks: number): string {
   const lanes = Math.max(1, Math.floor(tasks / 100));
   const out: string[] = [`name: scale-${tasks}`, "max_concurrency: 8", "workstreams:"];
@@ -25,7 +26,7 @@ export function generateGraph(tasks: number): string {
     if (i > 7) deps.push(`t${i - 7}`);
     out.push(
       `  - id: t${i}`,
-      `    workstream_id: ws_${i % lanes}`,
+      `    workstream_id: ws_${Math.min(lanes - 1, Math.floor(i / 100))}`,
       "    role: implementer",
       `    description: Implement module ${i} with tests.`,
       `    dependencies: [${deps.join(", ")}]`,

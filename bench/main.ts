@@ -1,8 +1,10 @@
 /** `node bin/bench.js NAME`: runs one benchmark and prints its table. */
+import { engineBench } from "./engine.ts";
 import { graphScale, graphScaleWorker } from "./graph-scale.ts";
 
 const BENCHES: Record<string, () => string | Promise<string>> = {
   "graph-scale": graphScale,
+  engine: engineBench,
 };
 
 export async function main(argv: string[]): Promise<number> {

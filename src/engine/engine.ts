@@ -25,6 +25,8 @@ export interface EngineOptions {
   /** Wall-clock limit of one attempt; a job that has not reported by then is timed out. */
   attemptTimeoutMs?: number;
   runNumber?: number;
+  /** Keep only the latest entries of the timeline in the state (adapters store it; the simulator prints all). */
+  timelineLimit?: number;
 }
 
 export const DEFAULT_ATTEMPT_TIMEOUT_MS = 2 * 60 * 60 * 1000;
@@ -50,6 +52,7 @@ export class Step {
     readonly state: RunState,
     readonly at: number,
     readonly children: Map<string, string[]>,
+    readonly timelineLimit?: number,
   ) {}
 
   task(id: string): TaskRun {
@@ -65,7 +68,11 @@ export class Step {
     this.effects.push(effect);
   }
   log(entry: Omit<TimelineEntry, "at">): void {
-    this.state.timeline.push({ at: this.at, ...entry });
+    const timeline = this.state.timeline;
+    timeline.push({ at: this.at, ...entry });
+    // Trimmed in batches, so that appending stays cheap.
+    if (this.timelineLimit && timeline.length > this.timelineLimit * 1.5)
+      timeline.splice(0, timeline.length - this.timelineLimit);
     this.changed = true;
   }
   key(...parts: (string | number)[]): string {
@@ -221,7 +228,9 @@ export class Step {
   dispatchPass(): void {
     const s = this.state;
     if (s.cancelled || s.outcome !== null) return;
-    const anyLaneFailed = Object.values(s.workstreams).some((w) => w.status === "failed");
+    let anyFailed: boolean | undefined;
+    const anyLaneFailed = () =>
+      (anyFailed ??= Object.values(s.workstreams).some((w) => w.status === "failed"));
     const busy = (lane: string) => this.lane(lane).activeTask !== null;
     for (const id of [...s.candidates]) {
       if (s.active >= s.settings.maxConcurrency) break;
@@ -280,7 +289,9 @@ export class Step {
   completionCheck(): void {
     const s = this.state;
     if (s.outcome !== null) return;
-    for (const id of this.plan.order) if (!isTaskTerminal(this.task(id).status)) return;
+    // Every pending task is a candidate or waits on a task that is pending or active (a broken
+    // dependency would have blocked it), so nothing active and no candidate means all are terminal.
+    if (s.active > 0 || s.candidates.length > 0) return;
     for (const [laneId] of this.plan.workstreams) {
       const lane = this.lane(laneId);
       if (lane.integration === "opening") return;
@@ -368,13 +379,13 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
       state.tasks[id] = newTaskRun(deps);
       if (deps === 0) state.candidates.push(id);
     }
-    const step = new Step(plan, state, at, children);
+    const step = new Step(plan, state, at, children, options.timelineLimit);
     step.changed = true;
     return { state, effects: finishStep(step) };
   };
 
   const apply = (state: RunState, event: EngineEvent): EngineEffect[] => {
-    const step = new Step(plan, state, event.at, children);
+    const step = new Step(plan, state, event.at, children, options.timelineLimit);
     applyEvent(step, event);
     return finishStep(step);
   };

@@ -37,9 +37,17 @@ export function resumeRun(engine: Engine, graph: Graph, previous: RunState, at: 
     }
     const changed = previous.taskFingerprints[id] !== state.taskFingerprints[id];
     const task = state.tasks[id]!;
-    if (old.status === "merged" || old.status === "completed" || old.status === "running" || old.status === "pr_open") {
+    if (
+      old.status === "merged" ||
+      old.status === "completed" ||
+      old.status === "running" ||
+      old.status === "pr_open"
+    ) {
       Object.assign(task, { ...old, waitingOn: task.waitingOn });
-      if (changed) drift.push(`task '${id}' changed after it ${old.status === "running" ? "started" : "finished"}; it is kept as it is`);
+      if (changed)
+        drift.push(
+          `task '${id}' changed after it ${old.status === "running" ? "started" : "finished"}; it is kept as it is`,
+        );
     } else {
       // Pending, failed, blocked or cancelled: it runs again, with a fresh attempt budget.
       Object.assign(task, newTaskRun(task.waitingOn), {
@@ -48,7 +56,8 @@ export function resumeRun(engine: Engine, graph: Graph, previous: RunState, at: 
         attempts: old.attempts,
         pr: old.pr,
       });
-      if (old.status === "failed" || old.status === "cancelled") drift.push(`task '${id}' (${old.status}) will run again`);
+      if (old.status === "failed" || old.status === "cancelled")
+        drift.push(`task '${id}' (${old.status}) will run again`);
     }
   }
   for (const id of plan.order) if (!previous.tasks[id]) drift.push(`task '${id}' is new`);
@@ -73,16 +82,23 @@ export function resumeRun(engine: Engine, graph: Graph, previous: RunState, at: 
     lane.preparation = old.preparation === "done" ? "done" : "none";
     if (old.integration === "merged" || old.integration === "open") {
       if (lane.unfinished > 0) {
-        drift.push(`workstream '${laneId}' has new or reopened tasks after its integration PR was opened; it will be integrated again`);
+        drift.push(
+          `workstream '${laneId}' has new or reopened tasks after its integration PR was opened; it will be integrated again`,
+        );
         if (old.integration === "open") Object.assign(lane, { integration: "open", pr: old.pr });
       } else {
-        Object.assign(lane, { integration: old.integration, pr: old.pr, status: old.integration === "merged" ? "merged" : "pr_open" });
+        Object.assign(lane, {
+          integration: old.integration,
+          pr: old.pr,
+          status: old.integration === "merged" ? "merged" : "pr_open",
+        });
         lane.autoMergeSkipped = old.autoMergeSkipped;
       }
     } else if (old.integration === "skipped" && lane.unfinished === 0) {
       Object.assign(lane, { integration: "skipped", status: "merged" });
     }
-    if (lane.status === "pending" && (lane.activeTask !== null || lane.preparation === "done")) lane.status = "active";
+    if (lane.status === "pending" && (lane.activeTask !== null || lane.preparation === "done"))
+      lane.status = "active";
   }
   for (const id of plan.order) {
     const task = state.tasks[id]!;

@@ -13,6 +13,7 @@ export interface Versioned {
 }
 
 export interface StateStore {
+  /** The run's state, as a fresh copy the caller may change, with its version. */
   load(run: string): Promise<Versioned | null>;
   /**
    * Writes `next` if the stored version is still `expected` (null: the run must not exist yet).
@@ -31,20 +32,32 @@ export class StateConflictError extends Error {
  * cause each effect once. An event that changes nothing writes nothing (and may still answer, as a
  * refused command does).
  */
-export async function record(store: StateStore, engine: Engine, run: string, event: EngineEvent, attempts = 20): Promise<Decision & { version: string }> {
+export async function record(
+  store: StateStore,
+  engine: Engine,
+  run: string,
+  event: EngineEvent,
+  attempts = 20,
+): Promise<Decision & { version: string }> {
   for (let i = 0; i < attempts; i++) {
     const current = await store.load(run);
     if (!current) throw new Error(`no run '${run}' in the state store`);
-    const decision = engine.decide(current.state, event);
-    if (decision.state === current.state) return { ...decision, version: current.version };
-    const version = await store.compareAndSwap(run, current.version, decision.state);
-    if (version !== null) return { ...decision, version };
+    // Every load returns a fresh copy, so the event can be applied to it in place (no second copy).
+    const before = current.state.seq;
+    const effects = engine.apply(current.state, event);
+    if (current.state.seq === before) return { state: current.state, effects, version: current.version };
+    const version = await store.compareAndSwap(run, current.version, current.state);
+    if (version !== null) return { state: current.state, effects, version };
   }
   throw new StateConflictError(`gave up on run '${run}' after ${attempts} conflicting writes`);
 }
 
 /** Creates a run if it does not exist yet; returns the effects only to the writer that created it. */
-export async function startRun(store: StateStore, engine: Engine, at: number): Promise<Decision & { version: string; created: boolean }> {
+export async function startRun(
+  store: StateStore,
+  engine: Engine,
+  at: number,
+): Promise<Decision & { version: string; created: boolean }> {
   const decision = engine.start(at);
   const run = decision.state.runKey;
   const version = await store.compareAndSwap(run, null, decision.state);
@@ -54,7 +67,7 @@ export async function startRun(store: StateStore, engine: Engine, at: number): P
   return { state: existing.state, effects: [], version: existing.version, created: false };
 }
 
-/** A store in memory (tests, the simulator). Copies on the way in and out, like a real store. */
+/** A store in memory (tests). Copies on the way in and out, like a real store: `load` returns a fresh copy. */
 export class MemoryStateStore implements StateStore {
   private readonly runs = new Map<string, { json: string; version: number }>();
 

@@ -16,7 +16,12 @@ const IDENTITY = {
   GIT_COMMITTER_EMAIL: "agentrelay@users.noreply.github.com",
 };
 
-export function gitRaw(cwd: string, args: string[], input?: string, env: NodeJS.ProcessEnv = {}): Promise<GitResult> {
+export function gitRaw(
+  cwd: string,
+  args: string[],
+  input?: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     const child = execFile(
       "git",
@@ -37,8 +42,14 @@ export class GitError extends Error {
 }
 
 /** Runs git and returns its trimmed output; throws with git's message on failure. */
-export async function git(cwd: string, args: string[], input?: string, env?: NodeJS.ProcessEnv): Promise<string> {
+export async function git(
+  cwd: string,
+  args: string[],
+  input?: string,
+  env?: NodeJS.ProcessEnv,
+): Promise<string> {
   const result = await gitRaw(cwd, args, input, env);
-  if (result.code !== 0) throw new GitError(`git ${args.join(" ")}: ${result.stderr.trim() || `exit ${result.code}`}`);
+  if (result.code !== 0)
+    throw new GitError(`git ${args.join(" ")}: ${result.stderr.trim() || `exit ${result.code}`}`);
   return result.stdout.trim();
 }

@@ -43,7 +43,7 @@ export function mayStart(
   id: string,
   laneBusy: (lane: string) => boolean,
   limits: DispatchLimits,
-  anyLaneFailed: boolean,
+  anyLaneFailed: () => boolean,
 ): boolean {
   const lane = plan.tasks.get(id)!.workstreamId;
   const status = view.workstream(lane);
@@ -56,14 +56,14 @@ export function mayStart(
   }
   for (const upstream of plan.upstreamWorkstreams.get(id)!)
     if (view.workstream(upstream) !== "merged") return false;
-  return !(status === "pending" && limits.failFastOnWorkstreamError && anyLaneFailed);
+  return !(status === "pending" && limits.failFastOnWorkstreamError && anyLaneFailed());
 }
 
 /** Tasks to dispatch now, in canonical order, within capacity and one active task per workstream. */
 export function tasksToDispatch(plan: Plan, view: StatusView, limits: DispatchLimits): string[] {
   let active = 0;
   const busyLanes = new Set<string>();
-  const anyLaneFailed = [...plan.workstreams.keys()].some((w) => view.workstream(w) === "failed");
+  const anyLaneFailed = () => [...plan.workstreams.keys()].some((w) => view.workstream(w) === "failed");
   for (const id of plan.order) {
     if (isTaskActive(view.task(id))) {
       active++;

@@ -112,3 +112,46 @@ describe("agentrelay schema", () => {
     );
   });
 });
+
+describe("agentrelay simulate", () => {
+  const chain = write(
+    "chain.yaml",
+    graphYaml(
+      [
+        { id: "a", ws: "x" },
+        { id: "b", deps: ["a"], ws: "y" },
+        { id: "c", ws: "y" },
+      ],
+      [{ id: "x" }, { id: "y" }],
+    ),
+  );
+
+  it("prints the documented JSON shape", () => {
+    const { code, stdout } = agentrelay("simulate", chain, "--fail", "a", "--json");
+    expect(code).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(result.outcome).toBe("completed_with_failures");
+    expect(result.tasks).toEqual({
+      a: { status: "failed", attempts: 1 },
+      b: { status: "blocked", attempts: 0 },
+      c: { status: "merged", attempts: 1 },
+    });
+    expect(result.workstreams).toEqual({ x: { status: "failed" }, y: { status: "failed" } });
+    expect(result.events[0]).toEqual({ type: "dispatch", task: "a", workstream: "x", attempt: 1 });
+    expect(result.events.map((e: { type: string }) => e.type)).toContain("task_blocked");
+    expect(result.events.at(-1)).toEqual({ type: "run_finished" });
+  });
+
+  it("answers 'what if this task fails once?' with a readable timeline", () => {
+    const retrying = write("retry.yaml", graphYaml([{ id: "a" }], undefined, "max_task_attempts: 2"));
+    const { code, stdout } = agentrelay("simulate", retrying, "--fail", "a:1", "--concern", "a");
+    expect(code).toBe(0);
+    expect(stdout).toContain("task_failed          a (attempt 1): simulated failure (will retry)");
+    expect(stdout).toMatch(/a\s+merged\s+attempts 2/);
+    expect(stdout).toContain("Outcome: succeeded");
+  });
+
+  it("refuses a --fail for an unknown task", () => {
+    expect(agentrelay("simulate", chain, "--fail", "nope").code).toBe(2);
+  });
+});

@@ -32,7 +32,7 @@ function timelineText(result: SimulationResult): string {
   for (const e of state.timeline) {
     const subject = [e.task, e.workstream && !e.task ? e.workstream : undefined].filter(Boolean).join("");
     const attempt = e.attempt !== undefined && e.type !== "task_merged" ? ` (attempt ${e.attempt})` : "";
-    const detail = e.detail ? `: ${e.detail}` : "";
+    const detail = e.detail ? (subject ? `: ${e.detail}` : e.detail) : "";
     lines.push(`  ${minutes(e.at)}  ${e.type.padEnd(20)} ${subject}${attempt}${detail}`);
   }
   if (result.reviewerMerged.length > 0) {
