@@ -271,6 +271,8 @@ export class Step {
       reason: null,
       costUsd: null,
       turns: null,
+      pushedSha: null,
+      gates: [],
     });
     lane.activeTask = id;
     if (lane.status === "pending") lane.status = "active";
@@ -431,8 +433,18 @@ export function newTaskRun(waitingOn: number): TaskRun {
   };
 }
 
-const sameList = (a: readonly string[], b: readonly string[]) =>
-  a.length === b.length && a.every((x, i) => x === b[i]);
+const sameOutputs = (a: TaskRun["outputs"], b: TaskRun["outputs"]) => JSON.stringify(a) === JSON.stringify(b);
+
+function addConcerns(step: Step, task: TaskRun, kind: "design" | "ops", messages: readonly string[]): void {
+  const list = kind === "design" ? task.concerns : task.opsConcerns;
+  for (const message of messages) {
+    const text = message.trim();
+    if (text && !list.includes(text)) {
+      list.push(text);
+      step.changed = true;
+    }
+  }
+}
 
 function applyEvent(step: Step, event: EngineEvent): void {
   const { state, plan } = step;
@@ -454,16 +466,13 @@ function applyEvent(step: Step, event: EngineEvent): void {
       const t = step.task(event.task);
       if (event.attempt !== t.attempt) return;
       const record = t.attempts[t.attempt - 1]!;
-      // Results are set, not appended, so a duplicated report changes nothing.
-      const concerns = event.concerns ?? [];
-      const ops = event.opsConcerns ?? [];
+      // Concerns are a set (reported one by one, or all at once here), so duplicates change nothing.
+      addConcerns(step, t, "design", event.concerns ?? []);
+      addConcerns(step, t, "ops", event.opsConcerns ?? []);
       if (
-        !sameList(t.concerns, concerns) ||
-        !sameList(t.opsConcerns, ops) ||
-        t.summary !== (event.summary ?? null)
+        t.summary !== (event.summary ?? null) ||
+        (event.outputs && !sameOutputs(t.outputs, event.outputs))
       ) {
-        t.concerns = [...concerns];
-        t.opsConcerns = [...ops];
         t.summary = event.summary ?? null;
         t.outputs = [...(event.outputs ?? [])];
         step.changed = true;
@@ -512,6 +521,29 @@ function applyEvent(step: Step, event: EngineEvent): void {
         kind === "cancelled" ? "cancelled" : "failed",
         kind !== "cancelled",
       );
+      return;
+    }
+    case "task_branch_pushed": {
+      if (!known(event.task)) return;
+      const record = step.task(event.task).attempts[event.attempt - 1];
+      if (record && record.pushedSha !== event.sha) {
+        record.pushedSha = event.sha;
+        step.changed = true;
+      }
+      return;
+    }
+    case "concern_recorded": {
+      if (!known(event.task) || !step.task(event.task).attempts[event.attempt - 1]) return;
+      addConcerns(step, step.task(event.task), event.kind, [event.message]);
+      return;
+    }
+    case "gate_result": {
+      if (!known(event.task)) return;
+      const record = step.task(event.task).attempts[event.attempt - 1];
+      if (!record || record.gates.some((g) => g.n === event.n)) return;
+      record.gates.push({ n: event.n, passed: event.passed });
+      record.gates.sort((a, b) => a.n - b.n);
+      step.changed = true;
       return;
     }
     case "task_pr_opened": {

@@ -22,6 +22,10 @@ export interface AttemptRecord {
   reason: string | null;
   costUsd: number | null;
   turns: number | null;
+  /** Commit the job pushed to the task branch, when it reported one. */
+  pushedSha: string | null;
+  /** Completion-gate runs of the attempt, in order. */
+  gates: { n: number; passed: boolean }[];
 }
 
 export interface TaskRun {
@@ -143,6 +147,16 @@ export type EngineEvent =
       reason: string;
       kind?: "failed" | "timed_out" | "cancelled";
     }
+  | { type: "task_branch_pushed"; task: string; attempt: number; sha: string; at: number }
+  | {
+      type: "concern_recorded";
+      task: string;
+      attempt: number;
+      kind: "design" | "ops";
+      message: string;
+      at: number;
+    }
+  | { type: "gate_result"; task: string; attempt: number; n: number; passed: boolean; at: number }
   | { type: "task_pr_opened"; task: string; pr: PullRequest; at: number }
   | { type: "task_pr_merged"; task: string; pr: PullRequest; at: number }
   | { type: "task_pr_closed"; task: string; pr: PullRequest; at: number }

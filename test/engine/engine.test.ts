@@ -250,4 +250,58 @@ describe("engine", () => {
     d.send({ type: "integration_pr_opened", workstream: "x", pr: { number: 5, url: "u/5" } });
     expect(d.types()).toContain("merge_integration_pr:x");
   });
+  it("records concerns, gate runs and pushes as they are reported, each once", () => {
+    const d = driver([{ id: "a", ws: "x" }], [{ id: "x", autoMerge: true }]).send({
+      type: "workstream_prepared",
+      workstream: "x",
+    });
+    d.send({
+      type: "concern_recorded",
+      task: "a",
+      attempt: 1,
+      kind: "design",
+      message: "spec contradicts itself",
+    });
+    d.send({ type: "concern_recorded", task: "a", attempt: 1, kind: "ops", message: "slow install" });
+    d.send({ type: "gate_result", task: "a", attempt: 1, n: 1, passed: false });
+    d.send({ type: "gate_result", task: "a", attempt: 1, n: 2, passed: true });
+    const seq = d.state.seq;
+    d.send({ type: "gate_result", task: "a", attempt: 1, n: 1, passed: false });
+    d.send({
+      type: "concern_recorded",
+      task: "a",
+      attempt: 1,
+      kind: "design",
+      message: "spec contradicts itself",
+    });
+    expect(d.state.seq).toBe(seq);
+    d.send({ type: "task_branch_pushed", task: "a", attempt: 1, sha: "abc123" });
+    d.send({
+      type: "job_succeeded",
+      task: "a",
+      attempt: 1,
+      concerns: ["spec contradicts itself"],
+      opsConcerns: ["slow install"],
+    });
+    expect(d.state.tasks.a).toMatchObject({
+      concerns: ["spec contradicts itself"],
+      opsConcerns: ["slow install"],
+    });
+    expect(d.state.tasks.a!.attempts[0]).toMatchObject({
+      pushedSha: "abc123",
+      gates: [
+        { n: 1, passed: false },
+        { n: 2, passed: true },
+      ],
+    });
+    d.send({ type: "task_pr_opened", task: "a", pr: { number: 1, url: "u/1" } }).send({
+      type: "task_pr_merged",
+      task: "a",
+      pr: { number: 1, url: "u/1" },
+    });
+    d.send({ type: "integration_pr_opened", workstream: "x", pr: { number: 5, url: "u/5" } });
+    // A design concern reported on its own still stops auto-merge.
+    expect(d.types()).not.toContain("merge_integration_pr:x");
+    expect(d.state.workstreams.x!.autoMergeSkipped).toBe(true);
+  });
 });
