@@ -27,13 +27,7 @@ export function applyCommand(step: Step, event: Command): void {
     for (const id of plan.order) {
       const t = step.task(id);
       if (isTaskTerminal(t.status)) continue;
-      if (t.status === "running")
-        step.emit({
-          type: "cancel_attempt",
-          key: step.key(id, t.attempt, "cancel"),
-          task: id,
-          attempt: t.attempt,
-        });
+      step.cancelAttempt(id);
       step.release(id);
       step.removeCandidate(id);
       t.status = "cancelled";
@@ -64,13 +58,7 @@ export function applyCommand(step: Step, event: Command): void {
     }
     case "cancel": {
       if (isTaskTerminal(t.status)) return reply(false, `task '${id}' is already ${t.status}`);
-      if (t.status === "running")
-        step.emit({
-          type: "cancel_attempt",
-          key: step.key(id, t.attempt, "cancel"),
-          task: id,
-          attempt: t.attempt,
-        });
+      step.cancelAttempt(id);
       step.failTask(id, `cancelled${who}`, "cancelled", false);
       return reply(true, `cancelled '${id}'`);
     }
@@ -88,13 +76,7 @@ export function applyCommand(step: Step, event: Command): void {
       if (lane.integration === "merged" || lane.integration === "skipped") {
         return reply(false, `workstream '${laneId}' is already integrated into its target`);
       }
-      if (t.status === "running")
-        step.emit({
-          type: "cancel_attempt",
-          key: step.key(id, t.attempt, "cancel"),
-          task: id,
-          attempt: t.attempt,
-        });
+      step.cancelAttempt(id);
       const wasDone = t.status === "merged" || t.status === "completed";
       step.emit({ type: "reset_task", key: step.key(id, "reset", t.attempt), task: id, pr: t.pr });
       if (isTaskActive(t.status)) step.release(id);

@@ -97,6 +97,18 @@ export class Step {
     if (i !== -1) this.state.candidates.splice(i, 1);
   }
 
+  /** Asks the adapter to stop the task's job, if one is running. */
+  cancelAttempt(id: string): void {
+    const t = this.task(id);
+    if (t.status !== "running") return;
+    this.emit({
+      type: "cancel_attempt",
+      key: this.key(id, t.attempt, "cancel"),
+      task: id,
+      attempt: t.attempt,
+    });
+  }
+
   /** Frees the capacity and the lane held by a task that stops being active. */
   release(id: string): void {
     const t = this.task(id);
@@ -667,12 +679,7 @@ function applyEvent(step: Step, event: EngineEvent): void {
         if (event.at < record.deadline) continue;
         record.outcome = "timed_out";
         record.reason = "the attempt did not report before its deadline";
-        step.emit({
-          type: "cancel_attempt",
-          key: step.key(id, t.attempt, "cancel"),
-          task: id,
-          attempt: t.attempt,
-        });
+        step.cancelAttempt(id);
         step.failTask(id, `attempt ${t.attempt} timed out`, "failed", true);
       }
       return;

@@ -7,7 +7,7 @@
  */
 import type { Graph } from "../graph/model.ts";
 import { createEngine, type EngineOptions } from "./engine.ts";
-import type { EngineEffect, EngineEvent, Outcome, RunState } from "./types.ts";
+import type { EngineEffect, EngineEvent, Outcome, PullRequest, RunState } from "./types.ts";
 
 export interface SimulateOptions {
   /** Task id -> number of first attempts that fail (Infinity: every attempt). */
@@ -39,72 +39,66 @@ export interface SimulationResult {
 
 const MINUTE = 60_000;
 
+/** What a simulated world answers to an effect: the facts an adapter would report back. */
+export function simulatedResponse(
+  effect: EngineEffect,
+  world: { failures: Map<string, number>; concerns: Set<string>; noChanges?: Set<string> | undefined },
+  at: number,
+  pullRequest: (key: string) => PullRequest,
+): EngineEvent[] {
+  switch (effect.type) {
+    case "prepare_workstream":
+      return [{ type: "workstream_prepared", workstream: effect.workstream, at }];
+    case "dispatch": {
+      const { task, attempt } = effect;
+      const started: EngineEvent = { type: "job_started", task, attempt, at };
+      if (attempt <= (world.failures.get(task) ?? 0)) {
+        return [started, { type: "job_failed", task, attempt, reason: "simulated failure", at }];
+      }
+      const concerns = world.concerns.has(task) ? ["simulated design concern"] : [];
+      const noPr = world.noChanges?.has(task) ?? false;
+      return [
+        started,
+        { type: "job_succeeded", task, attempt, concerns, noPr, summary: `simulated work for ${task}`, at },
+      ];
+    }
+    case "open_task_pr":
+      return [{ type: "task_pr_opened", task: effect.task, pr: pullRequest(effect.key), at }];
+    case "merge_task_pr":
+      return [{ type: "task_pr_merged", task: effect.task, pr: effect.pr, at }];
+    case "open_integration_pr":
+      return [
+        { type: "integration_pr_opened", workstream: effect.workstream, pr: pullRequest(effect.key), at },
+      ];
+    case "merge_integration_pr":
+      return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
+    default:
+      return [];
+  }
+}
+
 export function simulate(graph: Graph, options: SimulateOptions = {}): SimulationResult {
   const engine = createEngine(graph, options.engine);
-  const failures = options.failures ?? new Map<string, number>();
-  const concerns = options.concerns ?? new Set<string>();
+  const world = {
+    failures: options.failures ?? new Map<string, number>(),
+    concerns: options.concerns ?? new Set<string>(),
+    noChanges: options.noChanges,
+  };
   let clock = 0;
-  let prNumber = 0;
   let eventCount = 0;
+  const pullRequests = new Map<string, PullRequest>();
+  const pullRequest = (key: string) => {
+    if (!pullRequests.has(key))
+      pullRequests.set(key, { number: pullRequests.size + 1, url: `sim://pull/${pullRequests.size + 1}` });
+    return pullRequests.get(key)!;
+  };
   const reviewerMerged: string[] = [];
   const queue: EngineEvent[] = [];
+  const execute = (effect: EngineEffect) =>
+    queue.push(...simulatedResponse(effect, world, (clock += MINUTE), pullRequest));
 
   const { state, effects } = engine.start(clock);
-  const execute = (effect: EngineEffect) => {
-    const at = (clock += MINUTE);
-    switch (effect.type) {
-      case "prepare_workstream":
-        queue.push({ type: "workstream_prepared", workstream: effect.workstream, at });
-        break;
-      case "dispatch":
-        if (effect.attempt <= (failures.get(effect.task) ?? 0)) {
-          queue.push({
-            type: "job_failed",
-            task: effect.task,
-            attempt: effect.attempt,
-            reason: "simulated failure",
-            at,
-          });
-        } else {
-          queue.push({
-            type: "job_succeeded",
-            task: effect.task,
-            attempt: effect.attempt,
-            concerns: concerns.has(effect.task) ? ["simulated design concern"] : [],
-            noPr: options.noChanges?.has(effect.task) ?? false,
-            summary: `simulated work for ${effect.task}`,
-            at,
-          });
-        }
-        break;
-      case "open_task_pr":
-        queue.push({
-          type: "task_pr_opened",
-          task: effect.task,
-          pr: { number: ++prNumber, url: `sim://pull/${prNumber}` },
-          at,
-        });
-        break;
-      case "merge_task_pr":
-        queue.push({ type: "task_pr_merged", task: effect.task, pr: effect.pr, at });
-        break;
-      case "open_integration_pr":
-        queue.push({
-          type: "integration_pr_opened",
-          workstream: effect.workstream,
-          pr: { number: ++prNumber, url: `sim://pull/${prNumber}` },
-          at,
-        });
-        break;
-      case "merge_integration_pr":
-        queue.push({ type: "integration_pr_merged", workstream: effect.workstream, at });
-        break;
-      default:
-        break;
-    }
-  };
   effects.forEach(execute);
-
   for (;;) {
     while (queue.length > 0) {
       eventCount++;
@@ -120,7 +114,7 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
 }
 
 /** An open integration PR that a pending task waits for, in workstream order. */
-function neededIntegration(state: RunState, upstream: Map<string, string[]>): string | undefined {
+export function neededIntegration(state: RunState, upstream: Map<string, string[]>): string | undefined {
   const waitedFor = new Set<string>();
   for (const [id, t] of Object.entries(state.tasks)) {
     if (t.status !== "pending") continue;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
+import { simulatedResponse } from "../../src/engine/simulate.ts";
 import { MemoryStateStore, record, type StateStore, startRun } from "../../src/engine/store.ts";
 import type { EngineEffect, EngineEvent } from "../../src/engine/types.ts";
 import { git } from "../../src/local/git.ts";
@@ -81,47 +82,20 @@ describe("two engines sharing a git ref store", () => {
     const executed: EngineEffect[] = [];
     let clock = 0;
     const pending: EngineEvent[] = [];
-    const attemptsFailing = new Set(["b/1"]);
-    const world = (effect: EngineEffect) => {
+    const world = { failures: new Map([["b", 1]]), concerns: new Set<string>() };
+    const execute = (effect: EngineEffect) => {
       executed.push(effect);
-      const at = ++clock;
-      switch (effect.type) {
-        case "prepare_workstream":
-          return pending.push({ type: "workstream_prepared", workstream: effect.workstream, at });
-        case "dispatch":
-          return pending.push(
-            attemptsFailing.has(`${effect.task}/${effect.attempt}`)
-              ? { type: "job_failed", task: effect.task, attempt: effect.attempt, reason: "flaky", at }
-              : { type: "job_succeeded", task: effect.task, attempt: effect.attempt, at },
-          );
-        case "open_task_pr":
-          return pending.push({
-            type: "task_pr_opened",
-            task: effect.task,
-            pr: { number: clock, url: `u/${clock}` },
-            at,
-          });
-        case "merge_task_pr":
-          return pending.push({ type: "task_pr_merged", task: effect.task, pr: effect.pr, at });
-        case "open_integration_pr":
-          return pending.push({
-            type: "integration_pr_opened",
-            workstream: effect.workstream,
-            pr: { number: clock, url: `u/${clock}` },
-            at,
-          });
-        case "merge_integration_pr":
-          return pending.push({ type: "integration_pr_merged", workstream: effect.workstream, at });
-      }
+      const number = ++clock;
+      pending.push(...simulatedResponse(effect, world, number, () => ({ number, url: `u/${number}` })));
     };
 
     const starts = await Promise.all(replicas.map((engine) => startRun(store, engine, 0)));
-    starts.forEach((s) => s.effects.forEach(world));
+    starts.forEach((s) => s.effects.forEach(execute));
     let rounds = 0;
     while (pending.length > 0 && rounds++ < 200) {
       const event = pending.shift()!;
       const decisions = await Promise.all(replicas.map((engine) => record(store, engine, "g/1", event)));
-      decisions.forEach((d) => d.effects.forEach(world));
+      decisions.forEach((d) => d.effects.forEach(execute));
     }
 
     const dispatches = executed.filter((e) => e.type === "dispatch").map((e) => e.key);

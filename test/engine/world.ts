@@ -3,6 +3,7 @@
  * and hands events back through a delivery scheduler that may reorder, duplicate and delay them.
  */
 import { createEngine, type Engine } from "../../src/engine/engine.ts";
+import { neededIntegration, simulatedResponse } from "../../src/engine/simulate.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../../src/engine/types.ts";
 import type { Graph } from "../../src/graph/model.ts";
 
@@ -75,49 +76,11 @@ export function runWorld(
     }
   };
 
-  const execute = (effect: EngineEffect) => {
-    const at = ++clock;
-    switch (effect.type) {
-      case "prepare_workstream":
-        pool.push({ type: "workstream_prepared", workstream: effect.workstream, at });
-        break;
-      case "dispatch": {
-        pool.push({ type: "job_started", task: effect.task, attempt: effect.attempt, at });
-        if (effect.attempt <= (spec.failures[effect.task] ?? 0)) {
-          pool.push({
-            type: "job_failed",
-            task: effect.task,
-            attempt: effect.attempt,
-            reason: "agent gave up",
-            at,
-          });
-        } else {
-          pool.push({
-            type: "job_succeeded",
-            task: effect.task,
-            attempt: effect.attempt,
-            concerns: spec.concerns.includes(effect.task) ? ["the spec contradicts itself"] : [],
-            opsConcerns: ["slow install"],
-            summary: `did ${effect.task}`,
-            at,
-          });
-        }
-        break;
-      }
-      case "open_task_pr":
-        pool.push({ type: "task_pr_opened", task: effect.task, pr: pr(effect.key), at });
-        break;
-      case "merge_task_pr":
-        pool.push({ type: "task_pr_merged", task: effect.task, pr: effect.pr, at });
-        break;
-      case "open_integration_pr":
-        pool.push({ type: "integration_pr_opened", workstream: effect.workstream, pr: pr(effect.key), at });
-        break;
-      case "merge_integration_pr":
-        pool.push({ type: "integration_pr_merged", workstream: effect.workstream, at });
-        break;
-    }
+  const simulated = {
+    failures: new Map(Object.entries(spec.failures)),
+    concerns: new Set(spec.concerns),
   };
+  const execute = (effect: EngineEffect) => pool.push(...simulatedResponse(effect, simulated, ++clock, pr));
 
   const started = engine.start(0);
   let state = started.state;
@@ -137,10 +100,7 @@ export function runWorld(
     }
     if (state.outcome !== null || deliveries >= maxDeliveries) break;
     // A reviewer merges an open integration PR that pending work waits for.
-    const waitedFor = Object.entries(state.tasks)
-      .filter(([, t]) => t.status === "pending")
-      .flatMap(([id]) => engine.plan.upstreamWorkstreams.get(id)!)
-      .find((w) => state.workstreams[w]!.status === "pr_open");
+    const waitedFor = neededIntegration(state, engine.plan.upstreamWorkstreams);
     if (!waitedFor) break;
     pool.push({ type: "integration_pr_merged", workstream: waitedFor, at: ++clock });
   }
