@@ -1,0 +1,61 @@
+/** Runs the real Claude Code CLI (installed from npm) headless against a scripted model server. */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { REPO_ROOT } from "./fixtures.ts";
+
+export const CLAUDE_BIN = join(REPO_ROOT, "node_modules/.bin/claude");
+
+export interface ClaudeRun {
+  code: number | null;
+  lines: { type: string; subtype?: string; [key: string]: unknown }[];
+  stderr: string;
+}
+
+export function runClaude(
+  cwd: string,
+  prompt: string,
+  modelUrl: string,
+  extraArgs: string[] = [],
+): Promise<ClaudeRun> {
+  const args = [
+    "-p",
+    prompt,
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--max-turns",
+    "20",
+    ...extraArgs,
+  ];
+  const child = spawn(CLAUDE_BIN, args, {
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      ...process.env,
+      HOME: cwd,
+      ANTHROPIC_BASE_URL: modelUrl,
+      ANTHROPIC_API_KEY: "sk-ant-scripted",
+      DISABLE_TELEMETRY: "1",
+      DISABLE_AUTOUPDATER: "1",
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    },
+  });
+  let out = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  return new Promise((resolve) =>
+    child.on("close", (code) =>
+      resolve({
+        code,
+        stderr,
+        lines: out.trim()
+          ? out
+              .trim()
+              .split("\n")
+              .map((l) => JSON.parse(l))
+          : [],
+      }),
+    ),
+  );
+}
