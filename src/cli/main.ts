@@ -5,6 +5,7 @@
 import { parseArgs } from "node:util";
 import { load, YAML11_SCHEMA } from "js-yaml";
 import { formatIssue, GraphError } from "../graph/errors.ts";
+import { runSignalCommand, SignalUsageError } from "../action/signals.ts";
 import { graphJsonSchema } from "../graph/schema.ts";
 import { planCommand } from "./commands/plan.ts";
 import { renderCommand } from "./commands/render.ts";
@@ -86,6 +87,20 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
           io,
         );
       }
+      case "signal":
+        // The in-job commands (agentrelay-concern, ...) call this through their shims.
+        try {
+          io.out(runSignalCommand(rest[0] ?? "", rest.slice(1), process.env.AGENTRELAY_SIGNAL_DIR));
+          return 0;
+        } catch (error) {
+          if (
+            !(error instanceof SignalUsageError) &&
+            !(error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
+          )
+            throw error;
+          io.err(`${rest[0]}: ${(error as Error).message}`);
+          return 1;
+        }
       case "schema":
         io.out(JSON.stringify(graphJsonSchema(), null, 2));
         return 0;

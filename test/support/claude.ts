@@ -16,6 +16,7 @@ export function runClaude(
   prompt: string,
   modelUrl: string,
   extraArgs: string[] = [],
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<ClaudeRun> {
   const args = [
     "-p",
@@ -31,7 +32,7 @@ export function runClaude(
     cwd,
     stdio: ["ignore", "pipe", "pipe"],
     env: {
-      ...process.env,
+      ...env,
       HOME: cwd,
       ANTHROPIC_BASE_URL: modelUrl,
       ANTHROPIC_API_KEY: "sk-ant-scripted",
