@@ -72,6 +72,44 @@ export function sequence(steps: { name: string; input: unknown }[], final: strin
   };
 }
 
+/** Text of the user messages that are prompts (not tool results), in order. */
+export function userPrompts(request: MessagesRequest): string[] {
+  return request.messages.flatMap((m) => {
+    if (m.role !== "user") return [];
+    if (typeof m.content === "string") return [m.content];
+    const texts = m.content.filter((b): b is Extract<ContentBlock, { type: "text" }> => b.type === "text");
+    return m.content.some((b) => b.type === "tool_result") || texts.length === 0
+      ? []
+      : [texts.map((t) => t.text).join("\n")];
+  });
+}
+
+/**
+ * A script in phases: phase k starts with the k-th prompt that matches `isPhasePrompt` (phase 0 is
+ * the opening prompt), and plays its steps one tool call per turn, then its final text. For example
+ * a gate feedback message starts the next phase of a resumed session.
+ */
+export function phased(
+  phases: { steps: { name: string; input: unknown }[]; final: string }[],
+  isPhasePrompt: (prompt: string) => boolean,
+): Script {
+  return (request) => {
+    const phase = Math.min(userPrompts(request).filter(isPhasePrompt).length, phases.length - 1);
+    // Tool results since the phase began: count those after the last phase prompt.
+    let results = 0;
+    for (let i = request.messages.length - 1; i >= 0; i--) {
+      const m = request.messages[i]!;
+      if (m.role !== "user") continue;
+      const blocks = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
+      if (blocks.some((b) => b.type === "text" && isPhasePrompt((b as { text: string }).text)) && phase > 0)
+        break;
+      results += blocks.filter((b) => b.type === "tool_result").length;
+    }
+    const { steps, final } = phases[phase]!;
+    return results < steps.length ? { tools: [steps[results]!] } : { text: final };
+  };
+}
+
 export interface ScriptedModelServer {
   url: string;
   /** Every Messages API request received, for assertions. */

@@ -1,0 +1,134 @@
+/**
+ * Runs Claude Code headless (`claude -p ... --output-format stream-json --verbose`) with a wall-clock
+ * limit, streams its progress to a log, and reads turns, cost and the final answer from its result.
+ */
+import { spawn } from "node:child_process";
+
+export interface ClaudeOptions {
+  bin: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  prompt: string;
+  model: string | null;
+  maxTurns: number;
+  allowedTools: string[];
+  /** Directories outside `cwd` the agent may read and write (the work directory). */
+  addDirs: string[];
+  timeoutMs: number;
+  /** Continue this session (the same conversation) instead of starting a new one. */
+  resume?: string | null;
+  /** Called with each line of progress, for the job log. */
+  log: (line: string) => void;
+}
+
+export interface ClaudeResult {
+  /** False when the CLI failed, timed out, or reported an error result. */
+  ok: boolean;
+  timedOut: boolean;
+  exitCode: number | null;
+  sessionId: string | null;
+  finalText: string;
+  turns: number;
+  costUsd: number;
+  error: string | null;
+}
+
+function describe(message: { type?: string; message?: { content?: unknown[] } }): string[] {
+  if (message.type !== "assistant" || !Array.isArray(message.message?.content)) return [];
+  return message.message.content.flatMap((block) => {
+    const b = block as { type: string; text?: string; name?: string; input?: Record<string, unknown> };
+    if (b.type === "text" && b.text?.trim()) return [`agent: ${b.text.trim().split("\n")[0]}`];
+    if (b.type === "tool_use") {
+      const detail = b.input?.command ?? b.input?.file_path ?? b.input?.pattern ?? "";
+      return [`tool: ${b.name}${detail ? ` ${String(detail).split("\n")[0]}` : ""}`];
+    }
+    return [];
+  });
+}
+
+export function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResult> {
+  const args = [
+    "-p",
+    options.prompt,
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--max-turns",
+    String(options.maxTurns),
+    "--permission-mode",
+    "acceptEdits",
+    "--allowedTools",
+    options.allowedTools.join(","),
+  ];
+  for (const dir of options.addDirs) args.push("--add-dir", dir);
+  if (options.model) args.push("--model", options.model);
+  if (options.resume) args.push("--resume", options.resume);
+
+  return new Promise((resolve) => {
+    const child = spawn(options.bin, args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let buffer = "";
+    let stderr = "";
+    let result: Record<string, unknown> | null = null;
+    let sessionId: string | null = null;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGTERM");
+      setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+    }, options.timeoutMs);
+
+    const handle = (line: string) => {
+      if (!line.trim()) return;
+      let message: Record<string, unknown>;
+      try {
+        message = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        options.log(line);
+        return;
+      }
+      if (typeof message.session_id === "string") sessionId = message.session_id;
+      if (message.type === "result") result = message;
+      for (const text of describe(message)) options.log(text);
+    };
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk: string) => {
+      buffer += chunk;
+      const lines = buffer.split("\n");
+      buffer = lines.pop()!;
+      lines.forEach(handle);
+    });
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      handle(buffer);
+      const r = result as {
+        is_error?: boolean;
+        result?: string;
+        num_turns?: number;
+        total_cost_usd?: number;
+        subtype?: string;
+      } | null;
+      const failed = timedOut || code !== 0 || !r || r.is_error === true;
+      resolve({
+        ok: !failed,
+        timedOut,
+        exitCode: code,
+        sessionId,
+        finalText: r?.result ?? "",
+        turns: r?.num_turns ?? 0,
+        costUsd: r?.total_cost_usd ?? 0,
+        error: failed
+          ? timedOut
+            ? `Claude Code did not finish within ${Math.round(options.timeoutMs / 1000)} s`
+            : r?.subtype && r.subtype !== "success"
+              ? `Claude Code stopped: ${r.subtype}`
+              : `Claude Code exited with code ${code}${stderr.trim() ? `: ${stderr.trim().split("\n").slice(-3).join(" ")}` : ""}`
+          : null,
+      });
+    });
+  });
+}

@@ -1,0 +1,266 @@
+/**
+ * One task attempt, in the checkout of its task branch: write the protocol files, run Claude Code,
+ * read what the agent handed back, run the completion gate (giving its output back to the same
+ * session on failure, up to `max_gate_attempts`), and commit the work to the task branch.
+ *
+ * The caller prepares the checkout (first attempt: a new branch from the integration branch; retry:
+ * the existing branch) and, afterwards, pushes and reports. The GitHub Action and the local mode
+ * share this code.
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Graph, Task } from "../graph/model.ts";
+import { git, gitRaw } from "../local/git.ts";
+import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
+import { type ClaudeResult, runClaudeCode } from "./claude.ts";
+import { readSignals, writeSignalShims } from "./signals.ts";
+
+export interface PeerArtifacts {
+  summary: string | null;
+  concerns: string[];
+  opsConcerns: string[];
+  outputs: { path: string; action: string; category: string }[];
+}
+
+export interface AttemptContext {
+  graph: Graph;
+  /** The graph file's text, given to the agent as `graph.yaml`. */
+  graphText: string;
+  task: Task;
+  /** 1-based. */
+  attempt: number;
+  repoDir: string;
+  /** What the task branch started from (the integration branch): commits after it are the task's work. */
+  baseRef: string;
+  workDir: string;
+  inputFiles: InputFile[];
+  /** What finished tasks handed back, shown to the agent under `tasks/<id>/`. */
+  peers: Record<string, PeerArtifacts>;
+  params?: Record<string, unknown>;
+  claude: {
+    bin: string;
+    env: NodeJS.ProcessEnv;
+    maxTurns: number;
+    timeoutMs: number;
+    allowedTools: string[];
+  };
+  gateTimeoutMs: number;
+  /** The `agentrelay` entry the in-job command shims run. */
+  signalEntry: string;
+  log: (line: string) => void;
+}
+
+export interface AttemptResult {
+  outcome: "succeeded" | "failed";
+  noPr: boolean;
+  reason: string | null;
+  concerns: string[];
+  opsConcerns: string[];
+  summary: string | null;
+  outputs: { path: string; action: string; category: string }[];
+  costUsd: number;
+  turns: number;
+  gates: { n: number; passed: boolean }[];
+  commit: string | null;
+  prTitle: string | null;
+  prBody: string | null;
+}
+
+export const DEFAULT_ALLOWED_TOOLS = [
+  "Read",
+  "Write",
+  "Edit",
+  "MultiEdit",
+  "Glob",
+  "Grep",
+  "LS",
+  "Bash",
+  "TodoWrite",
+];
+
+/** Runs the gate command in the checkout, with a wall-clock limit; output is stdout and stderr together. */
+export function runGate(
+  command: string,
+  cwd: string,
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv,
+): Promise<{ passed: boolean; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("bash", ["-c", command], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    const collect = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      if (output.length > 1_000_000) output = output.slice(-500_000);
+    };
+    child.stdout.on("data", collect);
+    child.stderr.on("data", collect);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, timeoutMs);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      const note = timedOut
+        ? `\n[agentrelay] the gate did not finish within ${Math.round(timeoutMs / 1000)} s\n`
+        : code !== 0
+          ? `\n[agentrelay] exit code ${code}\n`
+          : "";
+      resolve({ passed: !timedOut && code === 0, output: output + note });
+    });
+  });
+}
+
+const tail = (text: string, max = 6_000) =>
+  text.length > max ? `[... ${text.length - max} characters cut ...]\n${text.slice(-max)}` : text;
+
+function prepareWorkDir(ctx: AttemptContext): string {
+  const { workDir, attempt } = ctx;
+  const signalDir = join(workDir, "attempts", String(attempt));
+  mkdirSync(signalDir, { recursive: true });
+  const render = {
+    graph: ctx.graph,
+    task: ctx.task,
+    attempt,
+    repoDir: ctx.repoDir,
+    workDir,
+    inputFiles: ctx.inputFiles,
+    ...(ctx.params ? { params: ctx.params } : {}),
+  };
+  writeFileSync(join(workDir, "manifest.json"), `${JSON.stringify(renderManifest(render), null, 2)}\n`);
+  writeFileSync(join(workDir, "policies.json"), `${JSON.stringify(renderPolicies(render), null, 2)}\n`);
+  writeFileSync(join(workDir, "instructions.md"), renderInstructions(render));
+  writeFileSync(join(workDir, "graph.yaml"), ctx.graphText);
+  for (const [id, peer] of Object.entries(ctx.peers)) {
+    const dir = join(workDir, "tasks", id);
+    mkdirSync(dir, { recursive: true });
+    if (peer.summary) writeFileSync(join(dir, "summary.md"), `${peer.summary}\n`);
+    writeFileSync(join(dir, "concerns.log"), peer.concerns.map((c) => `${c}\n`).join(""));
+    writeFileSync(join(dir, "ops_concerns.log"), peer.opsConcerns.map((c) => `${c}\n`).join(""));
+    writeFileSync(
+      join(dir, "outputs.json"),
+      `${JSON.stringify({ schema_version: "1", files: peer.outputs }, null, 2)}\n`,
+    );
+  }
+  writeSignalShims(join(workDir, "bin"), ctx.signalEntry);
+  return signalDir;
+}
+
+export async function runAttempt(ctx: AttemptContext): Promise<AttemptResult> {
+  const signalDir = prepareWorkDir(ctx);
+  const env: NodeJS.ProcessEnv = {
+    ...ctx.claude.env,
+    PATH: `${join(ctx.workDir, "bin")}:${ctx.claude.env.PATH ?? process.env.PATH ?? ""}`,
+    AGENTRELAY_SIGNAL_DIR: signalDir,
+  };
+  let turns = 0;
+  let costUsd = 0;
+  const gates: AttemptResult["gates"] = [];
+  const extraOps: string[] = [];
+  const agent = (prompt: string, resume: string | null): Promise<ClaudeResult> =>
+    runClaudeCode({
+      bin: ctx.claude.bin,
+      cwd: ctx.repoDir,
+      env,
+      prompt,
+      model: ctx.task.primaryAgent.model,
+      maxTurns: ctx.claude.maxTurns,
+      allowedTools: ctx.claude.allowedTools,
+      addDirs: [ctx.workDir],
+      timeoutMs: ctx.claude.timeoutMs,
+      resume,
+      log: ctx.log,
+    }).then((r) => {
+      turns += r.turns;
+      costUsd += r.costUsd;
+      return r;
+    });
+
+  const finish = async (outcome: "succeeded" | "failed", reason: string | null): Promise<AttemptResult> => {
+    const signals = readSignals(ctx.workDir, ctx.attempt);
+    let noPr = signals.done?.noPr ?? false;
+    let commit: string | null = null;
+    if (outcome === "succeeded" && !noPr) {
+      commit = await commitWork(ctx);
+      if (commit === null) {
+        noPr = true;
+        extraOps.push("the task finished with a pull request requested, but there were no changes to commit");
+      }
+    }
+    return {
+      outcome,
+      noPr,
+      reason,
+      concerns: signals.concerns,
+      opsConcerns: [...signals.opsConcerns, ...extraOps],
+      summary: signals.summary,
+      outputs: signals.outputs,
+      costUsd,
+      turns,
+      gates,
+      commit,
+      prTitle: signals.done?.title ?? null,
+      prBody: signals.done?.body ?? null,
+    };
+  };
+
+  const first = await agent(
+    `Read ${join(ctx.workDir, "instructions.md")} and follow the steps exactly.`,
+    null,
+  );
+  if (!first.ok) return finish("failed", first.error);
+  let signals = readSignals(ctx.workDir, ctx.attempt);
+  if (signals.failed) return finish("failed", `the agent gave up: ${signals.failed}`);
+  if (!signals.done)
+    extraOps.push("the agent stopped without running agentrelay-complete; its work was taken as complete");
+  if (signals.done?.noPr || !ctx.task.completionGate) return finish("succeeded", null);
+
+  // The completion gate: on failure its output goes back to the same session, which fixes the work.
+  let session = first.sessionId;
+  for (let n = 1; n <= ctx.task.maxGateAttempts; n++) {
+    const gate = await runGate(ctx.task.completionGate, ctx.repoDir, ctx.gateTimeoutMs, env);
+    writeFileSync(join(signalDir, "gate_last_output.txt"), gate.output);
+    gates.push({ n, passed: gate.passed });
+    ctx.log(`gate ${n}/${ctx.task.maxGateAttempts}: ${gate.passed ? "passed" : "failed"}`);
+    if (gate.passed) return finish("succeeded", null);
+    if (n === ctx.task.maxGateAttempts) break;
+    const feedback = [
+      `The completion gate \`${ctx.task.completionGate}\` failed (run ${n} of ${ctx.task.maxGateAttempts}). Its output:`,
+      "",
+      "```",
+      tail(gate.output),
+      "```",
+      "",
+      "Find the cause and fix the work, then run `agentrelay-complete` again.",
+    ].join("\n");
+    const fix = await agent(feedback, session);
+    if (!fix.ok) return finish("failed", fix.error);
+    session = fix.sessionId ?? session;
+    signals = readSignals(ctx.workDir, ctx.attempt);
+    if (signals.failed) return finish("failed", `the agent gave up: ${signals.failed}`);
+  }
+  return finish(
+    "failed",
+    `Completion gate failed after ${ctx.task.maxGateAttempts} attempt(s): ${ctx.task.completionGate}`,
+  );
+}
+
+/** Commits what the agent changed to the task branch; returns the branch head, or null if it has no work. */
+async function commitWork(ctx: AttemptContext): Promise<string | null> {
+  await git(ctx.repoDir, ["add", "--all"]);
+  const staged = await gitRaw(ctx.repoDir, ["diff", "--cached", "--quiet"]);
+  if (staged.code !== 0) {
+    await git(ctx.repoDir, [
+      "commit",
+      "-q",
+      "-m",
+      `${ctx.task.id}: attempt ${ctx.attempt}`,
+      "-m",
+      `agentrelay task ${ctx.graph.name}/${ctx.task.id}`,
+    ]);
+  }
+  // The agent may have committed itself, and a retry starts from earlier attempts' commits.
+  const ahead = Number(await git(ctx.repoDir, ["rev-list", "--count", `${ctx.baseRef}..HEAD`]));
+  return ahead > 0 ? git(ctx.repoDir, ["rev-parse", "HEAD"]) : null;
+}

@@ -1,0 +1,156 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runAttempt } from "../../src/action/run-attempt.ts";
+import { git } from "../../src/local/git.ts";
+import {
+  phased,
+  type ScriptedModelServer,
+  sequence,
+  startScriptedModel,
+  userPrompts,
+} from "../../src/local/scripted-model.ts";
+import { attemptSetup, read } from "../support/attempt.ts";
+
+const GRAPH = `name: g
+tasks:
+  - id: greet
+    description: Create greet.txt saying hello.
+  - id: gated
+    description: Make value.txt say ok.
+    completion_gate: test "$(cat value.txt)" = ok
+    max_gate_attempts: 3
+`;
+
+let server: ScriptedModelServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+const bash = (command: string) => ({ name: "Bash", input: { command, description: command.slice(0, 40) } });
+
+describe("a task attempt with the real agent", () => {
+  it("succeeds: the agent's work is committed to the task branch and its hand-back is read", async () => {
+    server = await startScriptedModel(
+      sequence(
+        [
+          bash("printf 'hello\\n' > greet.txt"),
+          bash(
+            'agentrelay-summary --message "Wrote greet.txt." && agentrelay-declare --path greet.txt --action created --category docs',
+          ),
+          bash(
+            'agentrelay-ops-concern --message "no tests here" && agentrelay-complete --title "Add greet.txt"',
+          ),
+        ],
+        "Done.",
+      ),
+    );
+    const ctx = await attemptSetup(GRAPH, "greet", server.url);
+    const result = await runAttempt(ctx);
+    expect(result).toMatchObject({
+      outcome: "succeeded",
+      noPr: false,
+      reason: null,
+      summary: "Wrote greet.txt.",
+      opsConcerns: ["no tests here"],
+      outputs: [{ path: "greet.txt", action: "created", category: "docs" }],
+      prTitle: "Add greet.txt",
+      turns: 4,
+    });
+    expect(result.commit).toBe(await git(ctx.repoDir, ["rev-parse", "agentrelay/g/greet"]));
+    expect(await git(ctx.repoDir, ["show", "--stat", "--format=%s", "HEAD"])).toContain("greet: attempt 1");
+    expect(await git(ctx.repoDir, ["show", "HEAD:greet.txt"])).toBe("hello");
+    // The protocol files live outside the checkout and were not committed.
+    expect(read(ctx.workDir, "instructions.md")).toContain("# Instructions for Task greet");
+    expect(existsSync(join(ctx.repoDir, "instructions.md"))).toBe(false);
+    // The agent was told where its instructions are.
+    expect(userPrompts(server.requests.at(-1)!)[0]).toContain(
+      `Read ${join(ctx.workDir, "instructions.md")} and follow the steps exactly.`,
+    );
+    expect(ctx.lines).toContain("tool: Bash printf 'hello\\n' > greet.txt");
+  });
+
+  it("gives a failing gate's output back to the same session until the gate passes", async () => {
+    const isFeedback = (p: string) => p.startsWith("The completion gate");
+    server = await startScriptedModel(
+      phased(
+        [
+          { steps: [bash("echo wrong > value.txt && agentrelay-complete")], final: "Done." },
+          { steps: [bash("echo still-wrong > value.txt && agentrelay-complete")], final: "Fixed, I think." },
+          { steps: [bash("echo ok > value.txt && agentrelay-complete")], final: "Fixed." },
+        ],
+        isFeedback,
+      ),
+    );
+    const ctx = await attemptSetup(GRAPH, "gated", server.url);
+    const result = await runAttempt(ctx);
+    expect(result.outcome).toBe("succeeded");
+    expect(result.gates).toEqual([
+      { n: 1, passed: false },
+      { n: 2, passed: false },
+      { n: 3, passed: true },
+    ]);
+    const feedback = userPrompts(server.requests.at(-1)!).filter(isFeedback);
+    expect(feedback).toHaveLength(2);
+    expect(feedback[0]).toContain('The completion gate `test "$(cat value.txt)" = ok` failed (run 1 of 3)');
+    expect(feedback[0]).toContain("[agentrelay] exit code 1");
+    // The resumed session carried the whole conversation: the first prompt is still there.
+    expect(userPrompts(server.requests.at(-1)!)[0]).toContain("instructions.md");
+    expect(await git(ctx.repoDir, ["show", "HEAD:value.txt"])).toBe("ok");
+  });
+
+  it("fails when the gate is still failing after max_gate_attempts", async () => {
+    server = await startScriptedModel(
+      phased([{ steps: [bash("echo no > value.txt && agentrelay-complete")], final: "Done." }], (p) =>
+        p.startsWith("The completion gate"),
+      ),
+    );
+    const ctx = await attemptSetup(
+      GRAPH.replace("max_gate_attempts: 3", "max_gate_attempts: 2"),
+      "gated",
+      server.url,
+    );
+    const result = await runAttempt(ctx);
+    expect(result).toMatchObject({
+      outcome: "failed",
+      reason: 'Completion gate failed after 2 attempt(s): test "$(cat value.txt)" = ok',
+      gates: [
+        { n: 1, passed: false },
+        { n: 2, passed: false },
+      ],
+      commit: null,
+    });
+    expect(read(join(ctx.workDir, "attempts", "1"), "gate_last_output.txt")).toContain("exit code 1");
+  });
+
+  it("reports the agent giving up, with its reason", async () => {
+    server = await startScriptedModel(
+      sequence([bash('agentrelay-failed --reason "greet.txt must not exist"')], "I cannot do this."),
+    );
+    const result = await runAttempt(await attemptSetup(GRAPH, "greet", server.url));
+    expect(result).toMatchObject({
+      outcome: "failed",
+      reason: "the agent gave up: greet.txt must not exist",
+      commit: null,
+    });
+  });
+
+  it("completes without a PR when the agent finishes without changes", async () => {
+    server = await startScriptedModel(
+      sequence(
+        [bash('agentrelay-summary --message "Nothing to change." && agentrelay-complete-no-pr')],
+        "Done.",
+      ),
+    );
+    const ctx = await attemptSetup(GRAPH, "gated", server.url);
+    const result = await runAttempt(ctx);
+    expect(result).toMatchObject({
+      outcome: "succeeded",
+      noPr: true,
+      commit: null,
+      gates: [],
+      summary: "Nothing to change.",
+    });
+  });
+});

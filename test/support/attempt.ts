@@ -1,0 +1,68 @@
+/** A task attempt set up as the runner meets it: a real repository, its integration branch, a worktree. */
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AttemptContext } from "../../src/action/run-attempt.ts";
+import { DEFAULT_ALLOWED_TOOLS } from "../../src/action/run-attempt.ts";
+import { parseGraph } from "../../src/graph/load.ts";
+import { git } from "../../src/local/git.ts";
+import { CLAUDE_BIN } from "./claude.ts";
+import { REPO_ROOT } from "./fixtures.ts";
+import { tempRepo } from "./git.ts";
+
+export async function attemptSetup(
+  graphText: string,
+  taskId: string,
+  modelUrl: string,
+  attempt = 1,
+): Promise<AttemptContext & { lines: string[] }> {
+  const graph = parseGraph(".workflow/g.yaml", graphText);
+  const task = graph.tasks.find((t) => t.id === taskId)!;
+  const repo = await tempRepo();
+  const integration = `agentrelay/${graph.name}/${task.workstreamId}/integration`;
+  await git(repo, ["branch", integration, "main"]);
+  const worktree = join(mkdtempSync(join(tmpdir(), "agentrelay-wt-")), "checkout");
+  await git(repo, [
+    "worktree",
+    "add",
+    "-q",
+    "-b",
+    `agentrelay/${graph.name}/${task.id}`,
+    worktree,
+    integration,
+  ]);
+  const workDir = mkdtempSync(join(tmpdir(), "agentrelay-attempt-"));
+  const lines: string[] = [];
+  return {
+    graph,
+    graphText,
+    task,
+    attempt,
+    repoDir: worktree,
+    baseRef: integration,
+    workDir,
+    inputFiles: [],
+    peers: {},
+    claude: {
+      bin: CLAUDE_BIN,
+      env: {
+        ...process.env,
+        HOME: workDir,
+        ANTHROPIC_BASE_URL: modelUrl,
+        ANTHROPIC_API_KEY: "sk-ant-scripted",
+        DISABLE_TELEMETRY: "1",
+        DISABLE_AUTOUPDATER: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      },
+      maxTurns: 30,
+      timeoutMs: 60_000,
+      allowedTools: DEFAULT_ALLOWED_TOOLS,
+    },
+    gateTimeoutMs: 30_000,
+    signalEntry: join(REPO_ROOT, "bin/agentrelay.js"),
+    log: (line) => lines.push(line),
+    lines,
+  };
+}
+
+export const read = (dir: string, file: string) => readFileSync(join(dir, file), "utf8");
