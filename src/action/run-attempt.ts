@@ -182,11 +182,14 @@ export async function runAttempt(ctx: AttemptContext): Promise<AttemptResult> {
     let noPr = signals.done?.noPr ?? false;
     let commit: string | null = null;
     if (outcome === "succeeded" && !noPr) {
-      commit = await commitWork(ctx);
+      commit = await commitWork(ctx, "");
       if (commit === null) {
         noPr = true;
         extraOps.push("the task finished with a pull request requested, but there were no changes to commit");
       }
+    } else if (outcome === "failed") {
+      // Kept on the task branch (no PR is opened), so that a retry continues from this work.
+      await commitWork(ctx, " (failed)");
     }
     return {
       outcome,
@@ -247,7 +250,7 @@ export async function runAttempt(ctx: AttemptContext): Promise<AttemptResult> {
 }
 
 /** Commits what the agent changed to the task branch; returns the branch head, or null if it has no work. */
-async function commitWork(ctx: AttemptContext): Promise<string | null> {
+async function commitWork(ctx: AttemptContext, note: string): Promise<string | null> {
   await git(ctx.repoDir, ["add", "--all"]);
   const staged = await gitRaw(ctx.repoDir, ["diff", "--cached", "--quiet"]);
   if (staged.code !== 0) {
@@ -255,7 +258,7 @@ async function commitWork(ctx: AttemptContext): Promise<string | null> {
       "commit",
       "-q",
       "-m",
-      `${ctx.task.id}: attempt ${ctx.attempt}`,
+      `${ctx.task.id}: attempt ${ctx.attempt}${note}`,
       "-m",
       `agentrelay task ${ctx.graph.name}/${ctx.task.id}`,
     ]);

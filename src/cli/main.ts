@@ -9,6 +9,8 @@ import { runSignalCommand, SignalUsageError } from "../action/signals.ts";
 import { graphJsonSchema } from "../graph/schema.ts";
 import { planCommand } from "./commands/plan.ts";
 import { renderCommand } from "./commands/render.ts";
+import { runCommand } from "./commands/run.ts";
+import { attemptProcess } from "../action/attempt-process.ts";
 import { simulateCommand } from "./commands/simulate.ts";
 import { validateCommand } from "./commands/validate.ts";
 import { type Io, parseParams, processIo, UsageError } from "./io.ts";
@@ -20,6 +22,8 @@ commands:
   plan FILE [--json]                     print the order, waves, workstreams and a mermaid diagram
   render FILE TASK_ID [--attempt N] [--out DIR] [--param KEY=VALUE]...
                                          write manifest.json, policies.json and instructions.md
+  run FILE --repo DIR [--scripted-model] [--claude PATH] [--max-turns N] [--verbose]
+                                         run a graph against a local git repository with Claude Code
   simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]
                                          run the engine with simulated agents: what happens if a task fails?
   schema                                 print the JSON Schema of the agentrelay graph dialect
@@ -87,6 +91,34 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
           io,
         );
       }
+      case "run": {
+        const { positionals, values } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: {
+            repo: { type: "string" },
+            "scripted-model": { type: "boolean" },
+            claude: { type: "string" },
+            "max-turns": { type: "string" },
+            verbose: { type: "boolean" },
+          },
+        });
+        if (positionals.length !== 1 || !values.repo) throw new UsageError("run needs FILE and --repo DIR");
+        return runCommand(
+          positionals[0]!,
+          {
+            repo: values.repo,
+            scriptedModel: values["scripted-model"] ?? false,
+            claude: values.claude,
+            maxTurns: values["max-turns"] ? Number(values["max-turns"]) : undefined,
+            verbose: values.verbose ?? false,
+          },
+          io,
+        );
+      }
+      case "attempt":
+        // Local mode runs each attempt as a child process: `agentrelay attempt SPEC.json`.
+        return attemptProcess(rest[0] ?? "");
       case "signal":
         // The in-job commands (agentrelay-concern, ...) call this through their shims.
         try {

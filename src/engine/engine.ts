@@ -333,6 +333,11 @@ export interface Engine {
   apply(state: RunState, event: EngineEvent): EngineEffect[];
   /** Pure: the next state (a copy) and the effects. */
   decide(state: RunState, event: EngineEvent): Decision;
+  /**
+   * Effects the state is waiting on whose answer may have been lost (a crash between a write and its
+   * effect): the reconciler issues them again. Adapters execute effects idempotently, by key.
+   */
+  pendingEffects(state: RunState): EngineEffect[];
 }
 
 export function createEngine(graph: Graph, options: EngineOptions = {}): Engine {
@@ -404,10 +409,38 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
     return finishStep(step);
   };
 
+  const pendingEffects = (state: RunState): EngineEffect[] => {
+    const step = new Step(plan, state, state.startedAt, children);
+    for (const [laneId, lane] of Object.entries(state.workstreams)) {
+      if (lane.preparation === "requested") {
+        step.emit({ type: "prepare_workstream", key: step.key("ws", laneId, "prepare"), workstream: laneId });
+      }
+    }
+    for (const id of plan.order) {
+      const t = state.tasks[id]!;
+      if (t.status !== "pr_open") continue;
+      if (t.pr) step.emit({ type: "merge_task_pr", key: step.key(id, "merge"), task: id, pr: t.pr });
+      else step.emit({ type: "open_task_pr", key: step.key(id, "pr"), task: id, attempt: t.attempt });
+    }
+    for (const [laneId, lane] of Object.entries(state.workstreams)) {
+      if (lane.integration === "opening") {
+        step.emit({
+          type: "open_integration_pr",
+          key: step.key("ws", laneId, "integration"),
+          workstream: laneId,
+        });
+      } else if (lane.status === "pr_open") {
+        step.maybeAutoMerge(laneId);
+      }
+    }
+    return step.effects;
+  };
+
   return {
     plan,
     start,
     apply,
+    pendingEffects,
     decide: (state, event) => {
       const next = structuredClone(state);
       const effects = apply(next, event);
@@ -533,6 +566,18 @@ function applyEvent(step: Step, event: EngineEvent): void {
         kind === "cancelled" ? "cancelled" : "failed",
         kind !== "cancelled",
       );
+      return;
+    }
+    case "job_lost": {
+      if (!known(event.task)) return;
+      const t = step.task(event.task);
+      if (event.attempt !== t.attempt || t.status !== "running") return;
+      const record = t.attempts[t.attempt - 1]!;
+      record.outcome = "cancelled";
+      record.reason = event.reason;
+      // The lost attempt does not count against the task's budget.
+      t.attemptBase++;
+      step.failTask(event.task, event.reason, "failed", true);
       return;
     }
     case "task_branch_pushed": {

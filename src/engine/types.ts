@@ -157,6 +157,8 @@ export type EngineEvent =
       at: number;
     }
   | { type: "gate_result"; task: string; attempt: number; n: number; passed: boolean; at: number }
+  /** The attempt's job disappeared without a verdict (the runner was interrupted): run it again, free. */
+  | { type: "job_lost"; task: string; attempt: number; reason: string; at: number }
   | { type: "task_pr_opened"; task: string; pr: PullRequest; at: number }
   | { type: "task_pr_merged"; task: string; pr: PullRequest; at: number }
   | { type: "task_pr_closed"; task: string; pr: PullRequest; at: number }

@@ -1,0 +1,98 @@
+/**
+ * Branch work for local runs, on a real repository: integration branches, task worktrees, and merges
+ * made without touching anyone's working tree (`git merge-tree --write-tree`, then a merge commit and a
+ * compare-and-swap ref update). A task "PR" is a merge commit of the task branch into the integration
+ * branch.
+ */
+import { existsSync } from "node:fs";
+import { git, gitRaw } from "./git.ts";
+
+export async function branchExists(repo: string, branch: string): Promise<boolean> {
+  return (await gitRaw(repo, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`])).code === 0;
+}
+
+/** Creates the integration branch from its base if it does not exist yet. */
+export async function prepareIntegration(repo: string, integration: string, base: string): Promise<void> {
+  if (await branchExists(repo, integration)) return;
+  if (!(await branchExists(repo, base))) throw new Error(`base branch '${base}' does not exist`);
+  await git(repo, ["branch", integration, base]);
+}
+
+/**
+ * A worktree on the task branch: a new branch from the integration branch on a first attempt, the
+ * existing branch (with its earlier commits) on a retry.
+ */
+export async function taskWorktree(
+  repo: string,
+  dir: string,
+  branch: string,
+  integration: string,
+): Promise<void> {
+  if (existsSync(dir)) await git(repo, ["worktree", "remove", "--force", dir]);
+  await git(repo, ["worktree", "prune"]);
+  if (await branchExists(repo, branch)) await git(repo, ["worktree", "add", "-q", dir, branch]);
+  else await git(repo, ["worktree", "add", "-q", "-b", branch, dir, integration]);
+}
+
+export async function removeWorktree(repo: string, dir: string): Promise<void> {
+  await gitRaw(repo, ["worktree", "remove", "--force", dir]);
+}
+
+export async function commitsAhead(repo: string, from: string, to: string): Promise<number> {
+  return Number(await git(repo, ["rev-list", "--count", `${to}..${from}`]));
+}
+
+/** Where a branch is checked out, if anywhere. */
+async function checkedOutAt(repo: string, branch: string): Promise<string | null> {
+  const list = await git(repo, ["worktree", "list", "--porcelain"]);
+  let path: string | null = null;
+  for (const line of list.split("\n")) {
+    if (line.startsWith("worktree ")) path = line.slice("worktree ".length);
+    if (line === `branch refs/heads/${branch}`) return path;
+  }
+  return null;
+}
+
+export type MergeResult = { ok: true; sha: string } | { ok: false; reason: string };
+
+/** Merges `source` into `target` with a merge commit. Fails (changing nothing) on a conflict. */
+export async function mergeBranch(
+  repo: string,
+  source: string,
+  target: string,
+  message: string,
+): Promise<MergeResult> {
+  const worktree = await checkedOutAt(repo, target);
+  if (worktree) {
+    // The user has the target checked out: merge there, so their working tree stays consistent.
+    const status = await git(worktree, ["status", "--porcelain", "--untracked-files=no"]);
+    if (status) return { ok: false, reason: `'${target}' is checked out at ${worktree} with local changes` };
+    const merged = await gitRaw(worktree, ["merge", "--no-ff", "--no-edit", "-m", message, source]);
+    if (merged.code !== 0) {
+      await gitRaw(worktree, ["merge", "--abort"]);
+      return { ok: false, reason: `merge conflict: ${merged.stdout.trim().split("\n").pop() ?? ""}` };
+    }
+    return { ok: true, sha: await git(worktree, ["rev-parse", "HEAD"]) };
+  }
+  const old = await git(repo, ["rev-parse", `refs/heads/${target}`]);
+  const tree = await gitRaw(repo, ["merge-tree", "--write-tree", target, source]);
+  if (tree.code !== 0)
+    return {
+      ok: false,
+      reason: `merge conflict in ${tree.stdout.split("\n").slice(1).filter(Boolean).join(", ") || "the branches"}`,
+    };
+  const head = await git(repo, ["rev-parse", `refs/heads/${source}`]);
+  const commit = await git(repo, [
+    "commit-tree",
+    tree.stdout.split("\n")[0]!,
+    "-p",
+    old,
+    "-p",
+    head,
+    "-m",
+    message,
+  ]);
+  const update = await gitRaw(repo, ["update-ref", `refs/heads/${target}`, commit, old]);
+  if (update.code !== 0) return { ok: false, reason: `'${target}' moved during the merge` };
+  return { ok: true, sha: commit };
+}

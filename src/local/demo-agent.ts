@@ -1,0 +1,53 @@
+/**
+ * The built-in scripted agent of the demo and of `--scripted-model`: it reads the attempt's
+ * manifest (its path is in the opening prompt), writes each file the task names (its tagged paths,
+ * or a note), then hands back a summary, its declared outputs, and completes. Claude Code runs every
+ * step for real; only the model's decisions are scripted.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { promptOf, type Script, toolResults } from "./scripted-model.ts";
+
+interface Manifest {
+  task: { id: string; description: string | null };
+  paths: { path: string; category: string }[];
+}
+
+function manifestFor(prompt: string): Manifest | null {
+  const match = /Read (\S+instructions\.md)/.exec(prompt);
+  if (!match) return null;
+  const file = join(dirname(match[1]!), "manifest.json");
+  return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Manifest) : null;
+}
+
+const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
+
+export const demoAgent: Script = (request) => {
+  const manifest = manifestFor(promptOf(request));
+  if (!manifest) return { text: "I could not find my instructions." };
+  const { id, description } = manifest.task;
+  const files = manifest.paths.length > 0 ? manifest.paths : [{ path: `notes/${id}.md`, category: "docs" }];
+  const steps = files.map((f) => ({
+    name: "Bash",
+    input: {
+      command: `mkdir -p ${quote(dirname(f.path))} && printf '%s\\n' ${quote(`# ${f.path}: written for task ${id}`)} ${quote(description ?? "")} > ${quote(f.path)}`,
+      description: `write ${f.path}`,
+    },
+  }));
+  const declare = files.map(
+    (f) => `agentrelay-declare --path ${quote(f.path)} --action created --category ${quote(f.category)}`,
+  );
+  steps.push({
+    name: "Bash",
+    input: {
+      command: [
+        `agentrelay-summary --message ${quote(`Wrote ${files.map((f) => f.path).join(", ")} for ${id}.`)}`,
+        ...declare,
+        "agentrelay-complete",
+      ].join(" && "),
+      description: "hand back",
+    },
+  });
+  const done = toolResults(request).length;
+  return done < steps.length ? { tools: [steps[done]!] } : { text: `Task ${id} is done.` };
+};

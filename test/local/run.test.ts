@@ -1,0 +1,79 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoAgent } from "../../src/local/demo-agent.ts";
+import { git } from "../../src/local/git.ts";
+import { runLocal } from "../../src/local/run.ts";
+import { type ScriptedModelServer, startScriptedModel } from "../../src/local/scripted-model.ts";
+import { parseGraph } from "../../src/graph/load.ts";
+import { CLAUDE_BIN } from "../support/claude.ts";
+import { REPO_ROOT } from "../support/fixtures.ts";
+import { tempRepo } from "../support/git.ts";
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModel(demoAgent);
+});
+afterAll(() => server.close());
+
+function options(repo: string, text: string) {
+  return {
+    graph: parseGraph(".workflow/g.yaml", text),
+    graphText: text,
+    repo,
+    entry: join(REPO_ROOT, "bin/agentrelay.js"),
+    claudeBin: CLAUDE_BIN,
+    claudeEnv: {
+      ANTHROPIC_BASE_URL: server.url,
+      ANTHROPIC_API_KEY: "sk-ant-scripted",
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    },
+    attemptTimeoutMs: 60_000,
+    gateTimeoutMs: 10_000,
+  };
+}
+
+describe("local mode", () => {
+  it("runs the demo diamond to completion: task merges into integration branches, integration into main", async () => {
+    const repo = await tempRepo();
+    const text = readFileSync(join(REPO_ROOT, "examples/demo.yaml"), "utf8");
+    const { state } = await runLocal(options(repo, text));
+    expect(state.outcome).toBe("succeeded");
+    expect(Object.values(state.tasks).map((t) => t.status)).toEqual(["merged", "merged", "merged", "merged"]);
+    expect(await git(repo, ["ls-tree", "-r", "--name-only", "main"])).toContain("calc/combined.py");
+    const subjects = (await git(repo, ["log", "--format=%s", "main"])).split("\n");
+    expect(subjects.filter((s) => s.startsWith("Integrate workstream"))).toHaveLength(4);
+    expect(subjects.filter((s) => s.startsWith("Merge task"))).toHaveLength(4);
+    // double_calc and square_calc started only after ws_base merged into main.
+    const timeline = state.timeline.map((e) => `${e.type}:${e.task ?? e.workstream}`);
+    expect(timeline.indexOf("dispatch:double_calc")).toBeGreaterThan(
+      timeline.indexOf("integration_merged:ws_base"),
+    );
+    // The run is recorded on its state ref; running again finds it finished and changes nothing.
+    const ref = await git(repo, ["rev-parse", "refs/agentrelay/runs/demo-diamond/1"]);
+    const again = await runLocal(options(repo, text));
+    expect(again.drift).toEqual([]);
+    expect(await git(repo, ["rev-parse", "refs/agentrelay/runs/demo-diamond/1"])).toBe(ref);
+    expect(await git(repo, ["status", "--porcelain"])).toBe("");
+  });
+
+  it("resumes with a changed graph: a failed task runs again and the run completes", async () => {
+    const repo = await tempRepo();
+    const failing = `name: g\ntasks:\n  - id: only\n    description: Write notes.\n    completion_gate: test -f missing.txt\n    max_gate_attempts: 1\n`;
+    const first = await runLocal(options(repo, failing));
+    expect(first.state.tasks.only).toMatchObject({
+      status: "failed",
+      reason: "Completion gate failed after 1 attempt(s): test -f missing.txt",
+    });
+    const fixed = failing.replace("test -f missing.txt", "test -f notes/only.md");
+    const second = await runLocal(options(repo, fixed));
+    expect(second.drift).toEqual(["task 'only' (failed) will run again"]);
+    expect(second.state.tasks.only).toMatchObject({ status: "merged", attempt: 2 });
+    // The failed attempt's work stayed on the task branch, and the retry continued from it (the
+    // scripted agent wrote the same file again, so there was nothing new to commit).
+    const log = await git(repo, ["log", "--format=%s", "agentrelay/g/only"]);
+    expect(log.split("\n")).toEqual(["only: attempt 1 (failed)", "initial"]);
+    expect(await git(repo, ["show", "agentrelay/g/default/integration:notes/only.md"])).toContain("written for task only");
+    expect(second.state.workstreams.default).toMatchObject({ status: "pr_open" });
+  });
+});
