@@ -5,29 +5,12 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseGraph } from "../graph/load.ts";
-import type { InputFile } from "../protocol/render.ts";
-import { type AttemptResult, type PeerArtifacts, runAttempt } from "./run-attempt.ts";
+import { type AttemptInputs, type AttemptResult, failedAttempt, runAttempt } from "./run-attempt.ts";
 
-export interface AttemptSpec {
+export interface AttemptSpec extends AttemptInputs {
   graphFile: string;
-  graphText: string;
   task: string;
-  attempt: number;
-  repoDir: string;
-  baseRef: string;
-  workDir: string;
-  inputFiles: InputFile[];
-  peers: Record<string, PeerArtifacts>;
-  params?: Record<string, unknown>;
-  claude: {
-    bin: string;
-    env: Record<string, string>;
-    maxTurns: number;
-    timeoutMs: number;
-    allowedTools: string[];
-  };
-  gateTimeoutMs: number;
-  signalEntry: string;
+  /** Where the result is written, as JSON. */
   resultFile: string;
 }
 
@@ -38,38 +21,16 @@ export async function attemptProcess(specFile: string): Promise<number> {
   if (!task) throw new Error(`no task '${spec.task}' in ${spec.graphFile}`);
   let result: AttemptResult;
   try {
+    const { graphFile: _file, task: _task, resultFile: _result, ...inputs } = spec;
     result = await runAttempt({
+      ...inputs,
       graph,
-      graphText: spec.graphText,
       task,
-      attempt: spec.attempt,
-      repoDir: spec.repoDir,
-      baseRef: spec.baseRef,
-      workDir: spec.workDir,
-      inputFiles: spec.inputFiles,
-      peers: spec.peers,
-      ...(spec.params ? { params: spec.params } : {}),
       claude: { ...spec.claude, env: { ...process.env, ...spec.claude.env } },
-      gateTimeoutMs: spec.gateTimeoutMs,
-      signalEntry: spec.signalEntry,
       log: (line) => process.stdout.write(`${line}\n`),
     });
   } catch (error) {
-    result = {
-      outcome: "failed",
-      noPr: false,
-      reason: `the runner failed: ${(error as Error).message}`,
-      concerns: [],
-      opsConcerns: [],
-      summary: null,
-      outputs: [],
-      costUsd: 0,
-      turns: 0,
-      gates: [],
-      commit: null,
-      prTitle: null,
-      prBody: null,
-    };
+    result = failedAttempt(`the runner failed: ${(error as Error).message}`);
   }
   writeFileSync(spec.resultFile, JSON.stringify(result, null, 2));
   return 0;

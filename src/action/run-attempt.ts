@@ -23,11 +23,10 @@ export interface PeerArtifacts {
   outputs: { path: string; action: string; category: string }[];
 }
 
-export interface AttemptContext {
-  graph: Graph;
+/** The serialisable part of an attempt: what local mode hands to the attempt process as JSON. */
+export interface AttemptInputs {
   /** The graph file's text, given to the agent as `graph.yaml`. */
   graphText: string;
-  task: Task;
   /** 1-based. */
   attempt: number;
   repoDir: string;
@@ -48,6 +47,11 @@ export interface AttemptContext {
   gateTimeoutMs: number;
   /** The `agentrelay` entry the in-job command shims run. */
   signalEntry: string;
+}
+
+export interface AttemptContext extends AttemptInputs {
+  graph: Graph;
+  task: Task;
   log: (line: string) => void;
 }
 
@@ -65,6 +69,25 @@ export interface AttemptResult {
   commit: string | null;
   prTitle: string | null;
   prBody: string | null;
+}
+
+/** The result of an attempt that failed before the agent could hand anything back. */
+export function failedAttempt(reason: string): AttemptResult {
+  return {
+    outcome: "failed",
+    noPr: false,
+    reason,
+    concerns: [],
+    opsConcerns: [],
+    summary: null,
+    outputs: [],
+    costUsd: 0,
+    turns: 0,
+    gates: [],
+    commit: null,
+    prTitle: null,
+    prBody: null,
+  };
 }
 
 export const DEFAULT_ALLOWED_TOOLS = [

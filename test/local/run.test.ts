@@ -73,7 +73,9 @@ describe("local mode", () => {
     // scripted agent wrote the same file again, so there was nothing new to commit).
     const log = await git(repo, ["log", "--format=%s", "agentrelay/g/only"]);
     expect(log.split("\n")).toEqual(["only: attempt 1 (failed)", "initial"]);
-    expect(await git(repo, ["show", "agentrelay/g/default/integration:notes/only.md"])).toContain("written for task only");
+    expect(await git(repo, ["show", "agentrelay/g/default/integration:notes/only.md"])).toContain(
+      "written for task only",
+    );
     expect(second.state.workstreams.default).toMatchObject({ status: "pr_open" });
   });
 });
