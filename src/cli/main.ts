@@ -7,6 +7,7 @@ import { load, YAML11_SCHEMA } from "js-yaml";
 import { formatIssue, GraphError } from "../graph/errors.ts";
 import { runSignalCommand, SignalUsageError } from "../action/signals.ts";
 import { graphJsonSchema } from "../graph/schema.ts";
+import { CredentialError } from "../local/credentials.ts";
 import { planCommand } from "./commands/plan.ts";
 import { renderCommand } from "./commands/render.ts";
 import { runCommand } from "./commands/run.ts";
@@ -22,7 +23,8 @@ commands:
   plan FILE [--json]                     print the order, waves, workstreams and a mermaid diagram
   render FILE TASK_ID [--attempt N] [--out DIR] [--param KEY=VALUE]...
                                          write manifest.json, policies.json and instructions.md
-  run FILE --repo DIR [--scripted-model] [--claude PATH] [--max-turns N] [--verbose]
+  run FILE --repo DIR [--scripted-model] [--credentials FILE] [--anthropic-credential NAME]
+      [--claude PATH] [--max-turns N] [--verbose]
                                          run a graph against a local git repository with Claude Code
   simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]
                                          run the engine with simulated agents: what happens if a task fails?
@@ -101,6 +103,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
             claude: { type: "string" },
             "max-turns": { type: "string" },
             verbose: { type: "boolean" },
+            credentials: { type: "string" },
+            "anthropic-credential": { type: "string" },
           },
         });
         if (positionals.length !== 1 || !values.repo) throw new UsageError("run needs FILE and --repo DIR");
@@ -112,6 +116,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
             claude: values.claude,
             maxTurns: values["max-turns"] ? Number(values["max-turns"]) : undefined,
             verbose: values.verbose ?? false,
+            credentials: values.credentials,
+            anthropicCredential: values["anthropic-credential"],
           },
           io,
         );
@@ -148,6 +154,10 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   } catch (error) {
     if (error instanceof GraphError) {
       for (const issue of error.issues) io.out(formatIssue(issue));
+      return 1;
+    }
+    if (error instanceof CredentialError) {
+      io.err(`agentrelay: ${error.message}`);
       return 1;
     }
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {

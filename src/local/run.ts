@@ -20,6 +20,7 @@ import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { resolveInputFiles } from "../protocol/render.ts";
 import { commitsAhead, mergeBranch, prepareIntegration, removeWorktree, taskWorktree } from "./branches.ts";
 import { git } from "./git.ts";
+import { anthropicEnvironment, type AnthropicCredential } from "./credentials.ts";
 import { GitRefStateStore } from "./git-store.ts";
 
 export interface LocalRunOptions {
@@ -29,8 +30,13 @@ export interface LocalRunOptions {
   /** The `agentrelay` entry that runs attempts (`attempt SPEC`) and the in-job commands. */
   entry: string;
   claudeBin: string;
-  /** Environment for Claude Code (credentials, or ANTHROPIC_BASE_URL for a scripted model). */
+  /** Environment for Claude Code (ANTHROPIC_BASE_URL for a scripted model, say). */
   claudeEnv: Record<string, string>;
+  /** From a credentials file: the Anthropic credential and each token tier's variables. */
+  credentials?: {
+    anthropic: AnthropicCredential | null;
+    tokenTiers: Record<string, Record<string, string>> | null;
+  };
   maxTurns?: number;
   attemptTimeoutMs?: number;
   gateTimeoutMs?: number;
@@ -66,6 +72,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     appendFileSync(exclude, "\n/.agentrelay/\n");
   }
   const log = (task: string | null, line: string) => options.onLog?.(task, line);
+  const agentHome = join(workRoot, "home");
+  mkdirSync(agentHome, { recursive: true });
+  const credentialEnv = anthropicEnvironment(options.credentials?.anthropic ?? null, agentHome);
   const now = () => Date.now();
 
   const runKey = `${graph.name}/1`;
@@ -205,10 +214,13 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       claude: {
         bin: options.claudeBin,
         env: {
-          HOME: join(workRoot, "home"),
+          HOME: agentHome,
           DISABLE_AUTOUPDATER: "1",
           DISABLE_TELEMETRY: "1",
           ...options.claudeEnv,
+          ...credentialEnv,
+          // The task's token tier: its variables, from the credentials file.
+          ...(options.credentials?.tokenTiers?.[task.primaryAgent.isolation.tokenTier] ?? {}),
         },
         maxTurns: options.maxTurns ?? 60,
         timeoutMs: options.attemptTimeoutMs ?? 60 * 60_000,
@@ -219,7 +231,6 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       resultFile: join(taskDir, `result-${attempt}.json`),
     };
     mkdirSync(join(taskDir, "work"), { recursive: true });
-    mkdirSync(join(workRoot, "home"), { recursive: true });
     const specFile = join(taskDir, `attempt-${attempt}.json`);
     writeFileSync(specFile, JSON.stringify(spec, null, 2));
     await apply({ type: "job_started", task: taskId, attempt, at: now() });

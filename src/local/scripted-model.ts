@@ -114,6 +114,8 @@ export interface ScriptedModelServer {
   url: string;
   /** Every Messages API request received, for assertions. */
   requests: MessagesRequest[];
+  /** The API key (`x-api-key`) or bearer token each request carried. */
+  credentials: string[];
   close(): Promise<void>;
 }
 
@@ -201,6 +203,7 @@ export async function startScriptedModel(
   options: { maxRequests?: number } = {},
 ): Promise<ScriptedModelServer> {
   const requests: MessagesRequest[] = [];
+  const credentials: string[] = [];
   let ids = 0;
   const maxRequests = options.maxRequests ?? 500;
   const server: Server = createServer(async (req, res) => {
@@ -216,6 +219,7 @@ export async function startScriptedModel(
       }
       const request = JSON.parse(await body(req)) as MessagesRequest;
       requests.push(request);
+      credentials.push(String(req.headers["x-api-key"] ?? req.headers.authorization ?? ""));
       if (requests.length > maxRequests) {
         res.writeHead(400, { "content-type": "application/json" });
         res.end(
@@ -255,6 +259,7 @@ export async function startScriptedModel(
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    credentials,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { checkTiers, loadCredentials, selectAnthropic } from "../../local/credentials.ts";
 import { demoAgent } from "../../local/demo-agent.ts";
 import { runLocal } from "../../local/run.ts";
 import { startScriptedModel } from "../../local/scripted-model.ts";
@@ -15,6 +16,8 @@ export interface RunCommandOptions {
   claude?: string | undefined;
   maxTurns?: number | undefined;
   verbose: boolean;
+  credentials?: string | undefined;
+  anthropicCredential?: string | undefined;
 }
 
 /** The package's own `agentrelay` entry: attempts and in-job commands run through it. */
@@ -132,6 +135,9 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
   const graphText = readFileSync(file, "utf8");
   const graph = parseGraph(file, graphText);
   const repo = resolve(options.repo);
+  const credentials = options.credentials ? loadCredentials(options.credentials) : null;
+  if (credentials) checkTiers(credentials, graph);
+  const anthropic = credentials ? selectAnthropic(credentials, options.anthropicCredential, graph) : null;
   const server = options.scriptedModel ? await startScriptedModel(demoAgent) : null;
   const claudeEnv: Record<string, string> = server
     ? {
@@ -155,6 +161,7 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
       entry: join(packageRoot(), "bin/agentrelay.js"),
       claudeBin: claudeBinary(options.claude),
       claudeEnv,
+      ...(credentials ? { credentials: { anthropic, tokenTiers: credentials.tokenTiers } } : {}),
       ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}),
       onState: (state) => progress.update(state),
       onLog: (task, line) => {

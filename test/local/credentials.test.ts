@@ -1,0 +1,162 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { GraphError } from "../../src/graph/errors.ts";
+import { parseGraph } from "../../src/graph/load.ts";
+import { checkTiers, loadCredentials, selectAnthropic } from "../../src/local/credentials.ts";
+import { git } from "../../src/local/git.ts";
+import { runLocal } from "../../src/local/run.ts";
+import { sequence, startScriptedModel } from "../../src/local/scripted-model.ts";
+import { CLAUDE_BIN } from "../support/claude.ts";
+import { fixture, hasFixtures, REPO_ROOT } from "../support/fixtures.ts";
+import { tempRepo } from "../support/git.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "agentrelay-creds-"));
+const file = (name: string, text: string) => {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+};
+const errors = (path: string) => {
+  try {
+    loadCredentials(path);
+  } catch (error) {
+    return (error as GraphError).issues.map(
+      (i) => `${i.line}:${i.column}: ${i.path ? `${i.path}: ` : ""}${i.message}`,
+    );
+  }
+  return [];
+};
+const graph = (extra = "") =>
+  parseGraph("g.yaml", `name: g\n${extra}tasks:\n  - id: a\n    description: x\n`);
+
+let home: string | undefined;
+beforeEach(() => {
+  home = process.env.HOME;
+  process.env.HOME = dir;
+});
+afterEach(() => {
+  process.env.HOME = home;
+});
+
+describe.skipIf(!hasFixtures)("agentrelay's credentials examples", () => {
+  it("read key_file from the home directory, and report a missing one at its node", () => {
+    const path = fixture("agentrelay/docs-examples/credentials-api-key.yaml");
+    expect(errors(path)).toEqual([
+      "21:15: anthropic.api_key.key_file: key file '" +
+        join(dir, ".config/anthropic/api_key") +
+        "' does not exist",
+    ]);
+    mkdirSync(join(dir, ".config/anthropic"), { recursive: true });
+    writeFileSync(join(dir, ".config/anthropic/api_key"), "sk-ant-from-file\n");
+    const credentials = loadCredentials(path);
+    expect(credentials.anthropic).toEqual([{ name: "api_key", type: "api_key", key: "sk-ant-from-file" }]);
+    expect(credentials.tokenTiers!.read_only).toEqual({ GH_TOKEN: "ghp_readonly_xxxx" });
+  });
+
+  it("need a choice between several credentials", () => {
+    mkdirSync(join(dir, ".config/anthropic"), { recursive: true });
+    writeFileSync(join(dir, ".config/anthropic/api_key"), "sk-ant-from-file\n");
+    const both = loadCredentials(fixture("agentrelay/docs-examples/credentials-both.yaml"));
+    expect(() => selectAnthropic(both, undefined, graph())).toThrow(
+      "several anthropic credentials (dev_api_key, max_plan): choose one with --anthropic-credential or anthropic_credential",
+    );
+    expect(selectAnthropic(both, undefined, graph("anthropic_credential: max_plan\n"))).toMatchObject({
+      type: "oauth",
+    });
+    expect(selectAnthropic(both, "dev_api_key", graph("anthropic_credential: max_plan\n"))).toMatchObject({
+      type: "api_key",
+    });
+    expect(() => selectAnthropic(both, "nope", graph())).toThrow(
+      "unknown anthropic credential 'nope'; the credentials file has: dev_api_key, max_plan",
+    );
+  });
+});
+
+describe("credentials validation", () => {
+  it.each([
+    ["empty file", "", ["1:1: the file is empty"]],
+    ["not a mapping", "- a\n", ["1:1: the credentials file must be a mapping"]],
+    [
+      "token tier not a mapping",
+      "token_tiers:\n  standard: x\n",
+      ["2:13: token_tiers.standard: must be a mapping of environment variable to value"],
+    ],
+    [
+      "tier setting the API key",
+      "token_tiers:\n  standard: {ANTHROPIC_API_KEY: k}\n",
+      ["2:33: token_tiers.standard: may not set ANTHROPIC_API_KEY; use the anthropic section"],
+    ],
+    [
+      "unknown type",
+      "anthropic:\n  k: {type: token}\n",
+      ["2:13: anthropic.k.type: invalid type 'token'. Allowed: api_key, oauth"],
+    ],
+    [
+      "key and key_file",
+      "anthropic:\n  k: {type: api_key, key: a, key_file: b}\n",
+      ["2:6: anthropic.k: an api_key credential needs exactly one of 'key' or 'key_file'"],
+    ],
+    [
+      "oauth without a path",
+      "anthropic:\n  m: {type: oauth}\n",
+      ["2:6: anthropic.m: an oauth credential needs 'path'"],
+    ],
+  ])("%s", (_, text, expected) => {
+    expect(errors(file("c.yaml", text))).toEqual(expected);
+  });
+
+  it("accepts an empty mapping, and needs every token tier the graph uses", () => {
+    expect(loadCredentials(file("empty.yaml", "{}\n"))).toEqual({ tokenTiers: null, anthropic: [] });
+    const tiers = loadCredentials(file("t.yaml", "token_tiers:\n  standard: {GH_TOKEN: s}\n"));
+    expect(() => checkTiers(tiers, graph("isolation: {token_tier: read_only}\n"))).toThrow(
+      "the credentials file has no token tier 'read_only', which the graph's tasks use",
+    );
+    expect(() => checkTiers(tiers, graph())).not.toThrow();
+  });
+});
+
+describe("credentials in a local run", () => {
+  it("give each task its tier's variables and Claude Code the selected API key", async () => {
+    const server = await startScriptedModel(
+      sequence(
+        [
+          {
+            name: "Bash",
+            input: { command: 'printf %s "$GH_TOKEN" > token.txt && agentrelay-complete', description: "x" },
+          },
+        ],
+        "Done.",
+      ),
+    );
+    try {
+      const repo = await tempRepo();
+      const text = "name: g\nisolation: {token_tier: read_only}\ntasks:\n  - id: a\n    description: x\n";
+      const credentials = loadCredentials(
+        file(
+          "run.yaml",
+          "token_tiers:\n  read_only: {GH_TOKEN: ghs_readonly_token}\nanthropic:\n  key: {type: api_key, key: sk-ant-from-credentials}\n",
+        ),
+      );
+      const { state } = await runLocal({
+        graph: parseGraph("g.yaml", text),
+        graphText: text,
+        repo,
+        entry: join(REPO_ROOT, "bin/agentrelay.js"),
+        claudeBin: CLAUDE_BIN,
+        claudeEnv: { ANTHROPIC_BASE_URL: server.url, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" },
+        credentials: { anthropic: credentials.anthropic[0]!, tokenTiers: credentials.tokenTiers },
+      });
+      expect(state.tasks.a!.status).toBe("merged");
+      expect(await git(repo, ["show", "agentrelay/g/default/integration:token.txt"])).toBe(
+        "ghs_readonly_token",
+      );
+      expect(server.credentials.filter(Boolean).every((c) => c.includes("sk-ant-from-credentials"))).toBe(
+        true,
+      );
+    } finally {
+      await server.close();
+    }
+  });
+});
