@@ -155,3 +155,39 @@ describe("agentrelay simulate", () => {
     expect(agentrelay("simulate", chain, "--fail", "nope").code).toBe(2);
   });
 });
+
+describe("agentrelay run", () => {
+  it("runs the embedded demo graph on a local repository with the scripted model", async () => {
+    const repo = mkdtempSync(join(tmpdir(), "agentrelay-run-"));
+    execFileSync("git", ["init", "-q", "-b", "main"], { cwd: repo });
+    execFileSync(
+      "git",
+      ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"],
+      { cwd: repo },
+    );
+    const { code, stdout } = agentrelay(
+      "run",
+      join(REPO_ROOT, "examples/demo.yaml"),
+      "--repo",
+      repo,
+      "--scripted-model",
+    );
+    expect(code).toBe(0);
+    expect(stdout).toContain("Run demo-diamond/1: succeeded");
+    expect(stdout).toMatch(/ws_combined\s+merged\s+merged into main/);
+    expect(stdout).toMatch(/base_calc\s+running/);
+    expect(
+      execFileSync("git", ["ls-tree", "-r", "--name-only", "main"], { cwd: repo, encoding: "utf8" }),
+    ).toContain("calc/combined.py");
+  });
+
+  it("explains a credentials problem before anything runs", () => {
+    const creds = write(
+      "creds.yaml",
+      "anthropic:\n  a: {type: api_key, key: x}\n  b: {type: api_key, key: y}\n",
+    );
+    const result = agentrelay("run", good, "--repo", dir, "--credentials", creds);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("several anthropic credentials (a, b)");
+  });
+});
