@@ -6,5 +6,7 @@ export default defineConfig({
     // Some tests run the real Claude Code CLI through whole graphs; none should come near this.
     testTimeout: 120_000,
     pool: "forks",
+    // GitHub's workflow parser imports its JSON schemas without import attributes; let vite handle them.
+    server: { deps: { inline: [/@actions\/(workflow-parser|expressions)/] } },
   },
 });

@@ -8,6 +8,7 @@ import { formatIssue, GraphError } from "../graph/errors.ts";
 import { runSignalCommand, SignalUsageError } from "../action/signals.ts";
 import { graphJsonSchema } from "../graph/schema.ts";
 import { CredentialError } from "../local/credentials.ts";
+import { initCommand } from "./commands/init.ts";
 import { planCommand } from "./commands/plan.ts";
 import { renderCommand } from "./commands/render.ts";
 import { runCommand } from "./commands/run.ts";
@@ -29,6 +30,7 @@ commands:
   simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]
                                          run the engine with simulated agents: what happens if a task fails?
   schema                                 print the JSON Schema of the agentrelay graph dialect
+  init [--repo DIR] [--force]            install the task workflow and a sample graph in a repository
 `;
 
 /** cyberian parses --param values as YAML 1.1 scalars (`10` is a number, `yes` a boolean). */
@@ -139,6 +141,13 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
           io.err(`${rest[0]}: ${(error as Error).message}`);
           return 1;
         }
+      case "init": {
+        const { values } = parseArgs({
+          args: rest,
+          options: { repo: { type: "string", default: "." }, force: { type: "boolean" } },
+        });
+        return initCommand(values.repo, values.force ?? false, io);
+      }
       case "schema":
         io.out(JSON.stringify(graphJsonSchema(), null, 2));
         return 0;

@@ -191,3 +191,18 @@ describe("agentrelay run", () => {
     expect(result.stderr).toContain("several anthropic credentials (a, b)");
   });
 });
+
+describe("agentrelay init", () => {
+  it("installs the task workflow and a sample graph, and keeps existing files", () => {
+    const repo = mkdtempSync(join(tmpdir(), "agentrelay-init-"));
+    const first = agentrelay("init", "--repo", repo);
+    expect(first.code).toBe(0);
+    expect(readFileSync(join(repo, ".github/workflows/agentrelay-task.yml"), "utf8")).toContain(
+      "workflow_dispatch",
+    );
+    expect(agentrelay("validate", join(repo, ".workflow/example.yaml")).code).toBe(0);
+    const again = agentrelay("init", "--repo", repo);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("exists; leaving it");
+  });
+});
