@@ -14,6 +14,7 @@ import type { Graph, Task } from "../graph/model.ts";
 import { git, gitRaw } from "../local/git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
 import { type ClaudeResult, runClaudeCode } from "./claude.ts";
+import { redactor, secretValues } from "./redact.ts";
 import { readSignals, writeSignalShims } from "./signals.ts";
 
 export interface PeerArtifacts {
@@ -170,7 +171,23 @@ function prepareWorkDir(ctx: AttemptContext): string {
   return signalDir;
 }
 
-export async function runAttempt(ctx: AttemptContext): Promise<AttemptResult> {
+export async function runAttempt(context: AttemptContext): Promise<AttemptResult> {
+  // Nothing the agent prints leaves the attempt without redaction: not a log line, not a summary.
+  const redact = redactor(secretValues(context.claude.env));
+  const ctx: AttemptContext = { ...context, log: (line) => context.log(redact(line)) };
+  const result = await runAttemptUnredacted(ctx);
+  return {
+    ...result,
+    reason: result.reason === null ? null : redact(result.reason),
+    concerns: result.concerns.map(redact),
+    opsConcerns: result.opsConcerns.map(redact),
+    summary: result.summary === null ? null : redact(result.summary),
+    prTitle: result.prTitle === null ? null : redact(result.prTitle),
+    prBody: result.prBody === null ? null : redact(result.prBody),
+  };
+}
+
+async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult> {
   const signalDir = prepareWorkDir(ctx);
   const env: NodeJS.ProcessEnv = {
     ...ctx.claude.env,

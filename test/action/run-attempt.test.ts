@@ -154,3 +154,25 @@ describe("a task attempt with the real agent", () => {
     });
   });
 });
+
+describe("secrets in an attempt", () => {
+  it("are masked in the log and in what the agent hands back", async () => {
+    const token = `ghs_${"Zz9".repeat(14)}`;
+    server = await startScriptedModel(
+      sequence(
+        [
+          bash(
+            `echo "my token is ${token}" && agentrelay-summary --message "used ${token}" && agentrelay-complete-no-pr`,
+          ),
+        ],
+        `I printed ${token}.`,
+      ),
+    );
+    const ctx = await attemptSetup(GRAPH, "greet", server.url);
+    ctx.claude.env.GH_TOKEN = token;
+    const result = await runAttempt(ctx);
+    expect(result.summary).toBe("used ***");
+    expect(ctx.lines.join("\n")).not.toContain(token);
+    expect(ctx.lines.join("\n")).toContain("my token is ***");
+  });
+});

@@ -1,0 +1,36 @@
+/**
+ * Redaction of secrets in everything that leaves an attempt (log lines, summaries, concerns, reasons):
+ * the exact values the job holds, and anything shaped like a credential. GitHub's stateless
+ * installation tokens (`ghs_<app id>_<JWT>`, hundreds of characters with `.`, `_` and `-`) are
+ * covered as well as the classic 40-character forms.
+ */
+const PATTERNS: RegExp[] = [
+  /\bgh[pousr]_[A-Za-z0-9._-]{36,}/g, // GitHub tokens, classic and stateless formats
+  /\bgithub_pat_[A-Za-z0-9_]{22,}/g, // fine-grained personal access tokens
+  /\bsk-ant-[A-Za-z0-9_-]{8,}/g, // Anthropic API keys and OAuth tokens
+  /\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/g, // JWTs (OIDC tokens)
+];
+
+export const REDACTED = "***";
+
+/** A function that masks `secrets` (exact values, longest first) and credential-shaped text. */
+export function redactor(secrets: readonly (string | undefined)[]): (text: string) => string {
+  const exact = [...new Set(secrets.filter((s): s is string => typeof s === "string" && s.length >= 6))].sort(
+    (a, b) => b.length - a.length,
+  );
+  return (text) => {
+    let out = text;
+    for (const secret of exact) out = out.split(secret).join(REDACTED);
+    for (const pattern of PATTERNS) out = out.replace(pattern, REDACTED);
+    return out;
+  };
+}
+
+/** The values in an environment that are secrets: credentials and tokens by name. */
+export function secretValues(env: NodeJS.ProcessEnv): string[] {
+  return Object.entries(env)
+    .filter(
+      ([name]) => /TOKEN|SECRET|KEY|PASSWORD|CREDENTIAL/i.test(name) && !/^(ANTHROPIC_BASE_URL)$/.test(name),
+    )
+    .map(([, value]) => value ?? "");
+}
