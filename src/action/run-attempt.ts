@@ -198,6 +198,7 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
   let costUsd = 0;
   const gates: AttemptResult["gates"] = [];
   const extraOps: string[] = [];
+  const reviewConcerns: string[] = [];
   const agent = (prompt: string, resume: string | null): Promise<ClaudeResult> =>
     runClaudeCode({
       bin: ctx.claude.bin,
@@ -235,7 +236,7 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
       outcome,
       noPr,
       reason,
-      concerns: signals.concerns,
+      concerns: [...signals.concerns, ...reviewConcerns],
       opsConcerns: [...signals.opsConcerns, ...extraOps],
       summary: signals.summary,
       outputs: signals.outputs,
@@ -257,36 +258,121 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
   if (signals.failed) return finish("failed", `the agent gave up: ${signals.failed}`);
   if (!signals.done)
     extraOps.push("the agent stopped without running agentrelay-complete; its work was taken as complete");
-  if (signals.done?.noPr || !ctx.task.completionGate) return finish("succeeded", null);
-
-  // The completion gate: on failure its output goes back to the same session, which fixes the work.
+  if (signals.done?.noPr) return finish("succeeded", null);
   let session = first.sessionId;
-  for (let n = 1; n <= ctx.task.maxGateAttempts; n++) {
-    const gate = await runGate(ctx.task.completionGate, ctx.repoDir, ctx.gateTimeoutMs, env);
-    writeFileSync(join(signalDir, "gate_last_output.txt"), gate.output);
-    gates.push({ n, passed: gate.passed });
-    ctx.log(`gate ${n}/${ctx.task.maxGateAttempts}: ${gate.passed ? "passed" : "failed"}`);
-    if (gate.passed) return finish("succeeded", null);
-    if (n === ctx.task.maxGateAttempts) break;
-    const feedback = [
-      `The completion gate \`${ctx.task.completionGate}\` failed (run ${n} of ${ctx.task.maxGateAttempts}). Its output:`,
-      "",
-      "```",
-      tail(gate.output),
-      "```",
-      "",
-      "Find the cause and fix the work, then run `agentrelay-complete` again.",
-    ].join("\n");
-    const fix = await agent(feedback, session);
-    if (!fix.ok) return finish("failed", fix.error);
-    session = fix.sessionId ?? session;
-    signals = readSignals(ctx.workDir, ctx.attempt);
-    if (signals.failed) return finish("failed", `the agent gave up: ${signals.failed}`);
+
+  /** The completion gate: on failure its output goes back to the same session, which fixes the work. */
+  const gateLoop = async (): Promise<string | null> => {
+    const command = ctx.task.completionGate;
+    if (!command) return null;
+    const max = ctx.task.maxGateAttempts;
+    for (let n = 1; n <= max; n++) {
+      const gate = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, env);
+      writeFileSync(join(signalDir, "gate_last_output.txt"), gate.output);
+      gates.push({ n: gates.length + 1, passed: gate.passed });
+      ctx.log(`gate ${n}/${max}: ${gate.passed ? "passed" : "failed"}`);
+      if (gate.passed) return null;
+      if (n === max) break;
+      const fix = await agent(
+        [
+          `The completion gate \`${command}\` failed (run ${n} of ${max}). Its output:`,
+          "",
+          "```",
+          tail(gate.output),
+          "```",
+          "",
+          "Find the cause and fix the work, then run `agentrelay-complete` again.",
+        ].join("\n"),
+        session,
+      );
+      if (!fix.ok) return fix.error;
+      session = fix.sessionId ?? session;
+      const after = readSignals(ctx.workDir, ctx.attempt);
+      if (after.failed) return `the agent gave up: ${after.failed}`;
+    }
+    return `Completion gate failed after ${max} attempt(s): ${command}`;
+  };
+
+  const gateFailure = await gateLoop();
+  if (gateFailure) return finish("failed", gateFailure);
+
+  // Self-review: a second pass reads the diff; its findings go back to the agent once, then become concerns.
+  if (ctx.task.review && ctx.attempt >= ctx.task.review.reviewOnAttempt) {
+    const first = await review(ctx, env, ctx.task.review.agent.model);
+    turns += first.turns;
+    costUsd += first.costUsd;
+    if (first.findings.length > 0) {
+      const fix = await agent(
+        [
+          "A reviewer read your changes and found:",
+          ...first.findings.map((f) => `- ${f}`),
+          "",
+          "Address these findings, then run `agentrelay-complete` again.",
+        ].join("\n"),
+        session,
+      );
+      if (!fix.ok) return finish("failed", fix.error);
+      session = fix.sessionId ?? session;
+      const again = await gateLoop();
+      if (again) return finish("failed", again);
+      const second = await review(ctx, env, ctx.task.review.agent.model);
+      turns += second.turns;
+      costUsd += second.costUsd;
+      reviewConcerns.push(...second.findings.map((f) => `review: ${f}`));
+    }
   }
-  return finish(
-    "failed",
-    `Completion gate failed after ${ctx.task.maxGateAttempts} attempt(s): ${ctx.task.completionGate}`,
-  );
+  return finish("succeeded", null);
+}
+
+const REVIEW_MARKER = "You are reviewing the work of task";
+
+/** One review pass: a fresh, read-only session that answers APPROVE or CHANGES with findings. */
+async function review(
+  ctx: AttemptContext,
+  env: NodeJS.ProcessEnv,
+  model: string | null,
+): Promise<{ findings: string[]; turns: number; costUsd: number }> {
+  await git(ctx.repoDir, ["add", "--all"]);
+  const diff = await git(ctx.repoDir, ["diff", "--cached", ctx.baseRef]);
+  const prompt = [
+    `${REVIEW_MARKER} '${ctx.task.id}'. The task:`,
+    "",
+    ctx.task.description ?? "(no description)",
+    "",
+    "The changes, as a diff against the branch the task started from:",
+    "",
+    "```diff",
+    tail(diff, 40_000),
+    "```",
+    "",
+    "Check that the changes do what the task asks, correctly and completely. Answer with a first line",
+    "`REVIEW: APPROVE`, or `REVIEW: CHANGES` followed by one finding per line, each starting with `- `.",
+  ].join("\n");
+  const result = await runClaudeCode({
+    bin: ctx.claude.bin,
+    cwd: ctx.repoDir,
+    env,
+    prompt,
+    model,
+    maxTurns: Math.min(ctx.claude.maxTurns, 20),
+    allowedTools: ["Read", "Glob", "Grep", "LS"],
+    addDirs: [],
+    timeoutMs: ctx.claude.timeoutMs,
+    log: (line) => ctx.log(`review: ${line}`),
+  });
+  const verdict = parseReview(result.ok ? result.finalText : "");
+  ctx.log(`review: ${verdict.length === 0 ? "approved" : `${verdict.length} finding(s)`}`);
+  return { findings: verdict, turns: result.turns, costUsd: result.costUsd };
+}
+
+/** Findings of a review answer; none when it approves. An answer without a verdict is itself a finding. */
+export function parseReview(answer: string): string[] {
+  const lines = answer.split(/\r?\n/).map((l) => l.trim());
+  const verdict = lines.find((l) => /^\**REVIEW:/i.test(l));
+  if (verdict && /APPROVE/i.test(verdict)) return [];
+  if (!verdict) return ["the reviewer gave no verdict (expected REVIEW: APPROVE or REVIEW: CHANGES)"];
+  const findings = lines.filter((l) => l.startsWith("- ")).map((l) => l.slice(2).trim());
+  return findings.length > 0 ? findings : ["the reviewer asked for changes without listing them"];
 }
 
 /** Commits what the agent changed to the task branch; returns the branch head, or null if it has no work. */

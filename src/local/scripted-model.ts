@@ -250,8 +250,14 @@ export async function startScriptedModel(
         }),
       );
     } catch (error) {
-      res.writeHead(500, { "content-type": "application/json" });
-      res.end(JSON.stringify({ type: "error", error: { type: "api_error", message: String(error) } }));
+      // A broken script is a test bug: answer 400 (the CLI does not retry it) with the reason.
+      res.writeHead(400, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          type: "error",
+          error: { type: "invalid_request_error", message: `scripted model: ${String(error)}` },
+        }),
+      );
     }
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

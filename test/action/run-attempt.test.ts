@@ -1,10 +1,11 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { runAttempt } from "../../src/action/run-attempt.ts";
+import { parseReview, runAttempt } from "../../src/action/run-attempt.ts";
 import { git } from "../../src/local/git.ts";
 import {
   phased,
+  promptOf,
   type ScriptedModelServer,
   sequence,
   startScriptedModel,
@@ -174,5 +175,74 @@ describe("secrets in an attempt", () => {
     expect(result.summary).toBe("used ***");
     expect(ctx.lines.join("\n")).not.toContain(token);
     expect(ctx.lines.join("\n")).toContain("my token is ***");
+  });
+});
+
+describe("self-review", () => {
+  const REVIEWED = `name: g
+tasks:
+  - id: greet
+    description: Create greet.txt saying hello with a newline.
+    review:
+      agent: {model: claude-haiku-4-5}
+`;
+  const isReview = (request: Parameters<typeof promptOf>[0]) =>
+    promptOf(request).includes("You are reviewing the work of task");
+  const primary = phased(
+    [
+      { steps: [bash("printf hello > greet.txt && agentrelay-complete")], final: "Done." },
+      { steps: [bash("printf 'hello\\n' > greet.txt && agentrelay-complete")], final: "Fixed." },
+    ],
+    (p) => p.startsWith("A reviewer read your changes"),
+  );
+
+  it("sends the reviewer's findings back once; the fix is approved and committed", async () => {
+    let reviews = 0;
+    server = await startScriptedModel((request) =>
+      isReview(request)
+        ? {
+            text:
+              ++reviews === 1 ? "REVIEW: CHANGES\n- greet.txt must end with a newline" : "REVIEW: APPROVE",
+          }
+        : primary(request),
+    );
+    const ctx = await attemptSetup(REVIEWED, "greet", server.url);
+    const result = await runAttempt(ctx);
+    expect(result).toMatchObject({ outcome: "succeeded", concerns: [] });
+    expect(await git(ctx.repoDir, ["show", "HEAD:greet.txt"])).toBe("hello");
+    expect(reviews).toBe(2);
+    const reviewRequests = server.requests.filter(isReview);
+    expect(reviewRequests.every((r) => r.model === "claude-haiku-4-5")).toBe(true);
+    expect(promptOf(reviewRequests[0]!)).toContain("+hello");
+  });
+
+  it("turns findings that remain after the fix into design concerns", async () => {
+    server = await startScriptedModel((request) =>
+      isReview(request) ? { text: "REVIEW: CHANGES\n- still not enough" } : primary(request),
+    );
+    const result = await runAttempt(await attemptSetup(REVIEWED, "greet", server.url));
+    expect(result).toMatchObject({ outcome: "succeeded", concerns: ["review: still not enough"] });
+  });
+
+  it("only reviews from review_on_attempt on", async () => {
+    server = await startScriptedModel((request) =>
+      isReview(request) ? { text: "REVIEW: CHANGES\n- no" } : primary(request),
+    );
+    const ctx = await attemptSetup(
+      REVIEWED.replace("agent: {model: claude-haiku-4-5}", "agent: null\n      review_on_attempt: 2"),
+      "greet",
+      server.url,
+    );
+    const result = await runAttempt(ctx);
+    expect(result.concerns).toEqual([]);
+    expect(server.requests.filter(isReview)).toEqual([]);
+  });
+
+  it("reads a verdict strictly", () => {
+    expect(parseReview("Looks fine.\nREVIEW: APPROVE")).toEqual([]);
+    expect(parseReview("**REVIEW: CHANGES**\n- a\n- b")).toEqual(["a", "b"]);
+    expect(parseReview("I think it is good")).toEqual([
+      "the reviewer gave no verdict (expected REVIEW: APPROVE or REVIEW: CHANGES)",
+    ]);
   });
 });
