@@ -254,7 +254,7 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
     null,
   );
   if (!first.ok) return finish("failed", first.error);
-  let signals = readSignals(ctx.workDir, ctx.attempt);
+  const signals = readSignals(ctx.workDir, ctx.attempt);
   if (signals.failed) return finish("failed", `the agent gave up: ${signals.failed}`);
   if (!signals.done)
     extraOps.push("the agent stopped without running agentrelay-complete; its work was taken as complete");
