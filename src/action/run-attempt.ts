@@ -9,11 +9,13 @@
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 import type { Graph, Task } from "../graph/model.ts";
 import { git, gitRaw } from "../local/git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
 import { type ClaudeResult, runClaudeCode } from "./claude.ts";
+import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
+import { ParamsError } from "../protocol/cyberian-prompt.ts";
 import { redactor, secretValues } from "./redact.ts";
 import { readSignals, writeSignalShims } from "./signals.ts";
 
@@ -48,6 +50,8 @@ export interface AttemptInputs {
   gateTimeoutMs: number;
   /** The `agentrelay` entry the in-job command shims run. */
   signalEntry: string;
+  /** Iteration cap of cyberian `loop_until` steps that do not set `max_iterations` (default 10). */
+  loopCap?: number;
 }
 
 export interface AttemptContext extends AttemptInputs {
@@ -175,7 +179,14 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
   // Nothing the agent prints leaves the attempt without redaction: not a log line, not a summary.
   const redact = redactor(secretValues(context.claude.env));
   const ctx: AttemptContext = { ...context, log: (line) => context.log(redact(line)) };
-  const result = await runAttemptUnredacted(ctx);
+  let result: AttemptResult;
+  try {
+    result = await runAttemptUnredacted(ctx);
+  } catch (error) {
+    // A template that cannot render with the run's params fails the attempt before the agent starts.
+    if (!(error instanceof ParamsError)) throw error;
+    result = failedAttempt(`template error in ${error.message}`);
+  }
   return {
     ...result,
     reason: result.reason === null ? null : redact(result.reason),
@@ -226,7 +237,10 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
       commit = await commitWork(ctx, "");
       if (commit === null) {
         noPr = true;
-        extraOps.push("the task finished with a pull request requested, but there were no changes to commit");
+        if (signals.done)
+          extraOps.push(
+            "the task finished with a pull request requested, but there were no changes to commit",
+          );
       }
     } else if (outcome === "failed") {
       // Kept on the task branch (no PR is opened), so that a retry continues from this work.
@@ -248,6 +262,23 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
       prBody: signals.done?.body ?? null,
     };
   };
+
+  if (ctx.task.cyberian) {
+    const failure = await runCyberianStep({
+      step: ctx.task.cyberian,
+      params: ctx.params ?? {},
+      repoDir: ctx.repoDir,
+      workflowDir: isAbsolute(ctx.graph.file)
+        ? dirname(ctx.graph.file)
+        : join(ctx.repoDir, dirname(ctx.graph.file)),
+      loopCap: ctx.loopCap ?? DEFAULT_LOOP_CAP,
+      timeoutMs: ctx.gateTimeoutMs,
+      env,
+      agent,
+      log: ctx.log,
+    });
+    return finish(failure ? "failed" : "succeeded", failure);
+  }
 
   const first = await agent(
     `Read ${join(ctx.workDir, "instructions.md")} and follow the steps exactly.`,
