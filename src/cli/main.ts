@@ -25,7 +25,7 @@ commands:
   render FILE TASK_ID [--attempt N] [--out DIR] [--param KEY=VALUE]...
                                          write manifest.json, policies.json and instructions.md
   run FILE --repo DIR [--scripted-model] [--credentials FILE] [--anthropic-credential NAME]
-      [--claude PATH] [--max-turns N] [--verbose]
+      [--param KEY=VALUE]... [--claude PATH] [--max-turns N] [--verbose]
                                          run a graph against a local git repository with Claude Code
   simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]
                                          run the engine with simulated agents: what happens if a task fails?
@@ -107,10 +107,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
             verbose: { type: "boolean" },
             credentials: { type: "string" },
             "anthropic-credential": { type: "string" },
+            param: { type: "string", multiple: true, default: [] },
           },
         });
         if (positionals.length !== 1 || !values.repo) throw new UsageError("run needs FILE and --repo DIR");
-        return runCommand(
+        return await runCommand(
           positionals[0]!,
           {
             repo: values.repo,
@@ -120,13 +121,14 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
             verbose: values.verbose ?? false,
             credentials: values.credentials,
             anthropicCredential: values["anthropic-credential"],
+            params: parseParams(values.param, yamlValue),
           },
           io,
         );
       }
       case "attempt":
         // Local mode runs each attempt as a child process: `agentrelay attempt SPEC.json`.
-        return attemptProcess(rest[0] ?? "");
+        return await attemptProcess(rest[0] ?? "");
       case "signal":
         // The in-job commands (agentrelay-concern, ...) call this through their shims.
         try {

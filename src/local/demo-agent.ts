@@ -1,7 +1,8 @@
 /**
  * The built-in scripted agent of the demo and of `--scripted-model`: it reads the attempt's
  * manifest (its path is in the opening prompt), writes each file the task names (its tagged paths,
- * or a note), then hands back a summary, its declared outputs, and completes. Claude Code runs every
+ * or a note), then hands back a summary, its declared outputs, and completes. A cyberian step gets
+ * the completion status line its prompt asks for. Claude Code runs every
  * step for real; only the model's decisions are scripted.
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -23,8 +24,13 @@ function manifestFor(prompt: string): Manifest | null {
 const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
 
 export const demoAgent: Script = (request) => {
-  const manifest = manifestFor(promptOf(request));
-  if (!manifest) return { text: "I could not find my instructions." };
+  const prompt = promptOf(request);
+  const manifest = manifestFor(prompt);
+  if (!manifest) {
+    // A cyberian step: its prompt asks for a completion status line; a loop's own status ends the loop.
+    const loopStatus = /says exactly `COMPLETION_STATUS: (\w+)` instead/.exec(prompt)?.[1];
+    return { text: `Done.\nCOMPLETION_STATUS: ${loopStatus ?? "COMPLETE"}` };
+  }
   const { id, description } = manifest.task;
   const files = manifest.paths.length > 0 ? manifest.paths : [{ path: `notes/${id}.md`, category: "docs" }];
   const steps = files.map((f) => ({

@@ -40,6 +40,8 @@ export interface LocalRunOptions {
   maxTurns?: number;
   attemptTimeoutMs?: number;
   gateTimeoutMs?: number;
+  /** Values for a cyberian workflow's params. */
+  params?: Record<string, unknown>;
   /** Called whenever the run's state changes. */
   onState?: (state: RunState) => void;
   /** Lines from attempts and from the runner. */
@@ -211,6 +213,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       workDir: join(taskDir, "work"),
       inputFiles: resolveInputFiles(task, outputsOf),
       peers,
+      ...(options.params ? { params: options.params } : {}),
       claude: {
         bin: options.claudeBin,
         env: {

@@ -206,3 +206,30 @@ describe("agentrelay init", () => {
     expect(again.stderr).toContain("exists; leaving it");
   });
 });
+
+describe("agentrelay run with a cyberian workflow", () => {
+  const workflow = write(
+    "loop.yaml",
+    "name: loop\nparams:\n  topic: {range: string, required: true}\nsubtasks:\n  study:\n    instructions: 'Study {{ topic }}.'\n    loop_until: {status: DONE, message: 'Say DONE when done.'}\n",
+  );
+
+  it("names a missing required param before anything runs", () => {
+    const result = agentrelay("run", workflow, "--repo", dir, "--scripted-model");
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`${workflow}:3:3: params.topic: required param 'topic' has no value`);
+  });
+
+  it("takes params from <workflow>.params.yaml beside the file and runs the loop to its status", () => {
+    const repo = mkdtempSync(join(tmpdir(), "agentrelay-cy-"));
+    execFileSync("git", ["init", "-q", "-b", "main"], { cwd: repo });
+    execFileSync(
+      "git",
+      ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"],
+      { cwd: repo },
+    );
+    writeFileSync(join(dir, "loop.params.yaml"), "topic: owls\n");
+    const result = agentrelay("run", workflow, "--repo", repo, "--scripted-model");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/study\s+completed/);
+  });
+});

@@ -7,6 +7,8 @@ import { runLocal } from "../../local/run.ts";
 import { startScriptedModel } from "../../local/scripted-model.ts";
 import type { RunState } from "../../engine/types.ts";
 import { parseGraph } from "../../graph/load.ts";
+import { loadYaml } from "../../graph/yaml.ts";
+import { paramErrors } from "./render.ts";
 import { integrationBranch, taskBranch } from "../../graph/model.ts";
 import type { Io } from "../io.ts";
 
@@ -18,6 +20,7 @@ export interface RunCommandOptions {
   verbose: boolean;
   credentials?: string | undefined;
   anthropicCredential?: string | undefined;
+  params?: Record<string, unknown>;
 }
 
 /** The package's own `agentrelay` entry: attempts and in-job commands run through it. */
@@ -135,6 +138,16 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
   const graphText = readFileSync(file, "utf8");
   const graph = parseGraph(file, graphText);
   const repo = resolve(options.repo);
+  // A cyberian workflow's params: <workflow>.params.yaml beside the file, then --param values.
+  const paramsFile = file.replace(/\.ya?ml$/i, ".params.yaml");
+  const params = {
+    ...(existsSync(paramsFile)
+      ? (loadYaml(paramsFile, readFileSync(paramsFile, "utf8")).value as Record<string, unknown>)
+      : {}),
+    ...options.params,
+  };
+  const problems = paramErrors(graph, params);
+  if (problems) throw problems;
   const credentials = options.credentials ? loadCredentials(options.credentials) : null;
   if (credentials) checkTiers(credentials, graph);
   const anthropic = credentials ? selectAnthropic(credentials, options.anthropicCredential, graph) : null;
@@ -161,6 +174,7 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
       entry: join(packageRoot(), "bin/agentrelay.js"),
       claudeBin: claudeBinary(options.claude),
       claudeEnv,
+      params,
       ...(credentials ? { credentials: { anthropic, tokenTiers: credentials.tokenTiers } } : {}),
       ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}),
       onState: (state) => progress.update(state),
