@@ -43,17 +43,19 @@ export async function runCyberianStep(o: StepOptions): Promise<string | null> {
       }
     }
   }
+  const criteria = (c: NonNullable<CyberianStep["successCriteria"]>) =>
+    runCriteria(c, o.params, {
+      cwd: o.repoDir,
+      workflowDir: o.workflowDir,
+      timeoutMs: o.timeoutMs,
+      env: o.env,
+    });
   try {
     if (step.providerCall) {
       const failure = await providerCall(step.providerCall, o);
       if (failure) return failure;
       if (!step.successCriteria) return null;
-      const verdict = await runCriteria(step.successCriteria, o.params, {
-        cwd: o.repoDir,
-        workflowDir: o.workflowDir,
-        timeoutMs: o.timeoutMs,
-        env: o.env,
-      });
+      const verdict = await criteria(step.successCriteria);
       return verdict.passed ? null : verdict.error;
     }
 
@@ -79,12 +81,7 @@ export async function runCyberianStep(o: StepOptions): Promise<string | null> {
           return `loop_until: the status ${step.loopUntil.status} did not appear within ${cap} iterations`;
       }
       if (!step.successCriteria) return null;
-      const verdict = await runCriteria(step.successCriteria, o.params, {
-        cwd: o.repoDir,
-        workflowDir: o.workflowDir,
-        timeoutMs: o.timeoutMs,
-        env: o.env,
-      });
+      const verdict = await criteria(step.successCriteria);
       o.log(`success criteria ${t}/${tries}: ${verdict.passed ? "passed" : "failed"}`);
       if (verdict.passed) return null;
       retryError = verdict.error;
