@@ -409,7 +409,9 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
     return finishStep(step);
   };
 
-  const pendingEffects = (state: RunState): EngineEffect[] => {
+  const pendingEffects = (original: RunState): EngineEffect[] => {
+    // On a copy: working out an auto-merge may note that it is skipped, which is not this call's to record.
+    const state = structuredClone(original);
     const step = new Step(plan, state, state.startedAt, children);
     for (const [laneId, lane] of Object.entries(state.workstreams)) {
       if (lane.preparation === "requested") {

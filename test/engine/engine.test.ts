@@ -304,4 +304,69 @@ describe("engine", () => {
     expect(d.types()).not.toContain("merge_integration_pr:x");
     expect(d.state.workstreams.x!.autoMergeSkipped).toBe(true);
   });
+  it("runs a lost attempt again without counting it against the budget", () => {
+    const d = driver([{ id: "a" }]).send({ type: "workstream_prepared", workstream: "default" });
+    d.send({ type: "job_lost", task: "a", attempt: 1, reason: "the runner was interrupted" });
+    expect(d.effects).toContainEqual({ type: "dispatch", key: "g/1/a/2", task: "a", attempt: 2 });
+    d.send({ type: "job_failed", task: "a", attempt: 2, reason: "tests failed" });
+    // max_task_attempts is 1: the lost attempt did not use it up, the failed one did.
+    expect(d.state.tasks.a).toMatchObject({ status: "failed", attempt: 2 });
+  });
+
+  it("lists the effects a crash may have lost, for the reconciler to issue again", () => {
+    const engine = createEngine(
+      graphOf(
+        [
+          { id: "a", ws: "x" },
+          { id: "b", ws: "y" },
+        ],
+        [{ id: "x", autoMerge: true }, { id: "y" }],
+        "max_concurrency: 2",
+      ),
+    );
+    const { state } = engine.start(0);
+    expect(engine.pendingEffects(state).map((e) => e.key)).toEqual(["g/1/ws/x/prepare", "g/1/ws/y/prepare"]);
+    let next = engine.decide(state, { type: "workstream_prepared", workstream: "x", at: 1 }).state;
+    next = engine.decide(next, { type: "job_succeeded", task: "a", attempt: 1, at: 2 }).state;
+    expect(engine.pendingEffects(next).map((e) => e.type)).toEqual(["prepare_workstream", "open_task_pr"]);
+    next = engine.decide(next, {
+      type: "task_pr_opened",
+      task: "a",
+      pr: { number: 4, url: "u/4" },
+      at: 3,
+    }).state;
+    expect(engine.pendingEffects(next)).toContainEqual({
+      type: "merge_task_pr",
+      key: "g/1/a/merge",
+      task: "a",
+      pr: { number: 4, url: "u/4" },
+    });
+    next = engine.decide(next, {
+      type: "task_pr_merged",
+      task: "a",
+      pr: { number: 4, url: "u/4" },
+      at: 4,
+    }).state;
+    expect(engine.pendingEffects(next)).toContainEqual({
+      type: "open_integration_pr",
+      key: "g/1/ws/x/integration",
+      workstream: "x",
+    });
+    next = engine.decide(next, {
+      type: "integration_pr_opened",
+      workstream: "x",
+      pr: { number: 5, url: "u/5" },
+      at: 5,
+    }).state;
+    expect(engine.pendingEffects(next)).toContainEqual({
+      type: "merge_integration_pr",
+      key: "g/1/ws/x/merge",
+      workstream: "x",
+      pr: { number: 5, url: "u/5" },
+    });
+    // Listing pending effects changes nothing.
+    const before = structuredClone(next);
+    engine.pendingEffects(next);
+    expect(next).toEqual(before);
+  });
 });
