@@ -26,6 +26,8 @@ export interface StepOptions {
   /** The workflow file's directory in the checkout (scripts and providers are found from there). */
   workflowDir: string;
   loopCap: number;
+  /** The session to continue (agent_lifecycle `reuse`), or null for a fresh one. */
+  session: string | null;
   timeoutMs: number;
   env: NodeJS.ProcessEnv;
   agent: (prompt: string, resume: string | null) => Promise<ClaudeResult>;
@@ -60,7 +62,7 @@ export async function runCyberianStep(o: StepOptions): Promise<string | null> {
     }
 
     const tries = (step.successCriteria?.maxRetries ?? 0) + 1;
-    let session: string | null = null;
+    let session: string | null = o.session;
     let retryError: string | undefined;
     for (let t = 1; t <= tries; t++) {
       const cap = step.loopUntil?.maxIterations ?? o.loopCap;

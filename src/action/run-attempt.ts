@@ -52,6 +52,8 @@ export interface AttemptInputs {
   signalEntry: string;
   /** Iteration cap of cyberian `loop_until` steps that do not set `max_iterations` (default 10). */
   loopCap?: number;
+  /** A Claude session to continue (cyberian's agent_lifecycle `reuse`), instead of starting a new one. */
+  resumeSession?: string | null;
 }
 
 export interface AttemptContext extends AttemptInputs {
@@ -74,6 +76,8 @@ export interface AttemptResult {
   commit: string | null;
   prTitle: string | null;
   prBody: string | null;
+  /** The agent's Claude session, for a later step that continues it. */
+  sessionId: string | null;
 }
 
 /** The result of an attempt that failed before the agent could hand anything back. */
@@ -92,6 +96,7 @@ export function failedAttempt(reason: string): AttemptResult {
     commit: null,
     prTitle: null,
     prBody: null,
+    sessionId: null,
   };
 }
 
@@ -210,6 +215,7 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
   const gates: AttemptResult["gates"] = [];
   const extraOps: string[] = [];
   const reviewConcerns: string[] = [];
+  let lastSession: string | null = null;
   const agent = (prompt: string, resume: string | null): Promise<ClaudeResult> =>
     runClaudeCode({
       bin: ctx.claude.bin,
@@ -226,6 +232,7 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
     }).then((r) => {
       turns += r.turns;
       costUsd += r.costUsd;
+      lastSession = r.sessionId ?? lastSession;
       return r;
     });
 
@@ -260,6 +267,7 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
       commit,
       prTitle: signals.done?.title ?? null,
       prBody: signals.done?.body ?? null,
+      sessionId: lastSession,
     };
   };
 
@@ -272,6 +280,7 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
         ? dirname(ctx.graph.file)
         : join(ctx.repoDir, dirname(ctx.graph.file)),
       loopCap: ctx.loopCap ?? DEFAULT_LOOP_CAP,
+      session: ctx.resumeSession ?? null,
       timeoutMs: ctx.gateTimeoutMs,
       env,
       agent,

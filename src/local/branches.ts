@@ -19,23 +19,19 @@ export async function prepareIntegration(repo: string, integration: string, base
 }
 
 /**
- * A worktree on the task branch: a new branch from the integration branch on a first attempt, the
- * existing branch (with its earlier commits) on a retry.
+ * The workstream's worktree (one per workstream, as in agentrelay; its tasks run one at a time),
+ * switched to the task branch: a new branch from the integration branch on a first attempt, the
+ * existing branch with its earlier commits on a retry. Leftovers of the previous task are discarded.
  */
-export async function taskWorktree(
-  repo: string,
-  dir: string,
-  branch: string,
-  integration: string,
-): Promise<void> {
-  if (existsSync(dir)) await git(repo, ["worktree", "remove", "--force", dir]);
-  await git(repo, ["worktree", "prune"]);
-  if (await branchExists(repo, branch)) await git(repo, ["worktree", "add", "-q", dir, branch]);
-  else await git(repo, ["worktree", "add", "-q", "-b", branch, dir, integration]);
-}
-
-export async function removeWorktree(repo: string, dir: string): Promise<void> {
-  await gitRaw(repo, ["worktree", "remove", "--force", dir]);
+export async function laneCheckout(repo: string, dir: string, branch: string, integration: string): Promise<void> {
+  if (!existsSync(dir)) {
+    await git(repo, ["worktree", "prune"]);
+    await git(repo, ["worktree", "add", "-q", "--detach", dir, integration]);
+  }
+  await git(dir, ["reset", "-q", "--hard"]);
+  await git(dir, ["clean", "-q", "-f", "-d"]);
+  if (await branchExists(repo, branch)) await git(dir, ["checkout", "-q", branch]);
+  else await git(dir, ["checkout", "-q", "-b", branch, integration]);
 }
 
 export async function commitsAhead(repo: string, from: string, to: string): Promise<number> {

@@ -18,7 +18,7 @@ import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { resolveInputFiles } from "../protocol/render.ts";
-import { commitsAhead, mergeBranch, prepareIntegration, removeWorktree, taskWorktree } from "./branches.ts";
+import { commitsAhead, laneCheckout, mergeBranch, prepareIntegration } from "./branches.ts";
 import { git } from "./git.ts";
 import { anthropicEnvironment, type AnthropicCredential } from "./credentials.ts";
 import { GitRefStateStore } from "./git-store.ts";
@@ -184,8 +184,11 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     const task = engine.plan.tasks.get(taskId)!;
     const integration = integrationBranch(graph.name, task.workstreamId);
     const taskDir = join(workRoot, "tasks", taskId);
-    const checkout = join(taskDir, "checkout");
-    await taskWorktree(repo, checkout, taskBranch(graph.name, taskId), integration);
+    const checkout = join(workRoot, "workstreams", task.workstreamId);
+    await laneCheckout(repo, checkout, taskBranch(graph.name, taskId), integration);
+    // cyberian's agent_lifecycle `reuse`: each step continues the workstream's previous session.
+    const sessionFile = join(workRoot, "workstreams", `${task.workstreamId}.session`);
+    const reuse = graph.cyberian?.agentLifecycle === "reuse" && existsSync(sessionFile);
     const peers = Object.fromEntries(
       Object.entries(state.tasks)
         .filter(([, t]) => t.status === "merged" || t.status === "completed")
@@ -214,6 +217,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       inputFiles: resolveInputFiles(task, outputsOf),
       peers,
       ...(options.params ? { params: options.params } : {}),
+      ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
       claude: {
         bin: options.claudeBin,
         env: {
@@ -273,7 +277,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
         at: now(),
       });
     }
-    await removeWorktree(repo, checkout);
+    if (result.sessionId) writeFileSync(sessionFile, `${result.sessionId}\n`);
     for (const gate of result.gates)
       await apply({ type: "gate_result", task: taskId, attempt, n: gate.n, passed: gate.passed, at: now() });
     if (result.outcome === "failed") {

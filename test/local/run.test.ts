@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoAgent } from "../../src/local/demo-agent.ts";
 import { git } from "../../src/local/git.ts";
 import { runLocal } from "../../src/local/run.ts";
-import { type ScriptedModelServer, startScriptedModel } from "../../src/local/scripted-model.ts";
+import { type ScriptedModelServer, startScriptedModel, userPrompts } from "../../src/local/scripted-model.ts";
 import { parseGraph } from "../../src/graph/load.ts";
 import { CLAUDE_BIN } from "../support/claude.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
@@ -77,5 +77,36 @@ describe("local mode", () => {
       "written for task only",
     );
     expect(second.state.workstreams.default).toMatchObject({ status: "pr_open" });
+  });
+});
+
+describe("cyberian agent_lifecycle in local runs", () => {
+  async function promptsOfSecondStep(lifecycle: string): Promise<string[]> {
+    const answer = await startScriptedModel(() => ({ text: "Done.\nCOMPLETION_STATUS: COMPLETE" }));
+    try {
+      const repo = await tempRepo();
+      const text = `name: chain\nagent_lifecycle: ${lifecycle}\nsubtasks:\n  one: {instructions: "the first step"}\n  two: {instructions: "the second step"}\n`;
+      const { state } = await runLocal({
+        ...options(repo, text),
+        claudeEnv: { ...options(repo, text).claudeEnv, ANTHROPIC_BASE_URL: answer.url },
+      });
+      expect(Object.values(state.tasks).map((t) => t.status)).toEqual(["completed", "completed"]);
+      const second = answer.requests.filter(
+        (r) => (r.tools?.length ?? 0) > 0 && userPrompts(r).some((p) => p.includes("the second step")),
+      );
+      return userPrompts(second.at(-1)!);
+    } finally {
+      await answer.close();
+    }
+  }
+
+  it("reuse: the second step continues the first step's session", async () => {
+    const prompts = await promptsOfSecondStep("reuse");
+    expect(prompts.some((p) => p.includes("the first step"))).toBe(true);
+  });
+
+  it("refresh: each step starts a fresh session", async () => {
+    const prompts = await promptsOfSecondStep("refresh");
+    expect(prompts.some((p) => p.includes("the first step"))).toBe(false);
   });
 });
