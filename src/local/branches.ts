@@ -23,7 +23,12 @@ export async function prepareIntegration(repo: string, integration: string, base
  * switched to the task branch: a new branch from the integration branch on a first attempt, the
  * existing branch with its earlier commits on a retry. Leftovers of the previous task are discarded.
  */
-export async function laneCheckout(repo: string, dir: string, branch: string, integration: string): Promise<void> {
+export async function laneCheckout(
+  repo: string,
+  dir: string,
+  branch: string,
+  integration: string,
+): Promise<void> {
   if (!existsSync(dir)) {
     await git(repo, ["worktree", "prune"]);
     await git(repo, ["worktree", "add", "-q", "--detach", dir, integration]);

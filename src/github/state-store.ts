@@ -1,0 +1,138 @@
+/**
+ * The StateStore on GitHub: each graph's runs live on an orphan branch `agentrelay-state/<graph>`
+ * (`run-<n>.json` per run), so the stored run is inspectable with git
+ * (`git fetch origin agentrelay-state/<graph> && git show FETCH_HEAD:run-1.json`).
+ *
+ * Reads are one GraphQL query (the branch head and its files together); writes are one GraphQL
+ * `createCommitOnBranch` with `expectedHeadOid` = the version read, which GitHub refuses when the branch
+ * has moved: a real compare-and-swap. The branch holds no workflow files, so its commits start no runs.
+ */
+import type { Octokit } from "@octokit/rest";
+import type { StateStore, Versioned } from "../engine/store.ts";
+import type { RunState } from "../engine/types.ts";
+
+export const stateBranch = (graph: string): string => `agentrelay-state/${graph}`;
+
+function locate(run: string): { graph: string; file: string } {
+  const slash = run.lastIndexOf("/");
+  return { graph: run.slice(0, slash), file: `run-${run.slice(slash + 1)}.json` };
+}
+
+const READ = `query($owner: String!, $name: String!, $ref: String!) {
+  repository(owner: $owner, name: $name) {
+    ref(qualifiedName: $ref) {
+      target { oid ... on Commit { tree { entries { name object { ... on Blob { text } } } } } }
+    }
+  }
+}`;
+
+const WRITE = `mutation($input: CreateCommitOnBranchInput!) {
+  createCommitOnBranch(input: $input) { commit { oid } }
+}`;
+
+interface ReadResult {
+  repository: {
+    ref: {
+      target: { oid: string; tree: { entries: { name: string; object: { text: string | null } | null }[] } };
+    } | null;
+  };
+}
+
+/** GitHub's answer when `expectedHeadOid` is no longer the head. */
+const isStale = (error: unknown): boolean => {
+  const e = error as { errors?: { type?: string; message?: string }[]; message?: string };
+  return (
+    (e.errors ?? []).some(
+      (x) => x.type === "STALE_DATA" || /expected branch to point to/i.test(x.message ?? ""),
+    ) || /expected branch to point to/i.test(e.message ?? "")
+  );
+};
+
+export class GitHubStateStore implements StateStore {
+  constructor(
+    private readonly octokit: Pick<Octokit, "graphql" | "request">,
+    private readonly owner: string,
+    private readonly repo: string,
+  ) {}
+
+  private async head(graph: string): Promise<{ oid: string; files: Map<string, string> } | null> {
+    const data = await this.octokit.graphql<ReadResult>(READ, {
+      owner: this.owner,
+      name: this.repo,
+      ref: `refs/heads/${stateBranch(graph)}`,
+    });
+    const target = data.repository.ref?.target;
+    if (!target) return null;
+    return {
+      oid: target.oid,
+      files: new Map(target.tree.entries.map((e) => [e.name, e.object?.text ?? ""])),
+    };
+  }
+
+  async load(run: string): Promise<Versioned | null> {
+    const { graph, file } = locate(run);
+    const head = await this.head(graph);
+    const text = head?.files.get(file);
+    return head && text !== undefined ? { state: JSON.parse(text) as RunState, version: head.oid } : null;
+  }
+
+  async compareAndSwap(run: string, expected: string | null, next: RunState): Promise<string | null> {
+    const { graph, file } = locate(run);
+    const contents = Buffer.from(`${JSON.stringify(next, null, 1)}\n`).toString("base64");
+    let base = expected;
+    if (base === null) {
+      // Creating the run: it must not exist yet; the branch may, for the graph's other runs.
+      const head = (await this.head(graph)) ?? (await this.createBranch(graph));
+      if (head === null) return null;
+      if (head.files.has(file)) return null;
+      base = head.oid;
+    }
+    try {
+      const result = await this.octokit.graphql<{ createCommitOnBranch: { commit: { oid: string } } }>(
+        WRITE,
+        {
+          input: {
+            branch: { repositoryNameWithOwner: `${this.owner}/${this.repo}`, branchName: stateBranch(graph) },
+            expectedHeadOid: base,
+            message: { headline: `${run}: state ${next.seq}${next.outcome ? ` (${next.outcome})` : ""}` },
+            fileChanges: { additions: [{ path: file, contents }] },
+          },
+        },
+      );
+      return result.createCommitOnBranch.commit.oid;
+    } catch (error) {
+      if (isStale(error)) return null;
+      throw error;
+    }
+  }
+
+  /** Creates the orphan state branch with a README; null when another writer created it first. */
+  private async createBranch(graph: string): Promise<{ oid: string; files: Map<string, string> } | null> {
+    const readme = `Run state of the agentrelay graph '${graph}', written by the agentrelay app. Do not edit.\n`;
+    const { data: tree } = await this.octokit.request("POST /repos/{owner}/{repo}/git/trees", {
+      owner: this.owner,
+      repo: this.repo,
+      tree: [{ path: "README.md", mode: "100644", type: "blob", content: readme }],
+    });
+    const { data: commit } = await this.octokit.request("POST /repos/{owner}/{repo}/git/commits", {
+      owner: this.owner,
+      repo: this.repo,
+      message: `agentrelay: state of ${graph}`,
+      tree: tree.sha,
+      parents: [],
+    });
+    try {
+      await this.octokit.request("POST /repos/{owner}/{repo}/git/refs", {
+        owner: this.owner,
+        repo: this.repo,
+        ref: `refs/heads/${stateBranch(graph)}`,
+        sha: commit.sha,
+      });
+    } catch (error) {
+      // "Reference already exists": someone else created it; read theirs.
+      if ((error as { status?: number }).status === 422) return this.head(graph);
+      throw error;
+    }
+    return { oid: commit.sha, files: new Map([["README.md", readme]]) };
+  }
+}
