@@ -1,0 +1,262 @@
+/**
+ * How each event changes the run state (the `switch` behind `decide`). Events about an attempt other
+ * than the current one, and facts already recorded, change nothing.
+ */
+import { Blocking } from "./blocking.ts";
+import { applyCommand } from "./commands.ts";
+import type { Step } from "./engine.ts";
+import type { EngineEvent, TaskRun } from "./types.ts";
+
+const sameOutputs = (a: TaskRun["outputs"], b: TaskRun["outputs"]) => JSON.stringify(a) === JSON.stringify(b);
+
+function addConcerns(step: Step, task: TaskRun, kind: "design" | "ops", messages: readonly string[]): void {
+  const list = kind === "design" ? task.concerns : task.opsConcerns;
+  for (const message of messages) {
+    const text = message.trim();
+    if (text && !list.includes(text)) {
+      list.push(text);
+      step.changed = true;
+    }
+  }
+}
+
+export function applyEvent(step: Step, event: EngineEvent): void {
+  const { state, plan } = step;
+  const known = (task: string) => plan.tasks.has(task);
+  const lane = (id: string) => state.workstreams[id];
+
+  switch (event.type) {
+    case "job_started": {
+      if (!known(event.task)) return;
+      const record = step.task(event.task).attempts[event.attempt - 1];
+      if (record && record.startedAt === null) {
+        record.startedAt = event.at;
+        step.changed = true;
+      }
+      return;
+    }
+    case "job_succeeded": {
+      if (!known(event.task)) return;
+      const t = step.task(event.task);
+      if (event.attempt !== t.attempt) return;
+      const record = t.attempts[t.attempt - 1]!;
+      // Concerns are a set (reported one by one, or all at once here), so duplicates change nothing.
+      addConcerns(step, t, "design", event.concerns ?? []);
+      addConcerns(step, t, "ops", event.opsConcerns ?? []);
+      if (
+        t.summary !== (event.summary ?? null) ||
+        (event.outputs && !sameOutputs(t.outputs, event.outputs))
+      ) {
+        t.summary = event.summary ?? null;
+        t.outputs = [...(event.outputs ?? [])];
+        step.changed = true;
+      }
+      if (record.outcome === null) {
+        record.outcome = "succeeded";
+        record.costUsd = event.costUsd ?? null;
+        record.turns = event.turns ?? null;
+        step.changed = true;
+      }
+      if (t.status !== "running") return;
+      step.log({
+        type: "task_succeeded",
+        task: event.task,
+        attempt: t.attempt,
+        ...(event.noPr ? { detail: "no changes" } : {}),
+      });
+      if (event.noPr) {
+        t.noPr = true;
+        step.finishTask(event.task, "completed");
+        return;
+      }
+      t.status = "pr_open";
+      if (t.pr)
+        step.emit({ type: "merge_task_pr", key: step.key(event.task, "merge"), task: event.task, pr: t.pr });
+      else
+        step.emit({
+          type: "open_task_pr",
+          key: step.key(event.task, "pr"),
+          task: event.task,
+          attempt: t.attempt,
+        });
+      return;
+    }
+    case "job_failed": {
+      if (!known(event.task)) return;
+      const t = step.task(event.task);
+      if (event.attempt !== t.attempt || t.status !== "running") return;
+      const record = t.attempts[t.attempt - 1]!;
+      const kind = event.kind ?? "failed";
+      record.outcome = kind;
+      record.reason = event.reason;
+      step.failTask(
+        event.task,
+        event.reason,
+        kind === "cancelled" ? "cancelled" : "failed",
+        kind !== "cancelled",
+      );
+      return;
+    }
+    case "job_lost": {
+      if (!known(event.task)) return;
+      const t = step.task(event.task);
+      if (event.attempt !== t.attempt || t.status !== "running") return;
+      const record = t.attempts[t.attempt - 1]!;
+      record.outcome = "cancelled";
+      record.reason = event.reason;
+      // The lost attempt does not count against the task's budget.
+      t.attemptBase++;
+      step.failTask(event.task, event.reason, "failed", true);
+      return;
+    }
+    case "task_branch_pushed": {
+      if (!known(event.task)) return;
+      const record = step.task(event.task).attempts[event.attempt - 1];
+      if (record && record.pushedSha !== event.sha) {
+        record.pushedSha = event.sha;
+        step.changed = true;
+      }
+      return;
+    }
+    case "concern_recorded": {
+      if (!known(event.task) || !step.task(event.task).attempts[event.attempt - 1]) return;
+      addConcerns(step, step.task(event.task), event.kind, [event.message]);
+      return;
+    }
+    case "gate_result": {
+      if (!known(event.task)) return;
+      const record = step.task(event.task).attempts[event.attempt - 1];
+      if (!record || record.gates.some((g) => g.n === event.n)) return;
+      record.gates.push({ n: event.n, passed: event.passed });
+      record.gates.sort((a, b) => a.n - b.n);
+      step.changed = true;
+      return;
+    }
+    case "task_pr_opened": {
+      if (!known(event.task)) return;
+      const t = step.task(event.task);
+      if (t.pr?.number === event.pr.number) return;
+      t.pr = event.pr;
+      step.changed = true;
+      if (t.status === "pr_open")
+        step.emit({
+          type: "merge_task_pr",
+          key: step.key(event.task, "merge"),
+          task: event.task,
+          pr: event.pr,
+        });
+      return;
+    }
+    case "task_pr_merged": {
+      if (!known(event.task)) return;
+      const t = step.task(event.task);
+      if (t.status === "merged") return;
+      if (!t.pr) t.pr = event.pr;
+      const record = t.attempts[t.attempt - 1];
+      if (record && record.outcome === null) record.outcome = "succeeded";
+      step.finishTask(event.task, "merged");
+      return;
+    }
+    case "task_pr_closed": {
+      if (!known(event.task)) return;
+      const t = step.task(event.task);
+      if (t.status !== "pr_open" || t.pr?.number !== event.pr.number) return;
+      step.failTask(event.task, `task PR #${event.pr.number} was closed without merging`, "failed", false);
+      return;
+    }
+    case "task_merge_failed": {
+      if (!known(event.task)) return;
+      if (step.task(event.task).status !== "pr_open") return;
+      step.failTask(event.task, `merging the task PR failed: ${event.reason}`, "failed", true);
+      return;
+    }
+    case "workstream_prepared": {
+      const w = lane(event.workstream);
+      if (!w || w.preparation === "done") return;
+      w.preparation = "done";
+      step.changed = true;
+      return;
+    }
+    case "workstream_prepare_failed": {
+      if (!lane(event.workstream)) return;
+      step.failLane(event.workstream, `preparing the integration branch failed: ${event.reason}`);
+      return;
+    }
+    case "integration_pr_opened": {
+      const w = lane(event.workstream);
+      if (!w || w.integration === "open" || w.integration === "merged" || w.integration === "closed") return;
+      w.integration = "open";
+      w.pr = event.pr;
+      step.changed = true;
+      step.log({ type: "integration_opened", workstream: event.workstream });
+      if (w.unfinished === 0 && w.status !== "failed") {
+        w.status = "pr_open";
+        step.maybeAutoMerge(event.workstream);
+      }
+      return;
+    }
+    case "integration_skipped": {
+      const w = lane(event.workstream);
+      if (!w || w.status === "merged") return;
+      w.integration = "skipped";
+      w.status = "merged";
+      step.changed = true;
+      step.log({ type: "integration_skipped", workstream: event.workstream });
+      return;
+    }
+    case "integration_pr_merged": {
+      const w = lane(event.workstream);
+      if (!w || w.integration === "merged") return;
+      w.integration = "merged";
+      const wasFailed = w.status === "failed";
+      w.status = "merged";
+      w.failedItself = false;
+      w.reason = null;
+      step.changed = true;
+      step.log({ type: "integration_merged", workstream: event.workstream });
+      if (wasFailed) new Blocking(step).recompute();
+      return;
+    }
+    case "integration_merge_failed": {
+      const w = lane(event.workstream);
+      if (!w || w.status !== "pr_open" || w.autoMergeSkipped) return;
+      w.autoMergeSkipped = true;
+      w.reason = `auto-merge failed: ${event.reason}`;
+      step.changed = true;
+      return;
+    }
+    case "integration_pr_closed": {
+      const w = lane(event.workstream);
+      if (!w || w.integration === "merged" || w.integration === "closed") return;
+      w.integration = "closed";
+      step.failLane(
+        event.workstream,
+        `integration PR${w.pr ? ` #${w.pr.number}` : ""} was closed without merging`,
+      );
+      return;
+    }
+    case "integration_failed": {
+      const w = lane(event.workstream);
+      if (!w || w.integration !== "opening") return;
+      w.integration = "none";
+      step.failLane(event.workstream, `opening the integration PR failed: ${event.reason}`);
+      return;
+    }
+    case "command":
+      applyCommand(step, event);
+      return;
+    case "tick": {
+      for (const id of plan.order) {
+        const t = step.task(id);
+        if (t.status !== "running") continue;
+        const record = t.attempts[t.attempt - 1]!;
+        if (event.at < record.deadline) continue;
+        record.outcome = "timed_out";
+        record.reason = "the attempt did not report before its deadline";
+        step.cancelAttempt(id);
+        step.failTask(id, `attempt ${t.attempt} timed out`, "failed", true);
+      }
+      return;
+    }
+  }
+}
