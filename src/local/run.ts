@@ -19,7 +19,7 @@ import type { Graph } from "../graph/model.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { resolveInputFiles } from "../protocol/render.ts";
 import { commitsAhead, laneCheckout, mergeBranch, prepareIntegration } from "./branches.ts";
-import { git } from "./git.ts";
+import { git, gitRaw } from "./git.ts";
 import { anthropicEnvironment, type AnthropicCredential } from "./credentials.ts";
 import { GitRefStateStore } from "./git-store.ts";
 
@@ -325,6 +325,19 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     for (const effect of resumed.effects) track(execute(effect));
     // Effects whose answers the last invocation did not see (merges, integration PRs) run again.
     for (const effect of engine.pendingEffects(state)) track(execute(effect));
+    // An integration "PR" left open is merged by a person merging the integration branch into its
+    // target (git merge); the next invocation notices and goes on.
+    for (const [laneId, lane] of Object.entries(state.workstreams)) {
+      if (lane.status !== "pr_open") continue;
+      const ws = engine.plan.workstreams.get(laneId)!;
+      const merged = await gitRaw(repo, [
+        "merge-base",
+        "--is-ancestor",
+        integrationBranch(graph.name, laneId),
+        ws.mergeTargetBranch,
+      ]);
+      if (merged.code === 0) track(apply({ type: "integration_pr_merged", workstream: laneId, at: now() }));
+    }
     // Attempts that were running when the last invocation stopped have no process any more.
     for (const [id, t] of Object.entries(existing.state.tasks)) {
       if (t.status === "running") {

@@ -110,3 +110,20 @@ describe("cyberian agent_lifecycle in local runs", () => {
     expect(prompts.some((p) => p.includes("the first step"))).toBe(false);
   });
 });
+
+describe("integration without auto-merge in local runs", () => {
+  it("waits for a person to merge the integration branch, then goes on when run again", async () => {
+    const repo = await tempRepo();
+    const text =
+      "name: g\nworkstreams:\n  - id: x\n  - id: y\ntasks:\n  - id: a\n    workstream_id: x\n    description: first\n  - id: b\n    workstream_id: y\n    dependencies: [a]\n    description: second\n";
+    const first = await runLocal(options(repo, text));
+    expect(first.state.outcome).toBeNull();
+    expect(first.state.workstreams.x!.status).toBe("pr_open");
+    expect(first.state.tasks.b!.status).toBe("pending");
+    await git(repo, ["merge", "-q", "--no-ff", "-m", "review: merge x", "agentrelay/g/x/integration"]);
+    const second = await runLocal(options(repo, text));
+    expect(second.state.workstreams.x!.status).toBe("merged");
+    expect(second.state.tasks.b!.status).toBe("merged");
+    expect(second.state.outcome).toBe("succeeded");
+  });
+});

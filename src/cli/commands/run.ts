@@ -102,7 +102,7 @@ function report(
 ): string {
   const lines = [
     "",
-    `Run ${state.runKey}: ${state.outcome ?? "waiting (an integration PR needs a review before more can run)"}`,
+    `Run ${state.runKey}: ${state.outcome ?? "waiting: merge the open integration branches into their targets (git merge), then run again"}`,
     "",
   ];
   let cost = 0;
