@@ -70,15 +70,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
         return;
       }
       t.status = "pr_open";
-      if (t.pr)
-        step.emit({ type: "merge_task_pr", key: step.key(event.task, "merge"), task: event.task, pr: t.pr });
-      else
-        step.emit({
-          type: "open_task_pr",
-          key: step.key(event.task, "pr"),
-          task: event.task,
-          attempt: t.attempt,
-        });
+      step.requestTaskPr(event.task);
       return;
     }
     case "job_failed": {
@@ -138,13 +130,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       if (t.pr?.number === event.pr.number) return;
       t.pr = event.pr;
       step.changed = true;
-      if (t.status === "pr_open")
-        step.emit({
-          type: "merge_task_pr",
-          key: step.key(event.task, "merge"),
-          task: event.task,
-          pr: event.pr,
-        });
+      if (t.status === "pr_open") step.requestTaskPr(event.task);
       return;
     }
     case "task_pr_merged": {

@@ -97,6 +97,25 @@ export class Step {
     if (i !== -1) this.state.candidates.splice(i, 1);
   }
 
+  /** Asks for the task's PR: merged when it is known, opened otherwise. */
+  requestTaskPr(id: string): void {
+    const t = this.task(id);
+    if (t.pr) this.emit({ type: "merge_task_pr", key: this.key(id, "merge"), task: id, pr: t.pr });
+    else this.emit({ type: "open_task_pr", key: this.key(id, "pr"), task: id, attempt: t.attempt });
+  }
+
+  requestPreparation(laneId: string): void {
+    this.emit({ type: "prepare_workstream", key: this.key("ws", laneId, "prepare"), workstream: laneId });
+  }
+
+  requestIntegration(laneId: string): void {
+    this.emit({
+      type: "open_integration_pr",
+      key: this.key("ws", laneId, "integration"),
+      workstream: laneId,
+    });
+  }
+
   /** Asks the adapter to stop the task's job, if one is running. */
   cancelAttempt(id: string): void {
     const t = this.task(id);
@@ -167,11 +186,7 @@ export class Step {
     lane.status = "merge_ready";
     lane.integration = "opening";
     this.changed = true;
-    this.emit({
-      type: "open_integration_pr",
-      key: this.key("ws", laneId, "integration"),
-      workstream: laneId,
-    });
+    this.requestIntegration(laneId);
   }
 
   /** Auto-merge only when the workstream opts in and no task raised a design concern. */
@@ -255,11 +270,7 @@ export class Step {
         if (lane.preparation === "none") {
           lane.preparation = "requested";
           this.changed = true;
-          this.emit({
-            type: "prepare_workstream",
-            key: this.key("ws", laneId, "prepare"),
-            workstream: laneId,
-          });
+          this.requestPreparation(laneId);
         }
         continue;
       }
@@ -415,22 +426,16 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
     const step = new Step(plan, state, state.startedAt, children);
     for (const [laneId, lane] of Object.entries(state.workstreams)) {
       if (lane.preparation === "requested") {
-        step.emit({ type: "prepare_workstream", key: step.key("ws", laneId, "prepare"), workstream: laneId });
+        step.requestPreparation(laneId);
       }
     }
     for (const id of plan.order) {
       const t = state.tasks[id]!;
-      if (t.status !== "pr_open") continue;
-      if (t.pr) step.emit({ type: "merge_task_pr", key: step.key(id, "merge"), task: id, pr: t.pr });
-      else step.emit({ type: "open_task_pr", key: step.key(id, "pr"), task: id, attempt: t.attempt });
+      if (t.status === "pr_open") step.requestTaskPr(id);
     }
     for (const [laneId, lane] of Object.entries(state.workstreams)) {
       if (lane.integration === "opening") {
-        step.emit({
-          type: "open_integration_pr",
-          key: step.key("ws", laneId, "integration"),
-          workstream: laneId,
-        });
+        step.requestIntegration(laneId);
       } else if (lane.status === "pr_open") {
         step.maybeAutoMerge(laneId);
       }
