@@ -24,6 +24,12 @@ export function applyEvent(step: Step, event: EngineEvent): void {
   const { state, plan } = step;
   const known = (task: string) => plan.tasks.has(task);
   const lane = (id: string) => state.workstreams[id];
+  /** The record of `attempt` when it is the task's current attempt and still running, else null. */
+  const runningAttempt = (task: string, attempt: number) => {
+    if (!known(task)) return null;
+    const t = step.task(task);
+    return attempt === t.attempt && t.status === "running" ? t.attempts[attempt - 1]! : null;
+  };
 
   switch (event.type) {
     case "job_started": {
@@ -74,10 +80,8 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       return;
     }
     case "job_failed": {
-      if (!known(event.task)) return;
-      const t = step.task(event.task);
-      if (event.attempt !== t.attempt || t.status !== "running") return;
-      const record = t.attempts[t.attempt - 1]!;
+      const record = runningAttempt(event.task, event.attempt);
+      if (!record) return;
       const kind = event.kind ?? "failed";
       record.outcome = kind;
       record.reason = event.reason;
@@ -90,10 +94,9 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       return;
     }
     case "job_lost": {
-      if (!known(event.task)) return;
+      const record = runningAttempt(event.task, event.attempt);
+      if (!record) return;
       const t = step.task(event.task);
-      if (event.attempt !== t.attempt || t.status !== "running") return;
-      const record = t.attempts[t.attempt - 1]!;
       record.outcome = "cancelled";
       record.reason = event.reason;
       // The lost attempt does not count against the task's budget.

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/fixtures.ts";
+import { tempRepo } from "../support/git.ts";
 import { graphYaml } from "../support/graphs.ts";
 
 /** Runs the real binary, as users and other tools do. */
@@ -158,13 +159,7 @@ describe("agentrelay simulate", () => {
 
 describe("agentrelay run", () => {
   it("runs the embedded demo graph on a local repository with the scripted model", async () => {
-    const repo = mkdtempSync(join(tmpdir(), "agentrelay-run-"));
-    execFileSync("git", ["init", "-q", "-b", "main"], { cwd: repo });
-    execFileSync(
-      "git",
-      ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"],
-      { cwd: repo },
-    );
+    const repo = await tempRepo();
     const { code, stdout } = agentrelay(
       "run",
       join(REPO_ROOT, "examples/demo.yaml"),
@@ -219,14 +214,8 @@ describe("agentrelay run with a cyberian workflow", () => {
     expect(result.stdout).toContain(`${workflow}:3:3: params.topic: required param 'topic' has no value`);
   });
 
-  it("takes params from <workflow>.params.yaml beside the file and runs the loop to its status", () => {
-    const repo = mkdtempSync(join(tmpdir(), "agentrelay-cy-"));
-    execFileSync("git", ["init", "-q", "-b", "main"], { cwd: repo });
-    execFileSync(
-      "git",
-      ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"],
-      { cwd: repo },
-    );
+  it("takes params from <workflow>.params.yaml beside the file and runs the loop to its status", async () => {
+    const repo = await tempRepo();
     writeFileSync(join(dir, "loop.params.yaml"), "topic: owls\n");
     const result = agentrelay("run", workflow, "--repo", repo, "--scripted-model");
     expect(result.code).toBe(0);
