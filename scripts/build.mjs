@@ -2,7 +2,7 @@
 // Type checking is `npm run typecheck`; this step only produces runnable JavaScript, in well under a second.
 import { build } from "esbuild";
 
-const entryPoints = { cli: "src/cli/main.ts", bench: "bench/main.ts" };
+const entryPoints = { cli: "src/cli/main.ts", bench: "bench/main.ts", app: "src/app/main.ts" };
 
 await build({
   entryPoints,

@@ -37,6 +37,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       const record = step.task(event.task).attempts[event.attempt - 1];
       if (record && record.startedAt === null) {
         record.startedAt = event.at;
+        if (event.job) record.job = event.job;
         step.changed = true;
       }
       return;

@@ -18,6 +18,8 @@ export interface AttemptRecord {
   /** The attempt fails as timed out if it has not reported by then. */
   deadline: number;
   startedAt: number | null;
+  /** The job running the attempt (an Actions run id), once it started. */
+  job?: string | null;
   outcome: AttemptOutcome | null;
   reason: string | null;
   costUsd: number | null;
@@ -124,7 +126,8 @@ export interface RunState {
 
 /** Facts reported by adapters and users. `at` is milliseconds since the epoch (or a simulated clock). */
 export type EngineEvent =
-  | { type: "job_started"; task: string; attempt: number; at: number }
+  /** The job began (in GitHub mode: exchanged its OIDC token; `job` is its Actions run id). */
+  | { type: "job_started"; task: string; attempt: number; at: number; job?: string }
   | {
       type: "job_succeeded";
       task: string;

@@ -76,6 +76,15 @@ export class GitHubStateStore implements StateStore {
     return head && text !== undefined ? { state: JSON.parse(text) as RunState, version: head.oid } : null;
   }
 
+  /** Numbers of the graph's stored runs. */
+  async runNumbers(graph: string): Promise<number[]> {
+    const head = await this.head(graph);
+    return [...(head?.files.keys() ?? [])].flatMap((name) => {
+      const m = /^run-(\d+)\.json$/.exec(name);
+      return m ? [Number(m[1])] : [];
+    });
+  }
+
   async compareAndSwap(run: string, expected: string | null, next: RunState): Promise<string | null> {
     const { graph, file } = locate(run);
     const contents = Buffer.from(`${JSON.stringify(next, null, 1)}\n`).toString("base64");

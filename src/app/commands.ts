@@ -1,0 +1,132 @@
+/**
+ * Slash commands in comments (`/agentrelay status | retry TASK | cancel [TASK] | reset TASK |
+ * run FILE key=value...`), accepted only from people with write access (asked of the API; bots are
+ * ignored unless allow-listed), answered with a reaction and a reply; and a task check run's
+ * "Re-run" button, which retries the task.
+ */
+import type { Context } from "probot";
+import type { EngineEvent } from "../engine/types.ts";
+import type { AppConfig, RepoContext } from "../github/client.ts";
+import { RunDriver } from "../github/driver.ts";
+import { repoContext } from "./context.ts";
+import { startGraph } from "./push.ts";
+import { reconcileRun } from "./reconcile.ts";
+
+export interface SlashCommand {
+  verb: "status" | "retry" | "cancel" | "reset" | "run";
+  args: string[];
+}
+
+const VERBS = new Set(["status", "retry", "cancel", "reset", "run"]);
+
+/** Commands on their own lines, outside code fences and quotes (quoted text is someone else's). */
+export function parseCommands(body: string): SlashCommand[] {
+  const commands: SlashCommand[] = [];
+  let fenced = false;
+  for (const line of body.split(/\r?\n/)) {
+    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+    if (fenced || !line.startsWith("/agentrelay")) continue;
+    const [, verb = "", ...args] = line.trim().split(/\s+/);
+    if (VERBS.has(verb)) commands.push({ verb: verb as SlashCommand["verb"], args });
+  }
+  return commands;
+}
+
+/** Write access, as GitHub says (admin, maintain and write all report at least "write"). */
+async function mayCommand(ctx: RepoContext, login: string): Promise<boolean> {
+  const { data } = await ctx.octokit.rest.repos.getCollaboratorPermissionLevel({
+    owner: ctx.owner,
+    repo: ctx.repo,
+    username: login,
+  });
+  return data.permission === "admin" || data.permission === "write";
+}
+
+/** The run a comment is about: from the marker in its issue or PR body. */
+function runOf(body: string | null | undefined): string | null {
+  const m = /<!-- agentrelay:(?:run=|status run=|task run=|integration run=)([A-Za-z0-9_.-]+\/\d+)/.exec(
+    body ?? "",
+  );
+  return m ? m[1]! : null;
+}
+
+export async function onComment(context: Context<"issue_comment.created">, config: AppConfig): Promise<void> {
+  const { comment, issue, sender } = context.payload;
+  const commands = parseCommands(comment.body);
+  if (commands.length === 0) return;
+  if (sender.type === "Bot" && !config.allowedBots.includes(sender.login)) return;
+  const ctx = repoContext(context, config);
+  const repo = { owner: ctx.owner, repo: ctx.repo };
+  const react = (content: "+1" | "-1" | "eyes") =>
+    context.octokit.rest.reactions.createForIssueComment({ ...repo, comment_id: comment.id, content });
+  const reply = (body: string) =>
+    context.octokit.rest.issues.createComment({
+      ...repo,
+      issue_number: issue.number,
+      body: `> ${comment.body.split("\n")[0]}\n\n${body}`,
+    });
+  if (!(await mayCommand(ctx, sender.login))) {
+    await react("-1");
+    await reply(`@${sender.login} agentrelay commands need write access to this repository.`);
+    return;
+  }
+  await react("eyes");
+  const driver = new RunDriver(ctx);
+  for (const command of commands) {
+    if (command.verb === "run") {
+      const [file, ...pairs] = command.args;
+      if (!file) {
+        await reply("Usage: `/agentrelay run .workflow/FILE.yaml key=value ...`");
+        continue;
+      }
+      const params = Object.fromEntries(
+        pairs.map((p) => [p.slice(0, p.indexOf("=") >>> 0), p.slice(p.indexOf("=") + 1)]).filter(([k]) => k),
+      );
+      const { data: head } = await ctx.octokit.rest.repos.getBranch({ ...repo, branch: ctx.defaultBranch });
+      const result = await startGraph(ctx, file, head.commit.sha, params);
+      await reply(
+        "issues" in result
+          ? `Nothing started:\n\n\`\`\`\n${result.issues}\n\`\`\``
+          : `Run \`${result.runKey}\` ${result.started ? "started" : "is already running"}.`,
+      );
+      continue;
+    }
+    const runKey = runOf(issue.body);
+    if (!runKey) {
+      await reply("Use this command on a run's tracking issue or on one of its PRs.");
+      continue;
+    }
+    if (command.verb === "status") {
+      await reconcileRun(driver, runKey);
+      const loaded = await driver.load(runKey);
+      await reply(
+        loaded
+          ? `Run \`${runKey}\`: ${loaded.run.outcome ?? "running"}; the status comment is up to date.`
+          : `No run \`${runKey}\`.`,
+      );
+      continue;
+    }
+    const event: EngineEvent = {
+      type: "command",
+      command: command.verb,
+      ...(command.args[0] ? { task: command.args[0] } : {}),
+      by: sender.login,
+      at: Date.now(),
+    };
+    await driver.drive(runKey, [event], { origin: { issueNumber: issue.number } });
+  }
+}
+
+export async function onCheckRunRerequested(
+  context: Context<"check_run.rerequested">,
+  config: AppConfig,
+): Promise<void> {
+  const { check_run: check, sender } = context.payload;
+  const m = /^([A-Za-z0-9_.-]+\/\d+)\/([A-Za-z0-9_.-]+)$/.exec(check.external_id ?? "");
+  if (!m || !check.name.startsWith("agentrelay / ")) return;
+  const ctx = repoContext(context, config);
+  if (sender.type === "Bot" || !(await mayCommand(ctx, sender.login))) return;
+  await new RunDriver(ctx).drive(m[1]!, [
+    { type: "command", command: "retry", task: m[2]!, by: sender.login, at: Date.now() },
+  ]);
+}

@@ -1,0 +1,53 @@
+/**
+ * From a Probot webhook context to what the GitHub adapter needs, and reading files at a commit.
+ */
+import type { Context } from "probot";
+import { GraphError } from "../graph/errors.ts";
+import { DEFAULT_YAML_LIMITS, loadYaml } from "../graph/yaml.ts";
+import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
+
+interface RepositoryPayload {
+  repository: { name: string; owner: { login: string }; default_branch: string };
+}
+
+export function repoContext(context: Context, config: AppConfig): RepoContext {
+  const { repository } = context.payload as unknown as RepositoryPayload;
+  return {
+    octokit: context.octokit as unknown as GitHubClient,
+    owner: repository.owner.login,
+    repo: repository.name,
+    defaultBranch: repository.default_branch,
+    config,
+    now: Date.now,
+    log: (message) => context.log.info(message),
+  };
+}
+
+/** A file's text at a commit (the contents API, never a branch head), or null when it does not exist. */
+export async function readFileAt(ctx: RepoContext, path: string, ref: string): Promise<string | null> {
+  try {
+    const { data } = await ctx.octokit.rest.repos.getContent({
+      owner: ctx.owner,
+      repo: ctx.repo,
+      path,
+      ref,
+      mediaType: { format: "raw" },
+    });
+    return data as unknown as string;
+  } catch (error) {
+    if (statusOf(error) === 404) return null;
+    throw error;
+  }
+}
+
+/** Values for a cyberian workflow's params from its params file (a YAML mapping). */
+export function parseParams(file: string, text: string | null): Record<string, unknown> {
+  if (text === null) return {};
+  const yaml = loadYaml(file, text, DEFAULT_YAML_LIMITS);
+  const value = yaml.value;
+  if (value === null || value === undefined) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new GraphError([yaml.issue([], "", "a params file must be a mapping of param names to values")]);
+  }
+  return value as Record<string, unknown>;
+}

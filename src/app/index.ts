@@ -1,0 +1,74 @@
+/**
+ * The agentrelay GitHub App (Probot): one handler per event family, the job endpoints and the
+ * reconciler. It keeps nothing in memory between events: every handler reads the run from GitHub.
+ */
+import type { ApplicationFunction, Context, Probot } from "probot";
+import { type AppConfig, configFromEnv } from "../github/client.ts";
+import { oidcVerifier, type ActionsIdentity } from "../github/oidc.ts";
+import { onCheckRunRerequested, onComment } from "./commands.ts";
+import { repoContext } from "./context.ts";
+import { onCheckSuite, onPullRequestClosed, onWorkflowRun } from "./outcomes.ts";
+import { planPullRequest } from "./plan.ts";
+import { runOnPush } from "./push.ts";
+import { reconcileRepository } from "./reconcile.ts";
+import { jobRoutes } from "./routes.ts";
+
+export interface AgentrelayAppOptions {
+  config?: AppConfig;
+  /** Verifies jobs' OIDC tokens (default: against GitHub's key set). */
+  verify?: (token: string) => Promise<ActionsIdentity>;
+}
+
+export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFunction {
+  const config = options.config ?? configFromEnv(process.env);
+  const verify =
+    options.verify ??
+    oidcVerifier({
+      audience: config.oidcAudience,
+      ...(config.oidcIssuer ? { issuer: config.oidcIssuer } : {}),
+    });
+  return async (app: Probot, { addHandler }) => {
+    let login: Promise<string> | null = null;
+    // The app's own bot login, to tell its own actions from people's.
+    const appLogin = () =>
+      (login ??= app
+        .auth()
+        .then(async (octokit) => `${(await octokit.rest.apps.getAuthenticated()).data?.slug}[bot]`)
+        .catch((error: unknown) => {
+          login = null;
+          throw error;
+        }));
+
+    app.on(["pull_request.opened", "pull_request.synchronize", "pull_request.reopened"], (context) =>
+      planPullRequest(context, config),
+    );
+    app.on("push", (context) => runOnPush(context, config));
+    app.on("workflow_run.completed", (context) => onWorkflowRun(context, config));
+    app.on("pull_request.closed", (context) => onPullRequestClosed(context, config, appLogin));
+    app.on("check_suite.completed", (context) => onCheckSuite(context, config));
+    app.on("issue_comment.created", (context) => onComment(context, config));
+    app.on("check_run.rerequested", (context) => onCheckRunRerequested(context, config));
+    addHandler(jobRoutes(app, { config, verify }));
+  };
+}
+
+/** Reconciles every repository of every installation (on start-up and periodically). */
+export async function reconcileAll(app: Probot, config: AppConfig): Promise<void> {
+  const appClient = await app.auth();
+  const installations = await appClient.paginate(appClient.rest.apps.listInstallations, { per_page: 100 });
+  for (const installation of installations) {
+    const octokit = await app.auth(installation.id);
+    const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, {
+      per_page: 100,
+    });
+    for (const repository of repos) {
+      const ctx = repoContext(
+        { octokit, payload: { repository }, log: app.log } as unknown as Context,
+        config,
+      );
+      await reconcileRepository(ctx).catch((error: unknown) =>
+        app.log.error(error as Error, `reconcile ${repository.full_name}`),
+      );
+    }
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Facts from GitHub events: a task workflow run that ended without success, a task or integration PR
+ * merged or closed by someone (the app's own merges are recorded when it makes them), and finished
+ * checks on a waiting PR (its merge is tried again).
+ */
+import type { Context } from "probot";
+import type { EngineEvent } from "../engine/types.ts";
+import { type AppConfig, parseAttemptRunName, type RepoContext } from "../github/client.ts";
+import { RunDriver } from "../github/driver.ts";
+import { repoContext } from "./context.ts";
+
+/** Which run and task (or workstream) a branch belongs to. */
+export function branchOwner(ref: string): { graph: string; task?: string; workstream?: string } | null {
+  const integration = /^agentrelay\/([^/]+)\/([^/]+)\/integration$/.exec(ref);
+  if (integration) return { graph: integration[1]!, workstream: integration[2]! };
+  const task = /^agentrelay\/([^/]+)\/([^/]+)$/.exec(ref);
+  return task ? { graph: task[1]!, task: task[2]! } : null;
+}
+
+async function currentRun(driver: RunDriver, graph: string): Promise<string | null> {
+  const latest = await driver.latestRun(graph);
+  return latest > 0 ? `${graph}/${latest}` : null;
+}
+
+const KIND = { cancelled: "cancelled", timed_out: "timed_out" } as const;
+
+export async function onWorkflowRun(
+  context: Context<"workflow_run.completed">,
+  config: AppConfig,
+): Promise<void> {
+  const run = context.payload.workflow_run;
+  if (run.path !== `.github/workflows/${config.taskWorkflow}` || run.conclusion === "success") return;
+  // A successful job has already reported (its report step is part of it); anything else is a verdict.
+  const attempt = parseAttemptRunName(run.display_title ?? "");
+  if (!attempt) return;
+  const kind = KIND[run.conclusion as keyof typeof KIND] ?? "failed";
+  const event: EngineEvent = {
+    type: "job_failed",
+    task: attempt.task,
+    attempt: attempt.attempt,
+    kind,
+    reason: `the job ${run.conclusion ?? "failed"}: ${run.html_url}`,
+    at: Date.now(),
+  };
+  await new RunDriver(repoContext(context, config)).drive(attempt.run, [event]);
+}
+
+export async function onPullRequestClosed(
+  context: Context<"pull_request.closed">,
+  config: AppConfig,
+  appLogin: () => Promise<string>,
+): Promise<void> {
+  const { pull_request: pr, repository, sender } = context.payload;
+  // The app records its own merges as it makes them; fork PRs never count (they only borrow a name).
+  if (sender.login === (await appLogin()) || pr.head.repo?.full_name !== repository.full_name) return;
+  const owner = branchOwner(pr.head.ref);
+  if (!owner) return;
+  const ctx: RepoContext = repoContext(context, config);
+  const driver = new RunDriver(ctx);
+  const runKey = await currentRun(driver, owner.graph);
+  if (!runKey) return;
+  const ref = { number: pr.number, url: pr.html_url };
+  const at = Date.now();
+  const event: EngineEvent = owner.workstream
+    ? {
+        type: pr.merged ? "integration_pr_merged" : "integration_pr_closed",
+        workstream: owner.workstream,
+        at,
+      }
+    : { type: pr.merged ? "task_pr_merged" : "task_pr_closed", task: owner.task!, pr: ref, at };
+  await driver.drive(runKey, [event]);
+}
+
+/** Checks finished on a task or integration PR: the run tries its pending merges again. */
+export async function onCheckSuite(
+  context: Context<"check_suite.completed">,
+  config: AppConfig,
+): Promise<void> {
+  const suite = context.payload.check_suite;
+  const owner = suite.head_branch ? branchOwner(suite.head_branch) : null;
+  if (!owner || suite.pull_requests.length === 0) return;
+  const driver = new RunDriver(repoContext(context, config));
+  const runKey = await currentRun(driver, owner.graph);
+  if (runKey) await driver.drive(runKey, [], { pending: true });
+}

@@ -1,0 +1,73 @@
+/**
+ * Plan on pull request: a PR that adds or changes graph files gets a check run `agentrelay / plan`
+ * (errors as annotations at file and line) and one sticky comment with the plan, found again by a
+ * hidden marker and edited in place. Nothing runs from a PR.
+ */
+import type { Context } from "probot";
+import { GraphError } from "../graph/errors.ts";
+import { buildPlan } from "../plan/plan.ts";
+import type { AppConfig } from "../github/client.ts";
+import { isGraphPath, paramsFileOf, parseRunGraph } from "../github/hosted.ts";
+import { annotations, PLAN_MARKER, planSummary } from "../github/render.ts";
+import { parseParams, readFileAt, repoContext } from "./context.ts";
+
+export async function planPullRequest(context: Context<"pull_request">, config: AppConfig): Promise<void> {
+  const ctx = repoContext(context, config);
+  const pr = context.payload.pull_request;
+  const repo = { owner: ctx.owner, repo: ctx.repo };
+  const files = await context.octokit.paginate(context.octokit.rest.pulls.listFiles, {
+    ...repo,
+    pull_number: pr.number,
+    per_page: 100,
+  });
+  const graphs = files
+    .filter((f) => f.status !== "removed" && isGraphPath(f.filename))
+    .map((f) => f.filename);
+  if (graphs.length === 0) return;
+
+  const sections: string[] = [];
+  const issues = [];
+  for (const path of graphs) {
+    const text = (await readFileAt(ctx, path, pr.head.sha)) ?? "";
+    try {
+      const params = parseParams(paramsFileOf(path), await readFileAt(ctx, paramsFileOf(path), pr.head.sha));
+      const plan = buildPlan(parseRunGraph({ path, text, params }));
+      sections.push(`#### \`${path}\`\n\n${planSummary(plan)}`);
+    } catch (error) {
+      if (!(error instanceof GraphError)) throw error;
+      issues.push(...error.issues);
+      sections.push(
+        `#### \`${path}\`: invalid\n\n${error.issues.map((i) => `- line ${i.line}: ${i.path ? `\`${i.path}\`: ` : ""}${i.message}`).join("\n")}`,
+      );
+    }
+  }
+  const ok = issues.length === 0;
+  const summary = sections.join("\n\n");
+  await context.octokit.rest.checks.create({
+    ...repo,
+    name: "agentrelay / plan",
+    head_sha: pr.head.sha,
+    status: "completed",
+    conclusion: ok ? "success" : "failure",
+    output: {
+      title: ok
+        ? `${graphs.length} graph${graphs.length > 1 ? "s" : ""} valid`
+        : `${issues.length} problem${issues.length > 1 ? "s" : ""} in the graph`,
+      summary: summary.slice(0, 65_000),
+      ...(ok ? {} : { annotations: annotations(issues) }),
+    },
+  });
+  const body =
+    `${PLAN_MARKER}\n### agentrelay plan\n\nNothing runs from a pull request; merging into \`${ctx.defaultBranch}\` starts the run.\n\n${summary}`.slice(
+      0,
+      65_000,
+    );
+  const comments = await context.octokit.paginate(context.octokit.rest.issues.listComments, {
+    ...repo,
+    issue_number: pr.number,
+    per_page: 100,
+  });
+  const sticky = comments.find((c) => c.body?.startsWith(PLAN_MARKER) && c.performed_via_github_app);
+  if (sticky) await context.octokit.rest.issues.updateComment({ ...repo, comment_id: sticky.id, body });
+  else await context.octokit.rest.issues.createComment({ ...repo, issue_number: pr.number, body });
+}

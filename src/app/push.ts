@@ -1,0 +1,68 @@
+/**
+ * Run on the default branch: a push that adds or changes a graph file (or its params file) starts
+ * the graph's run, or resumes it with drift reported. Files are read at the pushed commit. An invalid
+ * graph gets a failed check run with annotations and nothing else happens.
+ */
+import type { Context } from "probot";
+import { GraphError } from "../graph/errors.ts";
+import type { AppConfig, RepoContext } from "../github/client.ts";
+import { RunDriver } from "../github/driver.ts";
+import { isGraphPath, paramsFileOf, parseRunGraph, type RunSource } from "../github/hosted.ts";
+import { annotations } from "../github/render.ts";
+import { parseParams, readFileAt, repoContext } from "./context.ts";
+
+export async function runOnPush(context: Context<"push">, config: AppConfig): Promise<void> {
+  const { payload } = context;
+  const ctx = repoContext(context, config);
+  if (payload.ref !== `refs/heads/${ctx.defaultBranch}` || payload.deleted) return;
+  const touched = new Set<string>();
+  for (const commit of payload.commits) {
+    for (const path of [...(commit.added ?? []), ...(commit.modified ?? [])]) {
+      if (isGraphPath(path)) touched.add(path);
+      else if (/^\.workflow\/[^/]+\.params\.ya?ml$/.test(path))
+        touched.add(path.replace(/\.params(\.ya?ml)$/, "$1"));
+    }
+  }
+  for (const path of [...touched].sort()) await startGraph(ctx, path, payload.after, {});
+}
+
+/** Reads the graph at `commit`, validates it and starts or resumes its run; invalid: a failed check run. */
+export async function startGraph(
+  ctx: RepoContext,
+  path: string,
+  commit: string,
+  extraParams: Record<string, unknown>,
+): Promise<{ runKey: string; started: boolean; drift: string[] } | { issues: string }> {
+  const text = await readFileAt(ctx, path, commit);
+  if (text === null) return { issues: `${path} does not exist at ${commit}` };
+  const source: RunSource = { path, commit, branch: ctx.defaultBranch, text };
+  try {
+    const params = {
+      ...parseParams(paramsFileOf(path), await readFileAt(ctx, paramsFileOf(path), commit)),
+      ...extraParams,
+    };
+    if (Object.keys(params).length > 0) source.params = params;
+    const graph = parseRunGraph(source);
+    const result = await new RunDriver(ctx).startOrResume(source, graph);
+    ctx.log(
+      `${path}: run ${result.runKey} ${result.started ? "started" : "resumed"}${result.drift.length ? ` (${result.drift.join("; ")})` : ""}`,
+    );
+    return result;
+  } catch (error) {
+    if (!(error instanceof GraphError)) throw error;
+    await ctx.octokit.rest.checks.create({
+      owner: ctx.owner,
+      repo: ctx.repo,
+      name: `agentrelay / ${path}`,
+      head_sha: commit,
+      status: "completed",
+      conclusion: "failure",
+      output: {
+        title: `${error.issues.length} problem${error.issues.length > 1 ? "s" : ""} in ${path}: nothing was started`,
+        summary: error.message.slice(0, 65_000),
+        annotations: annotations(error.issues),
+      },
+    });
+    return { issues: error.message };
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * The two HTTP endpoints a task job calls, both authenticated by the job's GitHub Actions OIDC token
+ * (so they work whatever the task's token tier):
+ * - POST /agentrelay/token: the attempt's installation token, scoped to the repository and the task's
+ *   tier. Answered once per attempt: the answer is recorded (job_started) by compare-and-swap before
+ *   the token is minted, so a replayed or concurrent request gets nothing.
+ * - POST /agentrelay/report: the attempt's result, from the job that took the token.
+ * The app's private key never leaves the app.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Probot } from "probot";
+import { z } from "zod";
+import type { EngineEvent } from "../engine/types.ts";
+import { type AppConfig, type GitHubClient, type RepoContext } from "../github/client.ts";
+import { RunDriver } from "../github/driver.ts";
+import { type ActionsIdentity, expectedWorkflowRef, OidcError } from "../github/oidc.ts";
+import { tierPermissions } from "../github/tokens.ts";
+
+const MAX_BODY = 1024 * 1024;
+const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/);
+const attemptRequest = z.object({
+  run: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}\/\d+$/),
+  task: id,
+  attempt: z.number().int().positive(),
+});
+const text = z.string().max(20_000);
+const report = attemptRequest.extend({
+  result: z.object({
+    outcome: z.enum(["succeeded", "failed"]),
+    noPr: z.boolean(),
+    reason: text.nullable(),
+    concerns: z.array(text).max(100),
+    opsConcerns: z.array(text).max(100),
+    summary: text.nullable(),
+    outputs: z
+      .array(
+        z.object({ path: z.string().max(1000), action: z.string().max(40), category: z.string().max(80) }),
+      )
+      .max(1000),
+    costUsd: z.number().nonnegative(),
+    turns: z.number().int().nonnegative(),
+    gates: z.array(z.object({ n: z.number().int().positive(), passed: z.boolean() })).max(100),
+    commit: z
+      .string()
+      .regex(/^[0-9a-f]{40}$/)
+      .nullable(),
+  }),
+});
+export type AttemptReport = z.infer<typeof report>;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new HttpError(413, "the request body is too large");
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    throw new HttpError(400, "the request body is not JSON");
+  }
+}
+
+export interface JobRoutesOptions {
+  config: AppConfig;
+  verify: (token: string) => Promise<ActionsIdentity>;
+  now?: () => number;
+}
+
+export function jobRoutes(app: Probot, options: JobRoutesOptions) {
+  const now = options.now ?? Date.now;
+  // Installation ids by repository: a cache of a fact GitHub keeps, not run state.
+  const installations = new Map<string, number>();
+
+  async function repoFor(
+    identity: ActionsIdentity,
+  ): Promise<{ ctx: RepoContext; appClient: GitHubClient; installationId: number }> {
+    const [owner, repo] = identity.repository.split("/") as [string, string];
+    const appClient = (await app.auth()) as unknown as GitHubClient;
+    let installationId = installations.get(identity.repository);
+    if (installationId === undefined) {
+      installationId = (await appClient.rest.apps.getRepoInstallation({ owner, repo })).data.id;
+      installations.set(identity.repository, installationId);
+    }
+    const octokit = (await app.auth(installationId)) as unknown as GitHubClient;
+    const ctx: RepoContext = {
+      octokit,
+      owner,
+      repo,
+      defaultBranch: "",
+      config: options.config,
+      now,
+      log: (m) => app.log.info(m),
+    };
+    return { ctx, appClient, installationId };
+  }
+
+  /** Identity, request and the run; refuses jobs that are not the task workflow on the default branch. */
+  async function authenticate<T extends z.ZodTypeAny>(req: IncomingMessage, schema: T) {
+    const header = req.headers.authorization ?? "";
+    if (!header.startsWith("Bearer "))
+      throw new HttpError(401, "an OIDC token is required (Authorization: Bearer)");
+    const body = await readJson(req);
+    const identity = await options.verify(header.slice("Bearer ".length)).catch((error: unknown) => {
+      throw error instanceof OidcError ? new HttpError(401, error.message) : error;
+    });
+    const parsed = schema.safeParse(body);
+    if (!parsed.success)
+      throw new HttpError(
+        400,
+        `invalid request: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      );
+    const request = parsed.data as z.infer<T> & z.infer<typeof attemptRequest>;
+    const { ctx, appClient, installationId } = await repoFor(identity);
+    const driver = new RunDriver(ctx);
+    const loaded = await driver.load(request.run);
+    if (!loaded) throw new HttpError(404, `no run ${request.run}`);
+    const expected = expectedWorkflowRef(
+      identity.repository,
+      options.config.taskWorkflow,
+      loaded.run.source.branch,
+    );
+    if (identity.eventName !== "workflow_dispatch" || identity.workflowRef !== expected) {
+      throw new HttpError(
+        403,
+        `only ${expected} started by workflow_dispatch may ask (this job is ${identity.workflowRef}, ${identity.eventName})`,
+      );
+    }
+    const task = loaded.engine.plan.tasks.get(request.task);
+    if (!task) throw new HttpError(404, `no task ${request.task} in run ${request.run}`);
+    return { identity, request, ctx, appClient, installationId, driver, task };
+  }
+
+  async function token(req: IncomingMessage) {
+    const { identity, request, ctx, appClient, installationId, driver, task } = await authenticate(
+      req,
+      attemptRequest,
+    );
+    // Record the answer first: only the writer whose write lands mints a token.
+    let version: string | null = null;
+    for (let tries = 0; tries < 5 && version === null; tries++) {
+      const loaded = (await driver.load(request.run))!;
+      const t = loaded.run.tasks[request.task]!;
+      const record = t.attempts[request.attempt - 1];
+      if (t.attempt !== request.attempt || t.status !== "running" || !record)
+        throw new HttpError(409, `attempt ${request.attempt} of ${request.task} is not running`);
+      if (record.startedAt !== null)
+        throw new HttpError(409, `attempt ${request.attempt} of ${request.task} already has its token`);
+      loaded.engine.apply(loaded.run, {
+        type: "job_started",
+        task: request.task,
+        attempt: request.attempt,
+        job: identity.runId,
+        at: now(),
+      });
+      version = await driver.store.compareAndSwap(request.run, loaded.version, loaded.run);
+    }
+    if (version === null) throw new HttpError(409, "the run kept changing; try again");
+    const permissions = tierPermissions(task.primaryAgent.isolation.tokenTier);
+    const { data } = await appClient.rest.apps.createInstallationAccessToken({
+      installation_id: installationId,
+      repositories: [ctx.repo],
+      permissions,
+    });
+    return {
+      token: data.token,
+      expires_at: data.expires_at,
+      permissions: data.permissions ?? permissions,
+      tier: task.primaryAgent.isolation.tokenTier,
+      state_version: version,
+    };
+  }
+
+  async function reportResult(req: IncomingMessage) {
+    const { identity, request, driver } = await authenticate(req, report);
+    const loaded = (await driver.load(request.run))!;
+    const record = loaded.run.tasks[request.task]!.attempts[request.attempt - 1];
+    if (!record || record.job !== identity.runId)
+      throw new HttpError(403, `attempt ${request.attempt} of ${request.task} belongs to another job`);
+    const { task, attempt } = request;
+    const r = (request as AttemptReport).result;
+    const at = now();
+    const facts: EngineEvent[] = r.gates.map((g) => ({
+      type: "gate_result",
+      task,
+      attempt,
+      n: g.n,
+      passed: g.passed,
+      at,
+    }));
+    if (r.commit) facts.push({ type: "task_branch_pushed", task, attempt, sha: r.commit, at });
+    if (r.outcome === "failed") {
+      for (const message of r.concerns)
+        facts.push({ type: "concern_recorded", task, attempt, kind: "design", message, at });
+      facts.push({ type: "job_failed", task, attempt, reason: r.reason ?? "failed", at });
+    } else {
+      facts.push({
+        type: "job_succeeded",
+        task,
+        attempt,
+        noPr: r.noPr,
+        concerns: r.concerns,
+        opsConcerns: r.opsConcerns,
+        summary: r.summary,
+        outputs: r.outputs,
+        costUsd: r.costUsd,
+        turns: r.turns,
+        at,
+      });
+    }
+    const run = await driver.drive(request.run, facts);
+    return { ok: true, status: run?.tasks[task]?.status ?? null };
+  }
+
+  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const path = (req.url ?? "").split("?")[0];
+    const route = path === "/agentrelay/token" ? token : path === "/agentrelay/report" ? reportResult : null;
+    if (!route) return false;
+    const send = (status: number, body: object) =>
+      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    if (req.method !== "POST") {
+      send(405, { error: "POST only" });
+      return true;
+    }
+    try {
+      send(200, await route(req));
+    } catch (error) {
+      if (error instanceof HttpError) send(error.status, { error: error.message });
+      else {
+        app.log.error(error as Error);
+        send(500, { error: "internal error" });
+      }
+    }
+    return true;
+  };
+}

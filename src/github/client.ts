@@ -1,0 +1,72 @@
+/**
+ * The slice of Octokit the GitHub adapter uses (Probot's context.octokit and @octokit/rest both fit),
+ * and the facts about one repository every handler needs.
+ */
+import type { Octokit } from "@octokit/rest";
+
+export type GitHubClient = Pick<Octokit, "rest" | "request" | "graphql">;
+
+export interface AppConfig {
+  /** File name of the task workflow under .github/workflows/. */
+  taskWorkflow: string;
+  /** Audience the jobs' OIDC tokens must carry. */
+  oidcAudience: string;
+  /** OIDC issuer (GitHub's, or a test's). */
+  oidcIssuer?: string;
+  /** Minimum time between two edits of a run's status comments. */
+  statusIntervalMs: number;
+  /** Bot accounts whose slash commands are accepted (others are ignored). */
+  allowedBots: string[];
+  /** Wall-clock limit of one attempt before the reconciler times it out. */
+  attemptTimeoutMs: number;
+}
+
+export const DEFAULT_CONFIG: AppConfig = {
+  taskWorkflow: "agentrelay-task.yml",
+  oidcAudience: "agentrelay",
+  statusIntervalMs: 10_000,
+  allowedBots: [],
+  attemptTimeoutMs: 2 * 60 * 60_000,
+};
+
+export function configFromEnv(env: NodeJS.ProcessEnv): AppConfig {
+  const number = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback);
+  return {
+    taskWorkflow: env.AGENTRELAY_TASK_WORKFLOW || DEFAULT_CONFIG.taskWorkflow,
+    oidcAudience: env.AGENTRELAY_OIDC_AUDIENCE || DEFAULT_CONFIG.oidcAudience,
+    ...(env.AGENTRELAY_OIDC_ISSUER ? { oidcIssuer: env.AGENTRELAY_OIDC_ISSUER } : {}),
+    statusIntervalMs: number("AGENTRELAY_STATUS_INTERVAL_MS", DEFAULT_CONFIG.statusIntervalMs),
+    allowedBots: (env.AGENTRELAY_ALLOWED_BOTS ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+    attemptTimeoutMs: number("AGENTRELAY_ATTEMPT_TIMEOUT_MS", DEFAULT_CONFIG.attemptTimeoutMs),
+  };
+}
+
+export interface RepoContext {
+  octokit: GitHubClient;
+  owner: string;
+  repo: string;
+  defaultBranch: string;
+  config: AppConfig;
+  now: () => number;
+  log: (message: string) => void;
+}
+
+/** The HTTP status of an Octokit error (undefined for other errors). */
+export const statusOf = (error: unknown): number | undefined => (error as { status?: number }).status;
+
+export const messageOf = (error: unknown): string => {
+  const e = error as { response?: { data?: { message?: string } }; message?: string };
+  return e.response?.data?.message ?? e.message ?? String(error);
+};
+
+/** The run-name the task workflow gives each attempt's run (see templates/workflows/agentrelay-task.yml). */
+export const attemptRunName = (run: string, task: string, attempt: number): string =>
+  `agentrelay ${run} ${task} attempt ${attempt}`;
+
+export function parseAttemptRunName(title: string): { run: string; task: string; attempt: number } | null {
+  const m = /^agentrelay (\S+\/\d+) (\S+) attempt (\d+)$/.exec(title);
+  return m ? { run: m[1]!, task: m[2]!, attempt: Number(m[3]) } : null;
+}

@@ -1,0 +1,243 @@
+/**
+ * Carries out the engine's effects on GitHub and answers with the facts they produced. Every call is
+ * safe to repeat: a create that answers "already exists" is looked up and counts as done, a merge
+ * that GitHub refuses because checks are pending waits (the next check-suite event or the reconciler
+ * tries again), and a merge that already happened is recognised.
+ */
+import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
+import type { Engine } from "../engine/engine.ts";
+import { integrationBranch, taskBranch } from "../graph/model.ts";
+import { attemptRunName, messageOf, type RepoContext, statusOf } from "./client.ts";
+import type { HostedRun } from "./hosted.ts";
+import { integrationPrBody, integrationPrTitle, statusComment, taskPrBody, taskPrTitle } from "./render.ts";
+
+type Facts = Promise<EngineEvent[]>;
+
+/** Effects whose repetition is harmless: carried out before the state write, their facts in the same write. */
+export const REPEATABLE = new Set<EngineEffect["type"]>([
+  "prepare_workstream",
+  "open_task_pr",
+  "merge_task_pr",
+  "open_integration_pr",
+  "merge_integration_pr",
+]);
+
+/** Secret names the task workflow can resolve (`secrets[inputs.credential]`). */
+const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
+
+export class GitHubEffects {
+  constructor(private readonly ctx: RepoContext) {}
+
+  private get repo() {
+    return { owner: this.ctx.owner, repo: this.ctx.repo };
+  }
+
+  /** A repeatable effect (see REPEATABLE), on the run state being decided (ids it creates are kept there). */
+  async repeatable(effect: EngineEffect, run: HostedRun, engine: Engine): Facts {
+    const at = this.ctx.now();
+    const graph = run.graph;
+    switch (effect.type) {
+      case "prepare_workstream": {
+        const ws = engine.plan.workstreams.get(effect.workstream)!;
+        const failed = (reason: string): EngineEvent[] => [
+          { type: "workstream_prepare_failed", workstream: ws.id, reason, at },
+        ];
+        try {
+          const { data: base } = await this.ctx.octokit.rest.git.getRef({
+            ...this.repo,
+            ref: `heads/${ws.baseBranch}`,
+          });
+          await this.ctx.octokit.rest.git.createRef({
+            ...this.repo,
+            ref: `refs/heads/${integrationBranch(graph, ws.id)}`,
+            sha: base.object.sha,
+          });
+        } catch (error) {
+          if (statusOf(error) === 404) return failed(`the base branch '${ws.baseBranch}' does not exist`);
+          // "Reference already exists": prepared before (a retried call, a resumed run).
+          if (statusOf(error) !== 422) throw error;
+        }
+        return [{ type: "workstream_prepared", workstream: ws.id, at }];
+      }
+      case "open_task_pr": {
+        const task = engine.plan.tasks.get(effect.task)!;
+        const opened = await this.openPr(
+          taskBranch(graph, task.id),
+          integrationBranch(graph, task.workstreamId),
+          taskPrTitle(task),
+          taskPrBody(engine.plan, run, task.id),
+        );
+        return "reason" in opened
+          ? [{ type: "task_merge_failed", task: task.id, reason: opened.reason, at }]
+          : [{ type: "task_pr_opened", task: task.id, pr: opened, at }];
+      }
+      case "merge_task_pr": {
+        const merged = await this.merge(effect.pr, `Merge task ${effect.task}`);
+        if (merged === "merged") return [{ type: "task_pr_merged", task: effect.task, pr: effect.pr, at }];
+        return merged === "waiting"
+          ? []
+          : [{ type: "task_merge_failed", task: effect.task, reason: merged.reason, at }];
+      }
+      case "open_integration_pr": {
+        const ws = engine.plan.workstreams.get(effect.workstream)!;
+        const head = integrationBranch(graph, ws.id);
+        const { data: compare } = await this.ctx.octokit.rest.repos.compareCommitsWithBasehead({
+          ...this.repo,
+          basehead: `${ws.mergeTargetBranch}...${head}`,
+          per_page: 1,
+        });
+        if (compare.ahead_by === 0) return [{ type: "integration_skipped", workstream: ws.id, at }];
+        const opened = await this.openPr(
+          head,
+          ws.mergeTargetBranch,
+          integrationPrTitle(ws.id),
+          integrationPrBody(engine.plan, run, ws.id),
+        );
+        if ("reason" in opened)
+          return [{ type: "integration_failed", workstream: ws.id, reason: opened.reason, at }];
+        if (run.github.laneComments[ws.id] === undefined) {
+          const { data } = await this.ctx.octokit.rest.issues.createComment({
+            ...this.repo,
+            issue_number: opened.number,
+            body: statusComment(engine.plan, run, at, run.github),
+          });
+          run.github.laneComments[ws.id] = data.id;
+        }
+        return [{ type: "integration_pr_opened", workstream: ws.id, pr: opened, at }];
+      }
+      case "merge_integration_pr": {
+        const merged = await this.merge(effect.pr, `Integrate workstream ${effect.workstream}`);
+        if (merged === "merged")
+          return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
+        return merged === "waiting"
+          ? []
+          : [{ type: "integration_merge_failed", workstream: effect.workstream, reason: merged.reason, at }];
+      }
+      default:
+        throw new Error(`effect '${effect.type}' is not repeatable`);
+    }
+  }
+
+  /** Starts the attempt's job: a workflow_dispatch of the task workflow with opaque inputs only. */
+  async dispatch(run: HostedRun, engine: Engine, task: string, attempt: number, stateVersion: string): Facts {
+    const at = this.ctx.now();
+    const credential = engine.plan.graph.settings.anthropicCredential ?? "";
+    if (credential && !SECRET_NAME.test(credential)) {
+      const reason = `anthropic_credential '${credential}' is not a valid secret name (letters, digits and _)`;
+      return [{ type: "job_failed", task, attempt, reason, at }];
+    }
+    const request = {
+      ...this.repo,
+      workflow_id: this.ctx.config.taskWorkflow,
+      ref: run.source.branch,
+      inputs: { run: run.runKey, task, attempt: String(attempt), "state-version": stateVersion, credential },
+    };
+    const route = "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches";
+    try {
+      try {
+        await this.ctx.octokit.request(route, { ...request, return_run_details: true });
+      } catch (error) {
+        // GitHub Enterprise Server before the run-details change refuses the unknown field: ask without it.
+        if (![400, 422].includes(statusOf(error) ?? 0) || !/return_run_details/.test(messageOf(error)))
+          throw error;
+        await this.ctx.octokit.request(route, request);
+      }
+      return [];
+    } catch (error) {
+      if (statusOf(error) === undefined || statusOf(error)! >= 500) throw error;
+      const reason = `could not start ${this.ctx.config.taskWorkflow}: ${messageOf(error)}`;
+      return [{ type: "job_failed", task, attempt, reason, at }];
+    }
+  }
+
+  /** Cancels the attempt's workflow run (found by its id, else by its run-name). */
+  async cancel(run: HostedRun, task: string, attempt: number): Promise<void> {
+    let id = run.tasks[task]?.attempts[attempt - 1]?.job ?? null;
+    if (!id) {
+      const { data } = await this.ctx.octokit.rest.actions.listWorkflowRuns({
+        ...this.repo,
+        workflow_id: this.ctx.config.taskWorkflow,
+        event: "workflow_dispatch",
+        per_page: 100,
+      });
+      const name = attemptRunName(run.runKey, task, attempt);
+      id =
+        data.workflow_runs.find((r) => r.display_title === name && r.status !== "completed")?.id.toString() ??
+        null;
+    }
+    if (!id) return;
+    try {
+      await this.ctx.octokit.rest.actions.cancelWorkflowRun({ ...this.repo, run_id: Number(id) });
+    } catch (error) {
+      if (statusOf(error) !== 409) throw error; // already finished
+    }
+  }
+
+  /** Reset: the task's PR is closed and its branch deleted, so the next attempt starts afresh. */
+  async reset(run: HostedRun, task: string, pr: PullRequest | null): Promise<void> {
+    if (pr)
+      await this.ctx.octokit.rest.pulls.update({ ...this.repo, pull_number: pr.number, state: "closed" });
+    try {
+      await this.ctx.octokit.rest.git.deleteRef({
+        ...this.repo,
+        ref: `heads/${taskBranch(run.graph, task)}`,
+      });
+    } catch (error) {
+      if (![404, 422].includes(statusOf(error) ?? 0)) throw error;
+    }
+  }
+
+  private async openPr(
+    head: string,
+    base: string,
+    title: string,
+    body: string,
+  ): Promise<PullRequest | { reason: string }> {
+    try {
+      const { data } = await this.ctx.octokit.rest.pulls.create({
+        ...this.repo,
+        head,
+        base,
+        title,
+        body,
+        maintainer_can_modify: false,
+      });
+      return { number: data.number, url: data.html_url };
+    } catch (error) {
+      if (statusOf(error) !== 422) throw error;
+      // A retried create (or an earlier attempt's PR): the open PR of this branch is the one.
+      const { data } = await this.ctx.octokit.rest.pulls.list({
+        ...this.repo,
+        head: `${this.ctx.owner}:${head}`,
+        base,
+        state: "open",
+      });
+      if (data[0]) return { number: data[0].number, url: data[0].html_url };
+      return { reason: `could not open a PR from ${head} into ${base}: ${messageOf(error)}` };
+    }
+  }
+
+  /** Merges a PR the way a person would: never bypassing protection, waiting while checks are pending. */
+  private async merge(pr: PullRequest, title: string): Promise<"merged" | "waiting" | { reason: string }> {
+    try {
+      await this.ctx.octokit.rest.pulls.merge({
+        ...this.repo,
+        pull_number: pr.number,
+        merge_method: "merge",
+        commit_title: title,
+      });
+      return "merged";
+    } catch (error) {
+      const status = statusOf(error);
+      if (status !== 405 && status !== 409) throw error;
+      const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
+      if (data.merged) return "merged";
+      if (data.state === "closed") return { reason: `PR #${pr.number} was closed` };
+      if (data.mergeable === false && data.mergeable_state === "dirty") {
+        return { reason: `PR #${pr.number} has conflicts with ${data.base.ref}` };
+      }
+      this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${messageOf(error)}`);
+      return "waiting";
+    }
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * What a run on GitHub stores beside the engine's state: where its graph came from (pinned: path,
+ * commit and the text itself, so every handler and every job reads the same definition) and the ids
+ * of what the app shows people (tracking issue, status comments, check runs).
+ */
+import { parseGraph } from "../graph/load.ts";
+import type { Graph } from "../graph/model.ts";
+import { missingParams } from "../protocol/cyberian-prompt.ts";
+import { GraphError } from "../graph/errors.ts";
+import type { RunState } from "../engine/types.ts";
+
+export interface RunSource {
+  path: string;
+  commit: string;
+  /** The default branch the graph was pushed to: the task workflow must run from it. */
+  branch: string;
+  text: string;
+  /** Values for a cyberian workflow's params. */
+  params?: Record<string, unknown>;
+}
+
+export interface GitHubMeta {
+  trackingIssue: number | null;
+  statusComment: number | null;
+  /** When the status comments were last edited (edits are batched). */
+  statusAt: number;
+  /** The status comment mirrored on each open integration PR. */
+  laneComments: Record<string, number>;
+  /** The check run of each task on the graph's commit. */
+  checkRuns: Record<string, number>;
+}
+
+export type HostedRun = RunState & { source: RunSource; github: GitHubMeta };
+
+export const newMeta = (): GitHubMeta => ({
+  trackingIssue: null,
+  statusComment: null,
+  statusAt: 0,
+  laneComments: {},
+  checkRuns: {},
+});
+
+/** Parses a graph and checks a cyberian workflow's required params (a missing one names the param). */
+export function parseRunGraph(source: Pick<RunSource, "path" | "text" | "params">): Graph {
+  const graph = parseGraph(source.path, source.text);
+  const missing = graph.cyberian ? missingParams(graph, source.params ?? {}) : [];
+  if (missing.length > 0) {
+    throw new GraphError(
+      missing.map((name) => ({
+        file: source.path,
+        line: 1,
+        column: 1,
+        path: `params.${name}`,
+        message: `required param '${name}' has no value (give it in ${paramsFileOf(source.path)} or with /agentrelay run ${source.path} ${name}=...)`,
+      })),
+    );
+  }
+  return graph;
+}
+
+/** `.workflow/x.yaml` -> `.workflow/x.params.yaml`: values for a cyberian workflow's params. */
+export function paramsFileOf(path: string): string {
+  return path.replace(/\.ya?ml$/, "") + ".params.yaml";
+}
+
+export const isGraphPath = (path: string): boolean =>
+  /^\.workflow\/[^/]+\.ya?ml$/.test(path) && !/\.params\.ya?ml$/.test(path);

@@ -1,0 +1,105 @@
+/**
+ * What the app shows people, projected from the run state (never read back as truth): the run's
+ * tracking issue and status comments, and one check run per task on the graph's commit.
+ */
+import type { Engine } from "../engine/engine.ts";
+import type { RepoContext } from "./client.ts";
+import type { HostedRun } from "./hosted.ts";
+import { agentText, statusComment, taskCost } from "./render.ts";
+
+export const trackingMarker = (runKey: string): string => `<!-- agentrelay:run=${runKey} -->`;
+
+/** Opens the run's tracking issue with its status comment; ids are kept in the run. */
+export async function openTracking(ctx: RepoContext, run: HostedRun, engine: Engine): Promise<void> {
+  const repo = { owner: ctx.owner, repo: ctx.repo };
+  if (run.github.trackingIssue === null) {
+    const { data } = await ctx.octokit.rest.issues.create({
+      ...repo,
+      title: `agentrelay run ${run.runKey}`,
+      body: [
+        trackingMarker(run.runKey),
+        `Run ${run.runNumber} of graph \`${run.graph}\` from \`${run.source.path}\` at ${run.source.commit}.`,
+        "",
+        "Steer it with comments here: `/agentrelay status`, `/agentrelay retry TASK`, `/agentrelay cancel [TASK]`, `/agentrelay reset TASK`.",
+      ].join("\n"),
+    });
+    run.github.trackingIssue = data.number;
+  }
+  if (run.github.statusComment === null) {
+    const { data } = await ctx.octokit.rest.issues.createComment({
+      ...repo,
+      issue_number: run.github.trackingIssue,
+      body: statusComment(engine.plan, run, ctx.now(), run.github),
+    });
+    run.github.statusComment = data.id;
+  }
+}
+
+/** Edits the status comment on the tracking issue and on each open integration PR. */
+export async function editStatus(ctx: RepoContext, run: HostedRun, engine: Engine): Promise<void> {
+  const body = statusComment(engine.plan, run, ctx.now(), run.github);
+  const ids = [
+    run.github.statusComment,
+    ...Object.entries(run.github.laneComments)
+      .filter(([ws]) => run.workstreams[ws]?.status === "pr_open")
+      .map(([, id]) => id),
+  ];
+  for (const id of ids) {
+    if (id !== null)
+      await ctx.octokit.rest.issues.updateComment({ owner: ctx.owner, repo: ctx.repo, comment_id: id, body });
+  }
+  if (run.outcome && run.github.trackingIssue !== null) {
+    await ctx.octokit.rest.issues.update({
+      owner: ctx.owner,
+      repo: ctx.repo,
+      issue_number: run.github.trackingIssue,
+      state: "closed",
+      state_reason: run.outcome === "succeeded" ? "completed" : "not_planned",
+    });
+  }
+}
+
+const CONCLUSION = {
+  succeeded: "success",
+  failed: "failure",
+  timed_out: "timed_out",
+  cancelled: "cancelled",
+} as const;
+
+/** Creates or updates the task's check run with its latest attempt's verdict. */
+export async function taskCheckRun(ctx: RepoContext, run: HostedRun, task: string): Promise<void> {
+  const t = run.tasks[task]!;
+  const attempt = t.attempts[t.attempt - 1];
+  if (!attempt?.outcome) return;
+  const gates = attempt.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ");
+  const summary = [
+    `Attempt ${attempt.n} ${attempt.outcome}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.`,
+    "",
+    `Cost $${(attempt.costUsd ?? 0).toFixed(2)} (task total $${taskCost(t).toFixed(2)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
+    ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),
+    ...(t.concerns.length ? ["", "### Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`)] : []),
+  ].join("\n");
+  const output = { title: `${task}: attempt ${attempt.n} ${attempt.outcome}`, summary };
+  const repo = { owner: ctx.owner, repo: ctx.repo };
+  const existing = run.github.checkRuns[task];
+  if (existing !== undefined) {
+    await ctx.octokit.rest.checks.update({
+      ...repo,
+      check_run_id: existing,
+      status: "completed",
+      conclusion: CONCLUSION[attempt.outcome],
+      output,
+    });
+    return;
+  }
+  const { data } = await ctx.octokit.rest.checks.create({
+    ...repo,
+    name: `agentrelay / ${task}`,
+    head_sha: run.source.commit,
+    external_id: `${run.runKey}/${task}`,
+    status: "completed",
+    conclusion: CONCLUSION[attempt.outcome],
+    output,
+  });
+  run.github.checkRuns[task] = data.id;
+}
