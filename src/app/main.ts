@@ -13,7 +13,8 @@ const app = agentrelayApp({ config });
 
 await run(async (probot, options) => {
   await app(probot, options);
-  const sweep = () => reconcileAll(probot, config).catch((error: unknown) => probot.log.error(error as Error, "reconcile"));
+  const sweep = () =>
+    reconcileAll(probot, config).catch((error: unknown) => probot.log.error(error as Error, "reconcile"));
   setTimeout(sweep, 5_000).unref();
   if (every > 0) setInterval(sweep, every).unref();
 });

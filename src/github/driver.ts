@@ -140,7 +140,7 @@ export class RunDriver {
         }
       };
       if (options.pending) await carryOut(engine.pendingEffects(run));
-      const verdicts = new Set<string>();
+      const verdicts = new Map<string, number>();
       for (let i = 0; i < facts.length; i++) {
         const fact = facts[i]!;
         const seq = run.seq;
@@ -149,9 +149,9 @@ export class RunDriver {
           (fact.type === "job_succeeded" || fact.type === "job_failed" || fact.type === "job_lost") &&
           run.seq !== seq
         )
-          verdicts.add(fact.task);
+          verdicts.set(fact.task, fact.attempt);
       }
-      for (const task of verdicts) await taskCheckRun(this.ctx, run, task);
+      for (const [task, attempt] of verdicts) await taskCheckRun(this.ctx, run, task, attempt);
       const statusDue = options.refreshStatus === true || this.statusDue(run, later);
       if (statusDue) run.github.statusAt = this.ctx.now();
       if (run.seq === before && JSON.stringify(run.github) === metaBefore) {

@@ -67,13 +67,13 @@ const CONCLUSION = {
 } as const;
 
 /** Creates or updates the task's check run with its latest attempt's verdict. */
-export async function taskCheckRun(ctx: RepoContext, run: HostedRun, task: string): Promise<void> {
+export async function taskCheckRun(ctx: RepoContext, run: HostedRun, task: string, n: number): Promise<void> {
   const t = run.tasks[task]!;
-  const attempt = t.attempts[t.attempt - 1];
+  const attempt = t.attempts[n - 1];
   if (!attempt?.outcome) return;
   const gates = attempt.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ");
   const summary = [
-    `Attempt ${attempt.n} ${attempt.outcome}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.`,
+    `Attempt ${attempt.n} ${attempt.outcome}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
     "",
     `Cost $${(attempt.costUsd ?? 0).toFixed(2)} (task total $${taskCost(t).toFixed(2)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
     ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),

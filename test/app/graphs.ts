@@ -1,0 +1,45 @@
+/** Graph files the app tests commit. */
+export const DIAMOND = `name: diamond
+max_concurrency: 2
+workstreams:
+  - id: ws_a
+    auto_merge: true
+  - id: ws_b
+    auto_merge: true
+  - id: ws_c
+    auto_merge: true
+  - id: ws_d
+    auto_merge: true
+tasks:
+  - id: a
+    workstream_id: ws_a
+    description: first
+  - id: b
+    workstream_id: ws_b
+    dependencies: [a]
+    description: left
+  - id: c
+    workstream_id: ws_c
+    dependencies: [a]
+    description: right
+  - id: d
+    workstream_id: ws_d
+    dependencies: [b, c]
+    description: join
+`;
+
+/** One workstream without auto-merge, a read-only reviewer and an elevated task. */
+export const TIERS = `name: tiers
+max_concurrency: 3
+tasks:
+  - id: reader
+    description: read
+    isolation:
+      token_tier: read_only
+  - id: writer
+    description: write
+  - id: admin
+    description: elevated
+    isolation:
+      token_tier: elevated
+`;

@@ -1,0 +1,173 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Harness, pushPayload, runJob, startApp } from "../support/app.ts";
+import { DIAMOND } from "./graphs.ts";
+
+let h: Harness;
+beforeEach(async () => {
+  h = await startApp();
+});
+afterEach(async () => {
+  expect(h.gh.violations).toEqual([]);
+  await h.close();
+});
+
+async function pushGraph(path: string, text: string): Promise<string> {
+  const before = h.gh.branches.get("main")!;
+  const after = h.gh.commit("main", { [path]: text }, `add ${path}`);
+  expect(await h.deliver("push", pushPayload(h.gh, before, after, { added: [path] }))).toBe(200);
+  return after;
+}
+
+/** Runs every dispatched job not yet run, until none is left. */
+async function runAll(result: Parameters<typeof runJob>[2] = {}): Promise<void> {
+  let done = 0;
+  while (done < h.gh.dispatches.length) await runJob(h, h.gh.dispatches[done++]!, result);
+}
+
+describe("a run on GitHub", () => {
+  it("starts on a push to the default branch, reading the graph at the pushed commit", async () => {
+    const sha = await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    // The branch moves on; the run must follow the pushed commit, not the head.
+    h.gh.commit("main", {
+      ".workflow/diamond.yaml": DIAMOND.replace("description: first", "description: changed"),
+    });
+    const state = h.gh.state("diamond/1") as unknown as {
+      source: { commit: string; text: string };
+      tasks: Record<string, { status: string }>;
+    };
+    expect(state.source.commit).toBe(sha);
+    expect(state.source.text).toBe(DIAMOND);
+    expect(h.gh.dispatches.map((d) => d.inputs)).toEqual([
+      {
+        run: "diamond/1",
+        task: "a",
+        attempt: "1",
+        "state-version": expect.stringMatching(/^[0-9a-f]{40}$/),
+        credential: "",
+      },
+    ]);
+    expect(h.gh.branches.get("agentrelay/diamond/ws_a/integration")).toBe(sha);
+    expect(h.gh.issues.map((i) => i.title)).toEqual(["agentrelay run diamond/1"]);
+    expect(h.gh.comments[0]!.body).toContain("<!-- agentrelay:status run=diamond/1 -->");
+    expect(state.tasks.a!.status).toBe("running");
+  });
+
+  it("runs a four-workstream diamond to the end: task PRs merged, integration PRs auto-merged, in dependency order", async () => {
+    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await runAll();
+    const state = h.gh.state("diamond/1");
+    expect(state.outcome).toBe("succeeded");
+    expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a", "b", "c", "d"]);
+    // Every task's work reached main through its task PR and its workstream's integration PR.
+    for (const task of ["a", "b", "c", "d"])
+      expect(h.gh.file("main", `${task}.txt`)).toContain(`work of ${task}`);
+    const prs = h.gh.pulls.map((p) => `${p.head} -> ${p.base} ${p.merged ? "merged" : p.state}`);
+    expect(prs).toEqual(
+      expect.arrayContaining([
+        "agentrelay/diamond/a -> agentrelay/diamond/ws_a/integration merged",
+        "agentrelay/diamond/ws_a/integration -> main merged",
+        "agentrelay/diamond/d -> agentrelay/diamond/ws_d/integration merged",
+        "agentrelay/diamond/ws_d/integration -> main merged",
+      ]),
+    );
+    expect(prs).toHaveLength(8);
+    // d started only after both its upstream workstreams were merged into main.
+    const merges = h.gh.log(/PUT .*merge|POST .*dispatches/);
+    expect(
+      merges.lastIndexOf("POST /repos/octo/demo/actions/workflows/agentrelay-task.yml/dispatches"),
+    ).toBeGreaterThan(5);
+    expect(h.gh.pulls.find((p) => p.head.endsWith("ws_a/integration"))!.body).toContain("- **a**: first");
+    expect(h.gh.checkRuns.map((c) => `${c.name} ${c.conclusion}`).sort()).toEqual([
+      "agentrelay / a success",
+      "agentrelay / b success",
+      "agentrelay / c success",
+      "agentrelay / d success",
+    ]);
+    expect(h.gh.issues[0]!.state).toBe("closed");
+    const status = h.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+    expect(status).toContain("succeeded (4 merged)");
+    expect(status).toContain("| `d` | ws_d | merged | 1 |");
+  });
+
+  it("leaves an integration PR for review when an agent raised a design concern", async () => {
+    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await runJob(h, h.gh.dispatches[0]!, { concerns: ["the API shape is questionable"] });
+    const integration = h.gh.pulls.find((p) => p.head === "agentrelay/diamond/ws_a/integration")!;
+    expect(integration.state).toBe("open");
+    expect(integration.body).toContain("## Concerns\n### a\n- the API shape is questionable");
+    expect(h.gh.dispatches).toHaveLength(1); // b and c wait for ws_a to merge
+    // A person merges it: the app hears of it and goes on.
+    h.gh.pulls.splice(h.gh.pulls.indexOf(integration), 1, { ...integration, merged: true, state: "closed" });
+    const status = await h.deliver("pull_request", {
+      action: "closed",
+      number: integration.number,
+      pull_request: {
+        number: integration.number,
+        html_url: "https://github.com/octo/demo/pull/x",
+        merged: true,
+        head: { ref: integration.head, repo: { full_name: "octo/demo" } },
+        base: { ref: "main" },
+      },
+      repository: { ...(await import("../support/app.ts")).repository(h.gh) },
+      sender: { login: "alice", type: "User" },
+    });
+    expect(status).toBe(200);
+    expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a", "b", "c"]);
+  });
+
+  it("retries a failed job within max_task_attempts, on the same branch", async () => {
+    await pushGraph(".workflow/diamond.yaml", `max_task_attempts: 2\n${DIAMOND}`);
+    const first = h.gh.dispatches[0]!;
+    await runJob(h, first, { outcome: "failed", reason: "tests failed" });
+    expect(h.gh.dispatches[1]!.inputs).toMatchObject({ task: "a", attempt: "2" });
+    expect(h.gh.checkRuns[0]).toMatchObject({ name: "agentrelay / a", conclusion: "failure" });
+    await runJob(h, h.gh.dispatches[1]!);
+    expect(h.gh.checkRuns).toHaveLength(1); // one check run per task, updated
+    expect(h.gh.checkRuns[0]).toMatchObject({ conclusion: "success" });
+    expect(h.gh.state("diamond/1").tasks.a!.status).toBe("merged");
+  });
+
+  it("takes a job that ended without success from workflow_run.completed", async () => {
+    await pushGraph(".workflow/diamond.yaml", `max_task_attempts: 2\n${DIAMOND}`);
+    const d = h.gh.dispatches[0]!;
+    const status = await h.deliver("workflow_run", {
+      action: "completed",
+      workflow_run: {
+        id: d.runId,
+        path: ".github/workflows/agentrelay-task.yml",
+        display_title: `agentrelay diamond/1 a attempt 1`,
+        conclusion: "timed_out",
+        status: "completed",
+        html_url: "https://github.com/octo/demo/actions/runs/1",
+      },
+      repository: (await import("../support/app.ts")).repository(h.gh),
+      sender: { login: "alice", type: "User" },
+    });
+    expect(status).toBe(200);
+    const a = (
+      h.gh.state("diamond/1") as unknown as {
+        tasks: { a: { attempts: { outcome: string }[]; attempt: number } };
+      }
+    ).tasks.a;
+    expect(a.attempts[0]!.outcome).toBe("timed_out");
+    expect(h.gh.dispatches.map((x) => `${x.inputs.task}/${x.inputs.attempt}`)).toEqual(["a/1", "a/2"]);
+  });
+
+  it("changes nothing when the same push is delivered twice, or a merge event repeats", async () => {
+    const before = h.gh.branches.get("main")!;
+    const after = h.gh.commit("main", { ".workflow/diamond.yaml": DIAMOND });
+    const payload = pushPayload(h.gh, before, after, { added: [".workflow/diamond.yaml"] });
+    await h.deliver("push", payload, { id: "same" });
+    const calls = h.gh.calls.length;
+    await h.deliver("push", payload, { id: "same" });
+    expect(h.gh.dispatches).toHaveLength(1);
+    expect(h.gh.issues).toHaveLength(1);
+    // The repeat read the state and wrote nothing.
+    expect(
+      h.gh
+        .log()
+        .slice(calls)
+        .filter((l) => !l.startsWith("GET") && !l.includes("access_tokens") && l !== "POST /graphql"),
+    ).toEqual([]);
+  });
+});

@@ -1,0 +1,219 @@
+/**
+ * The real Probot app behind a real HTTP server on 127.0.0.1, GitHub answered by the fake GitHub
+ * through nock, webhooks delivered signed, and jobs simulated the way the Action talks to the app:
+ * an OIDC token signed by a locally generated key (served as GitHub's key set), then a report.
+ */
+import { generateKeyPairSync } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { sign } from "@octokit/webhooks-methods";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import nock from "nock";
+import { createNodeMiddleware, Probot, ProbotOctokit } from "probot";
+import { agentrelayApp } from "../../src/app/index.ts";
+import { DEFAULT_CONFIG, type AppConfig } from "../../src/github/client.ts";
+import { oidcVerifier } from "../../src/github/oidc.ts";
+import { FakeGitHub } from "./fake-github.ts";
+
+export const WEBHOOK_SECRET = "webhook-secret-for-tests";
+const ISSUER = "https://oidc.agentrelay.test";
+
+export interface Harness {
+  gh: FakeGitHub;
+  url: string;
+  deliver(
+    name: string,
+    payload: object,
+    options?: { id?: string; secret?: string; raw?: string },
+  ): Promise<number>;
+  oidc(claims?: Record<string, unknown>): Promise<string>;
+  call(
+    path: string,
+    body: unknown,
+    token: string | null,
+  ): Promise<{ status: number; body: Record<string, unknown> }>;
+  close(): Promise<void>;
+}
+
+export async function startApp(config: Partial<AppConfig> = {}): Promise<Harness> {
+  nock.disableNetConnect();
+  nock.enableNetConnect("127.0.0.1");
+  const gh = new FakeGitHub();
+  gh.mount();
+  const { publicKey: jwtPublic, privateKey: jwtPrivate } = await generateKeyPair("RS256");
+  const jwk = { ...(await exportJWK(jwtPublic)), kid: "test-key", alg: "RS256", use: "sig" };
+  nock(ISSUER)
+    .persist()
+    .get("/.well-known/jwks")
+    .reply(200, { keys: [jwk] });
+
+  const { privateKey } = generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+    publicKeyEncoding: { type: "spki", format: "pem" },
+  });
+  const probot = new Probot({
+    appId: 1,
+    privateKey,
+    secret: WEBHOOK_SECRET,
+    logLevel: "fatal",
+    Octokit: ProbotOctokit.defaults((o: object) => ({
+      ...o,
+      retry: { enabled: false },
+      throttle: { enabled: false },
+    })),
+  });
+  const appConfig: AppConfig = { ...DEFAULT_CONFIG, statusIntervalMs: 0, ...config };
+  const app = agentrelayApp({
+    config: appConfig,
+    verify: oidcVerifier({ issuer: ISSUER, audience: appConfig.oidcAudience }),
+  });
+  const middleware = await createNodeMiddleware(app, { probot });
+  const server: Server = createServer((req, res) => {
+    void middleware(req, res, () => res.writeHead(404).end());
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  let deliveries = 0;
+
+  return {
+    gh,
+    url,
+    async deliver(name, payload, options = {}) {
+      const body = options.raw ?? JSON.stringify({ installation: { id: gh.installationId }, ...payload });
+      const response = await fetch(`${url}/api/github/webhooks`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-github-event": name,
+          "x-github-delivery": options.id ?? `delivery-${++deliveries}`,
+          "x-hub-signature-256": await sign(options.secret ?? WEBHOOK_SECRET, body),
+        },
+        body,
+      });
+      await response.text();
+      return response.status;
+    },
+    async oidc(claims = {}) {
+      return new SignJWT({
+        repository: `${gh.owner}/${gh.repo}`,
+        event_name: "workflow_dispatch",
+        job_workflow_ref: `${gh.owner}/${gh.repo}/.github/workflows/${appConfig.taskWorkflow}@refs/heads/main`,
+        run_id: "1",
+        ...claims,
+      })
+        .setProtectedHeader({ alg: "RS256", kid: "test-key" })
+        .setIssuer(ISSUER)
+        .setAudience(appConfig.oidcAudience)
+        .setIssuedAt()
+        .setExpirationTime("5m")
+        .sign(jwtPrivate);
+    },
+    async call(path, body, token) {
+      const response = await fetch(`${url}${path}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    },
+    async close() {
+      await new Promise((done) => server.close(done));
+      nock.cleanAll();
+      nock.enableNetConnect();
+    },
+  };
+}
+
+/** Webhook payloads of GitHub's shapes (the fields the app reads, plus the usual envelope). */
+export function repository(gh: FakeGitHub) {
+  return {
+    id: 7,
+    name: gh.repo,
+    full_name: `${gh.owner}/${gh.repo}`,
+    private: true,
+    owner: { login: gh.owner, id: 9, type: "Organization" },
+    default_branch: "main",
+    html_url: `https://github.com/${gh.owner}/${gh.repo}`,
+  };
+}
+
+export const user = (login: string, type: "User" | "Bot" = "User") => ({ login, id: login.length, type });
+
+export function pushPayload(
+  gh: FakeGitHub,
+  before: string,
+  after: string,
+  files: { added?: string[]; modified?: string[] },
+) {
+  return {
+    ref: "refs/heads/main",
+    before,
+    after,
+    created: false,
+    deleted: false,
+    forced: false,
+    commits: [
+      { id: after, message: "graph", added: files.added ?? [], modified: files.modified ?? [], removed: [] },
+    ],
+    head_commit: { id: after },
+    repository: repository(gh),
+    pusher: { name: "alice" },
+    sender: user("alice"),
+  };
+}
+
+/** A simulated task job: takes its token, pushes a commit to its task branch, reports. */
+export async function runJob(
+  h: Harness,
+  dispatch: { inputs: Record<string, string>; runId: number },
+  result: Partial<{
+    outcome: "succeeded" | "failed";
+    reason: string | null;
+    concerns: string[];
+    noPr: boolean;
+    summary: string;
+  }> = {},
+): Promise<{ token: Record<string, unknown>; report: { status: number; body: Record<string, unknown> } }> {
+  const { run, task, attempt } = dispatch.inputs as { run: string; task: string; attempt: string };
+  const oidc = await h.oidc({ run_id: String(dispatch.runId) });
+  const token = await h.call("/agentrelay/token", { run, task, attempt: Number(attempt) }, oidc);
+  if (token.status !== 200) throw new Error(`token refused: ${JSON.stringify(token.body)}`);
+  const graph = run.slice(0, run.lastIndexOf("/"));
+  const state = h.gh.state(run) as unknown as { source: { text: string } };
+  const ws =
+    new RegExp(`- id: ${task}\\n\\s+workstream_id: (\\S+)`).exec(state.source.text)?.[1] ?? "default";
+  const branch = `agentrelay/${graph}/${task}`;
+  if (!h.gh.branches.has(branch))
+    h.gh.branches.set(branch, h.gh.branches.get(`agentrelay/${graph}/${ws}/integration`)!);
+  const noPr = result.noPr ?? false;
+  const commit = noPr
+    ? null
+    : h.gh.commit(branch, { [`${task}.txt`]: `work of ${task} attempt ${attempt}\n` }, `task ${task}`);
+  const report = await h.call(
+    "/agentrelay/report",
+    {
+      run,
+      task,
+      attempt: Number(attempt),
+      result: {
+        outcome: result.outcome ?? "succeeded",
+        noPr,
+        reason: result.reason ?? null,
+        concerns: result.concerns ?? [],
+        opsConcerns: [],
+        summary: result.summary ?? `did ${task}`,
+        outputs: [],
+        costUsd: 0.25,
+        turns: 3,
+        gates: [],
+        commit,
+      },
+    },
+    oidc,
+  );
+  return { token: token.body, report };
+}

@@ -1,0 +1,510 @@
+/**
+ * A fake GitHub for one repository, in memory: the REST and GraphQL calls the app makes, answered
+ * the way GitHub answers them (422 for a ref or PR that already exists, 405 for a merge GitHub
+ * refuses, STALE_DATA for a stale `expectedHeadOid`). Every request is recorded, checked against
+ * GitHub's OpenAPI description (the committed subset) and may be failed on purpose (faults).
+ * Mounted with nock for handler tests, or counted by the API-budget bench.
+ */
+import nock from "nock";
+import { checkRequest } from "./openapi.ts";
+
+export interface Commit {
+  sha: string;
+  parents: string[];
+  files: Record<string, string>;
+  message: string;
+}
+
+export interface FakePull {
+  number: number;
+  head: string;
+  base: string;
+  title: string;
+  body: string;
+  state: "open" | "closed";
+  merged: boolean;
+  /** When set, merging answers 405 (required checks pending) until cleared. */
+  checksPending?: boolean;
+}
+
+export interface RecordedCall {
+  method: string;
+  path: string;
+  body: unknown;
+  status: number;
+}
+
+type Reply = [number, unknown?];
+type Route = (match: RegExpExecArray, body: Record<string, unknown>, query: URLSearchParams) => Reply;
+
+export class FakeGitHub {
+  readonly owner = "octo";
+  readonly repo = "demo";
+  readonly installationId = 42;
+  readonly commits = new Map<string, Commit>();
+  readonly branches = new Map<string, string>();
+  readonly pulls: FakePull[] = [];
+  readonly issues: { number: number; title: string; body: string; state: string }[] = [];
+  readonly comments: { id: number; issue: number; body: string; app: boolean }[] = [];
+  readonly checkRuns: {
+    id: number;
+    name: string;
+    head_sha: string;
+    status: string;
+    conclusion: string | null;
+    external_id?: string;
+    output?: { title: string; summary: string; annotations?: unknown[] };
+  }[] = [];
+  readonly dispatches: { inputs: Record<string, string>; runId: number }[] = [];
+  readonly workflowRuns = new Map<
+    number,
+    { id: number; display_title: string; status: string; conclusion: string | null }
+  >();
+  readonly tokens: { permissions: Record<string, string>; repositories: string[] }[] = [];
+  readonly reactions: { comment: number; content: string }[] = [];
+  readonly calls: RecordedCall[] = [];
+  /** Requests that GitHub's OpenAPI description does not allow (tests expect none). */
+  readonly violations: string[] = [];
+  /** Collaborator permission by login (default "read"). */
+  readonly permissions = new Map<string, string>();
+  /** Return a reply to fail a request on purpose (5xx, rate limits); null lets it through. */
+  fault: (call: { method: string; path: string; body: unknown }) => Reply | null = () => null;
+  private nextId = 1000;
+  private readonly routes: [string, RegExp, Route][] = [];
+
+  constructor() {
+    this.commit("main", { "README.md": "# demo\n" }, "initial");
+    this.defineRoutes();
+  }
+
+  get base(): string {
+    return `/repos/${this.owner}/${this.repo}`;
+  }
+
+  /** Adds a commit on `branch` with `files` changed (others kept); returns its sha. */
+  commit(branch: string, files: Record<string, string>, message = "change"): string {
+    const parent = this.branches.get(branch);
+    const sha = this.sha();
+    this.commits.set(sha, {
+      sha,
+      parents: parent ? [parent] : [],
+      files: { ...(parent ? this.commits.get(parent)!.files : {}), ...files },
+      message,
+    });
+    this.branches.set(branch, sha);
+    return sha;
+  }
+
+  private sha(): string {
+    return (this.nextId++).toString(16).padStart(40, "0");
+  }
+
+  /** The file at the head of `branch`. */
+  file(branch: string, path: string): string | undefined {
+    const sha = this.branches.get(branch);
+    return sha ? this.commits.get(sha)!.files[path] : undefined;
+  }
+
+  /** Calls made, as `METHOD path` lines (query strings dropped), for assertions. */
+  log(filter?: RegExp): string[] {
+    return this.calls
+      .map((c) => `${c.method} ${c.path.split("?")[0]}`)
+      .filter((l) => !filter || filter.test(l));
+  }
+
+  handle(method: string, url: string, body: unknown): Reply {
+    const [path = "", search = ""] = url.split("?");
+    const call = { method, path: decodeURIComponent(path), body };
+    const faulted = this.fault(call);
+    if (faulted) {
+      this.calls.push({ ...call, path: url, status: faulted[0] });
+      return faulted;
+    }
+    try {
+      checkRequest(method, url, body);
+    } catch (error) {
+      // GitHub answers a malformed request with 422; the test sees it in `violations`.
+      this.violations.push((error as Error).message);
+      this.calls.push({ ...call, path: url, status: 422 });
+      return [422, { message: (error as Error).message }];
+    }
+    for (const [m, pattern, route] of this.routes) {
+      if (m !== method) continue;
+      const match = pattern.exec(call.path);
+      if (!match) continue;
+      const reply = route(match, (body ?? {}) as Record<string, unknown>, new URLSearchParams(search));
+      this.calls.push({ ...call, path: url, status: reply[0] });
+      return reply;
+    }
+    throw new Error(`fake GitHub has no route for ${method} ${url}`);
+  }
+
+  /** Answers api.github.com through nock until `nock.cleanAll()`. */
+  mount(origin = "https://api.github.com"): void {
+    const scope = nock(origin).persist();
+    for (const method of ["GET", "POST", "PATCH", "PUT", "DELETE"]) {
+      scope
+        .intercept(() => true, method)
+        .reply((uri, body) => {
+          const parsed = typeof body === "string" ? (body ? JSON.parse(body) : undefined) : body;
+          const [status, data] = this.handle(method, uri, parsed);
+          return [
+            status,
+            data === undefined ? "" : typeof data === "string" ? data : JSON.stringify(data),
+            { "content-type": typeof data === "string" ? "text/plain" : "application/json" },
+          ];
+        });
+    }
+  }
+
+  private route(method: string, path: string, handler: Route): void {
+    const pattern = new RegExp(`^${path.replace("REPO", this.base.replace(/\//g, "\\/"))}$`);
+    this.routes.push([method, pattern, handler]);
+  }
+
+  private pr(p: FakePull) {
+    const headSha = this.branches.get(p.head) ?? "0".repeat(40);
+    return {
+      number: p.number,
+      html_url: `https://github.com/${this.owner}/${this.repo}/pull/${p.number}`,
+      state: p.state,
+      merged: p.merged,
+      title: p.title,
+      body: p.body,
+      mergeable: p.state === "open" ? !p.checksPending : null,
+      mergeable_state: p.checksPending ? "blocked" : "clean",
+      head: { ref: p.head, sha: headSha },
+      base: { ref: p.base },
+    };
+  }
+
+  private mergeInto(base: string, head: string, message: string): string {
+    const baseSha = this.branches.get(base)!;
+    const headSha = this.branches.get(head)!;
+    const sha = this.sha();
+    this.commits.set(sha, {
+      sha,
+      parents: [baseSha, headSha],
+      files: { ...this.commits.get(baseSha)!.files, ...this.commits.get(headSha)!.files },
+      message,
+    });
+    this.branches.set(base, sha);
+    return sha;
+  }
+
+  /** Commits reachable from `sha`. */
+  ancestors(sha: string): Set<string> {
+    const seen = new Set<string>();
+    const stack = [sha];
+    while (stack.length) {
+      const s = stack.pop()!;
+      if (seen.has(s) || !this.commits.has(s)) continue;
+      seen.add(s);
+      stack.push(...this.commits.get(s)!.parents);
+    }
+    return seen;
+  }
+
+  private defineRoutes(): void {
+    const issue = (n: number) => this.issues.find((i) => i.number === n);
+    this.route("POST", "\\/app\\/installations\\/(\\d+)\\/access_tokens", (_m, body) => {
+      this.tokens.push({
+        permissions: (body.permissions ?? {}) as Record<string, string>,
+        repositories: (body.repositories ?? []) as string[],
+      });
+      return [
+        201,
+        {
+          token: `ghs_${"x".repeat(36)}${this.tokens.length}`,
+          expires_at: "2099-01-01T00:00:00Z",
+          permissions: body.permissions ?? { contents: "write" },
+        },
+      ];
+    });
+    this.route("GET", "\\/app", () => [200, { id: 1, slug: "agentrelay", name: "agentrelay" }]);
+    this.route("GET", "REPO\\/installation", () => [200, { id: this.installationId }]);
+    this.route("GET", "REPO\\/contents\\/(.+)", (m, _b, q) => {
+      const ref = q.get("ref") ?? "main";
+      const sha = this.commits.has(ref) ? ref : this.branches.get(ref);
+      const text = sha ? this.commits.get(sha)!.files[m[1]!] : undefined;
+      return text === undefined ? [404, { message: "Not Found" }] : [200, text];
+    });
+    this.route("GET", "REPO\\/branches\\/(.+)", (m) => {
+      const sha = this.branches.get(m[1]!);
+      return sha ? [200, { name: m[1], commit: { sha } }] : [404, { message: "Branch not found" }];
+    });
+    this.route("GET", "REPO\\/git\\/ref\\/heads\\/(.+)", (m) => {
+      const sha = this.branches.get(m[1]!);
+      return sha
+        ? [200, { ref: `refs/heads/${m[1]}`, object: { sha, type: "commit" } }]
+        : [404, { message: "Not Found" }];
+    });
+    this.route("GET", "REPO\\/git\\/matching-refs\\/heads\\/(.*)", (m) => [
+      200,
+      [...this.branches]
+        .filter(([b]) => b.startsWith(m[1]!))
+        .map(([b, sha]) => ({ ref: `refs/heads/${b}`, object: { sha, type: "commit" } })),
+    ]);
+    this.route("POST", "REPO\\/git\\/refs", (_m, body) => {
+      const name = String(body.ref).replace(/^refs\/heads\//, "");
+      if (this.branches.has(name)) return [422, { message: "Reference already exists" }];
+      this.branches.set(name, String(body.sha));
+      return [201, { ref: body.ref, object: { sha: body.sha } }];
+    });
+    this.route("DELETE", "REPO\\/git\\/refs\\/heads\\/(.+)", (m) => {
+      if (!this.branches.delete(m[1]!)) return [422, { message: "Reference does not exist" }];
+      return [204];
+    });
+    this.route("POST", "REPO\\/git\\/trees", (_m, body) => {
+      const files = Object.fromEntries(
+        (body.tree as { path: string; content: string }[]).map((t) => [t.path, t.content]),
+      );
+      const sha = this.sha();
+      this.commits.set(`tree:${sha}`, { sha, parents: [], files, message: "" });
+      return [201, { sha }];
+    });
+    this.route("POST", "REPO\\/git\\/commits", (_m, body) => {
+      const sha = this.sha();
+      this.commits.set(sha, {
+        sha,
+        parents: body.parents as string[],
+        files: this.commits.get(`tree:${body.tree}`)!.files,
+        message: String(body.message),
+      });
+      return [201, { sha }];
+    });
+    this.route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (_m, body) => {
+      const inputs = body.inputs as Record<string, string>;
+      const runId = this.nextId++;
+      this.dispatches.push({ inputs, runId });
+      this.workflowRuns.set(runId, {
+        id: runId,
+        display_title: `agentrelay ${inputs.run} ${inputs.task} attempt ${inputs.attempt}`,
+        status: "queued",
+        conclusion: null,
+      });
+      return body.return_run_details
+        ? [
+            200,
+            {
+              workflow_run_id: runId,
+              run_url: `https://api.github.com${this.base}/actions/runs/${runId}`,
+              html_url: `https://github.com/${this.owner}/${this.repo}/actions/runs/${runId}`,
+            },
+          ]
+        : [204];
+    });
+    this.route("GET", "REPO\\/actions\\/workflows\\/([^/]+)\\/runs", () => [
+      200,
+      { total_count: this.workflowRuns.size, workflow_runs: [...this.workflowRuns.values()].reverse() },
+    ]);
+    this.route("GET", "REPO\\/actions\\/runs\\/(\\d+)", (m) => {
+      const run = this.workflowRuns.get(Number(m[1]));
+      return run ? [200, run] : [404, { message: "Not Found" }];
+    });
+    this.route("POST", "REPO\\/actions\\/runs\\/(\\d+)\\/cancel", (m) => {
+      const run = this.workflowRuns.get(Number(m[1]));
+      if (!run || run.status === "completed")
+        return [409, { message: "Cannot cancel a workflow run that is completed." }];
+      Object.assign(run, { status: "completed", conclusion: "cancelled" });
+      return [202, {}];
+    });
+    this.route("POST", "REPO\\/pulls", (_m, body) => {
+      const head = String(body.head);
+      const base = String(body.base);
+      if (this.pulls.some((p) => p.head === head && p.base === base && p.state === "open")) {
+        return [
+          422,
+          {
+            message: "Validation Failed",
+            errors: [{ message: `A pull request already exists for ${this.owner}:${head}.` }],
+          },
+        ];
+      }
+      if (!this.branches.has(head))
+        return [422, { message: "Validation Failed", errors: [{ field: "head", code: "invalid" }] }];
+      const p: FakePull = {
+        number: this.issues.length + this.pulls.length + 1,
+        head,
+        base,
+        title: String(body.title),
+        body: String(body.body ?? ""),
+        state: "open",
+        merged: false,
+      };
+      this.pulls.push(p);
+      return [201, this.pr(p)];
+    });
+    this.route("GET", "REPO\\/pulls", (_m, _b, q) => {
+      const head = q.get("head")?.split(":")[1];
+      return [
+        200,
+        this.pulls
+          .filter(
+            (p) =>
+              (!head || p.head === head) &&
+              (!q.get("state") || q.get("state") === "all" || p.state === q.get("state")),
+          )
+          .map((p) => this.pr(p)),
+      ];
+    });
+    this.route("GET", "REPO\\/pulls\\/(\\d+)", (m) => {
+      const p = this.pulls.find((x) => x.number === Number(m[1]));
+      return p ? [200, this.pr(p)] : [404, { message: "Not Found" }];
+    });
+    this.route("GET", "REPO\\/pulls\\/(\\d+)\\/files", (m) => {
+      const p = this.pulls.find((x) => x.number === Number(m[1]))!;
+      const head = this.commits.get(this.branches.get(p.head)!)!.files;
+      const base = this.commits.get(this.branches.get(p.base)!)!.files;
+      return [
+        200,
+        Object.keys(head)
+          .filter((f) => head[f] !== base[f])
+          .map((filename) => ({ filename, status: base[filename] === undefined ? "added" : "modified" })),
+      ];
+    });
+    this.route("PATCH", "REPO\\/pulls\\/(\\d+)", (m, body) => {
+      const p = this.pulls.find((x) => x.number === Number(m[1]))!;
+      if (body.state === "closed" && !p.merged) p.state = "closed";
+      return [200, this.pr(p)];
+    });
+    this.route("PUT", "REPO\\/pulls\\/(\\d+)\\/merge", (m, body) => {
+      const p = this.pulls.find((x) => x.number === Number(m[1]));
+      if (!p) return [404, { message: "Not Found" }];
+      if (p.merged || p.state !== "open") return [405, { message: "Pull Request is not mergeable" }];
+      if (p.checksPending) return [405, { message: 'Required status check "ci" is expected.' }];
+      const sha = this.mergeInto(p.base, p.head, String(body.commit_title ?? `Merge #${p.number}`));
+      Object.assign(p, { merged: true, state: "closed" });
+      return [200, { sha, merged: true, message: "Pull Request successfully merged" }];
+    });
+    this.route("GET", "REPO\\/compare\\/(.+)\\.\\.\\.(.+)", (m) => {
+      const base = this.ancestors(this.branches.get(m[1]!)!);
+      const ahead = [...this.ancestors(this.branches.get(m[2]!)!)].filter((s) => !base.has(s)).length;
+      return [
+        200,
+        {
+          ahead_by: ahead,
+          behind_by: 0,
+          status: ahead ? "ahead" : "identical",
+          total_commits: ahead,
+          commits: [],
+          files: [],
+        },
+      ];
+    });
+    this.route("POST", "REPO\\/issues", (_m, body) => {
+      const n = this.issues.length + this.pulls.length + 1;
+      this.issues.push({
+        number: n,
+        title: String(body.title),
+        body: String(body.body ?? ""),
+        state: "open",
+      });
+      return [201, { number: n, html_url: `https://github.com/${this.owner}/${this.repo}/issues/${n}` }];
+    });
+    this.route("PATCH", "REPO\\/issues\\/(\\d+)", (m, body) => {
+      const i = issue(Number(m[1]));
+      if (i && body.state) i.state = String(body.state);
+      return [200, { number: Number(m[1]) }];
+    });
+    this.route("GET", "REPO\\/issues\\/(\\d+)\\/comments", (m) => [
+      200,
+      this.comments
+        .filter((c) => c.issue === Number(m[1]))
+        .map((c) => ({
+          id: c.id,
+          body: c.body,
+          performed_via_github_app: c.app ? { slug: "agentrelay" } : null,
+        })),
+    ]);
+    this.route("POST", "REPO\\/issues\\/(\\d+)\\/comments", (m, body) => {
+      const c = { id: this.nextId++, issue: Number(m[1]), body: String(body.body), app: true };
+      this.comments.push(c);
+      return [201, { id: c.id }];
+    });
+    this.route("PATCH", "REPO\\/issues\\/comments\\/(\\d+)", (m, body) => {
+      const c = this.comments.find((x) => x.id === Number(m[1]));
+      if (!c) return [404, { message: "Not Found" }];
+      c.body = String(body.body);
+      return [200, { id: c.id }];
+    });
+    this.route("POST", "REPO\\/issues\\/comments\\/(\\d+)\\/reactions", (m, body) => {
+      this.reactions.push({ comment: Number(m[1]), content: String(body.content) });
+      return [201, { id: this.nextId++ }];
+    });
+    this.route("GET", "REPO\\/collaborators\\/([^/]+)\\/permission", (m) => [
+      200,
+      { permission: this.permissions.get(m[1]!) ?? "read", user: { login: m[1] } },
+    ]);
+    this.route("POST", "REPO\\/check-runs", (_m, body) => {
+      const run = { id: this.nextId++, ...(body as object) } as FakeGitHub["checkRuns"][number];
+      this.checkRuns.push(run);
+      return [201, { id: run.id }];
+    });
+    this.route("PATCH", "REPO\\/check-runs\\/(\\d+)", (m, body) => {
+      const run = this.checkRuns.find((c) => c.id === Number(m[1]))!;
+      Object.assign(run, body);
+      return [200, { id: run.id }];
+    });
+    this.route("POST", "\\/graphql", (_m, body) =>
+      this.graphql(body as { query: string; variables: Record<string, unknown> }),
+    );
+  }
+
+  private graphql({ query, variables }: { query: string; variables: Record<string, unknown> }): Reply {
+    if (query.includes("createCommitOnBranch")) {
+      const input = variables.input as {
+        branch: { branchName: string };
+        expectedHeadOid: string;
+        fileChanges: { additions: { path: string; contents: string }[] };
+      };
+      const head = this.branches.get(input.branch.branchName);
+      if (head !== input.expectedHeadOid) {
+        return [
+          200,
+          {
+            data: { createCommitOnBranch: null },
+            errors: [
+              {
+                type: "STALE_DATA",
+                message: `Expected branch to point to "${input.expectedHeadOid}" but it did not. Pull and try again.`,
+              },
+            ],
+          },
+        ];
+      }
+      const files = Object.fromEntries(
+        input.fileChanges.additions.map((a) => [a.path, Buffer.from(a.contents, "base64").toString("utf8")]),
+      );
+      const sha = this.commit(input.branch.branchName, files, "state");
+      return [200, { data: { createCommitOnBranch: { commit: { oid: sha } } } }];
+    }
+    const ref = String(variables.ref).replace(/^refs\/heads\//, "");
+    const sha = this.branches.get(ref);
+    const target = sha
+      ? {
+          oid: sha,
+          tree: {
+            entries: Object.entries(this.commits.get(sha)!.files).map(([name, text]) => ({
+              name,
+              object: { text },
+            })),
+          },
+        }
+      : null;
+    return [200, { data: { repository: { ref: target ? { target } : null } } }];
+  }
+
+  /** The stored state of a run, as the app wrote it. */
+  state(
+    runKey: string,
+  ): Record<string, unknown> & {
+    tasks: Record<string, { status: string; attempt: number }>;
+    outcome: string | null;
+  } {
+    const [graph, n] = [runKey.slice(0, runKey.lastIndexOf("/")), runKey.slice(runKey.lastIndexOf("/") + 1)];
+    const text = this.file(`agentrelay-state/${graph}`, `run-${n}.json`);
+    if (!text) throw new Error(`no state for ${runKey}`);
+    return JSON.parse(text);
+  }
+}
