@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Probot } from "probot";
 import { z } from "zod";
 import type { EngineEvent } from "../engine/types.ts";
-import { type AppConfig, type GitHubClient, type RepoContext } from "../github/client.ts";
+import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
 import { type ActionsIdentity, expectedWorkflowRef, OidcError } from "../github/oidc.ts";
 import { tierPermissions } from "../github/tokens.ts";
@@ -90,7 +90,13 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     const appClient = (await app.auth()) as unknown as GitHubClient;
     let installationId = installations.get(identity.repository);
     if (installationId === undefined) {
-      installationId = (await appClient.rest.apps.getRepoInstallation({ owner, repo })).data.id;
+      try {
+        installationId = (await appClient.rest.apps.getRepoInstallation({ owner, repo })).data.id;
+      } catch (error) {
+        if (statusOf(error) === 404)
+          throw new HttpError(403, `the app is not installed on ${identity.repository}`);
+        throw error;
+      }
       installations.set(identity.repository, installationId);
     }
     const octokit = (await app.auth(installationId)) as unknown as GitHubClient;

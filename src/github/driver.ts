@@ -11,7 +11,7 @@ import { resumeRun } from "../engine/resume.ts";
 import { StateConflictError } from "../engine/store.ts";
 import type { EngineEffect, EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
-import type { RepoContext } from "./client.ts";
+import { messageOf, type RepoContext } from "./client.ts";
 import { GitHubEffects, REPEATABLE } from "./effects.ts";
 import { type HostedRun, newMeta, parseRunGraph, type RunSource } from "./hosted.ts";
 import { editStatus, openTracking, taskCheckRun } from "./projections.ts";
@@ -134,8 +134,18 @@ export class RunDriver {
             continue;
           }
           let events = produced.get(effect.key);
-          if (!events)
-            produced.set(effect.key, (events = await this.effects.repeatable(effect, run, engine)));
+          if (!events) {
+            try {
+              events = await this.effects.repeatable(effect, run, engine);
+            } catch (error) {
+              // The facts so far are still written; the effect stays owed and the reconciler retries it.
+              this.ctx.log(
+                `${effect.key} (${effect.type}) failed, left to the reconciler: ${messageOf(error)}`,
+              );
+              continue;
+            }
+            produced.set(effect.key, events);
+          }
           facts.push(...events);
         }
       };

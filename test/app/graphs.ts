@@ -28,17 +28,24 @@ tasks:
     description: join
 `;
 
-/** One workstream without auto-merge, a read-only reviewer and an elevated task. */
+/** Three workstreams, one task each: a read-only reviewer, a standard writer and an elevated task. */
 export const TIERS = `name: tiers
 max_concurrency: 3
+workstreams:
+  - id: ws_reader
+  - id: ws_writer
+  - id: ws_admin
 tasks:
   - id: reader
+    workstream_id: ws_reader
     description: read
     isolation:
       token_tier: read_only
   - id: writer
+    workstream_id: ws_writer
     description: write
   - id: admin
+    workstream_id: ws_admin
     description: elevated
     isolation:
       token_tier: elevated

@@ -136,7 +136,9 @@ export class FakeGitHub {
       this.calls.push({ ...call, path: url, status: reply[0] });
       return reply;
     }
-    throw new Error(`fake GitHub has no route for ${method} ${url}`);
+    // A valid operation on something this fake does not hold (another repository, say).
+    this.calls.push({ ...call, path: url, status: 404 });
+    return [404, { message: "Not Found" }];
   }
 
   /** Answers api.github.com through nock until `nock.cleanAll()`. */
@@ -496,9 +498,7 @@ export class FakeGitHub {
   }
 
   /** The stored state of a run, as the app wrote it. */
-  state(
-    runKey: string,
-  ): Record<string, unknown> & {
+  state(runKey: string): Record<string, unknown> & {
     tasks: Record<string, { status: string; attempt: number }>;
     outcome: string | null;
   } {

@@ -1,0 +1,297 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Harness, pushPayload, repository, runJob, startApp, user } from "../support/app.ts";
+import { DIAMOND, TIERS } from "./graphs.ts";
+
+let h: Harness;
+beforeEach(async () => {
+  h = await startApp();
+});
+afterEach(async () => {
+  expect(h.gh.violations).toEqual([]);
+  await h.close();
+});
+
+async function pushGraph(path: string, text: string, extra: Record<string, string> = {}): Promise<string> {
+  const before = h.gh.branches.get("main")!;
+  const after = h.gh.commit("main", { [path]: text, ...extra });
+  expect(
+    await h.deliver("push", pushPayload(h.gh, before, after, { added: [path, ...Object.keys(extra)] })),
+  ).toBe(200);
+  return after;
+}
+
+function pullRequestEvent(action: string, number: number, head: string) {
+  return {
+    action,
+    number,
+    pull_request: {
+      number,
+      html_url: `https://github.com/octo/demo/pull/${number}`,
+      merged: false,
+      head: { ref: "feature", sha: head, repo: { full_name: "octo/demo" } },
+      base: { ref: "main" },
+    },
+    repository: repository(h.gh),
+    sender: user("alice"),
+  };
+}
+
+describe("plan on pull request", () => {
+  it("gives a graph PR a plan check run and one sticky comment, edited in place; nothing runs", async () => {
+    h.gh.branches.set("feature", h.gh.branches.get("main")!);
+    const head = h.gh.commit("feature", { ".workflow/diamond.yaml": DIAMOND });
+    h.gh.pulls.push({
+      number: 5,
+      head: "feature",
+      base: "main",
+      title: "graph",
+      body: "",
+      state: "open",
+      merged: false,
+    });
+    expect(await h.deliver("pull_request", pullRequestEvent("opened", 5, head))).toBe(200);
+    expect(h.gh.checkRuns).toMatchObject([
+      { name: "agentrelay / plan", head_sha: head, conclusion: "success" },
+    ]);
+    const comment = h.gh.comments.find((c) => c.issue === 5)!;
+    expect(comment.body).toContain("<!-- agentrelay:plan -->");
+    expect(comment.body).toContain("```mermaid");
+    expect(comment.body).toContain(
+      "| `ws_a` | `agentrelay/diamond/ws_a/integration` | `main` | `main` | yes | 1 |",
+    );
+    expect(comment.body).toContain("**Dispatched first**: `a` → `agentrelay/diamond/a`");
+    const head2 = h.gh.commit("feature", {
+      ".workflow/diamond.yaml": DIAMOND.replace("description: join", "description: joined"),
+    });
+    expect(await h.deliver("pull_request", pullRequestEvent("synchronize", 5, head2))).toBe(200);
+    expect(h.gh.comments.filter((c) => c.issue === 5)).toHaveLength(1);
+    expect(h.gh.dispatches).toEqual([]);
+    expect(h.gh.branches.has("agentrelay-state/diamond")).toBe(false);
+  });
+
+  it("reports validation errors as annotations at file and line", async () => {
+    h.gh.branches.set("feature", h.gh.branches.get("main")!);
+    const head = h.gh.commit("feature", {
+      ".workflow/bad.yaml": "name: bad\ntasks:\n  - id: a\n    dependencies: [nope]\n",
+    });
+    h.gh.pulls.push({
+      number: 6,
+      head: "feature",
+      base: "main",
+      title: "graph",
+      body: "",
+      state: "open",
+      merged: false,
+    });
+    await h.deliver("pull_request", pullRequestEvent("opened", 6, head));
+    const check = h.gh.checkRuns[0]!;
+    expect(check.conclusion).toBe("failure");
+    expect(check.output!.annotations).toEqual([
+      expect.objectContaining({
+        path: ".workflow/bad.yaml",
+        start_line: 4,
+        annotation_level: "failure",
+        message: expect.stringContaining("nope"),
+      }),
+    ]);
+  });
+});
+
+describe("run on push", () => {
+  it("an invalid graph gets a failed check run and changes nothing else", async () => {
+    const sha = await pushGraph(
+      ".workflow/bad.yaml",
+      "name: bad\ntasks:\n  - id: a\n    dependancies: [b]\n",
+    );
+    expect(h.gh.checkRuns).toMatchObject([
+      { name: "agentrelay / .workflow/bad.yaml", head_sha: sha, conclusion: "failure" },
+    ]);
+    expect(h.gh.checkRuns[0]!.output!.annotations).toEqual([
+      expect.objectContaining({ start_line: 4, title: "tasks[0]" }),
+    ]);
+    expect(h.gh.log(/^(POST|PATCH|PUT|DELETE)/).filter((l) => !l.includes("access_tokens"))).toEqual([
+      "POST /repos/octo/demo/check-runs",
+    ]);
+  });
+
+  it("a cyberian workflow takes its params from the params file, and a missing one is named", async () => {
+    const workflow =
+      "name: hello\nparams:\n  topic:\n    range: string\n    required: true\nsubtasks:\n  write:\n    instructions: Write about {{topic}}.\n";
+    await pushGraph(".workflow/hello.yaml", workflow);
+    expect(h.gh.checkRuns[0]!.output!.summary).toContain(
+      "params.topic: required param 'topic' has no value (give it in .workflow/hello.params.yaml",
+    );
+    await pushGraph(".workflow/hello.yaml", workflow, { ".workflow/hello.params.yaml": "topic: tides\n" });
+    const state = h.gh.state("hello/1") as unknown as { source: { params: object } };
+    expect(state.source.params).toEqual({ topic: "tides" });
+    expect(h.gh.dispatches).toHaveLength(1);
+  });
+});
+
+describe("job endpoints", () => {
+  it("mints one token per attempt, scoped to the repository and the task's tier", async () => {
+    await pushGraph(".workflow/tiers.yaml", TIERS);
+    const byTask = Object.fromEntries(h.gh.dispatches.map((d) => [d.inputs.task, d]));
+    for (const task of ["reader", "writer", "admin"]) {
+      const d = byTask[task]!;
+      const oidc = await h.oidc({ run_id: String(d.runId) });
+      const answer = await h.call("/agentrelay/token", { run: "tiers/1", task, attempt: 1 }, oidc);
+      expect(answer.status).toBe(200);
+      expect(answer.body.token).toMatch(/^ghs_/);
+      // Answered once: a replayed request gets nothing.
+      expect((await h.call("/agentrelay/token", { run: "tiers/1", task, attempt: 1 }, oidc)).status).toBe(
+        409,
+      );
+    }
+    expect(h.gh.tokens.filter((t) => t.repositories.length)).toEqual([
+      { repositories: ["demo"], permissions: { contents: "read", pull_requests: "read", metadata: "read" } },
+      {
+        repositories: ["demo"],
+        permissions: { contents: "write", pull_requests: "write", metadata: "read" },
+      },
+      {
+        repositories: ["demo"],
+        permissions: {
+          contents: "write",
+          pull_requests: "write",
+          metadata: "read",
+          issues: "write",
+          checks: "read",
+          actions: "read",
+        },
+      },
+    ]);
+    for (const t of h.gh.tokens)
+      for (const forbidden of ["workflows", "administration", "secrets"])
+        expect(t.permissions).not.toHaveProperty(forbidden);
+  });
+
+  it("refuses forged tokens, other workflows and other branches, and a report from another job", async () => {
+    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    const d = h.gh.dispatches[0]!;
+    const ask = (token: string | null) =>
+      h.call("/agentrelay/token", { run: "diamond/1", task: "a", attempt: 1 }, token);
+    expect((await ask(null)).status).toBe(401);
+    const forged = (await h.oidc()).replace(/\.[^.]+$/, ".AAAA");
+    expect((await ask(forged)).status).toBe(401);
+    expect(
+      (
+        await ask(
+          await h.oidc({
+            job_workflow_ref: "octo/demo/.github/workflows/agentrelay-task.yml@refs/heads/evil",
+          }),
+        )
+      ).status,
+    ).toBe(403);
+    expect((await ask(await h.oidc({ event_name: "push" }))).status).toBe(403);
+    expect((await ask(await h.oidc({ repository: "octo/other" }))).status).not.toBe(200);
+    expect(h.gh.tokens.filter((t) => t.repositories.length)).toEqual([]);
+    const { report } = await runJob(h, d);
+    expect(report.status).toBe(200);
+    const stranger = await h.oidc({ run_id: "999" });
+    const result = {
+      outcome: "failed",
+      noPr: false,
+      reason: "sabotage",
+      concerns: [],
+      opsConcerns: [],
+      summary: null,
+      outputs: [],
+      costUsd: 0,
+      turns: 0,
+      gates: [],
+      commit: null,
+    };
+    const second = await h.call(
+      "/agentrelay/report",
+      { run: "diamond/1", task: "a", attempt: 1, result },
+      stranger,
+    );
+    expect(second).toMatchObject({ status: 403, body: { error: "attempt 1 of a belongs to another job" } });
+    expect(
+      (await h.call("/agentrelay/report", { run: "diamond/1", task: "a", attempt: 1, result: {} }, stranger))
+        .status,
+    ).toBe(400);
+    expect(h.gh.state("diamond/1").tasks.a!.status).toBe("merged");
+  });
+
+  it("refuses an oversized or malformed body", async () => {
+    const oidc = await h.oidc();
+    expect((await h.call("/agentrelay/report", "x".repeat(1024 * 1024 + 10), oidc)).status).toBe(413);
+    expect((await h.call("/agentrelay/report", "{not json", oidc)).status).toBe(400);
+  });
+});
+
+describe("webhook ingress", () => {
+  it("rejects a forged signature with no side effect", async () => {
+    const before = h.gh.branches.get("main")!;
+    const after = h.gh.commit("main", { ".workflow/diamond.yaml": DIAMOND });
+    const status = await h.deliver(
+      "push",
+      pushPayload(h.gh, before, after, { added: [".workflow/diamond.yaml"] }),
+      { secret: "wrong" },
+    );
+    expect(status).toBe(400);
+    expect(h.gh.calls).toEqual([]);
+  });
+});
+
+describe("slash commands", () => {
+  async function comment(body: string, login: string, type: "User" | "Bot" = "User") {
+    const issue = h.gh.issues[0]!;
+    return h.deliver("issue_comment", {
+      action: "created",
+      issue: { number: issue.number, body: issue.body, pull_request: undefined },
+      comment: { id: 77, body, user: user(login, type) },
+      repository: repository(h.gh),
+      sender: user(login, type),
+    });
+  }
+
+  it("accepts commands from writers, refuses others, ignores bots", async () => {
+    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await runJob(h, h.gh.dispatches[0]!, { outcome: "failed", reason: "broken" });
+    h.gh.permissions.set("alice", "write");
+    h.gh.permissions.set("mallory", "read");
+    await comment("/agentrelay retry a", "mallory");
+    expect(h.gh.reactions).toEqual([{ comment: 77, content: "-1" }]);
+    expect(h.gh.dispatches).toHaveLength(1);
+    await comment("/agentrelay retry a", "renovate[bot]", "Bot");
+    expect(h.gh.dispatches).toHaveLength(1);
+    await comment("```\n/agentrelay retry a\n```", "alice");
+    expect(h.gh.dispatches).toHaveLength(1);
+    await comment("/agentrelay retry a", "alice");
+    expect(h.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`)).toEqual(["a/1", "a/2"]);
+    expect(h.gh.reactions.at(-1)).toEqual({ comment: 77, content: "eyes" });
+    expect(h.gh.comments.at(-1)!.body).toMatch(/retry/i);
+    await comment("/agentrelay cancel", "alice");
+    expect(h.gh.workflowRuns.get(h.gh.dispatches[1]!.runId)!.conclusion).toBe("cancelled");
+  });
+});
+
+describe("faults", () => {
+  it("a 5xx while opening a task PR loses nothing: the reconciler finishes the work", async () => {
+    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    let failures = 0;
+    h.gh.fault = (call) =>
+      call.method === "POST" && call.path.endsWith("/pulls") && failures++ === 0
+        ? [502, { message: "Bad Gateway" }]
+        : null;
+    const { report } = await runJob(h, h.gh.dispatches[0]!);
+    expect(report.status).toBe(200); // the result is recorded; the PR is owed
+    expect(h.gh.pulls).toEqual([]);
+    expect(h.gh.state("diamond/1").tasks.a!.status).toBe("pr_open");
+    // /agentrelay status runs the reconciler, which opens and merges the PR the lost write owed.
+    h.gh.permissions.set("alice", "write");
+    const issue = h.gh.issues[0]!;
+    await h.deliver("issue_comment", {
+      action: "created",
+      issue: { number: issue.number, body: issue.body },
+      comment: { id: 1, body: "/agentrelay status", user: user("alice") },
+      repository: repository(h.gh),
+      sender: user("alice"),
+    });
+    expect(h.gh.pulls.filter((p) => p.head === "agentrelay/diamond/a")).toMatchObject([{ merged: true }]);
+    expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a", "b", "c"]);
+  });
+});
