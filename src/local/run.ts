@@ -17,7 +17,7 @@ import { record, startRun } from "../engine/store.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
-import { resolveInputFiles } from "../protocol/render.ts";
+import { handoff } from "../action/handoff.ts";
 import { commitsAhead, laneCheckout, mergeBranch, prepareIntegration } from "./branches.ts";
 import { git, gitRaw } from "./git.ts";
 import { anthropicEnvironment, type AnthropicCredential } from "./credentials.ts";
@@ -189,23 +189,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     // cyberian's agent_lifecycle `reuse`: each step continues the workstream's previous session.
     const sessionFile = join(workRoot, "workstreams", `${task.workstreamId}.session`);
     const reuse = graph.cyberian?.agentLifecycle === "reuse" && existsSync(sessionFile);
-    const peers = Object.fromEntries(
-      Object.entries(state.tasks)
-        .filter(([, t]) => t.status === "merged" || t.status === "completed")
-        .map(([id, t]) => [
-          id,
-          { summary: t.summary, concerns: t.concerns, opsConcerns: t.opsConcerns, outputs: t.outputs },
-        ]),
-    );
-    const outputsOf = (id: string) => {
-      const t = state.tasks[id];
-      return t
-        ? {
-            schema_version: "1" as const,
-            files: t.outputs as { path: string; action: "created"; category: string }[],
-          }
-        : null;
-    };
+    const { inputFiles, peers } = handoff(state, task);
     const spec: AttemptSpec = {
       graphFile: graph.file,
       graphText: options.graphText,
@@ -214,7 +198,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       repoDir: checkout,
       baseRef: integration,
       workDir: join(taskDir, "work"),
-      inputFiles: resolveInputFiles(task, outputsOf),
+      inputFiles,
       peers,
       ...(options.params ? { params: options.params } : {}),
       ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
