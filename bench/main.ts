@@ -1,10 +1,12 @@
 /** `node bin/bench.js NAME`: runs one benchmark and prints its table. */
+import { apiBudgetBench } from "./api-budget.ts";
 import { engineBench } from "./engine.ts";
 import { graphScale, graphScaleWorker } from "./graph-scale.ts";
 
 const BENCHES: Record<string, () => string | Promise<string>> = {
   "graph-scale": graphScale,
   engine: engineBench,
+  "api-budget": apiBudgetBench,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -115,12 +115,13 @@ export class RunDriver {
   async drive(
     runKey: string,
     initial: EngineEvent[],
-    options: { pending?: boolean; origin?: Origin; refreshStatus?: boolean } = {},
+    options: { pending?: boolean; origin?: Origin; refreshStatus?: boolean; loaded?: Loaded } = {},
   ): Promise<HostedRun | null> {
     // Facts an effect produced in an earlier round are reused, so a lost race repeats no API call.
     const produced = new Map<string, EngineEvent[]>();
     for (let round = 0; round < 10; round++) {
-      const loaded = await this.load(runKey);
+      // A caller that has just read the run hands it over (one read fewer); later rounds read again.
+      const loaded = round === 0 && options.loaded ? options.loaded : await this.load(runKey);
       if (!loaded) return null;
       const { run, version, engine } = loaded;
       const before = run.seq;

@@ -35,11 +35,18 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startApp(config: Partial<AppConfig> = {}): Promise<Harness> {
+/**
+ * `transport: "nock"` (tests) intercepts the app's HTTP calls with nock; `"fetch"` (benches) hands
+ * the fake GitHub to Octokit as its fetch, so handler latency is measured without any network layer.
+ */
+export async function startApp(
+  config: Partial<AppConfig> = {},
+  transport: "nock" | "fetch" = "nock",
+): Promise<Harness> {
   nock.disableNetConnect();
   nock.enableNetConnect("127.0.0.1");
   const gh = new FakeGitHub();
-  gh.mount();
+  if (transport === "nock") gh.mount();
   const { publicKey: jwtPublic, privateKey: jwtPrivate } = await generateKeyPair("RS256");
   const jwk = { ...(await exportJWK(jwtPublic)), kid: "test-key", alg: "RS256", use: "sig" };
   nock(ISSUER)
@@ -62,6 +69,7 @@ export async function startApp(config: Partial<AppConfig> = {}): Promise<Harness
       retry: { enabled: false },
       throttle: { enabled: false },
     })),
+    ...(transport === "fetch" ? { request: { fetch: gh.fetch } } : {}),
   });
   const appConfig: AppConfig = { ...DEFAULT_CONFIG, statusIntervalMs: 0, ...config };
   const app = agentrelayApp({

@@ -141,6 +141,22 @@ export class FakeGitHub {
     return [404, { message: "Not Found" }];
   }
 
+  /** A fetch that answers in process: for clients that take `request.fetch` (no network, no nock). */
+  readonly fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
+    const raw = typeof init?.body === "string" ? init.body : "";
+    const [status, data] = this.handle(
+      init?.method ?? "GET",
+      url.pathname + url.search,
+      raw ? JSON.parse(raw) : undefined,
+    );
+    const text = typeof data === "string";
+    return new Response(status === 204 || data === undefined ? null : text ? data : JSON.stringify(data), {
+      status,
+      headers: { "content-type": text ? "text/plain" : "application/json" },
+    });
+  };
+
   /** Answers api.github.com through nock until `nock.cleanAll()`. */
   mount(origin = "https://api.github.com"): void {
     const scope = nock(origin).persist();

@@ -3,7 +3,7 @@
  * call): the path must be a known operation, query parameters must exist, and the JSON body must
  * match the operation's schema with no property the operation does not define.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { Ajv, type ValidateFunction } from "ajv";
 
 interface Operation {
@@ -12,9 +12,11 @@ interface Operation {
   body: Record<string, unknown> | null;
 }
 
-const subset = JSON.parse(
-  readFileSync(new URL("../fixtures/github-openapi-subset.json", import.meta.url), "utf8"),
-) as {
+// Beside this file in test/, or from lib/ when bundled into the bench.
+const subsetFile = ["../fixtures/github-openapi-subset.json", "../test/fixtures/github-openapi-subset.json"]
+  .map((path) => new URL(path, import.meta.url))
+  .find((url) => existsSync(url))!;
+const subset = JSON.parse(readFileSync(subsetFile, "utf8")) as {
   operations: Record<string, Operation>;
 };
 /** OpenAPI 3.0's `nullable` next to `anyOf`/`oneOf` (no `type`) is not JSON Schema: drop it there. */

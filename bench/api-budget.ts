@@ -1,0 +1,70 @@
+/**
+ * bench/api-budget: runs graphs through the real app (Probot over HTTP on loopback) against a fake
+ * GitHub that counts every REST and GraphQL call, with jobs simulated as the Action talks to the app
+ * (token, push, report). Prints the calls per task attempt (target: at most 8, status updates
+ * included) and the latency of each webhook or job request without network (target: p99 < 20 ms).
+ */
+import { DIAMOND } from "../test/app/graphs.ts";
+import { type Harness, pushPayload, runJob, startApp } from "../test/support/app.ts";
+import { generateGraph } from "./graph-scale.ts";
+import { table } from "./table.ts";
+
+const percentile = (samples: number[], p: number) =>
+  [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * p))]!;
+
+async function scenario(
+  name: string,
+  path: string,
+  text: string,
+  statusIntervalMs: number,
+): Promise<string[]> {
+  const h: Harness = await startApp({ statusIntervalMs }, "fetch");
+  const latencies: number[] = [];
+  const timed =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A) => {
+      const start = performance.now();
+      try {
+        return await fn(...args);
+      } finally {
+        latencies.push(performance.now() - start);
+      }
+    };
+  h.call = timed(h.call.bind(h));
+  h.deliver = timed(h.deliver.bind(h));
+  try {
+    const before = h.gh.branches.get("main")!;
+    const after = h.gh.commit("main", { [path]: text });
+    await h.deliver("push", pushPayload(h.gh, before, after, { added: [path] }));
+    for (let done = 0; done < h.gh.dispatches.length; done++) await runJob(h, h.gh.dispatches[done]!);
+    const calls = h.gh.calls.filter(
+      (c) => !c.path.includes("/access_tokens") || (c.body as { repositories?: unknown })?.repositories,
+    );
+    const graphql = calls.filter((c) => c.path === "/graphql").length;
+    const attempts = h.gh.dispatches.length;
+    const run = `${text.match(/^name: (\S+)/m)![1]}/1`;
+    return [
+      name,
+      String(attempts),
+      h.gh.state(run).outcome ?? "unfinished",
+      String(calls.length - graphql),
+      String(graphql),
+      (calls.length / attempts).toFixed(1),
+      `${percentile(latencies, 0.5).toFixed(1)} ms`,
+      `${percentile(latencies, 0.99).toFixed(1)} ms`,
+    ];
+  } finally {
+    await h.close();
+  }
+}
+
+export async function apiBudgetBench(): Promise<string> {
+  const rows = [
+    await scenario("diamond, 4 workstreams", ".workflow/diamond.yaml", DIAMOND, 10_000),
+    await scenario("300 tasks, 3 workstreams", ".workflow/scale.yaml", generateGraph(300), 10_000),
+  ];
+  return table(
+    ["graph", "attempts", "outcome", "REST", "GraphQL", "calls/attempt", "latency p50", "latency p99"],
+    rows,
+  );
+}
