@@ -39,7 +39,7 @@ function engineFor(source: RunSource, runNumber: number, config: RepoContext["co
     engine = createEngine(parseRunGraph(source), {
       runNumber,
       attemptTimeoutMs: config.attemptTimeoutMs,
-      timelineLimit: 500,
+      timelineLimit: 200,
     });
     if (engines.size > 50) engines.delete(engines.keys().next().value!);
     engines.set(key, engine);

@@ -87,7 +87,7 @@ export class GitHubStateStore implements StateStore {
 
   async compareAndSwap(run: string, expected: string | null, next: RunState): Promise<string | null> {
     const { graph, file } = locate(run);
-    const contents = Buffer.from(`${JSON.stringify(next, null, 1)}\n`).toString("base64");
+    const contents = Buffer.from(`${JSON.stringify(next)}\n`).toString("base64");
     let base = expected;
     if (base === null) {
       // Creating the run: it must not exist yet; the branch may, for the graph's other runs.
