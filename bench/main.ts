@@ -1,12 +1,14 @@
 /** `node bin/bench.js NAME`: runs one benchmark and prints its table. */
 import { apiBudgetBench } from "./api-budget.ts";
 import { engineBench } from "./engine.ts";
+import { jobOverheadBench } from "./job-overhead.ts";
 import { graphScale, graphScaleWorker } from "./graph-scale.ts";
 
 const BENCHES: Record<string, () => string | Promise<string>> = {
   "graph-scale": graphScale,
   engine: engineBench,
   "api-budget": apiBudgetBench,
+  "job-overhead": jobOverheadBench,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -142,7 +142,6 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     baseUrl: env.GITHUB_API_URL || "https://api.github.com",
     request: { fetch: globalThis.fetch },
   });
-  const graphName = inputs.run.slice(0, inputs.run.lastIndexOf("/"));
   const { data } = await octokit.rest.repos.getContent({
     owner,
     repo,
