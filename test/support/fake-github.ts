@@ -7,13 +7,7 @@
  */
 import nock from "nock";
 import { checkRequest } from "./openapi.ts";
-
-export interface Commit {
-  sha: string;
-  parents: string[];
-  files: Record<string, string>;
-  message: string;
-}
+import { type BranchMap, MemoryStore, type RepoStore } from "./repo-store.ts";
 
 export interface FakePull {
   number: number;
@@ -25,6 +19,8 @@ export interface FakePull {
   merged: boolean;
   /** When set, merging answers 405 (required checks pending) until cleared. */
   checksPending?: boolean;
+  /** Set when a merge found conflicts. */
+  conflict?: boolean;
 }
 
 export interface RecordedCall {
@@ -41,8 +37,8 @@ export class FakeGitHub {
   readonly owner = "octo";
   readonly repo = "demo";
   readonly installationId = 42;
-  readonly commits = new Map<string, Commit>();
-  readonly branches = new Map<string, string>();
+  /** Trees created through the API, until a commit uses them. */
+  private readonly trees = new Map<string, Record<string, string>>();
   readonly pulls: FakePull[] = [];
   readonly issues: { number: number; title: string; body: string; state: string }[] = [];
   readonly comments: { id: number; issue: number; body: string; app: boolean }[] = [];
@@ -72,9 +68,13 @@ export class FakeGitHub {
   private nextId = 1000;
   private readonly routes: [string, RegExp, Route][] = [];
 
-  constructor() {
-    this.commit("main", { "README.md": "# demo\n" }, "initial");
+  constructor(readonly store: RepoStore = new MemoryStore()) {
+    if (!this.branches.has("main")) this.commit("main", { "README.md": "# demo\n" }, "initial");
     this.defineRoutes();
+  }
+
+  get branches(): BranchMap {
+    return this.store.branches;
   }
 
   get base(): string {
@@ -83,26 +83,14 @@ export class FakeGitHub {
 
   /** Adds a commit on `branch` with `files` changed (others kept); returns its sha. */
   commit(branch: string, files: Record<string, string>, message = "change"): string {
-    const parent = this.branches.get(branch);
-    const sha = this.sha();
-    this.commits.set(sha, {
-      sha,
-      parents: parent ? [parent] : [],
-      files: { ...(parent ? this.commits.get(parent)!.files : {}), ...files },
-      message,
-    });
+    const sha = this.store.commit(this.branches.get(branch), files, message);
     this.branches.set(branch, sha);
     return sha;
   }
 
-  private sha(): string {
-    return (this.nextId++).toString(16).padStart(40, "0");
-  }
-
   /** The file at the head of `branch`. */
   file(branch: string, path: string): string | undefined {
-    const sha = this.branches.get(branch);
-    return sha ? this.commits.get(sha)!.files[path] : undefined;
+    return this.branches.has(branch) ? this.store.file(branch, path) : undefined;
   }
 
   /** Calls made, as `METHOD path` lines (query strings dropped), for assertions. */
@@ -189,38 +177,18 @@ export class FakeGitHub {
       merged: p.merged,
       title: p.title,
       body: p.body,
-      mergeable: p.state === "open" ? !p.checksPending : null,
-      mergeable_state: p.checksPending ? "blocked" : "clean",
+      mergeable: p.state === "open" ? !p.checksPending && !p.conflict : null,
+      mergeable_state: p.conflict ? "dirty" : p.checksPending ? "blocked" : "clean",
       head: { ref: p.head, sha: headSha },
       base: { ref: p.base },
     };
   }
 
-  private mergeInto(base: string, head: string, message: string): string {
-    const baseSha = this.branches.get(base)!;
-    const headSha = this.branches.get(head)!;
-    const sha = this.sha();
-    this.commits.set(sha, {
-      sha,
-      parents: [baseSha, headSha],
-      files: { ...this.commits.get(baseSha)!.files, ...this.commits.get(headSha)!.files },
-      message,
-    });
-    this.branches.set(base, sha);
+  /** Merges `head` into `base` with a merge commit, as GitHub merges a PR; null on a conflict. */
+  private mergeInto(base: string, head: string, message: string): string | null {
+    const sha = this.store.merge(this.branches.get(base)!, this.branches.get(head)!, message);
+    if (sha) this.branches.set(base, sha);
     return sha;
-  }
-
-  /** Commits reachable from `sha`. */
-  ancestors(sha: string): Set<string> {
-    const seen = new Set<string>();
-    const stack = [sha];
-    while (stack.length) {
-      const s = stack.pop()!;
-      if (seen.has(s) || !this.commits.has(s)) continue;
-      seen.add(s);
-      stack.push(...this.commits.get(s)!.parents);
-    }
-    return seen;
   }
 
   private defineRoutes(): void {
@@ -243,8 +211,8 @@ export class FakeGitHub {
     this.route("GET", "REPO\\/installation", () => [200, { id: this.installationId }]);
     this.route("GET", "REPO\\/contents\\/(.+)", (m, _b, q) => {
       const ref = q.get("ref") ?? "main";
-      const sha = this.commits.has(ref) ? ref : this.branches.get(ref);
-      const text = sha ? this.commits.get(sha)!.files[m[1]!] : undefined;
+      const known = this.store.isCommit(ref) || this.branches.has(ref);
+      const text = known ? this.store.file(ref, m[1]!) : undefined;
       return text === undefined ? [404, { message: "Not Found" }] : [200, text];
     });
     this.route("GET", "REPO\\/branches\\/(.+)", (m) => {
@@ -277,18 +245,13 @@ export class FakeGitHub {
       const files = Object.fromEntries(
         (body.tree as { path: string; content: string }[]).map((t) => [t.path, t.content]),
       );
-      const sha = this.sha();
-      this.commits.set(`tree:${sha}`, { sha, parents: [], files, message: "" });
+      const sha = `tree${this.nextId++}`;
+      this.trees.set(sha, files);
       return [201, { sha }];
     });
     this.route("POST", "REPO\\/git\\/commits", (_m, body) => {
-      const sha = this.sha();
-      this.commits.set(sha, {
-        sha,
-        parents: body.parents as string[],
-        files: this.commits.get(`tree:${body.tree}`)!.files,
-        message: String(body.message),
-      });
+      const parent = (body.parents as string[])[0];
+      const sha = this.store.commit(parent, this.trees.get(String(body.tree))!, String(body.message));
       return [201, { sha }];
     });
     this.route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (_m, body) => {
@@ -372,14 +335,7 @@ export class FakeGitHub {
     });
     this.route("GET", "REPO\\/pulls\\/(\\d+)\\/files", (m) => {
       const p = this.pulls.find((x) => x.number === Number(m[1]))!;
-      const head = this.commits.get(this.branches.get(p.head)!)!.files;
-      const base = this.commits.get(this.branches.get(p.base)!)!.files;
-      return [
-        200,
-        Object.keys(head)
-          .filter((f) => head[f] !== base[f])
-          .map((filename) => ({ filename, status: base[filename] === undefined ? "added" : "modified" })),
-      ];
+      return [200, this.store.changed(this.branches.get(p.base)!, this.branches.get(p.head)!)];
     });
     this.route("PATCH", "REPO\\/pulls\\/(\\d+)", (m, body) => {
       const p = this.pulls.find((x) => x.number === Number(m[1]))!;
@@ -392,12 +348,15 @@ export class FakeGitHub {
       if (p.merged || p.state !== "open") return [405, { message: "Pull Request is not mergeable" }];
       if (p.checksPending) return [405, { message: 'Required status check "ci" is expected.' }];
       const sha = this.mergeInto(p.base, p.head, String(body.commit_title ?? `Merge #${p.number}`));
+      if (!sha) {
+        p.conflict = true;
+        return [405, { message: "Pull Request is not mergeable" }];
+      }
       Object.assign(p, { merged: true, state: "closed" });
       return [200, { sha, merged: true, message: "Pull Request successfully merged" }];
     });
     this.route("GET", "REPO\\/compare\\/(.+)\\.\\.\\.(.+)", (m) => {
-      const base = this.ancestors(this.branches.get(m[1]!)!);
-      const ahead = [...this.ancestors(this.branches.get(m[2]!)!)].filter((s) => !base.has(s)).length;
+      const ahead = this.store.aheadBy(this.branches.get(m[1]!)!, this.branches.get(m[2]!)!);
       return [
         200,
         {
@@ -503,7 +462,7 @@ export class FakeGitHub {
       ? {
           oid: sha,
           tree: {
-            entries: Object.entries(this.commits.get(sha)!.files).map(([name, text]) => ({
+            entries: Object.entries(this.store.files(sha)).map(([name, text]) => ({
               name,
               object: { text },
             })),

@@ -1,0 +1,206 @@
+/**
+ * Where the fake GitHub keeps its repository: in memory (handler tests and benches) or in a real
+ * bare git repository (end-to-end tests, where jobs clone and push over git). Both answer the same
+ * questions synchronously, so the fake's routes read the same either way.
+ */
+import { execFileSync } from "node:child_process";
+import { rmSync } from "node:fs";
+
+export interface BranchMap {
+  get(name: string): string | undefined;
+  set(name: string, sha: string): void;
+  has(name: string): boolean;
+  delete(name: string): boolean;
+  [Symbol.iterator](): IterableIterator<[string, string]>;
+}
+
+export interface RepoStore {
+  readonly branches: BranchMap;
+  /** A file at a commit or branch, or undefined. */
+  file(ref: string, path: string): string | undefined;
+  /** Every file of a commit or branch (small repositories only). */
+  files(ref: string): Record<string, string>;
+  /** Whether `ref` names a commit. */
+  isCommit(ref: string): boolean;
+  /** A commit with `files` changed on top of `parent` (none: a root commit). */
+  commit(parent: string | undefined, files: Record<string, string>, message: string): string;
+  /** Merges `head` into `base` with a merge commit; null on a conflict. */
+  merge(base: string, head: string, message: string): string | null;
+  /** Commits reachable from `head` and not from `base`. */
+  aheadBy(base: string, head: string): number;
+  /** Files that differ between two commits. */
+  changed(base: string, head: string): { filename: string; status: "added" | "modified" | "removed" }[];
+}
+
+interface Commit {
+  parents: string[];
+  files: Record<string, string>;
+}
+
+export class MemoryStore implements RepoStore {
+  private readonly commits = new Map<string, Commit>();
+  private next = 1;
+  readonly branches = new Map<string, string>();
+
+  private resolve(ref: string): Commit | undefined {
+    return this.commits.get(this.branches.get(ref) ?? ref);
+  }
+  file(ref: string, path: string) {
+    return this.resolve(ref)?.files[path];
+  }
+  files(ref: string) {
+    return { ...(this.resolve(ref)?.files ?? {}) };
+  }
+  isCommit(ref: string) {
+    return this.commits.has(ref);
+  }
+  commit(parent: string | undefined, files: Record<string, string>, _message: string) {
+    const sha = (this.next++).toString(16).padStart(40, "0");
+    this.commits.set(sha, {
+      parents: parent ? [parent] : [],
+      files: { ...(parent ? this.commits.get(parent)!.files : {}), ...files },
+    });
+    return sha;
+  }
+  merge(base: string, head: string, _message: string) {
+    const sha = (this.next++).toString(16).padStart(40, "0");
+    this.commits.set(sha, {
+      parents: [base, head],
+      files: { ...this.commits.get(base)!.files, ...this.commits.get(head)!.files },
+    });
+    return sha;
+  }
+  private ancestors(sha: string): Set<string> {
+    const seen = new Set<string>();
+    const stack = [sha];
+    while (stack.length) {
+      const s = stack.pop()!;
+      if (seen.has(s) || !this.commits.has(s)) continue;
+      seen.add(s);
+      stack.push(...this.commits.get(s)!.parents);
+    }
+    return seen;
+  }
+  aheadBy(base: string, head: string) {
+    const behind = this.ancestors(base);
+    return [...this.ancestors(head)].filter((s) => !behind.has(s)).length;
+  }
+  changed(base: string, head: string) {
+    const a = this.commits.get(base)!.files;
+    const b = this.commits.get(head)!.files;
+    return Object.keys(b)
+      .filter((f) => a[f] !== b[f])
+      .map((filename) => ({
+        filename,
+        status: a[filename] === undefined ? ("added" as const) : ("modified" as const),
+      }));
+  }
+}
+
+const IDENTITY = {
+  GIT_AUTHOR_NAME: "GitHub",
+  GIT_AUTHOR_EMAIL: "noreply@github.com",
+  GIT_COMMITTER_NAME: "GitHub",
+  GIT_COMMITTER_EMAIL: "noreply@github.com",
+};
+
+/** A real bare repository, driven with git plumbing (no worktree needed). */
+export class BareRepoStore implements RepoStore {
+  readonly branches: BranchMap;
+
+  constructor(readonly dir: string) {
+    const git = this.git.bind(this);
+    this.branches = {
+      get: (name) => {
+        const out = this.gitMaybe(["rev-parse", "--verify", "-q", `refs/heads/${name}^{commit}`]);
+        return out || undefined;
+      },
+      set: (name, sha) => void git(["update-ref", `refs/heads/${name}`, sha]),
+      has: (name) => this.branches.get(name) !== undefined,
+      delete: (name) => {
+        if (!this.branches.has(name)) return false;
+        git(["update-ref", "-d", `refs/heads/${name}`]);
+        return true;
+      },
+      [Symbol.iterator]: () => {
+        const lines = git(["for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/"])
+          .split("\n")
+          .filter(Boolean);
+        return lines.map((l) => l.split(" ") as [string, string])[Symbol.iterator]();
+      },
+    };
+  }
+
+  private git(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): string {
+    return execFileSync("git", args, {
+      cwd: this.dir,
+      input,
+      env: { ...process.env, ...IDENTITY, ...env },
+      encoding: "utf8",
+      maxBuffer: 64 << 20,
+    }).trim();
+  }
+  private gitMaybe(args: string[]): string {
+    try {
+      return this.git(args);
+    } catch {
+      return "";
+    }
+  }
+  private rev(ref: string): string {
+    return this.branches.get(ref) ?? ref;
+  }
+  file(ref: string, path: string) {
+    try {
+      return execFileSync("git", ["show", `${this.rev(ref)}:${path}`], {
+        cwd: this.dir,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"],
+        maxBuffer: 64 << 20,
+      });
+    } catch {
+      return undefined;
+    }
+  }
+  files(ref: string) {
+    const names = this.git(["ls-tree", "-r", "--name-only", this.rev(ref)])
+      .split("\n")
+      .filter(Boolean);
+    return Object.fromEntries(names.map((n) => [n, this.file(ref, n)!]));
+  }
+  isCommit(ref: string) {
+    return /^[0-9a-f]{40}$/.test(ref) && this.gitMaybe(["cat-file", "-t", ref]) === "commit";
+  }
+  commit(parent: string | undefined, files: Record<string, string>, message: string) {
+    const index = `${this.dir}/agentrelay-index-${process.pid}-${Date.now()}`;
+    const env = { GIT_INDEX_FILE: index };
+    if (parent) this.git(["read-tree", parent], undefined, env);
+    else this.git(["read-tree", "--empty"], undefined, env);
+    for (const [path, text] of Object.entries(files)) {
+      const blob = this.git(["hash-object", "-w", "--stdin"], text);
+      this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], undefined, env);
+    }
+    const tree = this.git(["write-tree"], undefined, env);
+    rmSync(index, { force: true });
+    return this.git(["commit-tree", tree, ...(parent ? ["-p", parent] : []), "-m", message]);
+  }
+  merge(base: string, head: string, message: string) {
+    const out = this.gitMaybe(["merge-tree", "--write-tree", base, head]);
+    if (!out) return null;
+    const tree = out.split("\n")[0]!;
+    return this.git(["commit-tree", tree, "-p", base, "-p", head, "-m", message]);
+  }
+  aheadBy(base: string, head: string) {
+    return Number(this.git(["rev-list", "--count", `${base}..${head}`]));
+  }
+  changed(base: string, head: string) {
+    const kinds = { A: "added", M: "modified", D: "removed" } as const;
+    return this.git(["diff", "--name-status", base, head])
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => {
+        const [kind, filename] = line.split("\t") as [keyof typeof kinds, string];
+        return { filename, status: kinds[kind] ?? "modified" };
+      });
+  }
+}
