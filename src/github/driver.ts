@@ -13,7 +13,7 @@ import type { EngineEffect, EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { messageOf, type RepoContext } from "./client.ts";
 import { GitHubEffects, REPEATABLE } from "./effects.ts";
-import { type HostedRun, newMeta, parseRunGraph, type RunSource } from "./hosted.ts";
+import { type GitHubMeta, type HostedRun, newMeta, parseRunGraph, type RunSource } from "./hosted.ts";
 import { editStatus, openTracking, taskCheckRun } from "./projections.ts";
 import { GitHubStateStore } from "./state-store.ts";
 
@@ -119,6 +119,8 @@ export class RunDriver {
   ): Promise<HostedRun | null> {
     // Facts an effect produced in an earlier round are reused, so a lost race repeats no API call.
     const produced = new Map<string, EngineEvent[]>();
+    // Ids of what a lost round created on GitHub (check runs, status comments), kept for the next round.
+    const created: Pick<GitHubMeta, "checkRuns" | "laneComments"> = { checkRuns: {}, laneComments: {} };
     for (let round = 0; round < 10; round++) {
       // A caller that has just read the run hands it over (one read fewer); later rounds read again.
       const loaded = round === 0 && options.loaded ? options.loaded : await this.load(runKey);
@@ -126,6 +128,8 @@ export class RunDriver {
       const { run, version, engine } = loaded;
       const before = run.seq;
       const metaBefore = JSON.stringify(run.github);
+      run.github.checkRuns = { ...created.checkRuns, ...run.github.checkRuns };
+      run.github.laneComments = { ...created.laneComments, ...run.github.laneComments };
       const later: EngineEffect[] = [];
       const facts = [...initial];
       const carryOut = async (effects: EngineEffect[]) => {
@@ -170,7 +174,11 @@ export class RunDriver {
         return run;
       }
       const written = await this.store.compareAndSwap(runKey, version, run);
-      if (written === null) continue;
+      if (written === null) {
+        Object.assign(created.checkRuns, run.github.checkRuns);
+        Object.assign(created.laneComments, run.github.laneComments);
+        continue;
+      }
       await this.after(run, engine, later, written, statusDue, options.origin);
       return run;
     }

@@ -63,6 +63,10 @@ export class FakeGitHub {
   readonly violations: string[] = [];
   /** Collaborator permission by login (default "read"). */
   readonly permissions = new Map<string, string>();
+  /** Called for each workflow_dispatch (the end-to-end stand-in starts the job here). */
+  onDispatch: (dispatch: { inputs: Record<string, string>; runId: number }) => void = () => undefined;
+  /** Called when a PR is merged through the API (the stand-in sends the webhook). */
+  onMerge: (pull: FakePull) => void = () => undefined;
   /** Return a reply to fail a request on purpose (5xx, rate limits); null lets it through. */
   fault: (call: { method: string; path: string; body: unknown }) => Reply | null = () => null;
   private nextId = 1000;
@@ -264,6 +268,7 @@ export class FakeGitHub {
         status: "queued",
         conclusion: null,
       });
+      this.onDispatch({ inputs, runId });
       return body.return_run_details
         ? [
             200,
@@ -353,6 +358,7 @@ export class FakeGitHub {
         return [405, { message: "Pull Request is not mergeable" }];
       }
       Object.assign(p, { merged: true, state: "closed" });
+      this.onMerge(p);
       return [200, { sha, merged: true, message: "Pull Request successfully merged" }];
     });
     this.route("GET", "REPO\\/compare\\/(.+)\\.\\.\\.(.+)", (m) => {

@@ -4,7 +4,7 @@
  * questions synchronously, so the fake's routes read the same either way.
  */
 import { execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 
 export interface BranchMap {
   get(name: string): string | undefined;
@@ -107,6 +107,13 @@ const IDENTITY = {
 /** A real bare repository, driven with git plumbing (no worktree needed). */
 export class BareRepoStore implements RepoStore {
   readonly branches: BranchMap;
+
+  /** A new, empty bare repository in `dir`. */
+  static create(dir: string): BareRepoStore {
+    mkdirSync(dir, { recursive: true });
+    execFileSync("git", ["init", "-q", "--bare", "-b", "main"], { cwd: dir });
+    return new BareRepoStore(dir);
+  }
 
   constructor(readonly dir: string) {
     const git = this.git.bind(this);

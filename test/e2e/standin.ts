@@ -1,0 +1,356 @@
+/**
+ * A loopback GitHub for end-to-end runs, backed by a real bare git repository: it serves the REST
+ * and GraphQL calls of the app and the Action over HTTP (each checked against GitHub's OpenAPI
+ * description), issues Actions OIDC tokens, delivers signed webhooks to the real app servers, and
+ * runs each workflow_dispatch by starting the real bundled Action as a child process, with the
+ * environment a runner gives it and the real Claude Code CLI against a scripted model server.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sign } from "@octokit/webhooks-methods";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { createNodeMiddleware, Probot } from "probot";
+import { agentrelayApp } from "../../src/app/index.ts";
+import { agentrelayOctokit } from "../../src/app/octokit.ts";
+import { reconcileRepository } from "../../src/app/reconcile.ts";
+import { DEFAULT_CONFIG, type GitHubClient } from "../../src/github/client.ts";
+import { oidcVerifier } from "../../src/github/oidc.ts";
+import { type Script, type ScriptedModelServer, startScriptedModel } from "../../src/local/scripted-model.ts";
+import { CLAUDE_BIN } from "../support/claude.ts";
+import { FakeGitHub } from "../support/fake-github.ts";
+import { REPO_ROOT } from "../support/fixtures.ts";
+import { BareRepoStore } from "../support/repo-store.ts";
+
+const SECRET = "e2e-webhook-secret";
+const APP_LOGIN = "agentrelay[bot]";
+
+export interface Delivery {
+  id: string;
+  name: string;
+  payload: object;
+}
+
+export interface StandinOptions {
+  script: Script;
+  /** App servers (replicas) sharing nothing but GitHub. */
+  replicas?: number;
+  /** What happens to each webhook: deliver it, drop it, or deliver it twice. */
+  route?: (delivery: Delivery) => "deliver" | "drop" | "duplicate";
+  /** Every webhook goes to every replica (both handle the same delivery). */
+  broadcast?: boolean;
+}
+
+interface Replica {
+  probot: Probot;
+  server: Server;
+  url: string;
+}
+
+export class Standin {
+  readonly gh: FakeGitHub;
+  readonly root = mkdtempSync(join(tmpdir(), "agentrelay-e2e-"));
+  readonly bare = join(this.root, "remote", "octo", "demo.git");
+  url = "";
+  replicas: Replica[] = [];
+  readonly jobs = new Map<number, ChildProcess>();
+  readonly jobLogs = new Map<number, string>();
+  readonly deliveries: Delivery[] = [];
+  private server!: Server;
+  private model!: ScriptedModelServer;
+  private signingKey!: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
+  private jwks!: object;
+  private readonly privateKey: string;
+  private pending = new Set<Promise<unknown>>();
+  private deliveryCount = 0;
+  private nextReplica = 0;
+
+  constructor(private readonly options: StandinOptions) {
+    this.gh = new FakeGitHub(BareRepoStore.create(this.bare));
+    this.gh.permissions.set("alice", "admin");
+    this.privateKey = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" },
+    }).privateKey;
+    this.gh.onDispatch = (dispatch) => this.track(this.startJob(dispatch.inputs, dispatch.runId));
+    this.gh.onMerge = (pull) =>
+      this.track(
+        this.webhook("pull_request", {
+          action: "closed",
+          number: pull.number,
+          pull_request: {
+            number: pull.number,
+            html_url: `https://github.com/octo/demo/pull/${pull.number}`,
+            merged: true,
+            head: { ref: pull.head, repo: { full_name: "octo/demo" } },
+            base: { ref: pull.base },
+          },
+          sender: { login: APP_LOGIN, type: "Bot" },
+        }),
+      );
+  }
+
+  async start(): Promise<this> {
+    const { publicKey, privateKey } = await generateKeyPair("RS256");
+    this.signingKey = privateKey;
+    this.jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] };
+    this.server = createServer((req, res) => {
+      void this.serve(req).then(([status, body]) => {
+        const text = typeof body === "string";
+        res.writeHead(status, { "content-type": text ? "text/plain" : "application/json" });
+        res.end(status === 204 || body === undefined ? undefined : text ? body : JSON.stringify(body));
+      });
+    });
+    await new Promise<void>((done) => this.server.listen(0, "127.0.0.1", done));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.model = await startScriptedModel(this.options.script);
+    for (let i = 0; i < (this.options.replicas ?? 1); i++) this.replicas.push(await this.startReplica());
+    return this;
+  }
+
+  private async serve(req: IncomingMessage): Promise<[number, unknown]> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString("utf8");
+    const url = new URL(req.url ?? "/", this.url);
+    if (url.pathname === "/oidc/token") {
+      const job = url.searchParams.get("job")!;
+      const value = await new SignJWT({
+        repository: "octo/demo",
+        run_id: job,
+        event_name: "workflow_dispatch",
+        job_workflow_ref: `octo/demo/.github/workflows/${DEFAULT_CONFIG.taskWorkflow}@refs/heads/main`,
+      })
+        .setProtectedHeader({ alg: "RS256", kid: "e2e" })
+        .setIssuer(`${this.url}/oidc-issuer`)
+        .setAudience(url.searchParams.get("audience") ?? "")
+        .setIssuedAt()
+        .setExpirationTime("10m")
+        .sign(this.signingKey);
+      return [200, { value }];
+    }
+    if (url.pathname === "/oidc-issuer/.well-known/jwks") return [200, this.jwks];
+    const [status, body] = this.gh.handle(
+      req.method ?? "GET",
+      `${url.pathname}${url.search}`,
+      raw ? JSON.parse(raw) : undefined,
+    );
+    return [status, body];
+  }
+
+  async startReplica(): Promise<Replica> {
+    const config = { ...DEFAULT_CONFIG, statusIntervalMs: 0, oidcIssuer: `${this.url}/oidc-issuer` };
+    const probot = new Probot({
+      appId: 1,
+      privateKey: this.privateKey,
+      secret: SECRET,
+      baseUrl: this.url,
+      logLevel: "fatal",
+      Octokit: agentrelayOctokit({ retryBaseMs: 5 }).defaults((o: object) => ({
+        ...o,
+        throttle: { enabled: false },
+      })),
+    });
+    const app = agentrelayApp({
+      config,
+      verify: oidcVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience }),
+    });
+    const middleware = await createNodeMiddleware(app, { probot });
+    const server = createServer((req, res) => void middleware(req, res, () => res.writeHead(404).end()));
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    return { probot, server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  }
+
+  /** Stops a replica (its in-flight work is lost, as in a crash) and starts a fresh one. */
+  async restartReplica(index = 0): Promise<void> {
+    const old = this.replicas[index]!;
+    old.server.closeAllConnections();
+    await new Promise((done) => old.server.close(done));
+    this.replicas[index] = await this.startReplica();
+  }
+
+  /** What the app's periodic sweep does, for the stand-in's repository. */
+  async reconcile(): Promise<void> {
+    const octokit = (await this.replicas[0]!.probot.auth(this.gh.installationId)) as unknown as GitHubClient;
+    const config = { ...DEFAULT_CONFIG, statusIntervalMs: 0 };
+    await reconcileRepository({
+      octokit,
+      owner: "octo",
+      repo: "demo",
+      defaultBranch: "main",
+      config,
+      now: Date.now,
+      log: () => undefined,
+    });
+  }
+
+  private track(work: Promise<unknown>): void {
+    const tracked = work
+      .catch((error: unknown) => console.error("stand-in:", error))
+      .finally(() => this.pending.delete(tracked));
+    this.pending.add(tracked);
+  }
+
+  /** Waits until no job runs and no webhook is in flight. */
+  async idle(timeoutMs = 180_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.pending.size > 0) {
+      if (Date.now() > deadline) throw new Error(`stand-in still busy after ${timeoutMs} ms`);
+      await Promise.race([...this.pending, new Promise((done) => setTimeout(done, 200))]);
+    }
+  }
+
+  /** Sends a signed webhook to the app (to one replica, or all), as GitHub delivers it. */
+  async webhook(name: string, payload: object, sender = { login: "alice", type: "User" }): Promise<void> {
+    const delivery: Delivery = {
+      id: `delivery-${++this.deliveryCount}`,
+      name,
+      payload: {
+        sender,
+        installation: { id: this.gh.installationId },
+        repository: this.repository(),
+        ...payload,
+      },
+    };
+    this.deliveries.push(delivery);
+    const fate = this.options.route?.(delivery) ?? "deliver";
+    if (fate === "drop") return;
+    await new Promise((done) => setImmediate(done));
+    const targets = this.options.broadcast
+      ? this.replicas
+      : [this.replicas[this.nextReplica++ % this.replicas.length]!];
+    const times = fate === "duplicate" ? 2 : 1;
+    await Promise.all(
+      targets.flatMap((replica) => Array.from({ length: times }, () => this.post(replica, delivery))),
+    );
+  }
+
+  async post(replica: Replica, delivery: Delivery): Promise<number> {
+    const body = JSON.stringify(delivery.payload);
+    const response = await fetch(`${replica.url}/api/github/webhooks`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": delivery.name,
+        "x-github-delivery": delivery.id,
+        "x-hub-signature-256": await sign(SECRET, body),
+      },
+      body,
+    }).catch(() => null);
+    await response?.text();
+    return response?.status ?? 0;
+  }
+
+  repository() {
+    return {
+      id: 7,
+      name: "demo",
+      full_name: "octo/demo",
+      private: true,
+      owner: { login: "octo", type: "Organization" },
+      default_branch: "main",
+    };
+  }
+
+  /** Commits files to main (as a person pushing) and sends the push webhook. */
+  async push(files: Record<string, string>, message = "Add a graph"): Promise<string> {
+    const before = this.gh.branches.get("main") ?? "0".repeat(40);
+    const after = this.gh.commit("main", files, message);
+    await this.webhook("push", {
+      ref: "refs/heads/main",
+      before,
+      after,
+      deleted: false,
+      commits: [{ id: after, message, added: Object.keys(files), modified: [], removed: [] }],
+      head_commit: { id: after },
+    });
+    return after;
+  }
+
+  async comment(issue: number, body: string, login = "alice"): Promise<void> {
+    const target = this.gh.issues.find((i) => i.number === issue)!;
+    await this.webhook(
+      "issue_comment",
+      { action: "created", issue: { number: issue, body: target.body }, comment: { id: 9000 + issue, body } },
+      { login, type: "User" },
+    );
+  }
+
+  private async startJob(inputs: Record<string, string>, runId: number): Promise<void> {
+    const home = join(this.root, "runners", String(runId));
+    mkdirSync(home, { recursive: true });
+    const output = join(home, "output");
+    writeFileSync(output, "");
+    const replica = this.replicas[runId % this.replicas.length]!;
+    const run = this.gh.workflowRuns.get(runId)!;
+    run.status = "in_progress";
+    const child = spawn(process.execPath, [join(REPO_ROOT, "dist/action/index.js")], {
+      cwd: home,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: {
+        PATH: process.env.PATH,
+        HOME: home,
+        GITHUB_EVENT_NAME: "workflow_dispatch",
+        GITHUB_REPOSITORY: "octo/demo",
+        GITHUB_SERVER_URL: `file://${join(this.root, "remote")}`,
+        GITHUB_API_URL: this.url,
+        GITHUB_WORKSPACE: join(home, "workspace"),
+        RUNNER_TEMP: join(home, "temp"),
+        GITHUB_OUTPUT: output,
+        GITHUB_STEP_SUMMARY: output,
+        ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
+        ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
+        INPUT_RUN: inputs.run,
+        INPUT_TASK: inputs.task,
+        INPUT_ATTEMPT: inputs.attempt,
+        "INPUT_STATE-VERSION": inputs["state-version"],
+        "INPUT_APP-URL": replica.url,
+        "INPUT_CLAUDE-PATH": CLAUDE_BIN,
+        "INPUT_TIMEOUT-MINUTES": "3",
+        AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-e2e-scripted",
+        ANTHROPIC_BASE_URL: this.model.url,
+        DISABLE_TELEMETRY: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      },
+    });
+    this.jobs.set(runId, child);
+    let log = "";
+    child.stdout.on("data", (d) => (log += d));
+    child.stderr.on("data", (d) => (log += d));
+    const code = await new Promise<number | null>((done) => child.on("close", done));
+    this.jobLogs.set(runId, log);
+    if (run.status !== "completed")
+      Object.assign(run, { status: "completed", conclusion: code === 0 ? "success" : "failure" });
+    await this.webhook("workflow_run", {
+      action: "completed",
+      workflow_run: {
+        id: runId,
+        path: `.github/workflows/${DEFAULT_CONFIG.taskWorkflow}`,
+        display_title: run.display_title,
+        status: "completed",
+        conclusion: run.conclusion,
+        html_url: `https://github.com/octo/demo/actions/runs/${runId}`,
+      },
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const child of this.jobs.values()) child.kill("SIGKILL");
+    for (const replica of this.replicas) {
+      replica.server.closeAllConnections();
+      await new Promise((done) => replica.server.close(done));
+    }
+    this.server.closeAllConnections();
+    await new Promise((done) => this.server.close(done));
+    await this.model.close();
+  }
+}
+
+export async function startStandin(options: StandinOptions): Promise<Standin> {
+  return new Standin(options).start();
+}
