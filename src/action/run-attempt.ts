@@ -251,7 +251,7 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
       }
     } else if (outcome === "failed") {
       // Kept on the task branch (no PR is opened), so that a retry continues from this work.
-      await commitWork(ctx, " (failed)");
+      commit = await commitWork(ctx, " (failed)");
     }
     return {
       outcome,

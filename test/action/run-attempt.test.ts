@@ -120,8 +120,9 @@ describe("a task attempt with the real agent", () => {
         { n: 1, passed: false },
         { n: 2, passed: false },
       ],
-      commit: null,
     });
+    // The failed work is committed to the task branch, so that the job pushes it and a retry continues from it.
+    expect(await git(ctx.repoDir, ["log", "-1", "--format=%H %s"])).toBe(`${result.commit} gated: attempt 1 (failed)`);
     expect(read(join(ctx.workDir, "attempts", "1"), "gate_last_output.txt")).toContain("exit code 1");
   });
 

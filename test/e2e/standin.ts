@@ -78,6 +78,7 @@ export class Standin {
       publicKeyEncoding: { type: "spki", format: "pem" },
     }).privateKey;
     this.gh.onDispatch = (dispatch) => this.track(this.startJob(dispatch.inputs, dispatch.runId));
+    this.gh.onCancel = (runId) => this.jobs.get(runId)?.kill("SIGTERM");
     this.gh.onMerge = (pull) =>
       this.track(
         this.webhook("pull_request", {

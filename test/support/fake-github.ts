@@ -65,6 +65,8 @@ export class FakeGitHub {
   readonly permissions = new Map<string, string>();
   /** Called for each workflow_dispatch (the end-to-end stand-in starts the job here). */
   onDispatch: (dispatch: { inputs: Record<string, string>; runId: number }) => void = () => undefined;
+  /** Called when a workflow run is cancelled through the API (the stand-in stops the job). */
+  onCancel: (runId: number) => void = () => undefined;
   /** Called when a PR is merged through the API (the stand-in sends the webhook). */
   onMerge: (pull: FakePull) => void = () => undefined;
   /** Return a reply to fail a request on purpose (5xx, rate limits); null lets it through. */
@@ -293,6 +295,7 @@ export class FakeGitHub {
       if (!run || run.status === "completed")
         return [409, { message: "Cannot cancel a workflow run that is completed." }];
       Object.assign(run, { status: "completed", conclusion: "cancelled" });
+      this.onCancel(run.id);
       return [202, {}];
     });
     this.route("POST", "REPO\\/pulls", (_m, body) => {

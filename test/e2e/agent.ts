@@ -1,0 +1,40 @@
+/**
+ * The scripted model of the end-to-end runs: like the demo agent it reads the attempt's manifest
+ * and writes a note for its task, then behaves as the test asks for that task and attempt
+ * (complete, raise a design concern, give up, or take its time).
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { promptOf, type Script, toolResults } from "../../src/local/scripted-model.ts";
+
+export type Behaviour = "complete" | "concern" | "give-up" | "slow";
+
+interface Manifest {
+  task: { id: string };
+  execution: { attempt_num: number };
+}
+
+export function e2eAgent(behaviour: (task: string, attempt: number) => Behaviour = () => "complete"): Script {
+  return (request) => {
+    const instructions = /Read (\S+instructions\.md)/.exec(promptOf(request))?.[1];
+    const file = instructions ? join(dirname(instructions), "manifest.json") : "";
+    if (!file || !existsSync(file)) return { text: "Nothing to do." };
+    const manifest = JSON.parse(readFileSync(file, "utf8")) as Manifest;
+    const id = manifest.task.id;
+    const attempt = manifest.execution.attempt_num + 1;
+    const hand = {
+      complete: "agentrelay-complete",
+      concern: 'agentrelay-concern --message "the interface needs a second look" && agentrelay-complete',
+      "give-up": 'agentrelay-failed --reason "cannot be done as specified"',
+      slow: "sleep 60 && agentrelay-complete",
+    }[behaviour(id, attempt)];
+    const steps = [
+      `mkdir -p notes && printf 'task ${id}, attempt ${attempt}\\n' >> notes/${id}.md`,
+      `agentrelay-summary --message "Wrote notes/${id}.md." && ${hand}`,
+    ];
+    const done = toolResults(request).length;
+    return done < steps.length
+      ? { tools: [{ name: "Bash", input: { command: steps[done]!, description: `step ${done + 1}` } }] }
+      : { text: `Task ${id} is done.` };
+  };
+}

@@ -1,0 +1,175 @@
+/**
+ * Whole graphs end to end (the real app, the bundled Action, the real Claude Code CLI against the
+ * scripted model, a bare repository behind a loopback GitHub): the behaviours people rely on.
+ * Assertions are on the bare repository's history, the PRs, the check runs and the status comment.
+ */
+import { execFileSync } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { e2eAgent } from "./agent.ts";
+import { type Standin, startStandin } from "./standin.ts";
+
+let standin: Standin | undefined;
+afterEach(async () => {
+  expect(standin?.gh.violations ?? []).toEqual([]);
+  await standin?.close();
+  standin = undefined;
+});
+
+const git = (dir: string, ...args: string[]) =>
+  execFileSync("git", args, { cwd: dir, encoding: "utf8" }).trim();
+const status = (s: Standin) => s.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+
+describe("end-to-end scenarios", () => {
+  it("parent and child workstreams: the child starts once the parent's integration PR is open", async () => {
+    standin = await startStandin({ script: e2eAgent() });
+    await standin.push({
+      ".workflow/family.yaml": `name: family
+workstreams:
+  - id: parent
+    auto_merge: true
+  - id: child
+    parent_workstream_id: parent
+    auto_merge: true
+tasks:
+  - id: p1
+    workstream_id: parent
+    description: parent work
+  - id: c1
+    workstream_id: child
+    description: child work
+`,
+    });
+    await standin.idle();
+    expect(standin.gh.state("family/1").outcome).toBe("succeeded");
+    const log = git(standin.bare, "log", "--reverse", "--format=%s", "main").split("\n");
+    expect(log.indexOf("Integrate workstream parent")).toBeGreaterThan(-1);
+    expect(log.indexOf("Integrate workstream child")).toBeGreaterThan(
+      log.indexOf("Integrate workstream parent"),
+    );
+    expect(git(standin.bare, "show", "main:notes/c1.md")).toBe("task c1, attempt 1");
+  });
+
+  it("a task that fails its gate succeeds on the retry, continuing from its branch", async () => {
+    standin = await startStandin({ script: e2eAgent() });
+    await standin.push({
+      ".workflow/gated.yaml": `name: gated
+max_task_attempts: 2
+workstreams:
+  - id: ws
+    auto_merge: true
+tasks:
+  - id: g
+    workstream_id: ws
+    description: passes its gate on the second attempt
+    completion_gate: git log --format=%s | grep -q 'g. attempt 1'
+    max_gate_attempts: 1
+`,
+    });
+    await standin.idle();
+    const state = standin.gh.state("gated/1") as unknown as {
+      outcome: string;
+      tasks: { g: { attempts: { outcome: string; gates: { passed: boolean }[] }[] } };
+    };
+    expect(state.outcome).toBe("succeeded");
+    expect(state.tasks.g.attempts.map((a) => [a.outcome, a.gates.map((x) => x.passed)])).toEqual([
+      ["failed", [false]],
+      ["succeeded", [true]],
+    ]);
+    expect(git(standin.bare, "show", "main:notes/g.md")).toBe("task g, attempt 1\ntask g, attempt 2");
+    expect(standin.gh.checkRuns).toMatchObject([{ name: "agentrelay / g", conclusion: "success" }]);
+  });
+
+  it("a failure blocks its dependents while an unrelated workstream finishes", async () => {
+    standin = await startStandin({
+      script: e2eAgent((task) => (task === "broken" ? "give-up" : "complete")),
+    });
+    await standin.push({
+      ".workflow/mixed.yaml": `name: mixed
+max_concurrency: 2
+workstreams:
+  - id: ws_bad
+    auto_merge: true
+  - id: ws_good
+    auto_merge: true
+tasks:
+  - id: broken
+    workstream_id: ws_bad
+    description: gives up
+  - id: after_broken
+    workstream_id: ws_bad
+    dependencies: [broken]
+    description: never runs
+  - id: fine
+    workstream_id: ws_good
+    description: unrelated
+`,
+    });
+    await standin.idle();
+    const state = standin.gh.state("mixed/1");
+    expect(state.outcome).toBe("completed_with_failures");
+    expect(state.tasks.broken!.status).toBe("failed");
+    expect(state.tasks.after_broken!.status).toBe("blocked");
+    expect(state.tasks.fine!.status).toBe("merged");
+    expect(git(standin.bare, "show", "main:notes/fine.md")).toBe("task fine, attempt 1");
+    expect(standin.gh.dispatches.map((d) => d.inputs.task).sort()).toEqual(["broken", "fine"]);
+    expect(status(standin)).toContain("failed: the agent gave up: cannot be done as specified");
+  });
+
+  it("a design concern leaves the integration PR open for review", async () => {
+    standin = await startStandin({ script: e2eAgent(() => "concern") });
+    await standin.push({
+      ".workflow/careful.yaml":
+        "name: careful\nworkstreams:\n  - id: ws\n    auto_merge: true\ntasks:\n  - id: t\n    workstream_id: ws\n    description: raises a concern\n",
+    });
+    await standin.idle();
+    const integration = standin.gh.pulls.find((p) => p.head === "agentrelay/careful/ws/integration")!;
+    expect(integration.state).toBe("open");
+    expect(integration.body).toContain("## Concerns\n### t\n- the interface needs a second look");
+    expect(git(standin.bare, "log", "--format=%s", "main")).not.toContain("Integrate workstream ws");
+    // The status comment is mirrored on the open integration PR.
+    expect(
+      standin.gh.comments.some((c) => c.issue === integration.number && c.body.includes("agentrelay:status")),
+    ).toBe(true);
+  });
+
+  it("slash commands: retry a failed task, cancel a running one", async () => {
+    standin = await startStandin({
+      script: e2eAgent((task, attempt) =>
+        task === "flaky" ? (attempt === 1 ? "give-up" : "complete") : "slow",
+      ),
+    });
+    await standin.push({
+      ".workflow/steer.yaml": `name: steer
+max_concurrency: 2
+workstreams:
+  - id: ws_a
+    auto_merge: true
+  - id: ws_b
+tasks:
+  - id: flaky
+    workstream_id: ws_a
+    description: fails once
+  - id: sleepy
+    workstream_id: ws_b
+    description: takes its time
+`,
+    });
+    await standin.idle(30_000).catch(() => undefined); // sleepy is still running
+    const issue = standin.gh.issues[0]!.number;
+    expect(standin.gh.state("steer/1").tasks.flaky!.status).toBe("failed");
+    await standin.comment(issue, "/agentrelay retry flaky");
+    await standin.comment(issue, "/agentrelay cancel sleepy");
+    await standin.idle();
+    const state = standin.gh.state("steer/1");
+    expect(state.tasks.flaky!.status).toBe("merged");
+    expect(state.tasks.sleepy!.status).toBe("cancelled");
+    expect(git(standin.bare, "show", "main:notes/flaky.md")).toBe(
+      "task flaky, attempt 1\ntask flaky, attempt 2",
+    );
+    expect(
+      standin.gh.workflowRuns.get(standin.gh.dispatches.find((d) => d.inputs.task === "sleepy")!.runId)!
+        .conclusion,
+    ).toBe("cancelled");
+    expect(standin.gh.reactions.map((r) => r.content)).toEqual(["eyes", "eyes"]);
+  });
+});
