@@ -62,11 +62,20 @@ async function postJson(
   tries = 3,
 ): Promise<Record<string, unknown>> {
   for (let i = 1; ; i++) {
+    // The app may be restarting or behind a load balancer switching replicas: network errors and
+    // 5xx answers are tried again (a report is applied once however often it arrives).
     const response = await fetch(url, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
       body: JSON.stringify(body),
+    }).catch((error: unknown) => {
+      if (i >= tries) throw new JobError(`${url} could not be reached: ${(error as Error).message}`);
+      return null;
     });
+    if (!response) {
+      await new Promise((done) => setTimeout(done, 1000 * i * i));
+      continue;
+    }
     const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
     if (response.ok) return answer;
     if (response.status < 500 || i >= tries) {
@@ -75,6 +84,19 @@ async function postJson(
       );
     }
     await new Promise((done) => setTimeout(done, 1000 * i * i));
+  }
+}
+
+/** GitHub answers 5xx and 429 now and then: a read is tried again (three times, growing pauses). */
+async function retried<T>(call: () => Promise<T>, tries = 3): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await call();
+    } catch (error) {
+      const status = (error as { status?: number }).status ?? 0;
+      if (i >= tries || (status < 500 && status !== 429)) throw error;
+      await new Promise((done) => setTimeout(done, 500 * i * i));
+    }
   }
 }
 
@@ -142,13 +164,13 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     baseUrl: env.GITHUB_API_URL || "https://api.github.com",
     request: { fetch: globalThis.fetch },
   });
-  const { data } = await octokit.rest.repos.getContent({
+  const { data } = await retried(() => octokit.rest.repos.getContent({
     owner,
     repo,
     path: `run-${inputs.run.slice(inputs.run.lastIndexOf("/") + 1)}.json`,
     ref: inputs.stateVersion,
     mediaType: { format: "raw" },
-  });
+  }));
   const state = JSON.parse(data as unknown as string) as HostedRun;
   const graph = parseRunGraph(state.source);
   const task = graph.tasks.find((t) => t.id === inputs.task);

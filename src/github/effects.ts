@@ -205,14 +205,16 @@ export class GitHubEffects {
       return { number: data.number, url: data.html_url };
     } catch (error) {
       if (statusOf(error) !== 422) throw error;
-      // A retried create (or an earlier attempt's PR): the open PR of this branch is the one.
+      // A retried create (or an earlier attempt's PR): the open PR of this branch is the one; a
+      // merged one means the merge happened and its answer was lost (a crash between the two).
       const { data } = await this.ctx.octokit.rest.pulls.list({
         ...this.repo,
         head: `${this.ctx.owner}:${head}`,
         base,
-        state: "open",
+        state: "all",
       });
-      if (data[0]) return { number: data[0].number, url: data[0].html_url };
+      const found = data.find((p) => p.state === "open") ?? data.find((p) => p.merged_at !== null);
+      if (found) return { number: found.number, url: found.html_url };
       return { reason: `could not open a PR from ${head} into ${base}: ${messageOf(error)}` };
     }
   }

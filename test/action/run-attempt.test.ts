@@ -122,7 +122,9 @@ describe("a task attempt with the real agent", () => {
       ],
     });
     // The failed work is committed to the task branch, so that the job pushes it and a retry continues from it.
-    expect(await git(ctx.repoDir, ["log", "-1", "--format=%H %s"])).toBe(`${result.commit} gated: attempt 1 (failed)`);
+    expect(await git(ctx.repoDir, ["log", "-1", "--format=%H %s"])).toBe(
+      `${result.commit} gated: attempt 1 (failed)`,
+    );
     expect(read(join(ctx.workDir, "attempts", "1"), "gate_last_output.txt")).toContain("exit code 1");
   });
 

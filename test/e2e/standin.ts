@@ -43,12 +43,18 @@ export interface StandinOptions {
   route?: (delivery: Delivery) => "deliver" | "drop" | "duplicate";
   /** Every webhook goes to every replica (both handle the same delivery). */
   broadcast?: boolean;
+  /** Milliseconds to hold a delivery back (reordering). */
+  delay?: (delivery: Delivery) => number;
+  /** Fails a GitHub API call on purpose: a reply, or null to let it through. */
+  fault?: (call: { method: string; path: string; body: unknown }) => [number, unknown?] | null;
 }
 
 interface Replica {
   probot: Probot;
   server: Server;
   url: string;
+  /** A killed replica's process is gone: its server is closed and it makes no more calls. */
+  alive: boolean;
 }
 
 export class Standin {
@@ -60,6 +66,8 @@ export class Standin {
   readonly jobs = new Map<number, ChildProcess>();
   readonly jobLogs = new Map<number, string>();
   readonly deliveries: Delivery[] = [];
+  /** Requests jobs made to the app's endpoints, with the answer's status. */
+  readonly jobRequests: { path: string; status: number }[] = [];
   private server!: Server;
   private model!: ScriptedModelServer;
   private signingKey!: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
@@ -78,6 +86,7 @@ export class Standin {
       publicKeyEncoding: { type: "spki", format: "pem" },
     }).privateKey;
     this.gh.onDispatch = (dispatch) => this.track(this.startJob(dispatch.inputs, dispatch.runId));
+    if (options.fault) this.gh.fault = options.fault;
     this.gh.onCancel = (runId) => this.jobs.get(runId)?.kill("SIGTERM");
     this.gh.onMerge = (pull) =>
       this.track(
@@ -136,6 +145,8 @@ export class Standin {
       return [200, { value }];
     }
     if (url.pathname === "/oidc-issuer/.well-known/jwks") return [200, this.jwks];
+    // The app's job endpoints behind a load balancer: any live replica answers.
+    if (url.pathname.startsWith("/agentrelay/")) return this.balance(req, url, raw);
     const [status, body] = this.gh.handle(
       req.method ?? "GET",
       `${url.pathname}${url.search}`,
@@ -144,7 +155,24 @@ export class Standin {
     return [status, body];
   }
 
+  private async balance(req: IncomingMessage, url: URL, raw: string): Promise<[number, unknown]> {
+    const live = this.replicas.filter((r) => r.alive);
+    const replica = live[this.nextReplica++ % live.length];
+    if (!replica) return [502, { error: "no app replica is up" }];
+    const response = await fetch(`${replica.url}${url.pathname}`, {
+      method: req.method,
+      headers: { "content-type": "application/json", authorization: req.headers.authorization ?? "" },
+      body: raw,
+    }).catch(() => null);
+    const answer: [number, unknown] = response
+      ? [response.status, await response.json()]
+      : [502, { error: "the replica went away" }];
+    this.jobRequests.push({ path: url.pathname, status: answer[0] });
+    return answer;
+  }
+
   async startReplica(): Promise<Replica> {
+    const replica = { alive: true } as Replica;
     const config = { ...DEFAULT_CONFIG, statusIntervalMs: 0, oidcIssuer: `${this.url}/oidc-issuer` };
     const probot = new Probot({
       appId: 1,
@@ -156,6 +184,12 @@ export class Standin {
         ...o,
         throttle: { enabled: false },
       })),
+      request: {
+        fetch: (input: string | URL | Request, init?: RequestInit) =>
+          replica.alive
+            ? fetch(input, init)
+            : Promise.reject(new TypeError("fetch failed: the app process is gone")),
+      },
     });
     const app = agentrelayApp({
       config,
@@ -164,12 +198,17 @@ export class Standin {
     const middleware = await createNodeMiddleware(app, { probot });
     const server = createServer((req, res) => void middleware(req, res, () => res.writeHead(404).end()));
     await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-    return { probot, server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+    return Object.assign(replica, {
+      probot,
+      server,
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    });
   }
 
-  /** Stops a replica (its in-flight work is lost, as in a crash) and starts a fresh one. */
+  /** Kills a replica (its in-flight work stops where it is, as in a crash) and starts a fresh one. */
   async restartReplica(index = 0): Promise<void> {
     const old = this.replicas[index]!;
+    old.alive = false;
     old.server.closeAllConnections();
     await new Promise((done) => old.server.close(done));
     this.replicas[index] = await this.startReplica();
@@ -222,9 +261,10 @@ export class Standin {
     const fate = this.options.route?.(delivery) ?? "deliver";
     if (fate === "drop") return;
     await new Promise((done) => setImmediate(done));
-    const targets = this.options.broadcast
-      ? this.replicas
-      : [this.replicas[this.nextReplica++ % this.replicas.length]!];
+    const delay = this.options.delay?.(delivery) ?? 0;
+    if (delay > 0) await new Promise((done) => setTimeout(done, delay));
+    const live = this.replicas.filter((r) => r.alive);
+    const targets = this.options.broadcast ? live : [live[this.nextReplica++ % live.length]!];
     const times = fate === "duplicate" ? 2 : 1;
     await Promise.all(
       targets.flatMap((replica) => Array.from({ length: times }, () => this.post(replica, delivery))),
@@ -287,7 +327,6 @@ export class Standin {
     mkdirSync(home, { recursive: true });
     const output = join(home, "output");
     writeFileSync(output, "");
-    const replica = this.replicas[runId % this.replicas.length]!;
     const run = this.gh.workflowRuns.get(runId)!;
     run.status = "in_progress";
     const child = spawn(process.execPath, [join(REPO_ROOT, "dist/action/index.js")], {
@@ -310,7 +349,7 @@ export class Standin {
         INPUT_TASK: inputs.task,
         INPUT_ATTEMPT: inputs.attempt,
         "INPUT_STATE-VERSION": inputs["state-version"],
-        "INPUT_APP-URL": replica.url,
+        "INPUT_APP-URL": this.url,
         "INPUT_CLAUDE-PATH": CLAUDE_BIN,
         "INPUT_TIMEOUT-MINUTES": "3",
         AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-e2e-scripted",

@@ -181,6 +181,7 @@ export class FakeGitHub {
       html_url: `https://github.com/${this.owner}/${this.repo}/pull/${p.number}`,
       state: p.state,
       merged: p.merged,
+      merged_at: p.merged ? "2026-01-01T00:00:00Z" : null,
       title: p.title,
       body: p.body,
       mergeable: p.state === "open" ? !p.checksPending && !p.conflict : null,
@@ -308,6 +309,16 @@ export class FakeGitHub {
             message: "Validation Failed",
             errors: [{ message: `A pull request already exists for ${this.owner}:${head}.` }],
           },
+        ];
+      }
+      if (
+        this.branches.has(head) &&
+        this.branches.has(base) &&
+        this.store.aheadBy(this.branches.get(base)!, this.branches.get(head)!) === 0
+      ) {
+        return [
+          422,
+          { message: "Validation Failed", errors: [{ message: `No commits between ${base} and ${head}` }] },
         ];
       }
       if (!this.branches.has(head))

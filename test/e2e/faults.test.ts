@@ -1,0 +1,115 @@
+/**
+ * Faults, each with the whole diamond still completing, every attempt dispatched once and no task
+ * lost: duplicated and reordered webhooks, a dropped webhook repaired by the reconciler, 5xx and
+ * rate-limit answers on a fifth of calls, the app killed between a merge and the next dispatch,
+ * and two replicas serving the same deliveries.
+ */
+import { execFileSync } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { DIAMOND } from "../app/graphs.ts";
+import { e2eAgent } from "./agent.ts";
+import { type Standin, type StandinOptions, startStandin } from "./standin.ts";
+
+let standin: Standin | undefined;
+afterEach(async () => {
+  expect(standin?.gh.violations ?? []).toEqual([]);
+  await standin?.close();
+  standin = undefined;
+});
+
+const git = (dir: string, ...args: string[]) =>
+  execFileSync("git", args, { cwd: dir, encoding: "utf8" }).trim();
+
+async function runDiamond(options: Omit<StandinOptions, "script">, graph = DIAMOND): Promise<Standin> {
+  standin = await startStandin({ script: e2eAgent(), ...options });
+  await standin.push({ ".workflow/diamond.yaml": graph });
+  await standin.idle();
+  return standin;
+}
+
+/** The run finished, every task's work is on main, and each attempt was dispatched exactly once. */
+function expectComplete(s: Standin, attempts = ["a/1", "b/1", "c/1", "d/1"]): void {
+  expect(s.gh.state("diamond/1").outcome).toBe("succeeded");
+  for (const task of ["a", "b", "c", "d"])
+    expect(git(s.bare, "show", `main:notes/${task}.md`)).toContain(`task ${task}`);
+  const keys = s.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`);
+  expect(keys.sort()).toEqual(attempts);
+}
+
+describe("end to end under faults", () => {
+  it("duplicated and reordered webhooks", async () => {
+    let n = 0;
+    const s = await runDiamond({ route: () => "duplicate", delay: () => (n++ * 37) % 150 });
+    expectComplete(s);
+    expect(s.deliveries.length).toBeGreaterThan(10);
+  });
+
+  it("a dropped webhook is repaired by the reconciler", async () => {
+    // The runner of a's first attempt dies, and the workflow_run event that says so never arrives.
+    standin = await startStandin({
+      script: e2eAgent((task, attempt) => (task === "a" && attempt === 1 ? "slow" : "complete")),
+      route: (d) => (d.name === "workflow_run" ? "drop" : "deliver"),
+    });
+    await standin.push({ ".workflow/diamond.yaml": `max_task_attempts: 2\n${DIAMOND}` });
+    const deadline = Date.now() + 60_000;
+    while (!(standin.gh.state("diamond/1").tasks.a as { attempts?: { job?: string }[] }).attempts?.[0]?.job) {
+      if (Date.now() > deadline) throw new Error("the first job never started");
+      await new Promise((done) => setTimeout(done, 100));
+    }
+    standin.jobs.get(standin.gh.dispatches[0]!.runId)!.kill("SIGKILL");
+    await standin.idle();
+    expect(standin.gh.state("diamond/1").tasks.a!.status).toBe("running"); // nobody told the app
+    await standin.reconcile();
+    await standin.idle();
+    expectComplete(standin, ["a/1", "a/2", "b/1", "c/1", "d/1"]);
+  });
+
+  it("5xx and secondary-rate-limit answers on a fifth of the calls", async () => {
+    let calls = 0;
+    const s = await runDiamond({
+      fault: () => {
+        calls++;
+        if (calls % 5 !== 0) return null;
+        return calls % 10 === 0
+          ? [
+              429,
+              {
+                message:
+                  "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+              },
+            ]
+          : [502, { message: "Server Error" }];
+      },
+    });
+    expectComplete(s);
+    expect(s.gh.calls.filter((c) => c.status >= 500 || c.status === 429).length).toBeGreaterThan(10);
+  });
+
+  it("the app killed and restarted between a merge and the next dispatch", async () => {
+    standin = await startStandin({ script: e2eAgent() });
+    const deliver = standin.gh.onMerge;
+    let killed = false;
+    standin.gh.onMerge = (pull) => {
+      deliver(pull);
+      if (!killed && pull.head === "agentrelay/diamond/a") {
+        killed = true;
+        void standin!.restartReplica(0); // the replica's next call fails: it is gone
+      }
+    };
+    await standin.push({ ".workflow/diamond.yaml": DIAMOND });
+    await standin.idle();
+    expect(killed).toBe(true);
+    expectComplete(standin);
+    // a's report died with the replica that was handling it; the job sent it again to the new one.
+    const reports = standin.jobRequests.filter((r) => r.path === "/agentrelay/report");
+    expect(reports.map((r) => r.status)).toContain(502);
+    expect(reports.filter((r) => r.status === 200)).toHaveLength(4);
+  });
+
+  it("two app replicas serving the same deliveries", async () => {
+    const s = await runDiamond({ replicas: 2, broadcast: true });
+    expectComplete(s);
+    expect(s.gh.issues).toHaveLength(1);
+    expect(s.gh.pulls).toHaveLength(8);
+  });
+});
