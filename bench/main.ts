@@ -1,5 +1,6 @@
 /** `node bin/bench.js NAME`: runs one benchmark and prints its table. */
 import { apiBudgetBench } from "./api-budget.ts";
+import { e2eBench } from "./e2e.ts";
 import { engineBench } from "./engine.ts";
 import { jobOverheadBench } from "./job-overhead.ts";
 import { graphScale, graphScaleWorker } from "./graph-scale.ts";
@@ -9,6 +10,7 @@ const BENCHES: Record<string, () => string | Promise<string>> = {
   engine: engineBench,
   "api-budget": apiBudgetBench,
   "job-overhead": jobOverheadBench,
+  e2e: e2eBench,
 };
 
 export async function main(argv: string[]): Promise<number> {

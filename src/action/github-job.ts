@@ -164,13 +164,15 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     baseUrl: env.GITHUB_API_URL || "https://api.github.com",
     request: { fetch: globalThis.fetch },
   });
-  const { data } = await retried(() => octokit.rest.repos.getContent({
-    owner,
-    repo,
-    path: `run-${inputs.run.slice(inputs.run.lastIndexOf("/") + 1)}.json`,
-    ref: inputs.stateVersion,
-    mediaType: { format: "raw" },
-  }));
+  const { data } = await retried(() =>
+    octokit.rest.repos.getContent({
+      owner,
+      repo,
+      path: `run-${inputs.run.slice(inputs.run.lastIndexOf("/") + 1)}.json`,
+      ref: inputs.stateVersion,
+      mediaType: { format: "raw" },
+    }),
+  );
   const state = JSON.parse(data as unknown as string) as HostedRun;
   const graph = parseRunGraph(state.source);
   const task = graph.tasks.find((t) => t.id === inputs.task);

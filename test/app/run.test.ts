@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Harness, pushPayload, runJob, startApp } from "../support/app.ts";
+import { type Harness, pushPayload, repository, runJob, startApp, user } from "../support/app.ts";
 import { DIAMOND } from "./graphs.ts";
 
 let h: Harness;
@@ -169,5 +169,85 @@ describe("a run on GitHub", () => {
         .slice(calls)
         .filter((l) => !l.startsWith("GET") && !l.includes("access_tokens") && l !== "POST /graphql"),
     ).toEqual([]);
+  });
+});
+
+describe("merging and dispatching the way GitHub allows", () => {
+  it("waits for required checks on a task PR, and merges when a check suite completes", async () => {
+    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    const pending = new Set<number>();
+    // Branch protection: the task PR's required check has not reported yet.
+    const original = h.gh.handle.bind(h.gh);
+    h.gh.handle = (method, url, body) => {
+      const reply = original(method, url, body);
+      if (method === "POST" && url.endsWith("/pulls") && reply[0] === 201) {
+        const pr = h.gh.pulls.at(-1)!;
+        if (pr.head === "agentrelay/diamond/a") {
+          pr.checksPending = true;
+          pending.add(pr.number);
+        }
+      }
+      return reply;
+    };
+    await runJob(h, h.gh.dispatches[0]!);
+    const pr = h.gh.pulls.find((p) => p.head === "agentrelay/diamond/a")!;
+    expect(pr).toMatchObject({ state: "open", merged: false });
+    expect(h.gh.state("diamond/1").tasks.a!.status).toBe("pr_open");
+    expect(h.gh.dispatches).toHaveLength(1);
+    // CI goes green; GitHub sends check_suite.completed for the PR's branch.
+    pr.checksPending = false;
+    const status = await h.deliver("check_suite", {
+      action: "completed",
+      check_suite: {
+        id: 5,
+        head_branch: pr.head,
+        head_sha: "x",
+        status: "completed",
+        conclusion: "success",
+        pull_requests: [{ number: pr.number }],
+      },
+      repository: repository(h.gh),
+      sender: user("github-actions[bot]", "Bot"),
+    });
+    expect(status).toBe(200);
+    expect(pr.merged).toBe(true);
+    expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a", "b", "c"]);
+    expect(pending.size).toBe(1);
+  });
+
+  it("dispatches without return_run_details where GitHub does not know it", async () => {
+    h.gh.runDetails = false;
+    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    expect(h.gh.dispatches).toHaveLength(1);
+    const tries = h.gh.calls.filter((c) => c.path.endsWith("/dispatches"));
+    expect(tries.map((c) => [c.status, "return_run_details" in (c.body as object)])).toEqual([
+      [422, true],
+      [204, false],
+    ]);
+  });
+
+  it("retries a task from its check run's Re-run button, for people with write access", async () => {
+    await pushGraph(".workflow/diamond.yaml", `max_task_attempts: 1\n${DIAMOND}`);
+    await runJob(h, h.gh.dispatches[0]!, { outcome: "failed", reason: "flaky" });
+    const check = h.gh.checkRuns[0]!;
+    const rerun = (login: string) =>
+      h.deliver("check_run", {
+        action: "rerequested",
+        check_run: {
+          id: check.id,
+          name: check.name,
+          external_id: check.external_id,
+          head_sha: check.head_sha,
+          status: "completed",
+        },
+        repository: repository(h.gh),
+        sender: user(login),
+      });
+    h.gh.permissions.set("bob", "read");
+    await rerun("bob");
+    expect(h.gh.dispatches).toHaveLength(1);
+    h.gh.permissions.set("alice", "write");
+    await rerun("alice");
+    expect(h.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`)).toEqual(["a/1", "a/2"]);
   });
 });

@@ -63,6 +63,8 @@ export class FakeGitHub {
   readonly violations: string[] = [];
   /** Collaborator permission by login (default "read"). */
   readonly permissions = new Map<string, string>();
+  /** Whether workflow_dispatch knows `return_run_details` (github.com does; older GHES does not). */
+  runDetails = true;
   /** Called for each workflow_dispatch (the end-to-end stand-in starts the job here). */
   onDispatch: (dispatch: { inputs: Record<string, string>; runId: number }) => void = () => undefined;
   /** Called when a workflow run is cancelled through the API (the stand-in stops the job). */
@@ -262,6 +264,10 @@ export class FakeGitHub {
       return [201, { sha }];
     });
     this.route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (_m, body) => {
+      if (body.return_run_details !== undefined && !this.runDetails) {
+        // GitHub Enterprise Server before the run-details change.
+        return [422, { message: 'Invalid request.\n\n"return_run_details" is not a permitted key.' }];
+      }
       const inputs = body.inputs as Record<string, string>;
       const runId = this.nextId++;
       this.dispatches.push({ inputs, runId });
