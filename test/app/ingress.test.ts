@@ -295,3 +295,29 @@ describe("faults", () => {
     expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a", "b", "c"]);
   });
 });
+
+describe("/agentrelay run", () => {
+  it("starts a cyberian workflow with params from the comment, naming a missing one", async () => {
+    const workflow =
+      "name: hello\nparams:\n  topic:\n    range: string\n    required: true\nsubtasks:\n  write:\n    instructions: Write about {{topic}}.\n";
+    h.gh.commit("main", { ".workflow/hello.yaml": workflow });
+    h.gh.permissions.set("alice", "write");
+    const comment = (body: string) =>
+      h.deliver("issue_comment", {
+        action: "created",
+        issue: { number: 99, body: "" },
+        comment: { id: 5, body, user: user("alice") },
+        repository: repository(h.gh),
+        sender: user("alice"),
+      });
+    await comment("/agentrelay run .workflow/hello.yaml");
+    expect(h.gh.comments.at(-1)!.body).toContain("params.topic: required param 'topic' has no value");
+    expect(h.gh.dispatches).toEqual([]);
+    await comment("/agentrelay run .workflow/hello.yaml topic=tides");
+    expect(h.gh.comments.at(-1)!.body).toContain("Run `hello/1` started.");
+    expect((h.gh.state("hello/1") as unknown as { source: { params: object } }).source.params).toEqual({
+      topic: "tides",
+    });
+    expect(h.gh.dispatches).toHaveLength(1);
+  });
+});
