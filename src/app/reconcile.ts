@@ -11,7 +11,7 @@ import { RunDriver } from "../github/driver.ts";
 const START_GRACE_MS = 10 * 60_000;
 
 export async function reconcileRun(driver: RunDriver, runKey: string): Promise<void> {
-  const loaded = await driver.load(runKey);
+  const loaded = await driver.load(runKey, { fresh: true });
   if (!loaded || loaded.run.outcome) return;
   const { ctx } = driver;
   const repo = { owner: ctx.owner, repo: ctx.repo };

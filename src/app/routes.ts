@@ -12,7 +12,7 @@ import type { Probot } from "probot";
 import { z } from "zod";
 import type { EngineEvent } from "../engine/types.ts";
 import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
-import { RunDriver } from "../github/driver.ts";
+import { type Loaded, RunDriver } from "../github/driver.ts";
 import { type ActionsIdentity, expectedWorkflowRef, OidcError } from "../github/oidc.ts";
 import { tierPermissions } from "../github/tokens.ts";
 
@@ -82,16 +82,15 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
   const now = options.now ?? Date.now;
   // Installation ids by repository: a cache of a fact GitHub keeps, not run state.
   const installations = new Map<string, number>();
+  /** The app's own client (JWT-signed), only for the calls that need it: it costs a signature. */
+  const appClient = async () => (await app.auth()) as unknown as GitHubClient;
 
-  async function repoFor(
-    identity: ActionsIdentity,
-  ): Promise<{ ctx: RepoContext; appClient: GitHubClient; installationId: number }> {
+  async function repoFor(identity: ActionsIdentity): Promise<{ ctx: RepoContext; installationId: number }> {
     const [owner, repo] = identity.repository.split("/") as [string, string];
-    const appClient = (await app.auth()) as unknown as GitHubClient;
     let installationId = installations.get(identity.repository);
     if (installationId === undefined) {
       try {
-        installationId = (await appClient.rest.apps.getRepoInstallation({ owner, repo })).data.id;
+        installationId = (await (await appClient()).rest.apps.getRepoInstallation({ owner, repo })).data.id;
       } catch (error) {
         if (statusOf(error) === 404)
           throw new HttpError(403, `the app is not installed on ${identity.repository}`);
@@ -109,7 +108,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       now,
       log: (m) => app.log.info(m),
     };
-    return { ctx, appClient, installationId };
+    return { ctx, installationId };
   }
 
   /** Identity, request and the run; refuses jobs that are not the task workflow on the default branch. */
@@ -128,7 +127,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
         `invalid request: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
       );
     const request = parsed.data as z.infer<T> & z.infer<typeof attemptRequest>;
-    const { ctx, appClient, installationId } = await repoFor(identity);
+    const { ctx, installationId } = await repoFor(identity);
     const driver = new RunDriver(ctx);
     const loaded = await driver.load(request.run);
     if (!loaded) throw new HttpError(404, `no run ${request.run}`);
@@ -145,22 +144,26 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     }
     const task = loaded.engine.plan.tasks.get(request.task);
     if (!task) throw new HttpError(404, `no task ${request.task} in run ${request.run}`);
-    return { identity, request, ctx, appClient, installationId, driver, task, loaded };
+    return { identity, request, ctx, installationId, driver, task, loaded };
   }
 
   async function token(req: IncomingMessage) {
     const authenticated = await authenticate(req, attemptRequest);
-    const { identity, request, ctx, appClient, installationId, driver, task } = authenticated;
+    const { identity, request, ctx, installationId, driver, task } = authenticated;
     // Record the answer first: only the writer whose write lands mints a token.
     let version: string | null = null;
     for (let tries = 0; tries < 5 && version === null; tries++) {
-      const loaded = tries === 0 ? authenticated.loaded : (await driver.load(request.run))!;
+      const loaded = tries === 0 ? authenticated.loaded : (await driver.load(request.run, { fresh: true }))!;
       const t = loaded.run.tasks[request.task]!;
       const record = t.attempts[request.attempt - 1];
-      if (t.attempt !== request.attempt || t.status !== "running" || !record)
-        throw new HttpError(409, `attempt ${request.attempt} of ${request.task} is not running`);
-      if (record.startedAt !== null)
-        throw new HttpError(409, `attempt ${request.attempt} of ${request.task} already has its token`);
+      const refusal =
+        t.attempt !== request.attempt || t.status !== "running" || !record
+          ? `attempt ${request.attempt} of ${request.task} is not running`
+          : record.startedAt !== null
+            ? `attempt ${request.attempt} of ${request.task} already has its token`
+            : null;
+      if (refusal && loaded.cached) continue; // the cache may be behind: ask GitHub before refusing
+      if (refusal) throw new HttpError(409, refusal);
       loaded.engine.apply(loaded.run, {
         type: "job_started",
         task: request.task,
@@ -172,7 +175,9 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     }
     if (version === null) throw new HttpError(409, "the run kept changing; try again");
     const permissions = tierPermissions(task.primaryAgent.isolation.tokenTier);
-    const { data } = await appClient.rest.apps.createInstallationAccessToken({
+    const { data } = await (
+      await appClient()
+    ).rest.apps.createInstallationAccessToken({
       installation_id: installationId,
       repositories: [ctx.repo],
       permissions,
@@ -187,9 +192,13 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
   }
 
   async function reportResult(req: IncomingMessage) {
-    const { identity, request, driver, loaded } = await authenticate(req, report);
-    const record = loaded.run.tasks[request.task]!.attempts[request.attempt - 1];
-    if (!record || record.job !== identity.runId)
+    const authenticated = await authenticate(req, report);
+    const { identity, request, driver } = authenticated;
+    const ownedBy = (l: Loaded) =>
+      l.run.tasks[request.task]!.attempts[request.attempt - 1]?.job === identity.runId;
+    let loaded = authenticated.loaded;
+    if (!ownedBy(loaded) && loaded.cached) loaded = (await driver.load(request.run, { fresh: true }))!;
+    if (!ownedBy(loaded))
       throw new HttpError(403, `attempt ${request.attempt} of ${request.task} belongs to another job`);
     const { task, attempt } = request;
     const r = (request as AttemptReport).result;

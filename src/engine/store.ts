@@ -10,11 +10,17 @@ export interface Versioned {
   state: RunState;
   /** Opaque version (a commit id, a counter); compare-and-swap takes it back. */
   version: string;
+  /** True when it came from the adapter's cache of what it last saw, not from a read just now. */
+  cached?: boolean;
 }
 
 export interface StateStore {
-  /** The run's state, as a fresh copy the caller may change, with its version. */
-  load(run: string): Promise<Versioned | null>;
+  /**
+   * The run's state, as a fresh copy the caller may change, with its version. An adapter may answer
+   * from a cache of what it last read or wrote unless `fresh` is asked for; a stale answer is caught
+   * by the compare-and-swap of the next write.
+   */
+  load(run: string, options?: { fresh?: boolean }): Promise<Versioned | null>;
   /**
    * Writes `next` if the stored version is still `expected` (null: the run must not exist yet).
    * Returns the new version, or null when another writer got there first.

@@ -26,6 +26,8 @@ export interface Loaded {
   run: HostedRun;
   version: string;
   engine: Engine;
+  /** From the store's cache, not read just now: a decision that changes nothing is checked afresh. */
+  cached?: boolean;
 }
 
 // Parsed graphs by content: a cache of pure results, not run state (every handler still reads the store).
@@ -56,11 +58,12 @@ export class RunDriver {
     this.effects = new GitHubEffects(ctx);
   }
 
-  async load(runKey: string): Promise<Loaded | null> {
-    const stored = await this.store.load(runKey);
+  async load(runKey: string, options: { fresh?: boolean } = {}): Promise<Loaded | null> {
+    const stored = await this.store.load(runKey, options);
     if (!stored) return null;
     const run = stored.state as HostedRun;
-    return { run, version: stored.version, engine: engineFor(run.source, run.runNumber, this.ctx.config) };
+    const engine = engineFor(run.source, run.runNumber, this.ctx.config);
+    return { run, version: stored.version, engine, ...(stored.cached ? { cached: true } : {}) };
   }
 
   /** The graph's latest run number (0 when it never ran). */
@@ -77,7 +80,7 @@ export class RunDriver {
     graph: Graph,
   ): Promise<{ runKey: string; started: boolean; drift: string[] }> {
     const latest = await this.latestRun(graph.name);
-    const previous = latest > 0 ? await this.load(`${graph.name}/${latest}`) : null;
+    const previous = latest > 0 ? await this.load(`${graph.name}/${latest}`, { fresh: true }) : null;
     if (previous && !previous.run.outcome) {
       const engine = engineFor(source, latest, this.ctx.config);
       const resumed = resumeRun(engine, graph, previous.run, this.ctx.now());
@@ -121,9 +124,10 @@ export class RunDriver {
     const produced = new Map<string, EngineEvent[]>();
     // Ids of what a lost round created on GitHub (check runs, status comments), kept for the next round.
     const created: Pick<GitHubMeta, "checkRuns" | "laneComments"> = { checkRuns: {}, laneComments: {} };
+    let fresh = false;
     for (let round = 0; round < 10; round++) {
       // A caller that has just read the run hands it over (one read fewer); later rounds read again.
-      const loaded = round === 0 && options.loaded ? options.loaded : await this.load(runKey);
+      const loaded = round === 0 && options.loaded ? options.loaded : await this.load(runKey, { fresh });
       if (!loaded) return null;
       const { run, version, engine } = loaded;
       const before = run.seq;
@@ -170,11 +174,17 @@ export class RunDriver {
       const statusDue = options.refreshStatus === true || this.statusDue(run, later);
       if (statusDue) run.github.statusAt = this.ctx.now();
       if (run.seq === before && JSON.stringify(run.github) === metaBefore) {
+        // Nothing to do, as far as a cached state tells: ask GitHub before concluding so.
+        if (loaded.cached) {
+          fresh = true;
+          continue;
+        }
         await this.after(run, engine, later, version, false, options.origin);
         return run;
       }
       const written = await this.store.compareAndSwap(runKey, version, run);
       if (written === null) {
+        fresh = true;
         Object.assign(created.checkRuns, run.github.checkRuns);
         Object.assign(created.laneComments, run.github.laneComments);
         continue;

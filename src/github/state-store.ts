@@ -13,6 +13,19 @@ import type { RunState } from "../engine/types.ts";
 
 export const stateBranch = (graph: string): string => `agentrelay-state/${graph}`;
 
+/**
+ * The state this process last read or wrote for each run, with its commit id. A commit id names its
+ * content, so this is a cache of facts, never the truth: a write from it is a compare-and-swap on
+ * that id, which GitHub refuses once the branch has moved (then the writer reads afresh). With one
+ * replica it saves every handler its read; with several it costs a refused write now and then.
+ */
+const recent = new Map<string, { version: string; text: string }>();
+function remember(key: string, version: string, text: string): void {
+  recent.delete(key);
+  recent.set(key, { version, text });
+  if (recent.size > 200) recent.delete(recent.keys().next().value!);
+}
+
 function locate(run: string): { graph: string; file: string } {
   const slash = run.lastIndexOf("/");
   return { graph: run.slice(0, slash), file: `run-${run.slice(slash + 1)}.json` };
@@ -50,13 +63,13 @@ const isStale = (error: unknown): boolean => {
 
 export class GitHubStateStore implements StateStore {
   constructor(
-    private readonly octokit: Pick<Octokit, "graphql" | "request">,
+    private readonly octokit: Pick<Octokit, "request">,
     private readonly owner: string,
     private readonly repo: string,
   ) {}
 
   private async head(graph: string): Promise<{ oid: string; files: Map<string, string> } | null> {
-    const data = await this.octokit.graphql<ReadResult>(READ, {
+    const data = await this.graphql<ReadResult>(READ, {
       owner: this.owner,
       name: this.repo,
       ref: `refs/heads/${stateBranch(graph)}`,
@@ -69,11 +82,39 @@ export class GitHubStateStore implements StateStore {
     };
   }
 
-  async load(run: string): Promise<Versioned | null> {
+  /**
+   * A GraphQL call whose JSON this store encodes and decodes itself: run documents are large, and
+   * Octokit's bigint-aware JSON handling costs several times the plain one on them.
+   */
+  private async graphql<T>(query: string, variables: Record<string, unknown>): Promise<T> {
+    const { data } = await this.octokit.request("POST /graphql", {
+      data: JSON.stringify({ query, variables }),
+      headers: { "content-type": "application/json; charset=utf-8" },
+      request: { parseSuccessResponseBody: false },
+    });
+    const body = JSON.parse(await new Response(data as ReadableStream).text()) as {
+      data?: T;
+      errors?: { type?: string; message?: string }[];
+    };
+    if (body.errors?.length) {
+      throw Object.assign(new Error(body.errors.map((e) => e.message).join("; ")), { errors: body.errors });
+    }
+    return body.data!;
+  }
+
+  private cacheKey(run: string): string {
+    return `${this.owner}/${this.repo}/${run}`;
+  }
+
+  async load(run: string, options: { fresh?: boolean } = {}): Promise<Versioned | null> {
+    const seen = options.fresh ? undefined : recent.get(this.cacheKey(run));
+    if (seen) return { state: JSON.parse(seen.text) as RunState, version: seen.version, cached: true };
     const { graph, file } = locate(run);
     const head = await this.head(graph);
     const text = head?.files.get(file);
-    return head && text !== undefined ? { state: JSON.parse(text) as RunState, version: head.oid } : null;
+    if (!head || text === undefined) return null;
+    remember(this.cacheKey(run), head.oid, text);
+    return { state: JSON.parse(text) as RunState, version: head.oid };
   }
 
   /** Numbers of the graph's stored runs. */
@@ -87,7 +128,8 @@ export class GitHubStateStore implements StateStore {
 
   async compareAndSwap(run: string, expected: string | null, next: RunState): Promise<string | null> {
     const { graph, file } = locate(run);
-    const contents = Buffer.from(`${JSON.stringify(next)}\n`).toString("base64");
+    const text = `${JSON.stringify(next)}\n`;
+    const contents = Buffer.from(text).toString("base64");
     let base = expected;
     if (base === null) {
       // Creating the run: it must not exist yet; the branch may, for the graph's other runs.
@@ -97,19 +139,18 @@ export class GitHubStateStore implements StateStore {
       base = head.oid;
     }
     try {
-      const result = await this.octokit.graphql<{ createCommitOnBranch: { commit: { oid: string } } }>(
-        WRITE,
-        {
-          input: {
-            branch: { repositoryNameWithOwner: `${this.owner}/${this.repo}`, branchName: stateBranch(graph) },
-            expectedHeadOid: base,
-            message: { headline: `${run}: state ${next.seq}${next.outcome ? ` (${next.outcome})` : ""}` },
-            fileChanges: { additions: [{ path: file, contents }] },
-          },
+      const result = await this.graphql<{ createCommitOnBranch: { commit: { oid: string } } }>(WRITE, {
+        input: {
+          branch: { repositoryNameWithOwner: `${this.owner}/${this.repo}`, branchName: stateBranch(graph) },
+          expectedHeadOid: base,
+          message: { headline: `${run}: state ${next.seq}${next.outcome ? ` (${next.outcome})` : ""}` },
+          fileChanges: { additions: [{ path: file, contents }] },
         },
-      );
+      });
+      remember(this.cacheKey(run), result.createCommitOnBranch.commit.oid, text);
       return result.createCommitOnBranch.commit.oid;
     } catch (error) {
+      recent.delete(this.cacheKey(run));
       if (isStale(error)) return null;
       throw error;
     }

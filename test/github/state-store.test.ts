@@ -99,8 +99,12 @@ describe("the GitHub state store", () => {
     expect(JSON.parse(github.branches.get("agentrelay-state/g")!.files["run-1.json"]!)).toEqual(
       started.state,
     );
-    const loaded = await store.load("g/1");
+    // Read from GitHub, and from what this process just wrote (the version names the content).
+    const loaded = await store.load("g/1", { fresh: true });
     expect(loaded).toEqual({ state: started.state, version: started.version });
+    const reads = github.calls.length;
+    expect(await store.load("g/1")).toEqual({ state: started.state, version: started.version, cached: true });
+    expect(github.calls.length).toBe(reads);
     expect(await store.load("g/2")).toBeNull();
     expect(await new GitHubStateStore(octokit(), "o", "r").load("other/1")).toBeNull();
   });
