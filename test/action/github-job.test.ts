@@ -54,20 +54,25 @@ async function remote(): Promise<{ url: string; bare: string; seed: string }> {
   return { url: `file://${root}`, bare, seed };
 }
 
-function stateJson(attempt: number): string {
-  const graph = parseGraph(".workflow/g.yaml", GRAPH);
+function stateJson(attempt: number, text = GRAPH): string {
+  const graph = parseGraph(".workflow/g.yaml", text);
   const engine = createEngine(graph, { runNumber: 1 });
   const { state } = engine.start(1000);
   for (let n = 1; n < attempt; n++)
     engine.apply(state, { type: "job_failed", task: "greet", attempt: n, reason: "tests failed", at: 2000 });
   return JSON.stringify({
     ...state,
-    source: { path: ".workflow/g.yaml", commit: "c".repeat(40), branch: "main", text: GRAPH },
+    source: { path: ".workflow/g.yaml", commit: "c".repeat(40), branch: "main", text },
     github: newMeta(),
   });
 }
 
-async function runJob(remoteUrl: string, attempt: number, extraEnv: Record<string, string> = {}) {
+async function runJob(
+  remoteUrl: string,
+  attempt: number,
+  extraEnv: Record<string, string> = {},
+  graphText = GRAPH,
+) {
   const home = mkdtempSync(join(tmpdir(), "agentrelay-runner-"));
   const files = { output: join(home, "output"), summary: join(home, "summary") };
   writeFileSync(files.output, "");
@@ -76,7 +81,7 @@ async function runJob(remoteUrl: string, attempt: number, extraEnv: Record<strin
     .get("/repos/octo/demo/contents/run-1.json")
     .query({ ref: `v${attempt}` })
     .matchHeader("authorization", `token ${TOKEN}`)
-    .reply(200, stateJson(attempt));
+    .reply(200, stateJson(attempt, graphText));
   const env: Record<string, string> = {
     HOME: home,
     PATH: process.env.PATH!,
@@ -250,6 +255,39 @@ describe("the task Action", () => {
       reason: "the agent gave up: the spec contradicts itself",
     });
     expect(output).toMatch(/outcome<<\S+\nfailed\n/);
+  });
+
+  it("times the agent out at the attempt's wall-clock limit and reports the failure", async () => {
+    server = await startScriptedModel(sequence([bash("sleep 30")], "never"));
+    const { url } = await remote();
+    const started = Date.now();
+    const { outcome } = await runJob(url, 1, { "INPUT_TIMEOUT-MINUTES": "0.05" });
+    expect(Date.now() - started).toBeLessThan(25_000);
+    expect(outcome.result).toMatchObject({
+      outcome: "failed",
+      reason: expect.stringContaining("did not finish within 3 s"),
+    });
+    expect(reports[0]!.result).toMatchObject({ outcome: "failed" });
+  });
+
+  it("a read_only task pushes nothing and still reports", async () => {
+    server = await startScriptedModel(
+      sequence([bash("echo review > review.txt && agentrelay-complete")], "Done."),
+    );
+    const { bare, url } = await remote();
+    const readOnly = GRAPH.replace(
+      "    description: Create greet.txt saying hello.",
+      "    description: Review.\n    isolation:\n      token_tier: read_only",
+    );
+    const { outcome } = await runJob(url, 1, {}, readOnly);
+    expect(outcome.pushed).toBe(false);
+    expect(await git(bare, ["branch", "--list", "agentrelay/g/greet"])).toBe("");
+    expect(reports[0]!.result).toMatchObject({
+      outcome: "succeeded",
+      noPr: true,
+      commit: null,
+      opsConcerns: ["read_only task: its commits were not pushed"],
+    });
   });
 
   it("fails before the agent starts when the Anthropic credential is missing, saying which secret", async () => {
