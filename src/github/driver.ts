@@ -89,7 +89,27 @@ export class RunDriver {
       const version = await this.store.compareAndSwap(next.runKey, previous.version, next);
       if (version === null)
         throw new StateConflictError(`run ${next.runKey} changed while resuming; the next event resumes it`);
-      await this.after(next, engine, resumed.effects, version, true);
+      await this.after(
+        next,
+        engine,
+        resumed.effects.filter((e) => !REPEATABLE.has(e.type)),
+        version,
+        true,
+      );
+      // Branches for new workstreams and the like go through drive, like every repeatable effect.
+      await this.drive(next.runKey, [], { pending: true });
+      if (resumed.drift.length > 0 && next.github.trackingIssue !== null) {
+        await this.ctx.octokit.rest.issues.createComment({
+          owner: this.ctx.owner,
+          repo: this.ctx.repo,
+          issue_number: next.github.trackingIssue,
+          body: [
+            `The graph changed at ${source.commit}; the run goes on with it:`,
+            "",
+            ...resumed.drift.map((d) => `- ${d}`),
+          ].join("\n"),
+        });
+      }
       return { runKey: next.runKey, started: false, drift: resumed.drift };
     }
     const unchanged = (a: RunSource, b: RunSource) =>

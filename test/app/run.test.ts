@@ -251,3 +251,33 @@ describe("merging and dispatching the way GitHub allows", () => {
     expect(h.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`)).toEqual(["a/1", "a/2"]);
   });
 });
+
+describe("a graph changed while its run is going", () => {
+  it("resumes the run with the change: finished work kept, a new workstream prepared and run, drift reported", async () => {
+    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await runJob(h, h.gh.dispatches[0]!);
+    const changed = `${DIAMOND.replace("  - id: ws_d\n    auto_merge: true\n", "  - id: ws_d\n    auto_merge: true\n  - id: ws_e\n    auto_merge: true\n")}  - id: e
+    workstream_id: ws_e
+    description: added later
+`;
+    const before = h.gh.branches.get("main")!;
+    const after = h.gh.commit("main", { ".workflow/diamond.yaml": changed });
+    expect(
+      await h.deliver("push", pushPayload(h.gh, before, after, { modified: [".workflow/diamond.yaml"] })),
+    ).toBe(200);
+    const state = h.gh.state("diamond/1") as unknown as {
+      source: { commit: string };
+      tasks: Record<string, { status: string }>;
+    };
+    expect(state.source.commit).toBe(after);
+    expect(state.tasks.a!.status).toBe("merged");
+    expect(h.gh.branches.has("agentrelay/diamond/ws_e/integration")).toBe(true);
+    // e waits for capacity (max_concurrency 2: b and c run); the change is reported on the tracking issue.
+    expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a", "b", "c"]);
+    expect(h.gh.comments.at(-1)!.body).toContain(`The graph changed at ${after}`);
+    for (let i = 1; i < h.gh.dispatches.length; i++) await runJob(h, h.gh.dispatches[i]!);
+    expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a", "b", "c", "e", "d"]);
+    expect(h.gh.state("diamond/1").outcome).toBe("succeeded");
+    expect(h.gh.file("main", "e.txt")).toContain("work of e");
+  });
+});
