@@ -14,11 +14,15 @@ import type { RunState, TaskRun } from "../engine/types.ts";
 export const BODY_LIMIT = 65_536;
 const scrub = redactor([]);
 
-/** Agent text inside markdown: secrets masked, HTML comments and fences neutralised, length bounded. */
+/**
+ * Agent text inside markdown: secrets masked, HTML comments and fences neutralised, @-mentions kept
+ * from notifying anyone (a zero-width space after the @), length bounded.
+ */
 export function agentText(text: string, max = 4000): string {
   const clean = scrub(text)
     .replace(/<!--|-->/g, "")
-    .replace(/```/g, "ʼʼʼ");
+    .replace(/```/g, "ʼʼʼ")
+    .replace(/@(?=[A-Za-z0-9])/g, "@\u200b");
   return clean.length > max ? `${clean.slice(0, max)} …` : clean;
 }
 
