@@ -281,3 +281,51 @@ describe("a graph changed while its run is going", () => {
     expect(h.gh.file("main", "e.txt")).toContain("work of e");
   });
 });
+
+describe("every request the app makes", () => {
+  it("to start a run, and for one attempt from token to the next dispatches", async () => {
+    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    const repo = "/repos/octo/demo";
+    expect(h.gh.log()).toEqual([
+      "POST /app/installations/42/access_tokens", // the webhook's installation token
+      `GET ${repo}/contents/.workflow%2Fdiamond.yaml`, // the graph at the pushed commit
+      `GET ${repo}/contents/.workflow%2Fdiamond.params.yaml`,
+      "POST /graphql", // runs of the graph so far
+      "POST /graphql", // the state branch, before creating it
+      `POST ${repo}/git/trees`,
+      `POST ${repo}/git/commits`,
+      `POST ${repo}/git/refs`,
+      "POST /graphql", // run 1 written (compare-and-swap)
+      `POST ${repo}/issues`, // the tracking issue
+      `POST ${repo}/issues/1/comments`, // its status comment
+      "POST /graphql", // their ids written
+      `GET ${repo}/git/ref/heads%2Fmain`, // ws_a's integration branch
+      `POST ${repo}/git/refs`,
+      "POST /graphql",
+      `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // task a
+      `PATCH ${repo}/issues/comments/1001`, // the status
+    ]);
+    const before = h.gh.calls.length;
+    await runJob(h, h.gh.dispatches[0]!);
+    expect(h.gh.log().slice(before)).toEqual([
+      `GET ${repo}/installation`, // the job's repository (then remembered)
+      "POST /graphql", // token: the attempt marked as answered
+      "POST /app/installations/42/access_tokens", // the attempt's scoped token
+      `POST ${repo}/pulls`, // report: task PR
+      `PUT ${repo}/pulls/2/merge`,
+      `GET ${repo}/compare/main...agentrelay%2Fdiamond%2Fws_a%2Fintegration`, // ws_a is done: integration
+      `POST ${repo}/pulls`,
+      `POST ${repo}/issues/3/comments`, // the status mirrored on the integration PR
+      `PUT ${repo}/pulls/3/merge`, // auto-merge, no concern
+      `GET ${repo}/git/ref/heads%2Fmain`, // ws_b and ws_c may start
+      `POST ${repo}/git/refs`,
+      `GET ${repo}/git/ref/heads%2Fmain`,
+      `POST ${repo}/git/refs`,
+      `POST ${repo}/check-runs`, // a's check run
+      "POST /graphql", // all of it written at once
+      `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // b
+      `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // c
+      `PATCH ${repo}/issues/comments/1001`,
+    ]);
+  });
+});
