@@ -14,7 +14,7 @@ import type { Graph } from "../graph/model.ts";
 import { messageOf, type RepoContext } from "./client.ts";
 import { GitHubEffects, REPEATABLE } from "./effects.ts";
 import { type GitHubMeta, type HostedRun, newMeta, parseRunGraph, type RunSource } from "./hosted.ts";
-import { editStatus, openTracking, taskCheckRun } from "./projections.ts";
+import { editStatus, mirrorStatus, openTracking, taskCheckRun } from "./projections.ts";
 import { GitHubStateStore } from "./state-store.ts";
 
 /** Where a command came from, to answer it there. */
@@ -124,10 +124,9 @@ export class RunDriver {
     const version = await this.store.compareAndSwap(run.runKey, null, run);
     if (version === null) return { runKey: run.runKey, started: false, drift: [] }; // another replica started it
     await openTracking(this.ctx, run, engine);
-    const written = await this.store.compareAndSwap(run.runKey, version, run);
-    if (written === null) throw new StateConflictError(`run ${run.runKey} changed while it was being opened`);
-    // The first decision's repeatable effects (integration branches) run through drive like any other.
-    await this.drive(run.runKey, [], { pending: true });
+    // The first decision's repeatable effects (integration branches) run through drive like any
+    // other, and its write keeps the tracking issue's ids.
+    await this.drive(run.runKey, [], { pending: true, loaded: { run, version, engine }, unsaved: true });
     return { runKey: run.runKey, started: true, drift: [] };
   }
 
@@ -138,12 +137,24 @@ export class RunDriver {
   async drive(
     runKey: string,
     initial: EngineEvent[],
-    options: { pending?: boolean; origin?: Origin; refreshStatus?: boolean; loaded?: Loaded } = {},
+    options: {
+      pending?: boolean;
+      origin?: Origin;
+      refreshStatus?: boolean;
+      loaded?: Loaded;
+      /** The handed-over run has changes of its own to write. */
+      unsaved?: boolean;
+    } = {},
   ): Promise<HostedRun | null> {
     // Facts an effect produced in an earlier round are reused, so a lost race repeats no API call.
     const produced = new Map<string, EngineEvent[]>();
-    // Ids of what a lost round created on GitHub (check runs, status comments), kept for the next round.
-    const created: Pick<GitHubMeta, "checkRuns" | "laneComments"> = { checkRuns: {}, laneComments: {} };
+    // Ids of what a lost round created on GitHub (issue, comments, check runs), kept for the next round.
+    const created: Omit<GitHubMeta, "statusAt"> = {
+      trackingIssue: null,
+      statusComment: null,
+      checkRuns: {},
+      laneComments: {},
+    };
     let fresh = false;
     for (let round = 0; round < 10; round++) {
       // A caller that has just read the run hands it over (one read fewer); later rounds read again.
@@ -152,6 +163,8 @@ export class RunDriver {
       const { run, version, engine } = loaded;
       const before = run.seq;
       const metaBefore = JSON.stringify(run.github);
+      run.github.trackingIssue ??= created.trackingIssue;
+      run.github.statusComment ??= created.statusComment;
       run.github.checkRuns = { ...created.checkRuns, ...run.github.checkRuns };
       run.github.laneComments = { ...created.laneComments, ...run.github.laneComments };
       const later: EngineEffect[] = [];
@@ -191,9 +204,11 @@ export class RunDriver {
           verdicts.set(fact.task, fact.attempt);
       }
       for (const [task, attempt] of verdicts) await taskCheckRun(this.ctx, run, task, attempt);
+      await mirrorStatus(this.ctx, run, engine);
       const statusDue = options.refreshStatus === true || this.statusDue(run, later);
       if (statusDue) run.github.statusAt = this.ctx.now();
-      if (run.seq === before && JSON.stringify(run.github) === metaBefore) {
+      const unsaved = round === 0 && options.unsaved === true;
+      if (!unsaved && run.seq === before && JSON.stringify(run.github) === metaBefore) {
         // Nothing to do, as far as a cached state tells: ask GitHub before concluding so.
         if (loaded.cached) {
           fresh = true;
@@ -205,6 +220,8 @@ export class RunDriver {
       const written = await this.store.compareAndSwap(runKey, version, run);
       if (written === null) {
         fresh = true;
+        created.trackingIssue = run.github.trackingIssue;
+        created.statusComment = run.github.statusComment;
         Object.assign(created.checkRuns, run.github.checkRuns);
         Object.assign(created.laneComments, run.github.laneComments);
         continue;

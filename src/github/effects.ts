@@ -9,7 +9,7 @@ import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { attemptRunName, messageOf, type RepoContext, statusOf } from "./client.ts";
 import type { HostedRun } from "./hosted.ts";
-import { integrationPrBody, integrationPrTitle, statusComment, taskPrBody, taskPrTitle } from "./render.ts";
+import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
 
 type Facts = Promise<EngineEvent[]>;
 
@@ -95,14 +95,6 @@ export class GitHubEffects {
         );
         if ("reason" in opened)
           return [{ type: "integration_failed", workstream: ws.id, reason: opened.reason, at }];
-        if (run.github.laneComments[ws.id] === undefined) {
-          const { data } = await this.ctx.octokit.rest.issues.createComment({
-            ...this.repo,
-            issue_number: opened.number,
-            body: statusComment(engine.plan, run, at, run.github),
-          });
-          run.github.laneComments[ws.id] = data.id;
-        }
         return [{ type: "integration_pr_opened", workstream: ws.id, pr: opened, at }];
       }
       case "merge_integration_pr": {

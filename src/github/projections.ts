@@ -35,6 +35,23 @@ export async function openTracking(ctx: RepoContext, run: HostedRun, engine: Eng
   }
 }
 
+/**
+ * The status mirrored on each integration PR that stays open (one merged at once needs none): its
+ * comment is created before the state is written, so that its id is kept with the run.
+ */
+export async function mirrorStatus(ctx: RepoContext, run: HostedRun, engine: Engine): Promise<void> {
+  for (const [lane, ws] of Object.entries(run.workstreams)) {
+    if (ws.status !== "pr_open" || !ws.pr || run.github.laneComments[lane] !== undefined) continue;
+    const { data } = await ctx.octokit.rest.issues.createComment({
+      owner: ctx.owner,
+      repo: ctx.repo,
+      issue_number: ws.pr.number,
+      body: statusComment(engine.plan, run, ctx.now(), run.github),
+    });
+    run.github.laneComments[lane] = data.id;
+  }
+}
+
 /** Edits the status comment on the tracking issue and on each open integration PR. */
 export async function editStatus(ctx: RepoContext, run: HostedRun, engine: Engine): Promise<void> {
   const body = statusComment(engine.plan, run, ctx.now(), run.github);

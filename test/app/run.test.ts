@@ -298,10 +298,9 @@ describe("every request the app makes", () => {
       "POST /graphql", // run 1 written (compare-and-swap)
       `POST ${repo}/issues`, // the tracking issue
       `POST ${repo}/issues/1/comments`, // its status comment
-      "POST /graphql", // their ids written
       `GET ${repo}/git/ref/heads%2Fmain`, // ws_a's integration branch
       `POST ${repo}/git/refs`,
-      "POST /graphql",
+      "POST /graphql", // their ids and the branch written
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // task a
       `PATCH ${repo}/issues/comments/1001`, // the status
     ]);
@@ -315,8 +314,7 @@ describe("every request the app makes", () => {
       `PUT ${repo}/pulls/2/merge`,
       `GET ${repo}/compare/main...agentrelay%2Fdiamond%2Fws_a%2Fintegration`, // ws_a is done: integration
       `POST ${repo}/pulls`,
-      `POST ${repo}/issues/3/comments`, // the status mirrored on the integration PR
-      `PUT ${repo}/pulls/3/merge`, // auto-merge, no concern
+      `PUT ${repo}/pulls/3/merge`, // auto-merge, no concern (so no status is mirrored on it)
       `GET ${repo}/git/ref/heads%2Fmain`, // ws_b and ws_c may start
       `POST ${repo}/git/refs`,
       `GET ${repo}/git/ref/heads%2Fmain`,
