@@ -51,11 +51,11 @@ describe("end to end under faults", () => {
       route: (d) => (d.name === "workflow_run" ? "drop" : "deliver"),
     });
     await standin.push({ ".workflow/diamond.yaml": `max_task_attempts: 2\n${DIAMOND}` });
-    const deadline = Date.now() + 60_000;
-    while (!(standin.gh.state("diamond/1").tasks.a as { attempts?: { job?: string }[] }).attempts?.[0]?.job) {
-      if (Date.now() > deadline) throw new Error("the first job never started");
-      await new Promise((done) => setTimeout(done, 100));
-    }
+    await standin.until(() =>
+      Boolean(
+        (standin!.gh.state("diamond/1").tasks.a as { attempts?: { job?: string }[] }).attempts?.[0]?.job,
+      ),
+    );
     standin.jobs.get(standin.gh.dispatches[0]!.runId)!.kill("SIGKILL");
     await standin.idle();
     expect(standin.gh.state("diamond/1").tasks.a!.status).toBe("running"); // nobody told the app

@@ -154,9 +154,9 @@ tasks:
     description: takes its time
 `,
     });
-    await standin.idle(30_000).catch(() => undefined); // sleepy is still running
+    // flaky fails its first attempt while sleepy is still running.
+    await standin.until(() => standin!.gh.state("steer/1").tasks.flaky!.status === "failed");
     const issue = standin.gh.issues[0]!.number;
-    expect(standin.gh.state("steer/1").tasks.flaky!.status).toBe("failed");
     await standin.comment(issue, "/agentrelay retry flaky");
     await standin.comment(issue, "/agentrelay cancel sleepy");
     await standin.idle();

@@ -236,6 +236,15 @@ export class Standin {
     this.pending.add(tracked);
   }
 
+  /** Waits until `condition` holds (checked every 100 ms). */
+  async until(condition: () => boolean, timeoutMs = 120_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!condition()) {
+      if (Date.now() > deadline) throw new Error(`condition still false after ${timeoutMs} ms`);
+      await new Promise((done) => setTimeout(done, 100));
+    }
+  }
+
   /** Waits until no job runs and no webhook is in flight. */
   async idle(timeoutMs = 180_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
