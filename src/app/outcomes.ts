@@ -81,5 +81,14 @@ export async function onCheckSuite(
   if (!owner || suite.pull_requests.length === 0) return;
   const driver = new RunDriver(repoContext(context, config));
   const runKey = await currentRun(driver, owner.graph);
-  if (runKey) await driver.drive(runKey, [], { pending: true });
+  if (!runKey) return;
+  const run = await driver.drive(runKey, [], { pending: true });
+  // Checks that failed on a task PR GitHub will not merge fail the task, as a failed gate does: a
+  // retry continues on its branch with the reason. (A failed check that is not required does not
+  // stop the merge above.)
+  const failed = suite.conclusion === "failure" || suite.conclusion === "timed_out";
+  if (failed && owner.task && run?.tasks[owner.task]?.status === "pr_open") {
+    const reason = `checks failed on its PR (${suite.conclusion})`;
+    await driver.drive(runKey, [{ type: "task_merge_failed", task: owner.task, reason, at: Date.now() }]);
+  }
 }

@@ -215,6 +215,42 @@ describe("merging and dispatching the way GitHub allows", () => {
     expect(pending.size).toBe(1);
   });
 
+  it("fails the task when required checks fail on its PR, and retries it on the same branch", async () => {
+    await pushGraph(".workflow/diamond.yaml", `max_task_attempts: 2\n${DIAMOND}`);
+    const open = h.gh.handle.bind(h.gh);
+    h.gh.handle = (method, url, body) => {
+      const reply = open(method, url, body);
+      // Branch protection: the first task PR's required check is red.
+      if (method === "POST" && url.endsWith("/pulls") && reply[0] === 201 && h.gh.pulls.length === 1) {
+        h.gh.pulls[0]!.checksPending = true;
+      }
+      return reply;
+    };
+    await runJob(h, h.gh.dispatches[0]!);
+    const pr = h.gh.pulls[0]!;
+    expect(pr.merged).toBe(false);
+    await h.deliver("check_suite", {
+      action: "completed",
+      check_suite: {
+        id: 6,
+        head_branch: pr.head,
+        head_sha: "x",
+        status: "completed",
+        conclusion: "failure",
+        pull_requests: [{ number: pr.number }],
+      },
+      repository: repository(h.gh),
+      sender: user("github-actions[bot]", "Bot"),
+    });
+    const { timeline } = h.gh.state("diamond/1") as unknown as {
+      timeline: { type: string; detail?: string }[];
+    };
+    expect(timeline.filter((e) => e.type === "task_failed").map((e) => e.detail)).toEqual([
+      "merging the task PR failed: checks failed on its PR (failure) (will retry)",
+    ]);
+    expect(h.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`)).toEqual(["a/1", "a/2"]);
+  });
+
   it("dispatches without return_run_details where GitHub does not know it", async () => {
     h.gh.runDetails = false;
     await pushGraph(".workflow/diamond.yaml", DIAMOND);
