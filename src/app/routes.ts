@@ -103,7 +103,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       octokit,
       owner,
       repo,
-      defaultBranch: "",
+      defaultBranch: "", // not needed here: a run carries the branch it was pushed to (source.branch)
       config: options.config,
       now,
       log: (m) => app.log.info(m),
