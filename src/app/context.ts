@@ -6,21 +6,34 @@ import { GraphError } from "../graph/errors.ts";
 import { DEFAULT_YAML_LIMITS, loadYaml } from "../graph/yaml.ts";
 import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
 
-interface RepositoryPayload {
-  repository: { name: string; owner: { login: string }; default_branch: string };
+interface Repository {
+  name: string;
+  owner: { login: string };
+  default_branch: string;
 }
 
-export function repoContext(context: Context, config: AppConfig): RepoContext {
-  const { repository } = context.payload as unknown as RepositoryPayload;
+/** The adapter's view of one repository, for an installation's client. */
+export function repoContextOf(
+  octokit: unknown,
+  repository: Repository,
+  config: AppConfig,
+  log: (message: string) => void,
+): RepoContext {
   return {
-    octokit: context.octokit as unknown as GitHubClient,
+    octokit: octokit as GitHubClient,
     owner: repository.owner.login,
     repo: repository.name,
     defaultBranch: repository.default_branch,
     config,
     now: Date.now,
-    log: (message) => context.log.info(message),
+    log,
   };
+}
+
+/** The same, for the repository a webhook is about. */
+export function repoContext(context: Context, config: AppConfig): RepoContext {
+  const { repository } = context.payload as unknown as { repository: Repository };
+  return repoContextOf(context.octokit, repository, config, (message) => context.log.info(message));
 }
 
 /** A file's text at a commit (the contents API, never a branch head), or null when it does not exist. */

@@ -2,11 +2,12 @@
  * The agentrelay GitHub App (Probot): one handler per event family, the job endpoints and the
  * reconciler. It keeps nothing in memory between events: every handler reads the run from GitHub.
  */
-import type { ApplicationFunction, Context, Probot } from "probot";
+import type { ApplicationFunction, Probot } from "probot";
 import { type AppConfig, configFromEnv } from "../github/client.ts";
 import { oidcVerifier, type ActionsIdentity } from "../github/oidc.ts";
+import { StateCache } from "../github/state-store.ts";
 import { onCheckRunRerequested, onComment } from "./commands.ts";
-import { repoContext } from "./context.ts";
+import { repoContextOf } from "./context.ts";
 import { onCheckSuite, onPullRequestClosed, onWorkflowRun } from "./outcomes.ts";
 import { planPullRequest } from "./plan.ts";
 import { runOnPush } from "./push.ts";
@@ -20,7 +21,8 @@ export interface AgentrelayAppOptions {
 }
 
 export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFunction {
-  const config = options.config ?? configFromEnv(process.env);
+  // Each app instance (a replica) remembers the state versions it saw; replicas share nothing else.
+  const config = { ...(options.config ?? configFromEnv(process.env)), stateCache: new StateCache() };
   const verify =
     options.verify ??
     oidcVerifier({
@@ -62,10 +64,7 @@ export async function reconcileAll(app: Probot, config: AppConfig): Promise<void
       per_page: 100,
     });
     for (const repository of repos) {
-      const ctx = repoContext(
-        { octokit, payload: { repository }, log: app.log } as unknown as Context,
-        config,
-      );
+      const ctx = repoContextOf(octokit, repository, config, (message) => app.log.info(message));
       await reconcileRepository(ctx).catch((error: unknown) =>
         app.log.error(error as Error, `reconcile ${repository.full_name}`),
       );

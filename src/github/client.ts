@@ -3,6 +3,7 @@
  * and the facts about one repository every handler needs.
  */
 import type { Octokit } from "@octokit/rest";
+import type { StateCache } from "./state-store.ts";
 
 export type GitHubClient = Pick<Octokit, "rest" | "request" | "graphql">;
 
@@ -19,6 +20,8 @@ export interface AppConfig {
   allowedBots: string[];
   /** Wall-clock limit of one attempt before the reconciler times it out. */
   attemptTimeoutMs: number;
+  /** This replica's memory of run-state versions (the app gives each replica its own). */
+  stateCache?: StateCache;
 }
 
 export const DEFAULT_CONFIG: AppConfig = {

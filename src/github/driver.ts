@@ -54,7 +54,7 @@ export class RunDriver {
   readonly effects: GitHubEffects;
 
   constructor(readonly ctx: RepoContext) {
-    this.store = new GitHubStateStore(ctx.octokit, ctx.owner, ctx.repo);
+    this.store = new GitHubStateStore(ctx.octokit, ctx.owner, ctx.repo, ctx.config.stateCache);
     this.effects = new GitHubEffects(ctx);
   }
 

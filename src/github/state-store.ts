@@ -14,16 +14,25 @@ import type { RunState } from "../engine/types.ts";
 export const stateBranch = (graph: string): string => `agentrelay-state/${graph}`;
 
 /**
- * The state this process last read or wrote for each run, with its commit id. A commit id names its
+ * What one app replica last read or wrote for each run, with its commit id. A commit id names its
  * content, so this is a cache of facts, never the truth: a write from it is a compare-and-swap on
  * that id, which GitHub refuses once the branch has moved (then the writer reads afresh). With one
  * replica it saves every handler its read; with several it costs a refused write now and then.
  */
-const recent = new Map<string, { version: string; text: string }>();
-function remember(key: string, version: string, text: string): void {
-  recent.delete(key);
-  recent.set(key, { version, text });
-  if (recent.size > 200) recent.delete(recent.keys().next().value!);
+export class StateCache {
+  private readonly recent = new Map<string, { version: string; text: string }>();
+
+  get(key: string): { version: string; text: string } | undefined {
+    return this.recent.get(key);
+  }
+  set(key: string, version: string, text: string): void {
+    this.recent.delete(key);
+    this.recent.set(key, { version, text });
+    if (this.recent.size > 200) this.recent.delete(this.recent.keys().next().value!);
+  }
+  forget(key: string): void {
+    this.recent.delete(key);
+  }
 }
 
 function locate(run: string): { graph: string; file: string } {
@@ -66,6 +75,8 @@ export class GitHubStateStore implements StateStore {
     private readonly octokit: Pick<Octokit, "request">,
     private readonly owner: string,
     private readonly repo: string,
+    /** The replica's cache; without one, every load reads GitHub. */
+    private readonly cache: StateCache = new StateCache(),
   ) {}
 
   private async head(graph: string): Promise<{ oid: string; files: Map<string, string> } | null> {
@@ -107,13 +118,13 @@ export class GitHubStateStore implements StateStore {
   }
 
   async load(run: string, options: { fresh?: boolean } = {}): Promise<Versioned | null> {
-    const seen = options.fresh ? undefined : recent.get(this.cacheKey(run));
+    const seen = options.fresh ? undefined : this.cache.get(this.cacheKey(run));
     if (seen) return { state: JSON.parse(seen.text) as RunState, version: seen.version, cached: true };
     const { graph, file } = locate(run);
     const head = await this.head(graph);
     const text = head?.files.get(file);
     if (!head || text === undefined) return null;
-    remember(this.cacheKey(run), head.oid, text);
+    this.cache.set(this.cacheKey(run), head.oid, text);
     return { state: JSON.parse(text) as RunState, version: head.oid };
   }
 
@@ -147,10 +158,10 @@ export class GitHubStateStore implements StateStore {
           fileChanges: { additions: [{ path: file, contents }] },
         },
       });
-      remember(this.cacheKey(run), result.createCommitOnBranch.commit.oid, text);
+      this.cache.set(this.cacheKey(run), result.createCommitOnBranch.commit.oid, text);
       return result.createCommitOnBranch.commit.oid;
     } catch (error) {
-      recent.delete(this.cacheKey(run));
+      this.cache.forget(this.cacheKey(run));
       if (isStale(error)) return null;
       throw error;
     }
