@@ -55,50 +55,50 @@ function readInputs(): Inputs {
   };
 }
 
-async function postJson(
-  url: string,
-  body: object,
-  bearer: string,
-  tries = 3,
-): Promise<Record<string, unknown>> {
+/** Calls `call` until it succeeds, `tries` times at most, pausing longer each time. */
+async function retried<T>(
+  call: () => Promise<T>,
+  retryable: (status: number | undefined) => boolean,
+  tries: number,
+  pauseMs: number,
+): Promise<T> {
   for (let i = 1; ; i++) {
-    // The app may be restarting or behind a load balancer switching replicas: network errors and
-    // 5xx answers are tried again (a report is applied once however often it arrives).
+    try {
+      return await call();
+    } catch (error) {
+      if (i >= tries || !retryable((error as { status?: number }).status)) throw error;
+      await new Promise((done) => setTimeout(done, pauseMs * i * i));
+    }
+  }
+}
+
+/**
+ * A request to the app. It may be restarting, or behind a load balancer switching replicas: network
+ * errors (no status) and 5xx answers are tried again (a report is applied once however often it
+ * arrives).
+ */
+function postJson(url: string, body: object, bearer: string): Promise<Record<string, unknown>> {
+  const post = async () => {
     const response = await fetch(url, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
       body: JSON.stringify(body),
     }).catch((error: unknown) => {
-      if (i >= tries) throw new JobError(`${url} could not be reached: ${(error as Error).message}`);
-      return null;
+      throw new JobError(`${url} could not be reached: ${(error as Error).message}`);
     });
-    if (!response) {
-      await new Promise((done) => setTimeout(done, 1000 * i * i));
-      continue;
-    }
     const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
     if (response.ok) return answer;
-    if (response.status < 500 || i >= tries) {
-      throw new JobError(
-        `${url} answered ${response.status}: ${String(answer.error ?? response.statusText)}`,
-      );
-    }
-    await new Promise((done) => setTimeout(done, 1000 * i * i));
-  }
+    const reason = String(answer.error ?? response.statusText);
+    throw Object.assign(new JobError(`${url} answered ${response.status}: ${reason}`), {
+      status: response.status,
+    });
+  };
+  return retried(post, (status) => status === undefined || status >= 500, 3, 1000);
 }
 
-/** GitHub answers 5xx and 429 now and then: a read is tried again (three times, growing pauses). */
-async function retried<T>(call: () => Promise<T>, tries = 3): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await call();
-    } catch (error) {
-      const status = (error as { status?: number }).status ?? 0;
-      if (i >= tries || (status < 500 && status !== 429)) throw error;
-      await new Promise((done) => setTimeout(done, 500 * i * i));
-    }
-  }
-}
+/** GitHub answers 5xx and 429 now and then: a read is tried again. */
+const githubRetryable = (status: number | undefined) =>
+  status !== undefined && (status >= 500 || status === 429);
 
 /** The credential the workflow resolved from the secret the graph names, as Claude Code's variable. */
 function anthropicEnv(env: NodeJS.ProcessEnv, credentialName: string | null): Record<string, string> {
@@ -164,14 +164,18 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     baseUrl: env.GITHUB_API_URL || "https://api.github.com",
     request: { fetch: globalThis.fetch },
   });
-  const { data } = await retried(() =>
-    octokit.rest.repos.getContent({
-      owner,
-      repo,
-      path: `run-${inputs.run.slice(inputs.run.lastIndexOf("/") + 1)}.json`,
-      ref: inputs.stateVersion,
-      mediaType: { format: "raw" },
-    }),
+  const { data } = await retried(
+    () =>
+      octokit.rest.repos.getContent({
+        owner,
+        repo,
+        path: `run-${inputs.run.slice(inputs.run.lastIndexOf("/") + 1)}.json`,
+        ref: inputs.stateVersion,
+        mediaType: { format: "raw" },
+      }),
+    githubRetryable,
+    3,
+    500,
   );
   const state = JSON.parse(data as unknown as string) as HostedRun;
   const graph = parseRunGraph(state.source);
