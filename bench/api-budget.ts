@@ -5,7 +5,7 @@
  * included) and the latency of each webhook or job request without network (target: p99 < 20 ms).
  */
 import { DIAMOND } from "../test/app/graphs.ts";
-import { type Harness, pushPayload, runJob, startApp } from "../test/support/app.ts";
+import { type Harness, runJob, startApp } from "../test/support/app.ts";
 import { generateGraph } from "./graph-scale.ts";
 import { table } from "./table.ts";
 
@@ -33,9 +33,7 @@ async function scenario(
   h.call = timed(h.call.bind(h));
   h.deliver = timed(h.deliver.bind(h));
   try {
-    const before = h.gh.branches.get("main")!;
-    const after = h.gh.commit("main", { [path]: text });
-    await h.deliver("push", pushPayload(h.gh, before, after, { added: [path] }));
+    await h.pushGraph(path, text);
     for (let done = 0; done < h.gh.dispatches.length; done++) await runJob(h, h.gh.dispatches[done]!);
     const calls = h.gh.calls.filter(
       (c) => !c.path.includes("/access_tokens") || (c.body as { repositories?: unknown })?.repositories,

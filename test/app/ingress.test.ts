@@ -6,19 +6,7 @@ let h: Harness;
 beforeEach(async () => {
   h = await startApp();
 });
-afterEach(async () => {
-  expect(h.gh.violations).toEqual([]);
-  await h.close();
-});
-
-async function pushGraph(path: string, text: string, extra: Record<string, string> = {}): Promise<string> {
-  const before = h.gh.branches.get("main")!;
-  const after = h.gh.commit("main", { [path]: text, ...extra });
-  expect(
-    await h.deliver("push", pushPayload(h.gh, before, after, { added: [path, ...Object.keys(extra)] })),
-  ).toBe(200);
-  return after;
-}
+afterEach(() => h.close());
 
 function pullRequestEvent(action: string, number: number, head: string) {
   return {
@@ -40,15 +28,7 @@ describe("plan on pull request", () => {
   it("gives a graph PR a plan check run and one sticky comment, edited in place; nothing runs", async () => {
     h.gh.branches.set("feature", h.gh.branches.get("main")!);
     const head = h.gh.commit("feature", { ".workflow/diamond.yaml": DIAMOND });
-    h.gh.pulls.push({
-      number: 5,
-      head: "feature",
-      base: "main",
-      title: "graph",
-      body: "",
-      state: "open",
-      merged: false,
-    });
+    h.gh.openPull(5, "feature");
     expect(await h.deliver("pull_request", pullRequestEvent("opened", 5, head))).toBe(200);
     expect(h.gh.checkRuns).toMatchObject([
       { name: "agentrelay / plan", head_sha: head, conclusion: "success" },
@@ -74,15 +54,7 @@ describe("plan on pull request", () => {
     const head = h.gh.commit("feature", {
       ".workflow/bad.yaml": "name: bad\ntasks:\n  - id: a\n    dependencies: [nope]\n",
     });
-    h.gh.pulls.push({
-      number: 6,
-      head: "feature",
-      base: "main",
-      title: "graph",
-      body: "",
-      state: "open",
-      merged: false,
-    });
+    h.gh.openPull(6, "feature");
     await h.deliver("pull_request", pullRequestEvent("opened", 6, head));
     const check = h.gh.checkRuns[0]!;
     expect(check.conclusion).toBe("failure");
@@ -99,7 +71,7 @@ describe("plan on pull request", () => {
 
 describe("run on push", () => {
   it("an invalid graph gets a failed check run and changes nothing else", async () => {
-    const sha = await pushGraph(
+    const sha = await h.pushGraph(
       ".workflow/bad.yaml",
       "name: bad\ntasks:\n  - id: a\n    dependancies: [b]\n",
     );
@@ -117,11 +89,11 @@ describe("run on push", () => {
   it("a cyberian workflow takes its params from the params file, and a missing one is named", async () => {
     const workflow =
       "name: hello\nparams:\n  topic:\n    range: string\n    required: true\nsubtasks:\n  write:\n    instructions: Write about {{topic}}.\n";
-    await pushGraph(".workflow/hello.yaml", workflow);
+    await h.pushGraph(".workflow/hello.yaml", workflow);
     expect(h.gh.checkRuns[0]!.output!.summary).toContain(
       "params.topic: required param 'topic' has no value (give it in .workflow/hello.params.yaml",
     );
-    await pushGraph(".workflow/hello.yaml", workflow, { ".workflow/hello.params.yaml": "topic: tides\n" });
+    await h.pushGraph(".workflow/hello.yaml", workflow, { ".workflow/hello.params.yaml": "topic: tides\n" });
     const state = h.gh.state("hello/1") as unknown as { source: { params: object } };
     expect(state.source.params).toEqual({ topic: "tides" });
     expect(h.gh.dispatches).toHaveLength(1);
@@ -130,7 +102,7 @@ describe("run on push", () => {
 
 describe("job endpoints", () => {
   it("mints one token per attempt, scoped to the repository and the task's tier", async () => {
-    await pushGraph(".workflow/tiers.yaml", TIERS);
+    await h.pushGraph(".workflow/tiers.yaml", TIERS);
     const byTask = Object.fromEntries(h.gh.dispatches.map((d) => [d.inputs.task, d]));
     for (const task of ["reader", "writer", "admin"]) {
       const d = byTask[task]!;
@@ -167,7 +139,7 @@ describe("job endpoints", () => {
   });
 
   it("refuses forged tokens, other workflows and other branches, and a report from another job", async () => {
-    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     const d = h.gh.dispatches[0]!;
     const ask = (token: string | null) =>
       h.call("/agentrelay/token", { run: "diamond/1", task: "a", attempt: 1 }, token);
@@ -249,7 +221,7 @@ describe("slash commands", () => {
   }
 
   it("accepts commands from writers, refuses others, ignores bots", async () => {
-    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     await runJob(h, h.gh.dispatches[0]!, { outcome: "failed", reason: "broken" });
     h.gh.permissions.set("alice", "write");
     h.gh.permissions.set("mallory", "read");
@@ -271,7 +243,7 @@ describe("slash commands", () => {
 
 describe("faults", () => {
   it("a 5xx while opening a task PR loses nothing: the reconciler finishes the work", async () => {
-    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     let failures = 0;
     h.gh.fault = (call) =>
       call.method === "POST" && call.path.endsWith("/pulls") && failures++ === 0

@@ -6,17 +6,7 @@ let h: Harness;
 beforeEach(async () => {
   h = await startApp();
 });
-afterEach(async () => {
-  expect(h.gh.violations).toEqual([]);
-  await h.close();
-});
-
-async function pushGraph(path: string, text: string): Promise<string> {
-  const before = h.gh.branches.get("main")!;
-  const after = h.gh.commit("main", { [path]: text }, `add ${path}`);
-  expect(await h.deliver("push", pushPayload(h.gh, before, after, { added: [path] }))).toBe(200);
-  return after;
-}
+afterEach(() => h.close());
 
 /** Runs every dispatched job not yet run, until none is left. */
 async function runAll(result: Parameters<typeof runJob>[2] = {}): Promise<void> {
@@ -26,7 +16,7 @@ async function runAll(result: Parameters<typeof runJob>[2] = {}): Promise<void> 
 
 describe("a run on GitHub", () => {
   it("starts on a push to the default branch, reading the graph at the pushed commit", async () => {
-    const sha = await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    const sha = await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     // The branch moves on; the run must follow the pushed commit, not the head.
     h.gh.commit("main", {
       ".workflow/diamond.yaml": DIAMOND.replace("description: first", "description: changed"),
@@ -53,7 +43,7 @@ describe("a run on GitHub", () => {
   });
 
   it("runs a four-workstream diamond to the end: task PRs merged, integration PRs auto-merged, in dependency order", async () => {
-    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     await runAll();
     const state = h.gh.state("diamond/1");
     expect(state.outcome).toBe("succeeded");
@@ -90,7 +80,7 @@ describe("a run on GitHub", () => {
   });
 
   it("leaves an integration PR for review when an agent raised a design concern", async () => {
-    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     await runJob(h, h.gh.dispatches[0]!, { concerns: ["the API shape is questionable"] });
     const integration = h.gh.pulls.find((p) => p.head === "agentrelay/diamond/ws_a/integration")!;
     expect(integration.state).toBe("open");
@@ -116,7 +106,7 @@ describe("a run on GitHub", () => {
   });
 
   it("retries a failed job within max_task_attempts, on the same branch", async () => {
-    await pushGraph(".workflow/diamond.yaml", `max_task_attempts: 2\n${DIAMOND}`);
+    await h.pushGraph(".workflow/diamond.yaml", `max_task_attempts: 2\n${DIAMOND}`);
     const first = h.gh.dispatches[0]!;
     await runJob(h, first, { outcome: "failed", reason: "tests failed" });
     expect(h.gh.dispatches[1]!.inputs).toMatchObject({ task: "a", attempt: "2" });
@@ -128,7 +118,7 @@ describe("a run on GitHub", () => {
   });
 
   it("takes a job that ended without success from workflow_run.completed", async () => {
-    await pushGraph(".workflow/diamond.yaml", `max_task_attempts: 2\n${DIAMOND}`);
+    await h.pushGraph(".workflow/diamond.yaml", `max_task_attempts: 2\n${DIAMOND}`);
     const d = h.gh.dispatches[0]!;
     const status = await h.deliver("workflow_run", {
       action: "completed",
@@ -174,7 +164,7 @@ describe("a run on GitHub", () => {
 
 describe("merging and dispatching the way GitHub allows", () => {
   it("waits for required checks on a task PR, and merges when a check suite completes", async () => {
-    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     const pending = new Set<number>();
     // Branch protection: the task PR's required check has not reported yet.
     const original = h.gh.handle.bind(h.gh);
@@ -216,7 +206,7 @@ describe("merging and dispatching the way GitHub allows", () => {
   });
 
   it("fails the task when required checks fail on its PR, and retries it on the same branch", async () => {
-    await pushGraph(".workflow/diamond.yaml", `max_task_attempts: 2\n${DIAMOND}`);
+    await h.pushGraph(".workflow/diamond.yaml", `max_task_attempts: 2\n${DIAMOND}`);
     const open = h.gh.handle.bind(h.gh);
     h.gh.handle = (method, url, body) => {
       const reply = open(method, url, body);
@@ -253,7 +243,7 @@ describe("merging and dispatching the way GitHub allows", () => {
 
   it("dispatches without return_run_details where GitHub does not know it", async () => {
     h.gh.runDetails = false;
-    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     expect(h.gh.dispatches).toHaveLength(1);
     const tries = h.gh.calls.filter((c) => c.path.endsWith("/dispatches"));
     expect(tries.map((c) => [c.status, "return_run_details" in (c.body as object)])).toEqual([
@@ -263,7 +253,7 @@ describe("merging and dispatching the way GitHub allows", () => {
   });
 
   it("retries a task from its check run's Re-run button, for people with write access", async () => {
-    await pushGraph(".workflow/diamond.yaml", `max_task_attempts: 1\n${DIAMOND}`);
+    await h.pushGraph(".workflow/diamond.yaml", `max_task_attempts: 1\n${DIAMOND}`);
     await runJob(h, h.gh.dispatches[0]!, { outcome: "failed", reason: "flaky" });
     const check = h.gh.checkRuns[0]!;
     const rerun = (login: string) =>
@@ -290,7 +280,7 @@ describe("merging and dispatching the way GitHub allows", () => {
 
 describe("a graph changed while its run is going", () => {
   it("resumes the run with the change: finished work kept, a new workstream prepared and run, drift reported", async () => {
-    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     await runJob(h, h.gh.dispatches[0]!);
     const changed = `${DIAMOND.replace("  - id: ws_d\n    auto_merge: true\n", "  - id: ws_d\n    auto_merge: true\n  - id: ws_e\n    auto_merge: true\n")}  - id: e
     workstream_id: ws_e
@@ -320,7 +310,7 @@ describe("a graph changed while its run is going", () => {
 
 describe("every request the app makes", () => {
   it("to start a run, and for one attempt from token to the next dispatches", async () => {
-    await pushGraph(".workflow/diamond.yaml", DIAMOND);
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     const repo = "/repos/octo/demo";
     expect(h.gh.log()).toEqual([
       "POST /app/installations/42/access_tokens", // the webhook's installation token

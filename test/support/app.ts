@@ -12,6 +12,8 @@ import nock from "nock";
 import { createNodeMiddleware, Probot, ProbotOctokit } from "probot";
 import { agentrelayApp } from "../../src/app/index.ts";
 import { DEFAULT_CONFIG, type AppConfig } from "../../src/github/client.ts";
+import { parseRunGraph, type RunSource } from "../../src/github/hosted.ts";
+import { integrationBranch, taskBranch } from "../../src/graph/model.ts";
 import { oidcVerifier } from "../../src/github/oidc.ts";
 import { FakeGitHub } from "./fake-github.ts";
 
@@ -26,6 +28,8 @@ export interface Harness {
     payload: object,
     options?: { id?: string; secret?: string; raw?: string },
   ): Promise<number>;
+  /** Commits files to main (a graph, its params) and delivers the push; the new commit. */
+  pushGraph(path: string, text: string, extra?: Record<string, string>): Promise<string>;
   oidc(claims?: Record<string, unknown>): Promise<string>;
   call(
     path: string,
@@ -84,9 +88,19 @@ export async function startApp(
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   let deliveries = 0;
 
-  return {
+  const harness: Harness = {
     gh,
     url,
+    async pushGraph(path, text, extra = {}) {
+      const before = gh.branches.get("main")!;
+      const after = gh.commit("main", { [path]: text, ...extra }, `add ${path}`);
+      const status = await harness.deliver(
+        "push",
+        pushPayload(gh, before, after, { added: [path, ...Object.keys(extra)] }),
+      );
+      if (status !== 200) throw new Error(`the push webhook was answered ${status}`);
+      return after;
+    },
     async deliver(name, payload, options = {}) {
       const body = options.raw ?? JSON.stringify({ installation: { id: gh.installationId }, ...payload });
       const response = await fetch(`${url}/api/github/webhooks`, {
@@ -132,8 +146,10 @@ export async function startApp(
       await new Promise((done) => server.close(done));
       nock.cleanAll();
       nock.enableNetConnect();
+      gh.expectNoViolations();
     },
   };
+  return harness;
 }
 
 /** Webhook payloads of GitHub's shapes (the fields the app reads, plus the usual envelope). */
@@ -190,13 +206,14 @@ export async function runJob(
   const oidc = await h.oidc({ run_id: String(dispatch.runId) });
   const token = await h.call("/agentrelay/token", { run, task, attempt: Number(attempt) }, oidc);
   if (token.status !== 200) throw new Error(`token refused: ${JSON.stringify(token.body)}`);
-  const graph = run.slice(0, run.lastIndexOf("/"));
-  const state = h.gh.state(run) as unknown as { source: { text: string } };
-  const ws =
-    new RegExp(`- id: ${task}\\n\\s+workstream_id: (\\S+)`).exec(state.source.text)?.[1] ?? "default";
-  const branch = `agentrelay/${graph}/${task}`;
-  if (!h.gh.branches.has(branch))
-    h.gh.branches.set(branch, h.gh.branches.get(`agentrelay/${graph}/${ws}/integration`)!);
+  // The branch the Action checks out: the task's, new from its workstream's integration branch.
+  const state = h.gh.state(run) as unknown as { source: RunSource };
+  const graph = parseRunGraph(state.source);
+  const branch = taskBranch(graph.name, task);
+  const workstream = graph.tasks.find((t) => t.id === task)!.workstreamId;
+  if (!h.gh.branches.has(branch)) {
+    h.gh.branches.set(branch, h.gh.branches.get(integrationBranch(graph.name, workstream))!);
+  }
   const noPr = result.noPr ?? false;
   const commit = noPr
     ? null

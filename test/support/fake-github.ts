@@ -101,6 +101,19 @@ export class FakeGitHub {
     return this.branches.has(branch) ? this.store.file(branch, path) : undefined;
   }
 
+  /** Throws when a request broke GitHub's OpenAPI description (every harness checks this on close). */
+  expectNoViolations(): void {
+    if (this.violations.length > 0)
+      throw new Error(`requests GitHub would refuse:\n${this.violations.join("\n")}`);
+  }
+
+  /** An open pull request, as if someone had opened it. */
+  openPull(number: number, head: string, base = "main"): FakePull {
+    const pull: FakePull = { number, head, base, title: head, body: "", state: "open", merged: false };
+    this.pulls.push(pull);
+    return pull;
+  }
+
   /** Calls made, as `METHOD path` lines (query strings dropped), for assertions. */
   log(filter?: RegExp): string[] {
     return this.calls
