@@ -9,12 +9,14 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { promptOf, type Script, toolResults } from "./scripted-model.ts";
 
-interface Manifest {
+export interface Manifest {
   task: { id: string; description: string | null };
   paths: { path: string; category: string }[];
+  execution: { attempt_num: number };
 }
 
-function manifestFor(prompt: string): Manifest | null {
+/** The attempt's manifest.json, found through the instructions path the opening prompt names. */
+export function manifestFor(prompt: string): Manifest | null {
   const match = /Read (\S+instructions\.md)/.exec(prompt);
   if (!match) return null;
   const file = join(dirname(match[1]!), "manifest.json");

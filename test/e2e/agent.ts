@@ -3,23 +3,15 @@
  * and writes a note for its task, then behaves as the test asks for that task and attempt
  * (complete, raise a design concern, give up, or take its time).
  */
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { manifestFor } from "../../src/local/demo-agent.ts";
 import { promptOf, type Script, toolResults } from "../../src/local/scripted-model.ts";
 
 export type Behaviour = "complete" | "concern" | "give-up" | "slow";
 
-interface Manifest {
-  task: { id: string };
-  execution: { attempt_num: number };
-}
-
 export function e2eAgent(behaviour: (task: string, attempt: number) => Behaviour = () => "complete"): Script {
   return (request) => {
-    const instructions = /Read (\S+instructions\.md)/.exec(promptOf(request))?.[1];
-    const file = instructions ? join(dirname(instructions), "manifest.json") : "";
-    if (!file || !existsSync(file)) return { text: "Nothing to do." };
-    const manifest = JSON.parse(readFileSync(file, "utf8")) as Manifest;
+    const manifest = manifestFor(promptOf(request));
+    if (!manifest) return { text: "Nothing to do." };
     const id = manifest.task.id;
     const attempt = manifest.execution.attempt_num + 1;
     const hand = {

@@ -5,7 +5,7 @@
  * runs each workflow_dispatch by starting the real bundled Action as a child process, with the
  * environment a runner gives it and the real Claude Code CLI against a scripted model server.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
@@ -21,6 +21,7 @@ import { reconcileRepository } from "../../src/app/reconcile.ts";
 import { DEFAULT_CONFIG, type GitHubClient } from "../../src/github/client.ts";
 import { oidcVerifier } from "../../src/github/oidc.ts";
 import { type Script, type ScriptedModelServer, startScriptedModel } from "../../src/local/scripted-model.ts";
+import { pushPayload, repository, user } from "../support/app.ts";
 import { CLAUDE_BIN } from "../support/claude.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
@@ -255,14 +256,14 @@ export class Standin {
   }
 
   /** Sends a signed webhook to the app (to one replica, or all), as GitHub delivers it. */
-  async webhook(name: string, payload: object, sender = { login: "alice", type: "User" }): Promise<void> {
+  async webhook(name: string, payload: object, sender: object = user("alice")): Promise<void> {
     const delivery: Delivery = {
       id: `delivery-${++this.deliveryCount}`,
       name,
       payload: {
         sender,
         installation: { id: this.gh.installationId },
-        repository: this.repository(),
+        repository: repository(this.gh),
         ...payload,
       },
     };
@@ -296,29 +297,11 @@ export class Standin {
     return response?.status ?? 0;
   }
 
-  repository() {
-    return {
-      id: 7,
-      name: "demo",
-      full_name: "octo/demo",
-      private: true,
-      owner: { login: "octo", type: "Organization" },
-      default_branch: "main",
-    };
-  }
-
   /** Commits files to main (as a person pushing) and sends the push webhook. */
   async push(files: Record<string, string>, message = "Add a graph"): Promise<string> {
-    const before = this.gh.branches.get("main") ?? "0".repeat(40);
+    const before = this.gh.branches.get("main")!;
     const after = this.gh.commit("main", files, message);
-    await this.webhook("push", {
-      ref: "refs/heads/main",
-      before,
-      after,
-      deleted: false,
-      commits: [{ id: after, message, added: Object.keys(files), modified: [], removed: [] }],
-      head_commit: { id: after },
-    });
+    await this.webhook("push", pushPayload(this.gh, before, after, { added: Object.keys(files) }));
     return after;
   }
 
@@ -327,7 +310,7 @@ export class Standin {
     await this.webhook(
       "issue_comment",
       { action: "created", issue: { number: issue, body: target.body }, comment: { id: 9000 + issue, body } },
-      { login, type: "User" },
+      user(login),
     );
   }
 
@@ -397,6 +380,12 @@ export class Standin {
     this.server.closeAllConnections();
     await new Promise((done) => this.server.close(done));
     await this.model.close();
+    this.gh.expectNoViolations();
+  }
+
+  /** git in the bare repository behind the stand-in (its history is what the tests assert). */
+  git(...args: string[]): string {
+    return execFileSync("git", args, { cwd: this.bare, encoding: "utf8" }).trim();
   }
 }
 
