@@ -75,13 +75,13 @@ export async function onComment(context: Context<"issue_comment.created">, confi
   for (const command of commands) {
     if (command.verb === "run") {
       const [file, ...pairs] = command.args;
-      if (!file) {
+      // Each param is key=value, split at the first "=" (values may hold more).
+      const split = pairs.map((p) => /^([^=]+)=(.*)$/.exec(p));
+      if (!file || split.some((m) => m === null)) {
         await reply("Usage: `/agentrelay run .workflow/FILE.yaml key=value ...`");
         continue;
       }
-      const params = Object.fromEntries(
-        pairs.map((p) => [p.slice(0, p.indexOf("=") >>> 0), p.slice(p.indexOf("=") + 1)]).filter(([k]) => k),
-      );
+      const params = Object.fromEntries(split.map((m) => [m![1]!, m![2]!]));
       const { data: head } = await ctx.octokit.rest.repos.getBranch({ ...repo, branch: ctx.defaultBranch });
       const result = await startGraph(ctx, file, head.commit.sha, params);
       await reply(

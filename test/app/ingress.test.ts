@@ -285,6 +285,10 @@ describe("/agentrelay run", () => {
     await comment("/agentrelay run .workflow/hello.yaml");
     expect(h.gh.comments.at(-1)!.body).toContain("params.topic: required param 'topic' has no value");
     expect(h.gh.dispatches).toEqual([]);
+    await comment("/agentrelay run .workflow/hello.yaml tides");
+    expect(h.gh.comments.at(-1)!.body).toContain(
+      "Usage: `/agentrelay run .workflow/FILE.yaml key=value ...`",
+    );
     await comment("/agentrelay run .workflow/hello.yaml topic=tides");
     expect(h.gh.comments.at(-1)!.body).toContain("Run `hello/1` started.");
     expect((h.gh.state("hello/1") as unknown as { source: { params: object } }).source.params).toEqual({
