@@ -5,6 +5,7 @@ import type { Context } from "probot";
 import { GraphError } from "../graph/errors.ts";
 import { DEFAULT_YAML_LIMITS, loadYaml } from "../graph/yaml.ts";
 import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
+import { paramsFileOf } from "../github/hosted.ts";
 
 interface Repository {
   name: string;
@@ -51,6 +52,16 @@ export async function readFileAt(ctx: RepoContext, path: string, ref: string): P
     if (statusOf(error) === 404) return null;
     throw error;
   }
+}
+
+/** The params file beside a graph, at a commit (empty when there is none). */
+export async function readParams(
+  ctx: RepoContext,
+  graphPath: string,
+  ref: string,
+): Promise<Record<string, unknown>> {
+  const file = paramsFileOf(graphPath);
+  return parseParams(file, await readFileAt(ctx, file, ref));
 }
 
 /** Values for a cyberian workflow's params from its params file (a YAML mapping). */

@@ -7,9 +7,9 @@ import type { Context } from "probot";
 import { GraphError } from "../graph/errors.ts";
 import { buildPlan } from "../plan/plan.ts";
 import type { AppConfig } from "../github/client.ts";
-import { isGraphPath, paramsFileOf, parseRunGraph } from "../github/hosted.ts";
+import { isGraphPath, parseRunGraph } from "../github/hosted.ts";
 import { annotations, PLAN_MARKER, planSummary } from "../github/render.ts";
-import { parseParams, readFileAt, repoContext } from "./context.ts";
+import { readFileAt, readParams, repoContext } from "./context.ts";
 
 export async function planPullRequest(context: Context<"pull_request">, config: AppConfig): Promise<void> {
   const ctx = repoContext(context, config);
@@ -30,7 +30,7 @@ export async function planPullRequest(context: Context<"pull_request">, config: 
   for (const path of graphs) {
     const text = (await readFileAt(ctx, path, pr.head.sha)) ?? "";
     try {
-      const params = parseParams(paramsFileOf(path), await readFileAt(ctx, paramsFileOf(path), pr.head.sha));
+      const params = await readParams(ctx, path, pr.head.sha);
       const plan = buildPlan(parseRunGraph({ path, text, params }));
       sections.push(`#### \`${path}\`\n\n${planSummary(plan)}`);
     } catch (error) {

@@ -7,9 +7,9 @@ import type { Context } from "probot";
 import { GraphError } from "../graph/errors.ts";
 import type { AppConfig, RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
-import { isGraphPath, paramsFileOf, parseRunGraph, type RunSource } from "../github/hosted.ts";
+import { graphPathOf, parseRunGraph, type RunSource } from "../github/hosted.ts";
 import { annotations } from "../github/render.ts";
-import { parseParams, readFileAt, repoContext } from "./context.ts";
+import { readFileAt, readParams, repoContext } from "./context.ts";
 
 export async function runOnPush(context: Context<"push">, config: AppConfig): Promise<void> {
   const { payload } = context;
@@ -18,9 +18,8 @@ export async function runOnPush(context: Context<"push">, config: AppConfig): Pr
   const touched = new Set<string>();
   for (const commit of payload.commits) {
     for (const path of [...(commit.added ?? []), ...(commit.modified ?? [])]) {
-      if (isGraphPath(path)) touched.add(path);
-      else if (/^\.workflow\/[^/]+\.params\.ya?ml$/.test(path))
-        touched.add(path.replace(/\.params(\.ya?ml)$/, "$1"));
+      const graph = graphPathOf(path);
+      if (graph) touched.add(graph);
     }
   }
   for (const path of [...touched].sort()) await startGraph(ctx, path, payload.after, {});
@@ -38,7 +37,7 @@ export async function startGraph(
   const source: RunSource = { path, commit, branch: ctx.defaultBranch, text };
   try {
     const params = {
-      ...parseParams(paramsFileOf(path), await readFileAt(ctx, paramsFileOf(path), commit)),
+      ...(await readParams(ctx, path, commit)),
       ...extraParams,
     };
     if (Object.keys(params).length > 0) source.params = params;

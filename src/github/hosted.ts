@@ -65,3 +65,9 @@ export function paramsFileOf(path: string): string {
 
 export const isGraphPath = (path: string): boolean =>
   /^\.workflow\/[^/]+\.ya?ml$/.test(path) && !/\.params\.ya?ml$/.test(path);
+
+/** The graph a changed file belongs to: a graph file itself, or the graph of a params file; else null. */
+export function graphPathOf(path: string): string | null {
+  if (isGraphPath(path)) return path;
+  return /^\.workflow\/[^/]+\.params\.ya?ml$/.test(path) ? path.replace(/\.params(\.ya?ml)$/, "$1") : null;
+}
