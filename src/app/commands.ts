@@ -6,6 +6,7 @@
  */
 import type { Context } from "probot";
 import type { EngineEvent } from "../engine/types.ts";
+import { ParamPairError, parseParamPairs } from "../graph/params.ts";
 import type { AppConfig, RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
 import { repoContext } from "./context.ts";
@@ -75,13 +76,19 @@ export async function onComment(context: Context<"issue_comment.created">, confi
   for (const command of commands) {
     if (command.verb === "run") {
       const [file, ...pairs] = command.args;
-      // Each param is key=value, split at the first "=" (values may hold more).
-      const split = pairs.map((p) => /^([^=]+)=(.*)$/.exec(p));
-      if (!file || split.some((m) => m === null)) {
-        await reply("Usage: `/agentrelay run .workflow/FILE.yaml key=value ...`");
+      const usage = "Usage: `/agentrelay run .workflow/FILE.yaml key=value ...`";
+      if (!file) {
+        await reply(usage);
         continue;
       }
-      const params = Object.fromEntries(split.map((m) => [m![1]!, m![2]!]));
+      let params: Record<string, unknown>;
+      try {
+        params = parseParamPairs(pairs); // the same values as the CLI's --param
+      } catch (error) {
+        if (!(error instanceof ParamPairError)) throw error;
+        await reply(usage);
+        continue;
+      }
       const { data: head } = await ctx.octokit.rest.repos.getBranch({ ...repo, branch: ctx.defaultBranch });
       const result = await startGraph(ctx, file, head.commit.sha, params);
       await reply(

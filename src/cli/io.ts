@@ -1,3 +1,5 @@
+import { ParamPairError, parseParamPairs } from "../graph/params.ts";
+
 /** Where a command writes; tests pass buffers, the binary passes the process streams. */
 export interface Io {
   out(text: string): void;
@@ -13,16 +15,13 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
-/** Parses repeated `key=value` options; values are YAML scalars as cyberian reads them (`10` is a number). */
-export function parseParams(
-  pairs: readonly string[],
-  parseValue: (raw: string) => unknown,
-): Record<string, unknown> {
-  const params: Record<string, unknown> = {};
-  for (const pair of pairs) {
-    const at = pair.indexOf("=");
-    if (at <= 0) throw new UsageError(`--param expects key=value, got '${pair}'`);
-    params[pair.slice(0, at).trim()] = parseValue(pair.slice(at + 1).trim());
+/** Repeated `--param key=value` options (see graph/params.ts), a usage error when one is not key=value. */
+export function parseParams(pairs: readonly string[]): Record<string, unknown> {
+  try {
+    return parseParamPairs(pairs);
+  } catch (error) {
+    if (error instanceof ParamPairError)
+      throw new UsageError(`--param expects key=value, got '${error.pair}'`);
+    throw error;
   }
-  return params;
 }

@@ -3,7 +3,6 @@
  * arguments and maps errors to exit codes (0 ok, 1 invalid input, 2 usage error).
  */
 import { parseArgs } from "node:util";
-import { load, YAML11_SCHEMA } from "js-yaml";
 import { formatIssue, GraphError } from "../graph/errors.ts";
 import { runSignalCommand, SignalUsageError } from "../action/signals.ts";
 import { graphJsonSchema } from "../graph/schema.ts";
@@ -32,15 +31,6 @@ commands:
   schema                                 print the JSON Schema of the agentrelay graph dialect
   init [--repo DIR] [--force]            install the task workflow and a sample graph in a repository
 `;
-
-/** cyberian parses --param values as YAML 1.1 scalars (`10` is a number, `yes` a boolean). */
-function yamlValue(raw: string): unknown {
-  try {
-    return load(raw, { schema: YAML11_SCHEMA }) ?? raw;
-  } catch {
-    return raw;
-  }
-}
 
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   const [command, ...rest] = argv;
@@ -74,7 +64,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         return renderCommand(
           positionals[0]!,
           positionals[1]!,
-          { attempt: Number(values.attempt), out: values.out, params: parseParams(values.param, yamlValue) },
+          { attempt: Number(values.attempt), out: values.out, params: parseParams(values.param) },
           io,
         );
       }
@@ -121,7 +111,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
             verbose: values.verbose ?? false,
             credentials: values.credentials,
             anthropicCredential: values["anthropic-credential"],
-            params: parseParams(values.param, yamlValue),
+            params: parseParams(values.param),
           },
           io,
         );
