@@ -11,6 +11,7 @@ import {
   type Isolation,
   type TaggedPath,
   type Task,
+  NONE,
   type Workstream,
 } from "./model.ts";
 import {
@@ -25,9 +26,10 @@ import type { LoadedYaml } from "./yaml.ts";
 
 type PartialIsolation = Partial<Isolation>;
 
-function isolationLayer(file: IsolationFile | null | undefined): PartialIsolation {
+/** The fields an isolation block sets (null when there is no block). */
+function isolationLayer(file: IsolationFile | null | undefined): PartialIsolation | null {
+  if (!file) return null;
   const layer: PartialIsolation = {};
-  if (!file) return layer;
   if (file.sandbox != null) layer.sandbox = file.sandbox;
   if (file.token_tier != null) layer.tokenTier = file.token_tier;
   if (file.image != null) layer.image = file.image;
@@ -35,14 +37,19 @@ function isolationLayer(file: IsolationFile | null | undefined): PartialIsolatio
   return layer;
 }
 
-/** Per-field inheritance, child wins: graph -> workstream -> task -> agent. */
-function resolveIsolation(...layers: PartialIsolation[]): Isolation {
-  return Object.assign({ ...DEFAULT_ISOLATION }, ...layers);
+/**
+ * Per-field inheritance, child wins: graph -> workstream -> task -> agent. Without layers of its own a
+ * task shares its workstream's resolved object (graphs are read-only once loaded): a large graph then
+ * holds one isolation object per workstream, not one per agent.
+ */
+function resolveIsolation(inherited: Isolation, ...layers: (PartialIsolation | null)[]): Isolation {
+  return layers.some((l) => l !== null) ? Object.assign({ ...inherited }, ...layers) : inherited;
 }
 
 function agentConfig(
   file: AgentFile | null | undefined,
-  inherited: PartialIsolation[],
+  lane: Isolation,
+  taskLayer: PartialIsolation | null,
   defaultModel: string | null,
 ): AgentConfig {
   return {
@@ -50,13 +57,13 @@ function agentConfig(
     // A task's own model wins over the graph's `model` (agentrelay lets the graph clobber it).
     model: file?.model ?? defaultModel,
     adrVerbosity: file?.adr_verbosity ?? "none",
-    isolation: resolveIsolation(...inherited, isolationLayer(file?.isolation)),
+    isolation: resolveIsolation(lane, taskLayer, isolationLayer(file?.isolation)),
   };
 }
 
 function taggedPaths(task: TaskFile): TaggedPath[] {
   if (task.tagged_paths) return task.tagged_paths.map((p) => ({ path: p.path, category: p.category }));
-  if (!task.paths) return [];
+  if (!task.paths) return NONE;
   return [
     ...(task.paths.src ?? []).map((path) => ({ path, category: "src" })),
     ...(task.paths.test ?? []).map((path) => ({ path, category: "test" })),
@@ -80,10 +87,12 @@ export function compileAgentrelay(yaml: LoadedYaml): Graph {
     }
   });
 
-  const graphIsolation = isolationLayer(file.isolation);
+  const graphIsolation = resolveIsolation(DEFAULT_ISOLATION, isolationLayer(file.isolation));
   const declared = file.workstreams != null;
   const workstreamFiles = file.workstreams ?? [];
-  const wsIsolation = new Map(workstreamFiles.map((w) => [w.id, isolationLayer(w.isolation)]));
+  const laneIsolation = new Map(
+    workstreamFiles.map((w) => [w.id, resolveIsolation(graphIsolation, isolationLayer(w.isolation))]),
+  );
   const workstreams: Workstream[] = declared
     ? workstreamFiles.map((w) => ({
         id: w.id,
@@ -95,28 +104,40 @@ export function compileAgentrelay(yaml: LoadedYaml): Graph {
     : [{ id: "default", parentId: null, baseBranch: "main", mergeTargetBranch: "main", autoMerge: false }];
 
   const defaultModel = file.model ?? null;
+  // Tasks that configure nothing of their own share their workstream's agent config and empty lists
+  // (frozen, as the model is read-only): a 10,000-task graph allocates a tenth of the objects.
+  const plainAgents = new Map<Isolation, AgentConfig>();
+  const plainAgent = (lane: Isolation): AgentConfig => {
+    let agent = plainAgents.get(lane);
+    if (!agent) plainAgents.set(lane, (agent = agentConfig(null, lane, null, defaultModel)));
+    return agent;
+  };
   const tasks: Task[] = file.tasks.map((t) => {
     const workstreamId = t.workstream_id ?? "default";
-    const chain = [graphIsolation, wsIsolation.get(workstreamId) ?? {}, isolationLayer(t.isolation)];
+    const lane = laneIsolation.get(workstreamId) ?? graphIsolation;
+    const taskLayer = isolationLayer(t.isolation);
     const inputs =
-      t.inputs_from == null ? [] : Array.isArray(t.inputs_from) ? t.inputs_from : [t.inputs_from];
+      t.inputs_from == null ? NONE : Array.isArray(t.inputs_from) ? t.inputs_from : [t.inputs_from];
     return {
       id: t.id,
       role: t.role ?? "generic",
       description: t.description ?? null,
-      dependencies: t.dependencies ?? [],
+      dependencies: t.dependencies ?? NONE,
       taggedPaths: taggedPaths(t),
       completionGate: t.completion_gate ?? null,
       maxGateAttempts: t.max_gate_attempts ?? 5,
-      primaryAgent: agentConfig(t.primary_agent, chain, defaultModel),
+      primaryAgent:
+        t.primary_agent == null && taskLayer === null
+          ? plainAgent(lane)
+          : agentConfig(t.primary_agent, lane, taskLayer, defaultModel),
       review: t.review
         ? {
-            agent: agentConfig(t.review.agent, chain, null),
+            agent: agentConfig(t.review.agent, lane, taskLayer, null),
             reviewOnAttempt: t.review.review_on_attempt ?? 1,
           }
         : null,
       workstreamId,
-      inputsFrom: inputs.map((r) => ({ task: r.task, category: r.category ?? null })),
+      inputsFrom: inputs.length ? inputs.map((r) => ({ task: r.task, category: r.category ?? null })) : NONE,
     };
   });
 

@@ -136,12 +136,16 @@ export const DEFAULT_SETTINGS: RunSettings = {
   failFastOnInternalError: true,
 };
 
-export const DEFAULT_ISOLATION: Isolation = {
+/** The empty list tasks share (frozen, so no one appends to it): most tasks have no paths or inputs. */
+export const NONE = Object.freeze([]) as unknown as never[];
+
+/** Frozen: tasks without isolation settings of their own share it (a graph is read-only once loaded). */
+export const DEFAULT_ISOLATION: Isolation = Object.freeze({
   sandbox: "none",
   tokenTier: "standard",
   image: null,
   runtime: null,
-};
+});
 
 /** Branch names are a contract with GitHub and with users' branch protection rules. */
 export const taskBranch = (graph: string, task: string): string => `agentrelay/${graph}/${task}`;

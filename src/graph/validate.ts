@@ -4,6 +4,7 @@
  */
 import { formatPath, type GraphIssue, type PathSegment } from "./errors.ts";
 import type { Graph } from "./model.ts";
+import { type Topology, topology } from "./topology.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
 /**
@@ -75,39 +76,43 @@ export function validateStructure(
   const taskIndex = new Map<string, number>();
   const taskFolded = new Map<string, string>();
   graph.tasks.forEach((task, i) => {
-    const problem = idProblem(task.id);
+    const id = task.id;
+    const folded = id.toLowerCase();
+    const problem = idProblem(id);
     if (problem) issues.add(where.task(i, "id"), problem);
-    if (taskIndex.has(task.id)) issues.add(where.task(i, "id"), `duplicate task id '${task.id}'`);
-    else if (taskFolded.has(task.id.toLowerCase())) {
+    if (taskIndex.has(id)) issues.add(where.task(i, "id"), `duplicate task id '${id}'`);
+    else if (taskFolded.has(folded)) {
       issues.add(
         where.task(i, "id"),
-        `task id '${task.id}' differs from '${taskFolded.get(task.id.toLowerCase())}' only by case`,
+        `task id '${id}' differs from '${taskFolded.get(folded)}' only by case`,
       );
     }
-    const clash = wsFolded.get(task.id.toLowerCase());
+    const clash = wsFolded.get(folded);
     if (clash !== undefined) {
       issues.add(
         where.task(i, "id"),
-        `task id '${task.id}' collides with workstream '${clash}': branch agentrelay/${graph.name}/${task.id} cannot coexist with agentrelay/${graph.name}/${clash}/integration`,
+        `task id '${id}' collides with workstream '${clash}': branch agentrelay/${graph.name}/${id} cannot coexist with agentrelay/${graph.name}/${clash}/integration`,
       );
     }
-    if (!taskIndex.has(task.id)) taskIndex.set(task.id, i);
-    taskFolded.set(task.id.toLowerCase(), task.id);
+    if (!taskIndex.has(id)) taskIndex.set(id, i);
+    taskFolded.set(folded, id);
   });
 
   // Dependencies.
   graph.tasks.forEach((task, i) => {
-    const seen = new Set<string>();
-    task.dependencies.forEach((dep, j) => {
-      if (seen.has(dep)) issues.add(where.task(i, "dependencies", j), `duplicate dependency id '${dep}'`);
+    const deps = task.dependencies;
+    for (let j = 0; j < deps.length; j++) {
+      const dep = deps[j]!;
+      if (deps.indexOf(dep) < j)
+        issues.add(where.task(i, "dependencies", j), `duplicate dependency id '${dep}'`);
       else if (!taskIndex.has(dep))
         issues.add(where.task(i, "dependencies", j), `unknown dependency id '${dep}'`);
-      seen.add(dep);
-    });
+    }
   });
   if (issues.issues.length > 0) return;
 
-  const cycle = isAcyclic(graph) ? null : findCycle(graph);
+  const topo = topology(graph);
+  const cycle = isAcyclic(graph, topo) ? null : findCycle(graph);
   if (cycle) {
     issues.add(
       where.task(taskIndex.get(cycle[0]!)!, "dependencies"),
@@ -117,7 +122,7 @@ export function validateStructure(
   }
 
   // inputs_from must name a direct or transitive dependency.
-  const ancestorsOf = lazy(() => ancestorFinder(graph));
+  const ancestorsOf = lazy(() => ancestorFinder(graph, topo));
   graph.tasks.forEach((task, i) => {
     task.inputsFrom.forEach((ref, j) => {
       const path = where.inputRef(i, j);
@@ -193,7 +198,7 @@ export function validateStructure(
     }
   });
   if (issues.issues.length > 0) return;
-  const deadlock = laneWaitCycle(graph);
+  const deadlock = laneWaitCycle(graph, topo);
   if (deadlock) {
     const at =
       deadlock.taskIndex >= 0
@@ -215,19 +220,23 @@ export function validateStructure(
  * child workstream waits for its parent's integration PR. If those waits form a cycle the run can never
  * finish (agentrelay would wait forever), so it is an error.
  */
-function laneWaitCycle(graph: Graph): { cycle: string[]; taskIndex: number; dep: number } | null {
+function laneWaitCycle(
+  graph: Graph,
+  topo: Topology,
+): { cycle: string[]; taskIndex: number; dep: number } | null {
   const waits = new Map<string, Map<string, { taskIndex: number; dep: number }>>();
   const lanes = graph.workstreams.map((w) => w.id);
   for (const lane of lanes) waits.set(lane, new Map());
-  const laneOf = new Map(graph.tasks.map((t) => [t.id, t.workstreamId]));
-  graph.tasks.forEach((task, i) => {
-    task.dependencies.forEach((dep, j) => {
-      const upstream = laneOf.get(dep)!;
-      if (upstream !== task.workstreamId && !waits.get(task.workstreamId)!.has(upstream)) {
-        waits.get(task.workstreamId)!.set(upstream, { taskIndex: i, dep: j });
-      }
-    });
-  });
+  for (let i = 0; i < graph.tasks.length; i++) {
+    const own = topo.lane[i]!;
+    for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++) {
+      const upstream = topo.lane[topo.deps[k]!]!;
+      if (upstream === own) continue;
+      const from = waits.get(lanes[own]!)!;
+      if (!from.has(lanes[upstream]!))
+        from.set(lanes[upstream]!, { taskIndex: i, dep: k - topo.depStart[i]! });
+    }
+  }
   for (const ws of graph.workstreams) {
     if (ws.parentId && !waits.get(ws.id)!.has(ws.parentId))
       waits.get(ws.id)!.set(ws.parentId, { taskIndex: -1, dep: -1 });
@@ -271,23 +280,23 @@ export function pathProblem(path: string): string | null {
   return null;
 }
 
-/** Kahn's count without ordering, on index arrays: cheap enough for every load; `findCycle` runs only on failure. */
-function isAcyclic(graph: Graph): boolean {
+/** Kahn's count without ordering: cheap enough for every load; `findCycle` runs only on failure. */
+function isAcyclic(graph: Graph, topo: Topology): boolean {
   const n = graph.tasks.length;
-  const index = new Map(graph.tasks.map((t, i) => [t.id, i]));
   const remaining = new Int32Array(n);
-  const dependents: number[][] = Array.from({ length: n }, () => []);
-  graph.tasks.forEach((task, i) => {
-    remaining[i] = task.dependencies.length;
-    for (const dep of task.dependencies) dependents[index.get(dep)!]!.push(i);
-  });
   const ready: number[] = [];
-  for (let i = 0; i < n; i++) if (remaining[i] === 0) ready.push(i);
+  for (let i = 0; i < n; i++) {
+    remaining[i] = topo.depStart[i + 1]! - topo.depStart[i]!;
+    if (remaining[i] === 0) ready.push(i);
+  }
   let seen = 0;
   while (ready.length > 0) {
     const i = ready.pop()!;
     seen++;
-    for (const child of dependents[i]!) if (--remaining[child]! === 0) ready.push(child);
+    for (let k = topo.dependentStart[i]!; k < topo.dependentStart[i + 1]!; k++) {
+      const child = topo.dependents[k]!;
+      if (--remaining[child]! === 0) ready.push(child);
+    }
   }
   return seen === n;
 }
@@ -324,19 +333,20 @@ export function findCycle(graph: Graph): string[] | null {
 }
 
 /** Memoised transitive-dependency sets (computed only for tasks that use inputs_from). */
-function ancestorFinder(graph: Graph): (id: string) => Set<string> {
-  const deps = new Map(graph.tasks.map((t) => [t.id, t.dependencies]));
+function ancestorFinder(graph: Graph, topo: Topology): (id: string) => Set<string> {
   const memo = new Map<string, Set<string>>();
+  const depsOf = (i: number) => Array.from(topo.deps.subarray(topo.depStart[i]!, topo.depStart[i + 1]!));
   return (id) => {
     const known = memo.get(id);
     if (known) return known;
     const result = new Set<string>();
-    const stack = [...(deps.get(id) ?? [])];
+    const stack = depsOf(topo.index.get(id)!);
     while (stack.length > 0) {
       const d = stack.pop()!;
-      if (result.has(d)) continue;
-      result.add(d);
-      stack.push(...(deps.get(d) ?? []));
+      const depId = graph.tasks[d]!.id;
+      if (result.has(depId)) continue;
+      result.add(depId);
+      stack.push(...depsOf(d));
     }
     memo.set(id, result);
     return result;

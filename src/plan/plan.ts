@@ -2,7 +2,8 @@
  * Planning: the canonical task order and everything derived from the graph's shape that scheduling
  * needs, computed once per graph.
  */
-import type { Graph, Task, Workstream } from "../graph/model.ts";
+import { type Graph, NONE, type Task, type Workstream } from "../graph/model.ts";
+import { kahnOrder, topology } from "../graph/topology.ts";
 
 export interface Plan {
   graph: Graph;
@@ -24,103 +25,55 @@ export interface Plan {
   ancestors: Map<string, string[]>;
 }
 
-/** A binary min-heap of strings in code-point order (ids are ASCII, so `<` is code-point order). */
-class IdHeap {
-  private readonly items: string[] = [];
-  get size(): number {
-    return this.items.length;
-  }
-  push(id: string): void {
-    const a = this.items;
-    a.push(id);
-    let i = a.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (a[parent]! <= a[i]!) break;
-      [a[parent], a[i]] = [a[i]!, a[parent]!];
-      i = parent;
-    }
-  }
-  pop(): string {
-    const a = this.items;
-    const top = a[0]!;
-    const last = a.pop()!;
-    if (a.length > 0) {
-      a[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < a.length && a[l]! < a[m]!) m = l;
-        if (r < a.length && a[r]! < a[m]!) m = r;
-        if (m === i) break;
-        [a[m], a[i]] = [a[i]!, a[m]!];
-        i = m;
-      }
-    }
-    return top;
-  }
-}
-
 /** Canonical order; the graph must be acyclic (the loader guarantees it). */
 export function canonicalOrder(graph: Graph): string[] {
-  const remaining = new Map<string, number>();
-  const dependents = new Map<string, string[]>();
-  for (const task of graph.tasks) {
-    remaining.set(task.id, task.dependencies.length);
-    for (const dep of task.dependencies) {
-      const list = dependents.get(dep);
-      if (list) list.push(task.id);
-      else dependents.set(dep, [task.id]);
-    }
-  }
-  const ready = new IdHeap();
-  for (const [id, count] of remaining) if (count === 0) ready.push(id);
-  const order: string[] = [];
-  while (ready.size > 0) {
-    const id = ready.pop();
-    order.push(id);
-    for (const child of dependents.get(id) ?? []) {
-      const left = remaining.get(child)! - 1;
-      remaining.set(child, left);
-      if (left === 0) ready.push(child);
-    }
-  }
-  return order;
+  return Array.from(kahnOrder(graph), (i) => graph.tasks[i]!.id);
 }
 
 export function buildPlan(graph: Graph): Plan {
-  const order = canonicalOrder(graph);
-  const rank = new Map(order.map((id, i) => [id, i]));
+  const topo = topology(graph);
+  const n = graph.tasks.length;
+  const positions = kahnOrder(graph, topo);
+  const order = Array.from(positions, (i) => graph.tasks[i]!.id);
+  const rank = new Map<string, number>();
+  order.forEach((id, r) => rank.set(id, r));
   const tasks = new Map(graph.tasks.map((t) => [t.id, t]));
   const workstreams = new Map(graph.workstreams.map((w) => [w.id, w]));
 
-  const depth = new Map<string, number>();
-  const waves: string[][] = [];
-  const tasksByWorkstream = new Map<string, string[]>(graph.workstreams.map((w) => [w.id, []]));
-  const dependents = new Map<string, string[]>(order.map((id) => [id, []]));
-  const upstreamWorkstreams = new Map<string, string[]>();
-
-  for (const id of order) {
-    const task = tasks.get(id)!;
+  // Longest-path layer of each task, then each layer in id order (the canonical order is not).
+  const depth = new Int32Array(n);
+  let layers = 0;
+  for (const i of positions) {
     let level = 0;
-    const upstream = new Set<string>();
-    for (const dep of task.dependencies) {
-      level = Math.max(level, depth.get(dep)! + 1);
-      dependents.get(dep)!.push(id);
-      const depWs = tasks.get(dep)!.workstreamId;
-      if (depWs !== task.workstreamId) upstream.add(depWs);
-    }
-    depth.set(id, level);
-    const wave = waves[level];
-    if (wave) wave.push(id);
-    else waves[level] = [id];
-    tasksByWorkstream.get(task.workstreamId)!.push(id);
-    upstreamWorkstreams.set(id, [...upstream].sort());
+    for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++)
+      level = Math.max(level, depth[topo.deps[k]!]! + 1);
+    depth[i] = level;
+    layers = Math.max(layers, level + 1);
   }
-  for (const list of dependents.values()) list.sort();
-  for (const wave of waves) wave.sort();
+  const waves: string[][] = Array.from({ length: layers }, () => []);
+  // Visiting tasks by id fills each wave and each dependents list already sorted.
+  const dependentLists: string[][] = graph.tasks.map(() => []);
+  for (const i of topo.byId) {
+    const id = graph.tasks[i]!.id;
+    waves[depth[i]!]!.push(id);
+    for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++) dependentLists[topo.deps[k]!]!.push(id);
+  }
+
+  const tasksByWorkstream = new Map<string, string[]>(graph.workstreams.map((w) => [w.id, []]));
+  const dependents = new Map<string, string[]>();
+  const upstreamWorkstreams = new Map<string, string[]>();
+  for (const i of positions) {
+    const task = graph.tasks[i]!;
+    tasksByWorkstream.get(task.workstreamId)!.push(task.id);
+    dependents.set(task.id, dependentLists[i]!);
+    let upstream: string[] = NONE;
+    for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++) {
+      const lane = graph.tasks[topo.deps[k]!]!.workstreamId;
+      if (lane === task.workstreamId || upstream.includes(lane)) continue;
+      upstream = upstream === NONE ? [lane] : [...upstream, lane];
+    }
+    upstreamWorkstreams.set(task.id, upstream.length > 1 ? upstream.sort() : upstream);
+  }
 
   const ancestors = new Map<string, string[]>();
   for (const ws of graph.workstreams) {
