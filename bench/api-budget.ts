@@ -41,19 +41,46 @@ async function scenario(
     const graphql = calls.filter((c) => c.path === "/graphql").length;
     const attempts = h.gh.dispatches.length;
     const run = `${text.match(/^name: (\S+)/m)![1]}/1`;
+    const share = callShares(h, calls);
+    const lanes = Object.keys(h.gh.state(run).workstreams as object).length;
     return [
       name,
-      String(attempts),
+      `${attempts} / ${lanes}`,
       h.gh.state(run).outcome ?? "unfinished",
       String(calls.length - graphql),
       String(graphql),
       (calls.length / attempts).toFixed(1),
+      `${share.run} + ${(share.workstream / lanes).toFixed(1)}/ws + ${(share.attempt / attempts).toFixed(1)}/att`,
       `${percentile(latencies, 0.5).toFixed(1)} ms`,
       `${percentile(latencies, 0.99).toFixed(1)} ms`,
     ];
   } finally {
     await h.close();
   }
+}
+
+/**
+ * Which calls a run costs once (its graph, state branch, tracking issue and status, the app's
+ * installation lookup), which each workstream costs (its integration branch and PR), and the rest,
+ * which each attempt costs (dispatch, token, task PR, check run, state writes).
+ */
+function callShares(h: Harness, calls: Harness["gh"]["calls"]) {
+  const pullOf = (path: string) => h.gh.pulls.find((p) => path.endsWith(`/pulls/${p.number}/merge`));
+  const kind = (c: (typeof calls)[number]): "run" | "workstream" | "attempt" => {
+    const body = (c.body ?? {}) as { ref?: string; head?: string };
+    if (/\/contents\/|\/git\/(trees|commits)$|\/installation$|\/issues(\/\d+)?$/.test(c.path)) return "run";
+    if (/\/issues\/(\d+\/)?comments/.test(c.path)) return "run"; // the status, batched
+    if (/\/git\/refs$/.test(c.path)) return body.ref?.includes("agentrelay-state/") ? "run" : "workstream";
+    if (/\/git\/ref\//.test(c.path)) return "workstream";
+    if (/\/pulls$/.test(c.path) && c.method === "POST")
+      return body.head?.endsWith("/integration") ? "workstream" : "attempt";
+    if (/\/merge$/.test(c.path))
+      return pullOf(c.path)?.head.endsWith("/integration") ? "workstream" : "attempt";
+    return "attempt";
+  };
+  const counts = { run: 0, workstream: 0, attempt: 0 };
+  for (const c of calls) counts[kind(c)]++;
+  return counts;
 }
 
 export async function apiBudgetBench(): Promise<string> {
@@ -64,7 +91,17 @@ export async function apiBudgetBench(): Promise<string> {
     await scenario("300 tasks, 3 workstreams", ".workflow/scale.yaml", generateGraph(300), 10_000),
   ];
   return table(
-    ["graph", "attempts", "outcome", "REST", "GraphQL", "calls/attempt", "latency p50", "latency p99"],
+    [
+      "graph",
+      "attempts / workstreams",
+      "outcome",
+      "REST",
+      "GraphQL",
+      "calls/attempt",
+      "run + per workstream + per attempt",
+      "latency p50",
+      "latency p99",
+    ],
     rows,
   );
 }

@@ -5,9 +5,10 @@
  */
 import type { Context } from "probot";
 import { GraphError } from "../graph/errors.ts";
+import { parseGraph } from "../graph/load.ts";
 import type { AppConfig, RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
-import { graphPathOf, parseRunGraph, type RunSource } from "../github/hosted.ts";
+import { graphPathOf, requireParams, type RunSource } from "../github/hosted.ts";
 import { annotations } from "../github/render.ts";
 import { readFileAt, readParams, repoContext } from "./context.ts";
 
@@ -36,12 +37,14 @@ export async function startGraph(
   if (text === null) return { issues: `${path} does not exist at ${commit}` };
   const source: RunSource = { path, commit, branch: ctx.defaultBranch, text };
   try {
+    const graph = parseGraph(path, text);
+    // Only cyberian workflows take params: an agentrelay graph is not asked for a params file.
     const params = {
-      ...(await readParams(ctx, path, commit)),
+      ...(graph.cyberian ? await readParams(ctx, path, commit) : {}),
       ...extraParams,
     };
     if (Object.keys(params).length > 0) source.params = params;
-    const graph = parseRunGraph(source);
+    requireParams(graph, source);
     const result = await new RunDriver(ctx).startOrResume(source, graph);
     ctx.log(
       `${path}: run ${result.runKey} ${result.started ? "started" : "resumed"}${result.drift.length ? ` (${result.drift.join("; ")})` : ""}`,

@@ -65,6 +65,14 @@ export const messageOf = (error: unknown): string => {
   return e.response?.data?.message ?? e.message ?? String(error);
 };
 
+/** The messages of a 422's validation errors (GitHub puts the reason there, not in `message`). */
+export const validationDetails = (error: unknown): string => {
+  const e = error as { response?: { data?: { errors?: ({ message?: string } | string)[] } } };
+  return (e.response?.data?.errors ?? [])
+    .map((x) => (typeof x === "string" ? x : (x.message ?? "")))
+    .join("; ");
+};
+
 /** The run-name the task workflow gives each attempt's run (see templates/workflows/agentrelay-task.yml). */
 export const attemptRunName = (run: string, task: string, attempt: number): string =>
   `agentrelay ${run} ${task} attempt ${attempt}`;

@@ -79,8 +79,9 @@ export class RunDriver {
     source: RunSource,
     graph: Graph,
   ): Promise<{ runKey: string; started: boolean; drift: string[] }> {
+    // Read afresh: the latest run's document comes with the list of runs.
     const latest = await this.latestRun(graph.name);
-    const previous = latest > 0 ? await this.load(`${graph.name}/${latest}`, { fresh: true }) : null;
+    const previous = latest > 0 ? await this.load(`${graph.name}/${latest}`) : null;
     if (previous && !previous.run.outcome) {
       const engine = engineFor(source, latest, this.ctx.config);
       const resumed = resumeRun(engine, graph, previous.run, this.ctx.now());

@@ -7,7 +7,7 @@
 import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
-import { attemptRunName, messageOf, type RepoContext, statusOf } from "./client.ts";
+import { attemptRunName, messageOf, type RepoContext, statusOf, validationDetails } from "./client.ts";
 import type { HostedRun } from "./hosted.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
 
@@ -26,6 +26,9 @@ export const REPEATABLE = new Set<EngineEffect["type"]>([
 const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
 
 export class GitHubEffects {
+  /** Commits this handler's merges made, by the branch merged into: a new branch starts from them. */
+  private readonly mergedInto = new Map<string, string>();
+
   constructor(private readonly ctx: RepoContext) {}
 
   private get repo() {
@@ -43,14 +46,14 @@ export class GitHubEffects {
           { type: "workstream_prepare_failed", workstream: ws.id, reason, at },
         ];
         try {
-          const { data: base } = await this.ctx.octokit.rest.git.getRef({
-            ...this.repo,
-            ref: `heads/${ws.baseBranch}`,
-          });
+          const sha =
+            this.startingPoint(run, engine, ws.baseBranch) ??
+            (await this.ctx.octokit.rest.git.getRef({ ...this.repo, ref: `heads/${ws.baseBranch}` })).data
+              .object.sha;
           await this.ctx.octokit.rest.git.createRef({
             ...this.repo,
             ref: `refs/heads/${integrationBranch(graph, ws.id)}`,
-            sha: base.object.sha,
+            sha,
           });
         } catch (error) {
           if (statusOf(error) === 404) return failed(`the base branch '${ws.baseBranch}' does not exist`);
@@ -67,12 +70,21 @@ export class GitHubEffects {
           taskPrTitle(task),
           taskPrBody(engine.plan, run, task.id),
         );
+        if (opened === "empty")
+          return [
+            { type: "task_merge_failed", task: task.id, reason: "the task branch has no new commits", at },
+          ];
         return "reason" in opened
           ? [{ type: "task_merge_failed", task: task.id, reason: opened.reason, at }]
           : [{ type: "task_pr_opened", task: task.id, pr: opened, at }];
       }
       case "merge_task_pr": {
-        const merged = await this.merge(effect.pr, `Merge task ${effect.task}`);
+        const task = engine.plan.tasks.get(effect.task)!;
+        const merged = await this.merge(
+          effect.pr,
+          `Merge task ${effect.task}`,
+          integrationBranch(graph, task.workstreamId),
+        );
         if (merged === "merged") return [{ type: "task_pr_merged", task: effect.task, pr: effect.pr, at }];
         return merged === "waiting"
           ? []
@@ -81,24 +93,25 @@ export class GitHubEffects {
       case "open_integration_pr": {
         const ws = engine.plan.workstreams.get(effect.workstream)!;
         const head = integrationBranch(graph, ws.id);
-        const { data: compare } = await this.ctx.octokit.rest.repos.compareCommitsWithBasehead({
-          ...this.repo,
-          basehead: `${ws.mergeTargetBranch}...${head}`,
-          per_page: 1,
-        });
-        if (compare.ahead_by === 0) return [{ type: "integration_skipped", workstream: ws.id, at }];
         const opened = await this.openPr(
           head,
           ws.mergeTargetBranch,
           integrationPrTitle(ws.id),
           integrationPrBody(engine.plan, run, ws.id),
         );
+        // GitHub refuses a PR with nothing in it: the target already has the lane's work (a person
+        // merged it), which agentrelay counts as a skipped integration.
+        if (opened === "empty") return [{ type: "integration_skipped", workstream: ws.id, at }];
         if ("reason" in opened)
           return [{ type: "integration_failed", workstream: ws.id, reason: opened.reason, at }];
         return [{ type: "integration_pr_opened", workstream: ws.id, pr: opened, at }];
       }
       case "merge_integration_pr": {
-        const merged = await this.merge(effect.pr, `Integrate workstream ${effect.workstream}`);
+        const merged = await this.merge(
+          effect.pr,
+          `Integrate workstream ${effect.workstream}`,
+          engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch,
+        );
         if (merged === "merged")
           return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
         return merged === "waiting"
@@ -179,12 +192,28 @@ export class GitHubEffects {
     }
   }
 
+  /**
+   * Where a new integration branch starts without asking GitHub: the commit a merge of this handler
+   * just made into its base, else the run's own commit while the run has merged nothing into that
+   * branch (a run starts its workstreams from the commit that started it, as its graph is read there).
+   */
+  private startingPoint(run: HostedRun, engine: Engine, base: string): string | null {
+    const merged = this.mergedInto.get(base);
+    if (merged) return merged;
+    if (base !== run.source.branch) return null;
+    const mergedIntoBase = Object.entries(run.workstreams).some(
+      ([id, lane]) =>
+        lane.integration === "merged" && engine.plan.workstreams.get(id)?.mergeTargetBranch === base,
+    );
+    return mergedIntoBase ? null : run.source.commit;
+  }
+
   private async openPr(
     head: string,
     base: string,
     title: string,
     body: string,
-  ): Promise<PullRequest | { reason: string }> {
+  ): Promise<PullRequest | "empty" | { reason: string }> {
     try {
       const { data } = await this.ctx.octokit.rest.pulls.create({
         ...this.repo,
@@ -207,19 +236,25 @@ export class GitHubEffects {
       });
       const found = data.find((p) => p.state === "open") ?? data.find((p) => p.merged_at !== null);
       if (found) return { number: found.number, url: found.html_url };
+      if (/no commits between/i.test(validationDetails(error))) return "empty";
       return { reason: `could not open a PR from ${head} into ${base}: ${messageOf(error)}` };
     }
   }
 
   /** Merges a PR the way a person would: never bypassing protection, waiting while checks are pending. */
-  private async merge(pr: PullRequest, title: string): Promise<"merged" | "waiting" | { reason: string }> {
+  private async merge(
+    pr: PullRequest,
+    title: string,
+    base?: string,
+  ): Promise<"merged" | "waiting" | { reason: string }> {
     try {
-      await this.ctx.octokit.rest.pulls.merge({
+      const { data } = await this.ctx.octokit.rest.pulls.merge({
         ...this.repo,
         pull_number: pr.number,
         merge_method: "merge",
         commit_title: title,
       });
+      if (base && data.sha) this.mergedInto.set(base, data.sha);
       return "merged";
     } catch (error) {
       const status = statusOf(error);

@@ -43,6 +43,12 @@ export const newMeta = (): GitHubMeta => ({
 /** Parses a graph and checks a cyberian workflow's required params (a missing one names the param). */
 export function parseRunGraph(source: Pick<RunSource, "path" | "text" | "params">): Graph {
   const graph = parseGraph(source.path, source.text);
+  requireParams(graph, source);
+  return graph;
+}
+
+/** Fails, naming each one, when a cyberian workflow's required params have no value. */
+export function requireParams(graph: Graph, source: Pick<RunSource, "path" | "params">): void {
   const missing = graph.cyberian ? missingParams(graph, source.params ?? {}) : [];
   if (missing.length > 0) {
     throw new GraphError(
@@ -55,7 +61,6 @@ export function parseRunGraph(source: Pick<RunSource, "path" | "text" | "params"
       })),
     );
   }
-  return graph;
 }
 
 /** `.workflow/x.yaml` -> `.workflow/x.params.yaml`: values for a cyberian workflow's params. */

@@ -52,6 +52,11 @@ const WRITE = `mutation($input: CreateCommitOnBranchInput!) {
   createCommitOnBranch(input: $input) { commit { oid } }
 }`;
 
+interface Head {
+  oid: string;
+  files: Map<string, string>;
+}
+
 interface ReadResult {
   repository: {
     ref: {
@@ -79,18 +84,24 @@ export class GitHubStateStore implements StateStore {
     private readonly cache: StateCache = new StateCache(),
   ) {}
 
-  private async head(graph: string): Promise<{ oid: string; files: Map<string, string> } | null> {
+  /**
+   * The branch heads this store read, by graph. A store serves one handler: creating a run right after
+   * listing the graph's runs starts from that read (a head that moved since makes the write fail).
+   */
+  private readonly seen = new Map<string, Head | null>();
+
+  private async head(graph: string): Promise<Head | null> {
     const data = await this.graphql<ReadResult>(READ, {
       owner: this.owner,
       name: this.repo,
       ref: `refs/heads/${stateBranch(graph)}`,
     });
     const target = data.repository.ref?.target;
-    if (!target) return null;
-    return {
-      oid: target.oid,
-      files: new Map(target.tree.entries.map((e) => [e.name, e.object?.text ?? ""])),
-    };
+    const head = target
+      ? { oid: target.oid, files: new Map(target.tree.entries.map((e) => [e.name, e.object?.text ?? ""])) }
+      : null;
+    this.seen.set(graph, head);
+    return head;
   }
 
   /**
@@ -128,24 +139,43 @@ export class GitHubStateStore implements StateStore {
     return { state: JSON.parse(text) as RunState, version: head.oid };
   }
 
-  /** Numbers of the graph's stored runs. */
+  /**
+   * Numbers of the graph's stored runs. The latest run's document came with the same read, so it is
+   * remembered: the caller that asks for the latest run next reads nothing more.
+   */
   async runNumbers(graph: string): Promise<number[]> {
     const head = await this.head(graph);
-    return [...(head?.files.keys() ?? [])].flatMap((name) => {
+    const numbers = [...(head?.files.keys() ?? [])].flatMap((name) => {
       const m = /^run-(\d+)\.json$/.exec(name);
       return m ? [Number(m[1])] : [];
     });
+    if (head && numbers.length > 0) {
+      const latest = `${graph}/${Math.max(...numbers)}`;
+      this.cache.set(this.cacheKey(latest), head.oid, head.files.get(locate(latest).file)!);
+    }
+    return numbers;
   }
 
   async compareAndSwap(run: string, expected: string | null, next: RunState): Promise<string | null> {
     const { graph, file } = locate(run);
+    const seen = this.seen.has(graph) ? this.seen.get(graph)! : undefined;
+    this.seen.delete(graph); // the head moves with this write, whatever it answers
     const text = `${JSON.stringify(next)}\n`;
     const contents = Buffer.from(text).toString("base64");
     let base = expected;
     if (base === null) {
-      // Creating the run: it must not exist yet; the branch may, for the graph's other runs.
-      const head = (await this.head(graph)) ?? (await this.createBranch(graph));
-      if (head === null) return null;
+      // Creating the run: it must not exist yet; the branch may, for the graph's other runs. A new
+      // branch is created holding the run, so that the graph's first run costs no extra write.
+      let head = seen === undefined ? await this.head(graph) : seen;
+      if (!head) {
+        const created = await this.createBranch(graph, file, text);
+        if (created) {
+          this.cache.set(this.cacheKey(run), created, text);
+          return created;
+        }
+        head = await this.head(graph); // another writer created it first
+        if (!head) return null;
+      }
       if (head.files.has(file)) return null;
       base = head.oid;
     }
@@ -167,13 +197,19 @@ export class GitHubStateStore implements StateStore {
     }
   }
 
-  /** Creates the orphan state branch with a README; null when another writer created it first. */
-  private async createBranch(graph: string): Promise<{ oid: string; files: Map<string, string> } | null> {
+  /**
+   * Creates the orphan state branch with a README and the graph's first run document; its commit id,
+   * or null when another writer created the branch first.
+   */
+  private async createBranch(graph: string, file: string, text: string): Promise<string | null> {
     const readme = `Run state of the agentrelay graph '${graph}', written by the agentrelay app. Do not edit.\n`;
     const { data: tree } = await this.octokit.request("POST /repos/{owner}/{repo}/git/trees", {
       owner: this.owner,
       repo: this.repo,
-      tree: [{ path: "README.md", mode: "100644", type: "blob", content: readme }],
+      tree: [
+        { path: "README.md", mode: "100644", type: "blob", content: readme },
+        { path: file, mode: "100644", type: "blob", content: text },
+      ],
     });
     const { data: commit } = await this.octokit.request("POST /repos/{owner}/{repo}/git/commits", {
       owner: this.owner,
@@ -190,10 +226,10 @@ export class GitHubStateStore implements StateStore {
         sha: commit.sha,
       });
     } catch (error) {
-      // "Reference already exists": someone else created it; read theirs.
-      if ((error as { status?: number }).status === 422) return this.head(graph);
+      // "Reference already exists": someone else created it; the caller reads theirs.
+      if ((error as { status?: number }).status === 422) return null;
       throw error;
     }
-    return { oid: commit.sha, files: new Map([["README.md", readme]]) };
+    return commit.sha;
   }
 }

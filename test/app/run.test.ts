@@ -314,22 +314,19 @@ describe("every request the app makes", () => {
     const repo = "/repos/octo/demo";
     expect(h.gh.log()).toEqual([
       "POST /app/installations/42/access_tokens", // the webhook's installation token
-      `GET ${repo}/contents/.workflow%2Fdiamond.yaml`, // the graph at the pushed commit
-      `GET ${repo}/contents/.workflow%2Fdiamond.params.yaml`,
-      "POST /graphql", // runs of the graph so far
-      "POST /graphql", // the state branch, before creating it
-      `POST ${repo}/git/trees`,
+      `GET ${repo}/contents/.workflow%2Fdiamond.yaml`, // the graph at the pushed commit (no params: not cyberian)
+      "POST /graphql", // runs of the graph so far (none: no state branch)
+      `POST ${repo}/git/trees`, // the state branch, created holding run 1
       `POST ${repo}/git/commits`,
-      `POST ${repo}/git/refs`,
-      "POST /graphql", // run 1 written (compare-and-swap)
+      `POST ${repo}/git/refs`, // the compare-and-swap of a new run
       `POST ${repo}/issues`, // the tracking issue
       `POST ${repo}/issues/1/comments`, // its status comment
-      `GET ${repo}/git/ref/heads%2Fmain`, // ws_a's integration branch
-      `POST ${repo}/git/refs`,
+      `POST ${repo}/git/refs`, // ws_a's integration branch, at the pushed commit
       "POST /graphql", // their ids and the branch written
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // task a
       `PATCH ${repo}/issues/comments/1001`, // the status
     ]);
+    expect(h.gh.branches.get("agentrelay/diamond/ws_a/integration")).toBe(h.gh.branches.get("main"));
     const before = h.gh.calls.length;
     await runJob(h, h.gh.dispatches[0]!);
     expect(h.gh.log().slice(before)).toEqual([
@@ -338,12 +335,9 @@ describe("every request the app makes", () => {
       "POST /app/installations/42/access_tokens", // the attempt's scoped token
       `POST ${repo}/pulls`, // report: task PR
       `PUT ${repo}/pulls/2/merge`,
-      `GET ${repo}/compare/main...agentrelay%2Fdiamond%2Fws_a%2Fintegration`, // ws_a is done: integration
-      `POST ${repo}/pulls`,
+      `POST ${repo}/pulls`, // ws_a is done: its integration PR
       `PUT ${repo}/pulls/3/merge`, // auto-merge, no concern (so no status is mirrored on it)
-      `GET ${repo}/git/ref/heads%2Fmain`, // ws_b and ws_c may start
-      `POST ${repo}/git/refs`,
-      `GET ${repo}/git/ref/heads%2Fmain`,
+      `POST ${repo}/git/refs`, // ws_b and ws_c may start, from the merge just made
       `POST ${repo}/git/refs`,
       `POST ${repo}/check-runs`, // a's check run
       "POST /graphql", // all of it written at once
@@ -351,5 +345,8 @@ describe("every request the app makes", () => {
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // c
       `PATCH ${repo}/issues/comments/1001`,
     ]);
+    // The new lanes start from main as ws_a's merge left it, which has a's work.
+    expect(h.gh.branches.get("agentrelay/diamond/ws_b/integration")).toBe(h.gh.branches.get("main"));
+    expect(h.gh.file("agentrelay/diamond/ws_c/integration", "a.txt")).toBeDefined();
   });
 });
