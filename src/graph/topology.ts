@@ -25,21 +25,30 @@ export interface Topology {
 
 const computed = new WeakMap<Graph, Topology>();
 
-/** The graph's topology; every dependency must name a task of the graph (the loader checks it first). */
-export function topology(graph: Graph): Topology {
+/**
+ * The graph's topology; every dependency must name a task of the graph (the loader checks it first).
+ * The loader passes the first position of each id, which it built for that check.
+ */
+export function topology(graph: Graph, index?: Map<string, number>): Topology {
   let known = computed.get(graph);
   if (!known) {
-    known = build(graph);
+    known = build(graph, index ?? firstPositions(graph));
     computed.set(graph, known);
   }
   return known;
 }
 
-function build(graph: Graph): Topology {
+function firstPositions(graph: Graph): Map<string, number> {
+  const index = new Map<string, number>();
+  graph.tasks.forEach((t, i) => {
+    if (!index.has(t.id)) index.set(t.id, i);
+  });
+  return index;
+}
+
+function build(graph: Graph, index: Map<string, number>): Topology {
   const tasks = graph.tasks;
   const n = tasks.length;
-  const index = new Map<string, number>();
-  for (let i = 0; i < n; i++) if (!index.has(tasks[i]!.id)) index.set(tasks[i]!.id, i);
 
   const depStart = new Int32Array(n + 1);
   for (let i = 0; i < n; i++) depStart[i + 1] = depStart[i]! + tasks[i]!.dependencies.length;

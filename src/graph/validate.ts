@@ -111,7 +111,7 @@ export function validateStructure(
   });
   if (issues.issues.length > 0) return;
 
-  const topo = topology(graph);
+  const topo = topology(graph, taskIndex);
   const cycle = isAcyclic(graph, topo) ? null : findCycle(graph);
   if (cycle) {
     issues.add(
