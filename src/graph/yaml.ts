@@ -40,18 +40,57 @@ export const DEFAULT_YAML_LIMITS: YamlLimits = {
   maxDepth: 64,
 };
 
-/** Source offsets of a collection, kept in flat arrays: one graph has tens of thousands of them. */
-interface NodeLocation {
-  offset: number;
-  /** For mappings: keys in declaration order, and for key i its offset at [2i] and its value's at [2i+1]. */
-  keys?: string[];
-  keyOffsets?: number[];
-  /** For sequences: offset of each item. */
-  items?: number[];
-}
+/**
+ * Source offsets of every collection, in flat arrays shared by the whole document: a 10,000-task graph
+ * has tens of thousands of collections, and an object and two arrays for each is most of what loading
+ * allocates beyond the values themselves (and what the collector then has to copy).
+ *
+ * The entries of collection c (numbered as it closes) are `first[c]` to `first[c] + count[c] - 1` of `names` (mapping keys in declaration order; "" for sequence items) and
+ * `offsets` (entry e at [2e] is the key's offset, at [2e + 1] the value's; an item's both are its own).
+ */
+class Locations {
+  private readonly index = new Map<object, number>();
+  private readonly first: number[] = [];
+  private readonly count: number[] = [];
+  private readonly names: string[] = [];
+  private readonly offsets: number[] = [];
 
-function keyIndex(loc: NodeLocation, name: string): number {
-  return loc.keys ? loc.keys.indexOf(name) : -1;
+  add(collection: object, entryNames: readonly string[], entryOffsets: readonly number[]): void {
+    this.index.set(collection, this.first.length);
+    this.first.push(this.names.length);
+    this.count.push(entryNames.length);
+    for (let i = 0; i < entryNames.length; i++) {
+      this.names.push(entryNames[i]!);
+      this.offsets.push(entryOffsets[2 * i]!, entryOffsets[2 * i + 1]!);
+    }
+  }
+
+  has(value: unknown): value is object {
+    return value !== null && typeof value === "object" && this.index.has(value);
+  }
+
+  /** Keys of a mapping in declaration order. */
+  keys(mapping: object): string[] {
+    const c = this.index.get(mapping);
+    return c === undefined
+      ? Object.keys(mapping)
+      : this.names.slice(this.first[c], this.first[c]! + this.count[c]!);
+  }
+
+  /** Offsets of an entry of a collection (a key of a mapping, a position in a sequence): [key, value], or null. */
+  entry(collection: object, entry: PathSegment): [number, number] | null {
+    const c = this.index.get(collection)!;
+    const first = this.first[c]!;
+    const count = this.count[c]!;
+    let at = -1;
+    if (!Array.isArray(collection)) {
+      for (let i = 0; i < count && at === -1; i++) if (this.names[first + i] === String(entry)) at = i;
+    } else if (typeof entry === "number" && entry < count) {
+      at = entry;
+    }
+    if (at === -1) return null;
+    return [this.offsets[2 * (first + at)]!, this.offsets[2 * (first + at) + 1]!];
+  }
 }
 
 export interface Position {
@@ -125,22 +164,23 @@ function positionFinder(text: string): (offset: number) => Position {
   };
 }
 
-type Frame =
-  | {
-      kind: "map";
-      value: Record<string, unknown>;
-      loc: NodeLocation;
-      anchor: string | null;
-      key: PendingKey | null;
-      /** Keys that came from a `<<` merge; an explicit key may override them once. */
-      merged: Set<string> | null;
-    }
-  | { kind: "seq"; value: unknown[]; loc: NodeLocation; anchor: string | null };
-
-interface PendingKey {
-  name: string;
+/**
+ * An open collection. Frames are reused per nesting depth, so that reading a graph allocates one per
+ * level rather than one per collection; `names` and `offsets` collect its entries until it closes.
+ */
+interface Frame {
+  map: boolean;
+  value: Record<string, unknown> | unknown[];
   offset: number;
-  merge: boolean;
+  anchor: string | null;
+  names: string[];
+  offsets: number[];
+  /** A mapping's key read and waiting for its value (null when none is). */
+  key: string | null;
+  keyOffset: number;
+  mergeKey: boolean;
+  /** Keys that came from a `<<` merge; an explicit key may override them once. */
+  merged: Set<string> | null;
 }
 
 class YamlFailure extends Error {
@@ -157,6 +197,15 @@ function scalarKey(value: unknown, offset: number): string {
   if (typeof value === "string" || typeof value === "number" || typeof value === "boolean")
     return String(value);
   throw new YamlFailure(offset, "mapping keys must be plain scalars");
+}
+
+function setKey(mapping: Record<string, unknown>, name: string, value: unknown): void {
+  if (name === "__proto__") {
+    // Kept as an own property; the object's prototype is never touched.
+    Object.defineProperty(mapping, name, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    mapping[name] = value;
+  }
 }
 
 export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAULT_YAML_LIMITS): LoadedYaml {
@@ -180,9 +229,10 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     return fail(mark?.position ?? 0, `invalid YAML: ${reason}`);
   }
 
-  const locations = new WeakMap<object, NodeLocation>();
+  const locations = new Locations();
   const anchors = new Map<string, unknown>();
-  const stack: Frame[] = [];
+  const frames: Frame[] = [];
+  let depth = 0;
   let documents = 0;
   let root: unknown;
   let rootOffset = 0;
@@ -216,73 +266,87 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
   };
 
   const emit = (value: unknown, offset: number): void => {
-    const parent = stack[stack.length - 1];
-    if (!parent) {
+    if (depth === 0) {
       root = value;
       rootOffset = offset;
       return;
     }
-    if (parent.kind === "seq") {
-      parent.value.push(value);
-      parent.loc.items!.push(offset);
+    const parent = frames[depth - 1]!;
+    if (!parent.map) {
+      (parent.value as unknown[]).push(value);
+      parent.names.push("");
+      parent.offsets.push(offset, offset);
       return;
     }
     if (parent.key === null) {
-      const plainMerge = value === "<<";
-      parent.key = { name: scalarKey(value, offset), offset, merge: plainMerge };
+      parent.key = scalarKey(value, offset);
+      parent.keyOffset = offset;
+      parent.mergeKey = value === "<<";
       return;
     }
-    const { name, offset: keyOffset, merge } = parent.key;
+    const name = parent.key;
     parent.key = null;
-    if (merge) {
+    if (parent.mergeKey) {
       mergeInto(parent, value, offset);
       return;
     }
-    const existing = keyIndex(parent.loc, name);
+    const existing = parent.names.indexOf(name);
     if (existing !== -1) {
-      if (!parent.merged?.delete(name)) throw new YamlFailure(keyOffset, `duplicate key '${name}'`);
-      parent.loc.keyOffsets![2 * existing] = keyOffset;
-      parent.loc.keyOffsets![2 * existing + 1] = offset;
+      if (!parent.merged?.delete(name)) throw new YamlFailure(parent.keyOffset, `duplicate key '${name}'`);
+      parent.offsets[2 * existing] = parent.keyOffset;
+      parent.offsets[2 * existing + 1] = offset;
     } else {
-      parent.loc.keys!.push(name);
-      parent.loc.keyOffsets!.push(keyOffset, offset);
+      parent.names.push(name);
+      parent.offsets.push(parent.keyOffset, offset);
     }
-    if (name === "__proto__") {
-      // Kept as an own property; the object's prototype is never touched.
-      Object.defineProperty(parent.value, name, {
-        value,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    } else {
-      parent.value[name] = value;
-    }
+    setKey(parent.value as Record<string, unknown>, name, value);
   };
 
-  const mergeInto = (frame: Extract<Frame, { kind: "map" }>, source: unknown, offset: number): void => {
-    const sources = Array.isArray(source) ? source : [source];
-    for (const item of sources) {
-      const itemLoc =
-        item && typeof item === "object" && !Array.isArray(item) ? locations.get(item) : undefined;
-      if (!itemLoc?.keys)
+  const mergeInto = (frame: Frame, source: unknown, offset: number): void => {
+    for (const item of Array.isArray(source) ? source : [source]) {
+      if (!locations.has(item) || Array.isArray(item))
         throw new YamlFailure(offset, "a merge key '<<' needs a mapping or a list of mappings");
-      itemLoc.keys.forEach((name, i) => {
-        if (keyIndex(frame.loc, name) !== -1) return;
-        frame.value[name] = (item as Record<string, unknown>)[name];
-        frame.loc.keys!.push(name);
-        frame.loc.keyOffsets!.push(itemLoc.keyOffsets![2 * i]!, itemLoc.keyOffsets![2 * i + 1]!);
-        if (!frame.merged) frame.merged = new Set();
-        frame.merged.add(name);
-      });
+      for (const name of locations.keys(item)) {
+        if (frame.names.includes(name)) continue;
+        const [keyOffset, valueOffset] = locations.entry(item, name)!;
+        setKey(frame.value as Record<string, unknown>, name, (item as Record<string, unknown>)[name]);
+        frame.names.push(name);
+        frame.offsets.push(keyOffset, valueOffset);
+        (frame.merged ??= new Set()).add(name);
+      }
     }
   };
 
-  const finish = (frame: Frame): void => {
-    if (frame.kind === "map" && frame.key)
-      throw new YamlFailure(frame.key.offset, "mapping key has no value");
+  const open = (map: boolean, value: Frame["value"], offset: number, anchor: string | null): void => {
+    const frame = (frames[depth] ??= {
+      map,
+      value,
+      offset,
+      anchor,
+      names: [],
+      offsets: [],
+      key: null,
+      keyOffset: 0,
+      mergeKey: false,
+      merged: null,
+    });
+    frame.map = map;
+    frame.value = value;
+    frame.offset = offset;
+    frame.anchor = anchor;
+    frame.names.length = 0;
+    frame.offsets.length = 0;
+    frame.key = null;
+    frame.merged = null;
+    depth++;
+  };
+
+  const close = (): void => {
+    const frame = frames[--depth]!;
+    if (frame.map && frame.key !== null) throw new YamlFailure(frame.keyOffset, "mapping key has no value");
+    locations.add(frame.value, frame.names, frame.offsets);
     if (frame.anchor !== null) anchors.set(frame.anchor, frame.value);
-    emit(frame.value, frame.loc.offset);
+    emit(frame.value, frame.offset);
   };
 
   try {
@@ -296,20 +360,14 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
           const tag = tagOf(event);
           if (tag !== null && tag !== "map")
             throw new YamlFailure(event.tagStart, `unsupported YAML tag '!!${tag}'`);
-          const loc: NodeLocation = { offset: event.start, keys: [], keyOffsets: [] };
-          const value: Record<string, unknown> = {};
-          locations.set(value, loc);
-          stack.push({ kind: "map", value, loc, anchor: anchorOf(event), key: null, merged: null });
+          open(true, {}, event.start, anchorOf(event));
           break;
         }
         case EVENT_ID.SEQUENCE: {
           const tag = tagOf(event);
           if (tag !== null && tag !== "seq")
             throw new YamlFailure(event.tagStart, `unsupported YAML tag '!!${tag}'`);
-          const loc: NodeLocation = { offset: event.start, items: [] };
-          const value: unknown[] = [];
-          locations.set(value, loc);
-          stack.push({ kind: "seq", value, loc, anchor: anchorOf(event) });
+          open(false, [], event.start, anchorOf(event));
           break;
         }
         case EVENT_ID.SCALAR: {
@@ -329,11 +387,9 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
           emit(anchors.get(name), event.anchorStart - 1);
           break;
         }
-        case EVENT_ID.POP: {
-          const frame = stack.pop();
-          if (frame) finish(frame);
+        case EVENT_ID.POP:
+          if (depth > 0) close();
           break;
-        }
       }
     }
   } catch (error) {
@@ -356,22 +412,12 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
   const locate = (path: readonly PathSegment[], which: "value" | "key" = "value"): Position => {
     let current: unknown = root;
     let offset = rootOffset;
-    for (let i = 0; i < path.length; i++) {
-      const loc = current && typeof current === "object" ? locations.get(current) : undefined;
-      if (!loc) break;
+    for (let i = 0; i < path.length && locations.has(current); i++) {
       const segment = path[i]!;
-      const last = i === path.length - 1;
-      if (typeof segment === "number" && loc.items) {
-        if (segment >= loc.items.length) break;
-        offset = loc.items[segment]!;
-        current = (current as unknown[])[segment];
-      } else if (keyIndex(loc, String(segment)) !== -1) {
-        const at = keyIndex(loc, String(segment));
-        offset = loc.keyOffsets![2 * at + (last && which === "key" ? 0 : 1)]!;
-        current = (current as Record<string, unknown>)[String(segment)];
-      } else {
-        break;
-      }
+      const entry = locations.entry(current, segment);
+      if (!entry) break;
+      offset = entry[i === path.length - 1 && which === "key" ? 0 : 1];
+      current = (current as Record<string, unknown>)[segment as string];
     }
     return toPosition(offset);
   };
@@ -380,7 +426,7 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     file,
     value: root,
     locate,
-    keyOrder: (mapping) => [...(locations.get(mapping)?.keys ?? Object.keys(mapping))],
+    keyOrder: (mapping) => locations.keys(mapping),
     issue: (path, pathText, message, which) => ({ file, ...locate(path, which), path: pathText, message }),
   };
 }
