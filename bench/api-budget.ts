@@ -2,7 +2,8 @@
  * bench/api-budget: runs graphs through the real app (Probot over HTTP on loopback) against a fake
  * GitHub that counts every REST and GraphQL call, with jobs simulated as the Action talks to the app
  * (token, push, report). Prints the calls per task attempt (target: at most 8, status updates
- * included) and the latency of each webhook or job request without network (target: p99 < 20 ms).
+ * included) and the latency of each webhook or job request without network, that is less the time
+ * GitHub takes to answer (target: p99 < 20 ms).
  */
 import { DIAMOND } from "../test/app/graphs.ts";
 import { type Harness, runJob, startApp } from "../test/support/app.ts";
@@ -19,15 +20,30 @@ async function scenario(
   statusIntervalMs: number,
 ): Promise<string[]> {
   const h: Harness = await startApp({ statusIntervalMs }, "fetch");
-  const latencies: number[] = [];
+  // The fake GitHub answers in this process: the time it spends answering stands for GitHub's
+  // servers and the network, so it is taken out of the handler's time (and shown separately).
+  let inGitHub = 0;
+  const answer = h.gh.handle.bind(h.gh);
+  h.gh.handle = (...args) => {
+    const start = performance.now();
+    try {
+      return answer(...args);
+    } finally {
+      inGitHub += performance.now() - start;
+    }
+  };
+  const handler: number[] = [];
+  const wall: number[] = [];
   const timed =
     <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
     async (...args: A) => {
       const start = performance.now();
+      const github = inGitHub;
       try {
         return await fn(...args);
       } finally {
-        latencies.push(performance.now() - start);
+        wall.push(performance.now() - start);
+        handler.push(performance.now() - start - (inGitHub - github));
       }
     };
   h.call = timed(h.call.bind(h));
@@ -51,8 +67,8 @@ async function scenario(
       String(graphql),
       (calls.length / attempts).toFixed(1),
       `${share.run} + ${(share.workstream / lanes).toFixed(1)}/ws + ${(share.attempt / attempts).toFixed(1)}/att`,
-      `${percentile(latencies, 0.5).toFixed(1)} ms`,
-      `${percentile(latencies, 0.99).toFixed(1)} ms`,
+      `${percentile(handler, 0.5).toFixed(1)} ms / ${percentile(handler, 0.99).toFixed(1)} ms`,
+      `${percentile(wall, 0.99).toFixed(1)} ms`,
     ];
   } finally {
     await h.close();
@@ -90,18 +106,23 @@ export async function apiBudgetBench(): Promise<string> {
     await scenario("diamond, 4 workstreams", ".workflow/diamond.yaml", DIAMOND, 10_000),
     await scenario("300 tasks, 3 workstreams", ".workflow/scale.yaml", generateGraph(300), 10_000),
   ];
-  return table(
-    [
-      "graph",
-      "attempts / workstreams",
-      "outcome",
-      "REST",
-      "GraphQL",
-      "calls/attempt",
-      "run + per workstream + per attempt",
-      "latency p50",
-      "latency p99",
-    ],
-    rows,
+  return (
+    table(
+      [
+        "graph",
+        "attempts / workstreams",
+        "outcome",
+        "REST",
+        "GraphQL",
+        "calls/attempt",
+        "run + per workstream + per attempt",
+        "handler p50 / p99",
+        "p99 with GitHub's side",
+      ],
+      rows,
+    ) +
+    "\n\nhandler: each webhook or job request from the moment it is sent until the app answers, less the time" +
+    "\nthe in-process fake GitHub spent answering the app's calls (it stands for GitHub and the network);" +
+    "\ntarget p99 under 20 ms. The last column keeps that time in (checking each call against GitHub's OpenAPI description included)."
   );
 }
