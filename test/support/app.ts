@@ -9,8 +9,9 @@ import type { AddressInfo } from "node:net";
 import { sign } from "@octokit/webhooks-methods";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import nock from "nock";
-import { createNodeMiddleware, Probot, ProbotOctokit } from "probot";
+import { createNodeMiddleware, Probot } from "probot";
 import { agentrelayApp } from "../../src/app/index.ts";
+import { agentrelayOctokit } from "../../src/app/octokit.ts";
 import { DEFAULT_CONFIG, type AppConfig } from "../../src/github/client.ts";
 import { parseRunGraph, type RunSource } from "../../src/github/hosted.ts";
 import { integrationBranch, taskBranch } from "../../src/graph/model.ts";
@@ -68,7 +69,8 @@ export async function startApp(
     privateKey,
     secret: WEBHOOK_SECRET,
     logLevel: "fatal",
-    Octokit: ProbotOctokit.defaults((o: object) => ({
+    // The app's own Octokit (as `npm start` builds it), without waiting on retries in tests.
+    Octokit: agentrelayOctokit().defaults((o: object) => ({
       ...o,
       retry: { enabled: false },
       throttle: { enabled: false },
