@@ -6,6 +6,7 @@
  * Computed once per Graph object (graphs are not changed after loading) and shared by the checks
  * that need it and by the plan.
  */
+import { keepHiddenClass } from "./hidden-class.ts";
 import type { Graph } from "./model.ts";
 
 export interface Topology {
@@ -147,3 +148,4 @@ class MinHeap {
     return top;
   }
 }
+keepHiddenClass(new MinHeap(1));

@@ -24,6 +24,7 @@ import {
   YAML11_SCHEMA,
 } from "js-yaml";
 import { GraphError, type GraphIssue, type PathSegment } from "./errors.ts";
+import { keepHiddenClass } from "./hidden-class.ts";
 
 export interface YamlLimits {
   /** Files larger than this are refused before parsing. */
@@ -92,6 +93,8 @@ class Locations {
     return [this.offsets[2 * (first + at)]!, this.offsets[2 * (first + at) + 1]!];
   }
 }
+
+keepHiddenClass(new Locations());
 
 export interface Position {
   line: number;
