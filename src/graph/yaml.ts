@@ -46,8 +46,9 @@ export const DEFAULT_YAML_LIMITS: YamlLimits = {
  * has tens of thousands of collections, and an object and two arrays for each is most of what loading
  * allocates beyond the values themselves (and what the collector then has to copy).
  *
- * The entries of collection c (numbered as it closes) are `first[c]` to `first[c] + count[c] - 1` of `names` (mapping keys in declaration order; "" for sequence items) and
- * `offsets` (entry e at [2e] is the key's offset, at [2e + 1] the value's; an item's both are its own).
+ * The entries of collection c (numbered as it closes) are `first[c]` to `first[c] + count[c] - 1` of
+ * `names` (mapping keys in declaration order; "" for sequence items) and of `offsets` (entry e at [2e]
+ * is the key's offset, at [2e + 1] the value's; an item's both are its own).
  */
 class Locations {
   private readonly index = new Map<object, number>();
