@@ -45,7 +45,8 @@ function choice<const T extends string>(kind: string, values: readonly T[]): z.Z
   return string()
     .check((payload) => {
       const raw = payload.value;
-      const match = values.find((v) => v === raw) ?? values.find((v) => v === raw.trim().toLowerCase());
+      const wanted = raw.trim().toLowerCase();
+      const match = values.find((v) => v === wanted);
       if (match !== undefined) payload.value = match;
       else
         payload.issues.push({
