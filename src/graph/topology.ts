@@ -12,7 +12,7 @@ import type { Graph } from "./model.ts";
 export interface Topology {
   /** Position of each task id in `graph.tasks`. */
   index: Map<string, number>;
-  /** Dependencies of task i are `deps[depStart[i]] .. deps[depStart[i + 1] - 1]`. */
+  /** Dependencies of task i are `deps[depStart[i]] .. deps[depStart[i + 1] - 1]`; -1 is an unknown id. */
   depStart: Int32Array;
   deps: Int32Array;
   /** Dependents of task i are `dependents[dependentStart[i]] .. dependents[dependentStart[i + 1] - 1]`, in declaration order. */
@@ -20,15 +20,14 @@ export interface Topology {
   dependents: Int32Array;
   /** Position of each task's workstream in `graph.workstreams` (-1 when it names none declared). */
   lane: Int32Array;
-  /** Positions of the tasks sorted by id (code-point order; ids are ASCII). */
-  byId: Int32Array;
 }
 
 const computed = new WeakMap<Graph, Topology>();
+const sortedById = new WeakMap<Graph, Int32Array>();
 
 /**
- * The graph's topology; every dependency must name a task of the graph (the loader checks it first).
- * The loader passes the first position of each id, which it built for that check.
+ * The graph's topology. The loader reports unknown dependencies from it, so a graph it returns has none.
+ * It passes the first position of each id, which it built to find duplicates.
  */
 export function topology(graph: Graph, index?: Map<string, number>): Topology {
   let known = computed.get(graph);
@@ -57,10 +56,9 @@ function build(graph: Graph, index: Map<string, number>): Topology {
   const dependentCount = new Int32Array(n + 1);
   for (let i = 0, k = 0; i < n; i++) {
     for (const id of tasks[i]!.dependencies) {
-      const d = index.get(id);
-      if (d === undefined) throw new Error(`task '${tasks[i]!.id}' depends on unknown task '${id}'`);
+      const d = index.get(id) ?? -1;
       deps[k++] = d;
-      dependentCount[d + 1]!++;
+      if (d >= 0) dependentCount[d + 1]!++;
     }
   }
   const dependentStart = new Int32Array(n + 1);
@@ -68,16 +66,28 @@ function build(graph: Graph, index: Map<string, number>): Topology {
   const dependents = new Int32Array(deps.length);
   const fill = dependentStart.slice(0, n);
   for (let i = 0; i < n; i++) {
-    for (let k = depStart[i]!; k < depStart[i + 1]!; k++) dependents[fill[deps[k]!]!++] = i;
+    for (let k = depStart[i]!; k < depStart[i + 1]!; k++)
+      if (deps[k]! >= 0) dependents[fill[deps[k]!]!++] = i;
   }
 
   const laneIndex = new Map(graph.workstreams.map((w, i) => [w.id, i]));
   const lane = new Int32Array(n);
   for (let i = 0; i < n; i++) lane[i] = laneIndex.get(tasks[i]!.workstreamId) ?? -1;
-  const byId = new Int32Array(n);
-  const sorted = tasks.map((t) => t.id).sort();
-  for (let r = 0; r < n; r++) byId[r] = index.get(sorted[r]!)!;
-  return { index, depStart, deps, dependentStart, dependents, lane, byId };
+  return { index, depStart, deps, dependentStart, dependents, lane };
+}
+
+/**
+ * Positions of the tasks sorted by id (code-point order; ids are ASCII). Only planning needs it, so it
+ * is sorted on the first plan rather than on every load.
+ */
+export function positionsById(graph: Graph, topo: Topology = topology(graph)): Int32Array {
+  let byId = sortedById.get(graph);
+  if (!byId) {
+    const sorted = graph.tasks.map((t) => t.id).sort();
+    byId = Int32Array.from(sorted, (id) => topo.index.get(id)!);
+    sortedById.set(graph, byId);
+  }
+  return byId;
 }
 
 /**
@@ -87,9 +97,9 @@ function build(graph: Graph, index: Map<string, number>): Topology {
 export function kahnOrder(graph: Graph, topo: Topology = topology(graph)): Int32Array {
   const n = graph.tasks.length;
   // The ready heap holds ranks by id, so that it compares integers, not strings.
+  const taskAt = positionsById(graph, topo);
   const rankOf = new Int32Array(n);
-  topo.byId.forEach((i, r) => (rankOf[i] = r));
-  const taskAt = topo.byId;
+  taskAt.forEach((i, r) => (rankOf[i] = r));
 
   const remaining = new Int32Array(n);
   const heap = new MinHeap(n);

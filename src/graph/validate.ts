@@ -72,20 +72,22 @@ export function validateStructure(
     wsFolded.set(ws.id.toLowerCase(), ws.id);
   });
 
-  // Tasks: ids, duplicates, collisions with workstream refs.
+  // Tasks: ids, duplicates, collisions with workstream refs. Ids rarely have capitals, so only those
+  // are indexed by their lower-case form: with `taskIndex`, that finds ids that differ only by case.
   const taskIndex = new Map<string, number>();
-  const taskFolded = new Map<string, string>();
+  const capitalised = new Map<string, string>();
   graph.tasks.forEach((task, i) => {
     const id = task.id;
     const folded = id.toLowerCase();
     const problem = idProblem(id);
     if (problem) issues.add(where.task(i, "id"), problem);
     if (taskIndex.has(id)) issues.add(where.task(i, "id"), `duplicate task id '${id}'`);
-    else if (taskFolded.has(folded)) {
-      issues.add(
-        where.task(i, "id"),
-        `task id '${id}' differs from '${taskFolded.get(folded)}' only by case`,
-      );
+    else {
+      const twin = folded !== id && taskIndex.has(folded) ? folded : capitalised.get(folded);
+      if (twin !== undefined)
+        issues.add(where.task(i, "id"), `task id '${id}' differs from '${twin}' only by case`);
+      taskIndex.set(id, i);
+      if (folded !== id && !capitalised.has(folded)) capitalised.set(folded, id);
     }
     const clash = wsFolded.get(folded);
     if (clash !== undefined) {
@@ -94,24 +96,22 @@ export function validateStructure(
         `task id '${id}' collides with workstream '${clash}': branch agentrelay/${graph.name}/${id} cannot coexist with agentrelay/${graph.name}/${clash}/integration`,
       );
     }
-    if (!taskIndex.has(id)) taskIndex.set(id, i);
-    taskFolded.set(folded, id);
   });
 
   // Dependencies.
+  const topo = topology(graph, taskIndex);
   graph.tasks.forEach((task, i) => {
     const deps = task.dependencies;
     for (let j = 0; j < deps.length; j++) {
       const dep = deps[j]!;
       if (deps.indexOf(dep) < j)
         issues.add(where.task(i, "dependencies", j), `duplicate dependency id '${dep}'`);
-      else if (!taskIndex.has(dep))
+      else if (topo.deps[topo.depStart[i]! + j] === -1)
         issues.add(where.task(i, "dependencies", j), `unknown dependency id '${dep}'`);
     }
   });
   if (issues.issues.length > 0) return;
 
-  const topo = topology(graph, taskIndex);
   const cycle = isAcyclic(graph, topo) ? null : findCycle(graph);
   if (cycle) {
     issues.add(

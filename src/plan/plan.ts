@@ -3,7 +3,7 @@
  * needs, computed once per graph.
  */
 import { type Graph, NONE, type Task, type Workstream } from "../graph/model.ts";
-import { kahnOrder, topology } from "../graph/topology.ts";
+import { kahnOrder, positionsById, topology } from "../graph/topology.ts";
 
 export interface Plan {
   graph: Graph;
@@ -53,7 +53,7 @@ export function buildPlan(graph: Graph): Plan {
   const waves: string[][] = Array.from({ length: layers }, () => []);
   // Visiting tasks by id fills each wave and each dependents list already sorted.
   const dependentLists: string[][] = graph.tasks.map(() => []);
-  for (const i of topo.byId) {
+  for (const i of positionsById(graph, topo)) {
     const id = graph.tasks[i]!.id;
     waves[depth[i]!]!.push(id);
     for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++) dependentLists[topo.deps[k]!]!.push(id);
