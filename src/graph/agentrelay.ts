@@ -2,6 +2,7 @@
  * The agentrelay dialect: a parsed YAML value -> the internal Graph, with agentrelay's defaults and
  * four-level isolation inheritance, and every validation rule reported at its node.
  */
+import { safeParseAsIs } from "./as-is.ts";
 import { GraphError } from "./errors.ts";
 import {
   type AgentConfig,
@@ -73,7 +74,7 @@ function taggedPaths(task: TaskFile): TaggedPath[] {
 
 export function compileAgentrelay(yaml: LoadedYaml): Graph {
   const issues = new IssueList(yaml);
-  const parsed = graphFileSchema.safeParse(yaml.value, { error: defaultZodMessage });
+  const parsed = safeParseAsIs(graphFileSchema, yaml.value, { error: defaultZodMessage });
   if (!parsed.success) {
     addZodIssues(parsed.error, issues);
     throw new GraphError(issues.issues);

@@ -15,19 +15,8 @@ const says =
     issue.input === undefined ? "is required" : text;
 
 const string = () => z.string({ error: says("must be a string") });
-/**
- * A non-empty string, trimmed as agentrelay trims accepted strings. One check rather than zod's
- * `.trim().min(1)`: graphs hold tens of thousands of these, and each check is a call per string.
- */
-const text = () =>
-  string()
-    .check((payload) => {
-      const trimmed = payload.value.trim();
-      if (trimmed) payload.value = trimmed;
-      else
-        payload.issues.push({ code: "custom", input: payload.value, message: "must be a non-empty string" });
-    })
-    .meta({ minLength: 1 });
+/** A non-empty string, trimmed as agentrelay trims accepted strings. */
+const text = () => string().trim().min(1, { error: "must be a non-empty string" });
 const boolean = () => z.boolean({ error: says("must be a boolean") });
 const positiveInt = () =>
   z
@@ -41,21 +30,18 @@ const positiveInt = () =>
  */
 function choice<const T extends string>(kind: string, values: readonly T[]): z.ZodType<T, string> {
   const allowed = values.join(", ");
-  // A check that canonicalises in place, rather than a transform: a transform is a pipe of two schemas.
+  const known = new Set<string>(values);
+  const canonical = (raw: string) => {
+    if (known.has(raw)) return raw;
+    const wanted = raw.trim().toLowerCase();
+    return known.has(wanted) ? wanted : raw;
+  };
   return string()
-    .check((payload) => {
-      const raw = payload.value;
-      const wanted = raw.trim().toLowerCase();
-      const match = values.find((v) => v === wanted);
-      if (match !== undefined) payload.value = match;
-      else
-        payload.issues.push({
-          code: "custom",
-          input: raw,
-          message: `invalid ${kind} '${raw}'. Allowed: ${allowed}`,
-        });
+    .overwrite(canonical)
+    .refine((value) => known.has(value), {
+      error: (issue) => `invalid ${kind} '${String(issue.input)}'. Allowed: ${allowed}`,
     })
-    .meta({ enum: [...values, ...values.map((v) => v.toUpperCase())] }) as unknown as z.ZodType<T, string>; // the check leaves only a T
+    .meta({ enum: [...values, ...values.map((v) => v.toUpperCase())] }) as unknown as z.ZodType<T, string>; // the refinement leaves only a T
 }
 
 export const ROLES = ["spec_writer", "test_writer", "test_reviewer", "implementer", "generic"] as const;
