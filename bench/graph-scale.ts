@@ -6,7 +6,7 @@
 
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { parseGraph } from "../src/graph/load.ts";
+import { compileGraph, parseGraph } from "../src/graph/load.ts";
 import { loadYaml } from "../src/graph/yaml.ts";
 import { buildPlan } from "../src/plan/plan.ts";
 import { table } from "./table.ts";
@@ -70,12 +70,30 @@ export function graphScaleWorker(argv: string[]): string {
     if (stage !== "plan") globalThis.gc?.();
     return performance.now() - start;
   };
-  const cold = once(first);
+  // The first load of the big graph, on a fresh heap. In a "validate" process it is timed in its two
+  // phases as well, so that the cold share compares the parse and validation of that very load (two
+  // processes, even seconds apart, meet this VM at different speeds).
+  let coldShare: number | undefined;
+  let cold: number;
+  if (first === "validate") {
+    globalThis.gc?.();
+    const start = performance.now();
+    const yaml = loadYaml("scale.yaml", text, LIMITS);
+    const parsed = performance.now();
+    compileGraph(yaml);
+    const end = performance.now();
+    globalThis.gc?.();
+    cold = performance.now() - start;
+    coldShare = (end - parsed) / (parsed - start);
+  } else {
+    cold = once(first);
+  }
   const rounds = size >= 50_000 ? 3 : 9;
   const warm = Object.fromEntries(STAGES.map((stage) => [stage, [] as number[]])) as Record<Stage, number[]>;
   for (let r = 0; r < rounds; r++) for (const stage of STAGES) warm[stage].push(once(stage));
   return JSON.stringify({
     cold,
+    coldShare,
     warm: Object.fromEntries(STAGES.map((stage) => [stage, median(warm[stage])])),
     bytes: Buffer.byteLength(text),
     peakRss: process.resourceUsage().maxRSS * 1024,
@@ -84,6 +102,7 @@ export function graphScaleWorker(argv: string[]): string {
 
 interface Sample {
   cold: number;
+  coldShare?: number;
   warm: Record<Stage, number>;
   bytes: number;
   peakRss: number;
@@ -102,6 +121,7 @@ function measure(size: number, stage: Stage, runs: number): Sample {
   }
   return {
     cold: median(samples.map((s) => s.cold)),
+    coldShare: stage === "validate" ? median(samples.map((s) => s.coldShare!)) : undefined,
     warm: Object.fromEntries(STAGES.map((st) => [st, median(samples.map((s) => s.warm[st]))])) as Record<
       Stage,
       number
@@ -126,7 +146,7 @@ export function graphScale(): string {
       String(size),
       `${(parse.bytes / 1e6).toFixed(2)} MB`,
       `${ms(warm("parse"))} / ${ms(parse.cold)}`,
-      `${share(warm("validate"), warm("parse"))} / ${share(load.cold, parse.cold)}`,
+      `${share(warm("validate"), warm("parse"))} / ${(load.coldShare! * 100).toFixed(0)}%`,
       `${ms(warm("plan"))} / ${ms(total.cold)}`,
       `${(total.peakRss / 1e6).toFixed(0)} MB`,
     ]);
@@ -146,6 +166,7 @@ export function graphScale(): string {
     "",
     "Targets (10,000 tasks): load+validate+plan under 250 ms; validation at most 25% of the raw parse.",
     "warm: median of repeated loads in one process (a running app); cold: the first load in a fresh process (one CLI run).",
-    "parse and validation are each timed up to the collection of their own garbage; the whole load is wall time to the plan.",
+    "warm, parse and validation are each timed up to the collection of their own garbage; cold, validation is compared with the parse of the same first load.",
+    "The whole load is wall time to the plan.",
   ].join("\n");
 }

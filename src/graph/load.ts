@@ -36,7 +36,8 @@ export function detectDialect(value: unknown): Dialect | "cyberian-farm" {
   return "agentrelay";
 }
 
-function compile(yaml: LoadedYaml): Graph {
+/** Validates a loaded YAML document as a graph of its dialect. */
+export function compileGraph(yaml: LoadedYaml): Graph {
   const root = yaml.value;
   if (root === null || typeof root !== "object" || Array.isArray(root)) {
     throw new GraphError([yaml.issue([], "", "the graph must be a mapping (YAML object) at the top level")]);
@@ -56,7 +57,7 @@ function compile(yaml: LoadedYaml): Graph {
 
 /** Parses and validates graph text; `file` is used in every error location. */
 export function parseGraph(file: string, text: string, options: LoadOptions = {}): Graph {
-  return compile(loadYaml(file, text, { ...DEFAULT_YAML_LIMITS, ...options.limits }));
+  return compileGraph(loadYaml(file, text, { ...DEFAULT_YAML_LIMITS, ...options.limits }));
 }
 
 export function loadGraphFile(file: string, options: LoadOptions = {}): Graph {
