@@ -91,14 +91,7 @@ export function validateStructure(
     if (problem) issues.add(where.task(i, "id"), problem);
     if (taskIndex.has(id)) issues.add(where.task(i, "id"), `duplicate task id '${id}'`);
     else {
-      const twin =
-        folded !== id
-          ? taskIndex.has(folded)
-            ? folded
-            : capitalised.get(folded)
-          : capitalised.size > 0
-            ? capitalised.get(id)
-            : undefined;
+      const twin = folded !== id && taskIndex.has(folded) ? folded : capitalised.get(folded);
       if (twin !== undefined)
         issues.add(where.task(i, "id"), `task id '${id}' differs from '${twin}' only by case`);
       taskIndex.set(id, i);
