@@ -153,7 +153,8 @@ function leafAsIs(schema: Schema): Accepts {
   const payload = newPayload();
   if (def.type === "string" && !def.coerce) {
     // Most leaves are strings, and zod's type test for them is exactly this; the call through each
-    // schema's own `parse` closure was a third of the walk.
+    // schema's own `parse` closure was a third of the walk. A closure of its own: one shared with the
+    // general case below, branching on the type, measured as slow as calling `parse`.
     return (value) => {
       if (typeof value !== "string") return false;
       payload.value = value;
