@@ -36,6 +36,37 @@ describe("safe YAML loading", () => {
     });
   });
 
+  it("keeps collections at the same depth apart (the loader reuses its buffers per depth)", () => {
+    const yaml = load(
+      [
+        "long: [1, 2, 3, [4, 5, 6]]",
+        "short: [7, [8]]",
+        "empty: []",
+        "first: {x: 1, y: 2, z: 3}",
+        "second: {z: 4}",
+        "alias: &s [a, b]",
+        "again: *s",
+        "",
+      ].join("\n"),
+    );
+    const value = yaml.value as Record<string, unknown>;
+    expect(value).toEqual({
+      long: [1, 2, 3, [4, 5, 6]],
+      short: [7, [8]],
+      empty: [],
+      first: { x: 1, y: 2, z: 3 },
+      second: { z: 4 },
+      alias: ["a", "b"],
+      again: ["a", "b"],
+    });
+    expect(value.again).toBe(value.alias);
+    expect(yaml.keyOrder(value.second as object)).toEqual(["z"]);
+    expect(yaml.locate(["short", 1, 0])).toEqual({ line: 2, column: 13 });
+    // A key of the earlier, longer mapping is no duplicate in the later one; a real duplicate still is.
+    expect(failure("- {x: 1, y: 2}\n- {y: 3, x: 4}\n")).toBe("no error");
+    expect(failure("- {x: 1, y: 2}\n- {y: 3, y: 4}\n")).toBe("f.yaml:2:10: duplicate key 'y'");
+  });
+
   it("keeps __proto__ as an own key without touching the prototype", () => {
     const value = load("__proto__:\n  polluted: 1\n").value as Record<string, unknown>;
     expect(Object.keys(value)).toEqual(["__proto__"]);
