@@ -193,6 +193,8 @@ interface Frame {
   names: string[];
   offsets: number[];
   items: unknown[];
+  /** Positions of a large mapping's keys, so that finding duplicates stays linear in the file. */
+  positions: Map<string, number> | null;
   /** A mapping's key read and waiting for its value (null when none is). */
   key: string | null;
   keyOffset: number;
@@ -204,15 +206,23 @@ interface Frame {
 /** Stands for a sequence's array until it closes (nothing can refer to a collection before that). */
 const NO_ITEMS: readonly unknown[] = Object.freeze([]);
 
+/** Mappings up to this many keys are searched by a scan, which beats a map for the few keys most have. */
+const SCANNED_KEYS = 16;
+
 function addEntry(frame: Frame, name: string, keyOffset: number, valueOffset: number): void {
   frame.names[frame.size] = name;
   frame.offsets[2 * frame.size] = keyOffset;
   frame.offsets[2 * frame.size + 1] = valueOffset;
+  frame.positions?.set(name, frame.size);
   frame.size++;
+  if (frame.map && frame.size === SCANNED_KEYS && !frame.positions) {
+    frame.positions = new Map(frame.names.slice(0, frame.size).map((key, i) => [key, i]));
+  }
 }
 
-/** Position of a mapping's entry named `name`, or -1 (mappings have few keys: a scan beats a map). */
+/** Position of a mapping's entry named `name`, or -1. */
 function entryOf(frame: Frame, name: string): number {
+  if (frame.positions) return frame.positions.get(name) ?? -1;
   for (let i = 0; i < frame.size; i++) if (frame.names[i] === name) return i;
   return -1;
 }
@@ -359,6 +369,7 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
       names: [],
       offsets: [],
       items: [],
+      positions: null,
       key: null,
       keyOffset: 0,
       mergeKey: false,
@@ -369,6 +380,7 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     frame.offset = offset;
     frame.anchor = anchor;
     frame.size = 0;
+    frame.positions = null;
     frame.key = null;
     frame.merged = null;
     depth++;

@@ -67,6 +67,21 @@ describe("safe YAML loading", () => {
     expect(failure("- {x: 1, y: 2}\n- {y: 3, y: 4}\n")).toBe("f.yaml:2:10: duplicate key 'y'");
   });
 
+  it("finds duplicate keys in large mappings too (looked up, not scanned, past a few keys)", () => {
+    const keys = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => `k${from + i}: ${from + i}`).join(", ");
+    const large = load(`- {${keys(0, 40)}}\n- {${keys(0, 3)}}\n`).value as Record<string, number>[];
+    expect(Object.keys(large[0]!)).toHaveLength(40);
+    expect(large[1]).toEqual({ k0: 0, k1: 1, k2: 2 });
+    expect(failure(`a: {${keys(0, 40)}, k3: again}\n`)).toMatch(/^f\.yaml:1:\d+: duplicate key 'k3'$/);
+    expect(failure(`a: {${keys(0, 40)}, k30: again}\n`)).toMatch(/^f\.yaml:1:\d+: duplicate key 'k30'$/);
+    const merged = load(`base: &b {${keys(0, 30)}}\nt:\n  <<: *b\n  k29: own\n`).value as {
+      t: Record<string, unknown>;
+    };
+    expect(Object.keys(merged.t)).toHaveLength(30);
+    expect(merged.t.k29).toBe("own");
+  });
+
   it("keeps __proto__ as an own key without touching the prototype", () => {
     const value = load("__proto__:\n  polluted: 1\n").value as Record<string, unknown>;
     expect(Object.keys(value)).toEqual(["__proto__"]);
