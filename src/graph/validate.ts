@@ -4,6 +4,7 @@
  */
 import { formatPath, type GraphIssue, type PathSegment } from "./errors.ts";
 import type { Graph } from "./model.ts";
+import { dependencyAnswers, dependencyLevels, hierarchy } from "./reachability.ts";
 import { type Topology, topology } from "./topology.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
@@ -28,6 +29,17 @@ function dotProblem(id: string): string | null {
     return `'${id}' is not a safe id: it may not contain '..' or end with '.' or '.lock'`;
   }
   return null;
+}
+
+/** Dependency lists up to this long are searched for repeats by a scan; longer ones use a set. */
+const SCANNED_DEPENDENCIES = 16;
+
+/** Whether `list[j]` repeats an earlier entry; `earlier` (for long lists) holds the entries before `j`. */
+function repeatsEarlier(list: readonly string[], j: number, earlier: Set<string> | null): boolean {
+  if (!earlier) return j > 0 && list.indexOf(list[j]!) < j;
+  if (earlier.has(list[j]!)) return true;
+  earlier.add(list[j]!);
+  return false;
 }
 
 /** Where things live in the source file, per dialect. */
@@ -110,9 +122,10 @@ export function validateStructure(
   const topo = topology(graph, taskIndex);
   graph.tasks.forEach((task, i) => {
     const deps = task.dependencies;
+    const earlier = deps.length > SCANNED_DEPENDENCIES ? new Set<string>() : null;
     for (let j = 0; j < deps.length; j++) {
       const dep = deps[j]!;
-      if (j > 0 && deps.indexOf(dep) < j)
+      if (repeatsEarlier(deps, j, earlier))
         issues.add(where.task(i, "dependencies", j), `duplicate dependency id '${dep}'`);
       else if (topo.deps[topo.depStart[i]! + j] === -1)
         issues.add(where.task(i, "dependencies", j), `unknown dependency id '${dep}'`);
@@ -120,8 +133,9 @@ export function validateStructure(
   });
   if (issues.issues.length > 0) return;
 
-  const cycle = isAcyclic(graph, topo) ? null : findCycle(graph);
-  if (cycle) {
+  const levels = dependencyLevels(topo, graph.tasks.length);
+  if (!levels) {
+    const cycle = findCycle(graph)!;
     issues.add(
       where.task(taskIndex.get(cycle[0]!)!, "dependencies"),
       `contains a dependency cycle: ${cycle.join(" -> ")}`,
@@ -130,20 +144,27 @@ export function validateStructure(
   }
 
   // inputs_from must name a direct or transitive dependency.
-  const ancestorsOf = lazy(() => ancestorFinder(graph, topo));
+  const questions: [task: number, other: number][] = [];
+  const asked: [task: number, ref: number][] = [];
   graph.tasks.forEach((task, i) => {
-    // Loops, not forEach, in these per-task passes: a callback per task is 10,000 closures to collect.
     for (let j = 0; j < task.inputsFrom.length; j++) {
-      const ref = task.inputsFrom[j]!;
-      const path = where.inputRef(i, j);
-      if (!taskIndex.has(ref.task)) issues.add(path, `unknown task id '${ref.task}'`);
-      else if (!ancestorsOf()(task.id).has(ref.task)) {
-        issues.add(
-          path,
-          `task '${ref.task}' is not a dependency (direct or transitive) of task '${task.id}'`,
-        );
+      const other = taskIndex.get(task.inputsFrom[j]!.task);
+      if (other === undefined)
+        issues.add(where.inputRef(i, j), `unknown task id '${task.inputsFrom[j]!.task}'`);
+      else {
+        questions.push([i, other]);
+        asked.push([i, j]);
       }
     }
+  });
+  dependencyAnswers(topo, levels, questions).forEach((isDependency, q) => {
+    if (isDependency) return;
+    const [i, j] = asked[q]!;
+    const task = graph.tasks[i]!;
+    issues.add(
+      where.inputRef(i, j),
+      `task '${task.inputsFrom[j]!.task}' is not a dependency (direct or transitive) of task '${task.id}'`,
+    );
   });
 
   // Tasks need a known workstream; generic tasks need a description.
@@ -182,25 +203,18 @@ export function validateStructure(
     }
   });
   if (issues.issues.length > 0) return;
-  const parent = new Map(graph.workstreams.map((w) => [w.id, w.parentId]));
-  let cycleReported = false;
+  const { depth, cycle: parentCycle } = hierarchy(
+    graph.workstreams.map((w) => w.id),
+    graph.workstreams.map((w) => (w.parentId === null ? -1 : wsIndex.get(w.parentId)!)),
+  );
   graph.workstreams.forEach((ws, i) => {
-    const chain = [ws.id];
-    for (let p = parent.get(ws.id); p; p = parent.get(p)) {
-      if (chain.includes(p)) {
-        if (p === ws.id && !cycleReported) {
-          issues.add(
-            where.workstream(i, "parent_workstream_id"),
-            `workstream hierarchy contains a cycle: ${[...chain, p].join(" -> ")}`,
-          );
-          cycleReported = true;
-        }
-        return;
-      }
-      chain.push(p);
+    if (parentCycle?.at === i) {
+      issues.add(
+        where.workstream(i, "parent_workstream_id"),
+        `workstream hierarchy contains a cycle: ${parentCycle.ids.join(" -> ")}`,
+      );
     }
-    const depth = chain.length - 1;
-    if (depth > graph.maxWorkstreamDepth) {
+    if (depth[i]! > graph.maxWorkstreamDepth) {
       issues.add(
         where.workstream(i, "parent_workstream_id"),
         `workstream '${ws.id}' exceeds maximum supported depth of ${graph.maxWorkstreamDepth} (set max_workstream_depth)`,
@@ -251,25 +265,37 @@ function laneWaitCycle(
     if (ws.parentId && !waits.get(ws.id)!.has(ws.parentId))
       waits.get(ws.id)!.set(ws.parentId, { taskIndex: -1, dep: -1 });
   }
-  const state = new Map<string, 1 | 2>();
-  const path: string[] = [];
-  const visit = (lane: string): string[] | null => {
-    state.set(lane, 1);
-    path.push(lane);
-    for (const next of [...waits.get(lane)!.keys()].sort()) {
-      if (state.get(next) === 1) return [...path.slice(path.indexOf(next)), next];
-      if (!state.has(next)) {
-        const found = visit(next);
-        if (found) return found;
+  const state = new Map<string, 1 | 2>(); // 1 = on the current path, 2 = done
+  const waitsFor = (lane: string) => [...waits.get(lane)!.keys()].sort();
+  // Depth-first in id order, iteratively: a hierarchy of workstreams can be thousands deep.
+  const cycleFrom = (start: string): string[] | null => {
+    const path = [start];
+    const pending = [waitsFor(start)];
+    const cursor = [0];
+    state.set(start, 1);
+    while (path.length > 0) {
+      const top = path.length - 1;
+      const next = pending[top]![cursor[top]!++];
+      if (next === undefined) {
+        state.set(path.pop()!, 2);
+        pending.pop();
+        cursor.pop();
+        continue;
+      }
+      const seen = state.get(next);
+      if (seen === 1) return [...path.slice(path.indexOf(next)), next];
+      if (seen === undefined) {
+        state.set(next, 1);
+        path.push(next);
+        pending.push(waitsFor(next));
+        cursor.push(0);
       }
     }
-    path.pop();
-    state.set(lane, 2);
     return null;
   };
   for (const lane of [...lanes].sort()) {
     if (state.has(lane)) continue;
-    const cycle = visit(lane);
+    const cycle = cycleFrom(lane);
     if (!cycle) continue;
     // Report at a dependency that closes the cycle (a task edge, not a parent link, when there is one).
     for (let k = 0; k < cycle.length - 1; k++) {
@@ -288,27 +314,6 @@ export function pathProblem(path: string): string | null {
     return `path '${path}' must be relative to the repository`;
   if (path.split("/").includes("..")) return `path '${path}' may not contain '..'`;
   return null;
-}
-
-/** Kahn's count without ordering: cheap enough for every load; `findCycle` runs only on failure. */
-function isAcyclic(graph: Graph, topo: Topology): boolean {
-  const n = graph.tasks.length;
-  const remaining = new Int32Array(n);
-  const ready: number[] = [];
-  for (let i = 0; i < n; i++) {
-    remaining[i] = topo.depStart[i + 1]! - topo.depStart[i]!;
-    if (remaining[i] === 0) ready.push(i);
-  }
-  let seen = 0;
-  while (ready.length > 0) {
-    const i = ready.pop()!;
-    seen++;
-    for (let k = topo.dependentStart[i]!; k < topo.dependentStart[i + 1]!; k++) {
-      const child = topo.dependents[k]!;
-      if (--remaining[child]! === 0) ready.push(child);
-    }
-  }
-  return seen === n;
 }
 
 /** Returns one dependency cycle as `[a, b, ..., a]`, or null. Iterative, so deep chains cannot overflow. */
@@ -342,27 +347,6 @@ export function findCycle(graph: Graph): string[] | null {
   return null;
 }
 
-/** Memoised transitive-dependency sets (computed only for tasks that use inputs_from). */
-function ancestorFinder(graph: Graph, topo: Topology): (id: string) => Set<string> {
-  const memo = new Map<string, Set<string>>();
-  const depsOf = (i: number) => Array.from(topo.deps.subarray(topo.depStart[i]!, topo.depStart[i + 1]!));
-  return (id) => {
-    const known = memo.get(id);
-    if (known) return known;
-    const result = new Set<string>();
-    const stack = depsOf(topo.index.get(id)!);
-    while (stack.length > 0) {
-      const d = stack.pop()!;
-      const depId = graph.tasks[d]!.id;
-      if (result.has(depId)) continue;
-      result.add(depId);
-      stack.push(...depsOf(d));
-    }
-    memo.set(id, result);
-    return result;
-  };
-}
-
 /** Parse-level zod messages for schema nodes that do not set their own. */
 export function defaultZodMessage(issue: {
   code?: string;
@@ -394,13 +378,4 @@ export function addZodIssues(
       issues.add(path, issue.message);
     }
   }
-}
-
-/** Computes a value on first use (most graphs never need the transitive-dependency sets). */
-function lazy<T>(make: () => T): () => T {
-  let value: T | undefined;
-  return () => {
-    if (value === undefined) value = make();
-    return value;
-  };
 }

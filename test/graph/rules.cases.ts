@@ -9,6 +9,8 @@ export interface RuleCase {
 }
 
 const T = "name: g\ntasks:\n";
+/** Ids for a dependency list longer than the ones searched by a scan. */
+const LONG = Array.from({ length: 20 }, (_, i) => `d${i}`);
 
 export const RULE_CASES: RuleCase[] = [
   {
@@ -113,6 +115,14 @@ export const RULE_CASES: RuleCase[] = [
     errors: ["7:23: tasks[1].dependencies[1]: duplicate dependency id 'a'"],
   },
   {
+    rule: "duplicate dependency in a long list",
+    yaml: `${T}${LONG.map((d) => `  - {id: ${d}, description: x}\n`).join("")}  - id: a\n    description: x\n    dependencies: [${[...LONG, "d5", "d19"].join(", ")}]\n`,
+    errors: [
+      "25:110: tasks[20].dependencies[20]: duplicate dependency id 'd5'",
+      "25:114: tasks[20].dependencies[21]: duplicate dependency id 'd19'",
+    ],
+  },
+  {
     rule: "dependency cycle with its path",
     yaml: `${T}  - id: a\n    description: x\n    dependencies: [c]\n  - id: b\n    description: y\n    dependencies: [a]\n  - id: c\n    description: z\n    dependencies: [b]\n`,
     errors: ["5:19: tasks[0].dependencies: contains a dependency cycle: a -> c -> b -> a"],
@@ -187,6 +197,13 @@ export const RULE_CASES: RuleCase[] = [
     ],
   },
   {
+    rule: "inputs_from through a chain, and from a task that is no dependency",
+    yaml: `${T}  - {id: a, description: x}\n  - {id: b, description: x, dependencies: [a]}\n  - {id: c, description: x, dependencies: [b], inputs_from: {task: a}}\n  - {id: d, description: x, dependencies: [a], inputs_from: [{task: a}, {task: c}]}\n  - {id: e, description: x, dependencies: [c, d], inputs_from: [{task: b}, {task: a}]}\n`,
+    errors: [
+      "6:80: tasks[3].inputs_from[1].task: task 'c' is not a dependency (direct or transitive) of task 'd'",
+    ],
+  },
+  {
     rule: "workstreams must be a list",
     yaml: `name: g\nworkstreams: {id: w}\ntasks:\n  - id: a\n    description: x\n`,
     errors: ["2:14: workstreams: must be a list"],
@@ -232,6 +249,11 @@ export const RULE_CASES: RuleCase[] = [
     rule: "workstream hierarchy cycle",
     yaml: `name: g\nmax_workstream_depth: 5\nworkstreams:\n  - id: u\n    parent_workstream_id: v\n  - id: v\n    parent_workstream_id: u\ntasks:\n  - id: a\n    description: x\n    workstream_id: u\n  - id: b\n    description: y\n    workstream_id: v\n`,
     errors: ["5:27: workstreams[0].parent_workstream_id: workstream hierarchy contains a cycle: u -> v -> u"],
+  },
+  {
+    rule: "workstream below a hierarchy cycle",
+    yaml: `name: g\nmax_workstream_depth: 5\nworkstreams:\n  - {id: x, parent_workstream_id: u}\n  - {id: u, parent_workstream_id: v}\n  - {id: v, parent_workstream_id: u}\ntasks:\n  - {id: a, description: x, workstream_id: x}\n  - {id: b, description: x, workstream_id: u}\n  - {id: c, description: x, workstream_id: v}\n`,
+    errors: ["5:35: workstreams[1].parent_workstream_id: workstream hierarchy contains a cycle: u -> v -> u"],
   },
   {
     rule: "workstream depth",
