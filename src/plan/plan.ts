@@ -21,8 +21,15 @@ export interface Plan {
   dependents: Map<string, string[]>;
   /** Workstreams of a task's direct dependencies that live in other workstreams, sorted. */
   upstreamWorkstreams: Map<string, string[]>;
-  /** Ancestors of each workstream, nearest first. */
-  ancestors: Map<string, string[]>;
+}
+
+/**
+ * A workstream's ancestors, nearest first. Walked when asked rather than listed per workstream in the
+ * plan: a hierarchy thousands deep would make those lists quadratic in size.
+ */
+export function* ancestorsOf(plan: Plan, lane: string): Generator<string> {
+  for (let p = plan.workstreams.get(lane)!.parentId; p !== null; p = plan.workstreams.get(p)!.parentId)
+    yield p;
 }
 
 /** Canonical order; the graph must be acyclic (the loader guarantees it). */
@@ -66,20 +73,14 @@ export function buildPlan(graph: Graph): Plan {
     const task = graph.tasks[i]!;
     tasksByWorkstream.get(task.workstreamId)!.push(task.id);
     dependents.set(task.id, dependentLists[i]!);
-    let upstream: string[] = NONE;
+    // A set only for tasks with dependencies in other workstreams (a list grown by copying was quadratic
+    // for a task that depends on thousands of workstreams).
+    let upstream: Set<string> | null = null;
     for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++) {
       const lane = graph.tasks[topo.deps[k]!]!.workstreamId;
-      if (lane === task.workstreamId || upstream.includes(lane)) continue;
-      upstream = upstream === NONE ? [lane] : [...upstream, lane];
+      if (lane !== task.workstreamId) (upstream ??= new Set()).add(lane);
     }
-    upstreamWorkstreams.set(task.id, upstream.length > 1 ? upstream.sort() : upstream);
-  }
-
-  const ancestors = new Map<string, string[]>();
-  for (const ws of graph.workstreams) {
-    const chain: string[] = [];
-    for (let p = ws.parentId; p !== null; p = workstreams.get(p)?.parentId ?? null) chain.push(p);
-    ancestors.set(ws.id, chain);
+    upstreamWorkstreams.set(task.id, upstream ? [...upstream].sort() : NONE);
   }
 
   return {
@@ -92,6 +93,5 @@ export function buildPlan(graph: Graph): Plan {
     tasksByWorkstream,
     dependents,
     upstreamWorkstreams,
-    ancestors,
   };
 }

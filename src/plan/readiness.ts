@@ -8,7 +8,7 @@
  * workstreams waiting for this one to merge), which makes a run's result independent of event order,
  * and a retry of the failed task finds the rest of its workstream done.
  */
-import type { Plan } from "./plan.ts";
+import { ancestorsOf, type Plan } from "./plan.ts";
 
 export type TaskStatus =
   "pending" | "running" | "pr_open" | "merged" | "completed" | "failed" | "blocked" | "cancelled";
@@ -50,7 +50,7 @@ export function mayStart(
   if (status === "merge_ready" || status === "pr_open" || status === "merged") return false;
   if (status === "failed" && view.workstreamFailedItself(lane)) return false;
   if (laneBusy(lane)) return false;
-  for (const ancestor of plan.ancestors.get(lane)!) {
+  for (const ancestor of ancestorsOf(plan, lane)) {
     const s = view.workstream(ancestor);
     if (s !== "pr_open" && s !== "merged") return false;
   }
@@ -98,7 +98,7 @@ export function failureBlockReason(plan: Plan, view: StatusView, id: string): st
   const lane = task.workstreamId;
   if (view.workstream(lane) === "failed" && view.workstreamFailedItself(lane))
     return `workstream '${lane}' failed`;
-  for (const ancestor of plan.ancestors.get(lane)!) {
+  for (const ancestor of ancestorsOf(plan, lane)) {
     if (view.workstream(ancestor) === "failed") return `ancestor workstream '${ancestor}' failed`;
   }
   for (const upstream of plan.upstreamWorkstreams.get(id)!) {

@@ -81,6 +81,23 @@ describe("plan", () => {
     expect(plan.dependents.get("a")).toEqual(["b", "c"]);
     expect(plan.upstreamWorkstreams.get("d")).toEqual(["w2", "w3"]);
   });
+
+  it("lists each upstream workstream once, sorted, and never the task's own", () => {
+    const plan = buildPlan(
+      graphOf(
+        [
+          { id: "a", ws: "w3" },
+          { id: "b", ws: "w2" },
+          { id: "c", ws: "w3" },
+          { id: "own", ws: "w1" },
+          { id: "d", deps: ["a", "b", "c", "own"], ws: "w1" },
+        ],
+        [{ id: "w1" }, { id: "w2" }, { id: "w3" }],
+      ),
+    );
+    expect(plan.upstreamWorkstreams.get("d")).toEqual(["w2", "w3"]);
+    expect(plan.upstreamWorkstreams.get("a")).toEqual([]);
+  });
 });
 
 function view(
