@@ -131,17 +131,6 @@ function coldSpread(): number[] {
   return shares.sort((a, b) => a - b);
 }
 
-/**
- * A hostile file's shape: one mapping with very many keys. Finding duplicate keys must stay linear
- * (it was a scan per key: 40,000 keys took 7 s, and a file at the 8 MB limit would have taken hours).
- */
-function wideMapping(keys: number): { bytes: number; ms: number } {
-  const text = `${Array.from({ length: keys }, (_, i) => `k${i}: ${i}`).join("\n")}\n`;
-  const start = performance.now();
-  loadYaml("wide.yaml", text, LIMITS);
-  return { bytes: Buffer.byteLength(text), ms: performance.now() - start };
-}
-
 /** Runs `runs` fresh processes whose cold load is `stage`; medians across them. */
 function measure(size: number, stage: Stage, runs: number): Sample {
   const samples: Sample[] = [];
@@ -182,7 +171,6 @@ export function graphScale(): string {
     ]);
   }
   const spread = coldSpread();
-  const wide = wideMapping(500_000);
   return [
     table(
       [
@@ -201,6 +189,5 @@ export function graphScale(): string {
     "warm, parse and validation are each timed up to the collection of their own garbage; cold, validation is compared with the parse of the same first load.",
     "The whole load is wall time to the plan.",
     `Cold validation share at 9,000-11,000 tasks (${spread.length} sizes, a fresh process each): median ${percent(median(spread))}, worst ${percent(spread.at(-1)!)}.`,
-    `One mapping of 500,000 keys (${(wide.bytes / 1e6).toFixed(1)} MB, a hostile file's shape) parses in ${ms(wide.ms)}.`,
   ].join("\n");
 }

@@ -4,9 +4,11 @@ import { e2eBench } from "./e2e.ts";
 import { engineBench } from "./engine.ts";
 import { jobOverheadBench } from "./job-overhead.ts";
 import { graphScale, graphScaleWorker } from "./graph-scale.ts";
+import { hostileGraphs } from "./hostile-graphs.ts";
 
 const BENCHES: Record<string, () => string | Promise<string>> = {
   "graph-scale": graphScale,
+  "hostile-graphs": hostileGraphs,
   engine: engineBench,
   "api-budget": apiBudgetBench,
   "job-overhead": jobOverheadBench,
