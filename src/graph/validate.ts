@@ -143,29 +143,28 @@ export function validateStructure(
     return;
   }
 
-  // inputs_from must name a direct or transitive dependency.
+  // inputs_from must name a direct or transitive dependency. The questions are answered together, then
+  // reported in file order.
+  const refs: [task: number, entry: number, question: number][] = [];
   const questions: [task: number, other: number][] = [];
-  const asked: [task: number, ref: number][] = [];
   graph.tasks.forEach((task, i) => {
     for (let j = 0; j < task.inputsFrom.length; j++) {
       const other = taskIndex.get(task.inputsFrom[j]!.task);
-      if (other === undefined)
-        issues.add(where.inputRef(i, j), `unknown task id '${task.inputsFrom[j]!.task}'`);
-      else {
-        questions.push([i, other]);
-        asked.push([i, j]);
-      }
+      refs.push([i, j, other === undefined ? -1 : questions.push([i, other]) - 1]);
     }
   });
-  dependencyAnswers(topo, levels, questions).forEach((isDependency, q) => {
-    if (isDependency) return;
-    const [i, j] = asked[q]!;
+  const answers = dependencyAnswers(topo, levels, questions);
+  for (const [i, j, question] of refs) {
     const task = graph.tasks[i]!;
-    issues.add(
-      where.inputRef(i, j),
-      `task '${task.inputsFrom[j]!.task}' is not a dependency (direct or transitive) of task '${task.id}'`,
-    );
-  });
+    const ref = task.inputsFrom[j]!.task;
+    if (question === -1) issues.add(where.inputRef(i, j), `unknown task id '${ref}'`);
+    else if (!answers[question]) {
+      issues.add(
+        where.inputRef(i, j),
+        `task '${ref}' is not a dependency (direct or transitive) of task '${task.id}'`,
+      );
+    }
+  }
 
   // Tasks need a known workstream; generic tasks need a description.
   const used = new Set<string>();

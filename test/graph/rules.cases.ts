@@ -204,6 +204,14 @@ export const RULE_CASES: RuleCase[] = [
     ],
   },
   {
+    rule: "inputs_from problems in file order",
+    yaml: `${T}  - {id: a, description: x}\n  - {id: b, description: x, inputs_from: {task: a}}\n  - {id: c, description: x, inputs_from: {task: zz}}\n`,
+    errors: [
+      "4:49: tasks[1].inputs_from.task: task 'a' is not a dependency (direct or transitive) of task 'b'",
+      "5:49: tasks[2].inputs_from.task: unknown task id 'zz'",
+    ],
+  },
+  {
     rule: "workstreams must be a list",
     yaml: `name: g\nworkstreams: {id: w}\ntasks:\n  - id: a\n    description: x\n`,
     errors: ["2:14: workstreams: must be a list"],
