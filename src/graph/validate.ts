@@ -369,7 +369,7 @@ export function addZodIssues(
     if (issue.code === "unrecognized_keys" && issue.keys) {
       issues.add(
         [...path, issue.keys[0]!],
-        `contains unknown key(s): ${[...issue.keys].sort().join(", ")}`,
+        `contains unknown key(s): ${listed([...issue.keys].sort())}`,
         "key",
         path,
       );
@@ -377,4 +377,10 @@ export function addZodIssues(
       issues.add(path, issue.message);
     }
   }
+}
+
+/** Up to 20 names, then how many more: a file with thousands of unknown keys gets a readable line. */
+function listed(names: readonly string[]): string {
+  const shown = names.slice(0, 20).join(", ");
+  return names.length > 20 ? `${shown} and ${names.length - 20} more` : shown;
 }

@@ -115,6 +115,13 @@ export const RULE_CASES: RuleCase[] = [
     errors: ["7:23: tasks[1].dependencies[1]: duplicate dependency id 'a'"],
   },
   {
+    rule: "many unknown keys are listed up to 20",
+    yaml: `name: g\n${LONG.map((k) => `${k}: 1\n`).join("")}zz: 1\ntasks:\n  - {id: a, description: x}\n`,
+    errors: [
+      "2:1: contains unknown key(s): d0, d1, d10, d11, d12, d13, d14, d15, d16, d17, d18, d19, d2, d3, d4, d5, d6, d7, d8, d9 and 1 more",
+    ],
+  },
+  {
     rule: "duplicate dependency in a long list",
     yaml: `${T}${LONG.map((d) => `  - {id: ${d}, description: x}\n`).join("")}  - id: a\n    description: x\n    dependencies: [${[...LONG, "d5", "d19"].join(", ")}]\n`,
     errors: [
