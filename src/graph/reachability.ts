@@ -30,13 +30,14 @@ export function hierarchy(ids: readonly string[], parentOf: readonly number[]): 
       path.push(at);
       at = parentOf[at]!;
     }
-    const reached = at === -1 ? -1 : depth[at]!; // the depth above the path
-    if (at !== -1 && (reached === VISITING || reached === CYCLIC)) {
-      // The path ran into itself (a new cycle, from `at` on) or into a known cycle.
-      if (reached === VISITING) for (let k = path.indexOf(at); k < path.length; k++) onCycle[path[k]!] = 1;
+    // The path stopped at a root's parent (-1), at a workstream already known, or on itself.
+    if (at !== -1 && depth[at]! < 0) {
+      // A new cycle (from `at` on), or a path into a known one.
+      if (depth[at] === VISITING) for (let k = path.indexOf(at); k < path.length; k++) onCycle[path[k]!] = 1;
       for (const w of path) depth[w] = CYCLIC;
     } else {
-      for (let k = path.length - 1, d = reached + 1; k >= 0; k--, d++) depth[path[k]!] = d;
+      let d = at === -1 ? 0 : depth[at]! + 1;
+      for (let k = path.length - 1; k >= 0; k--) depth[path[k]!] = d++;
     }
   }
   const first = onCycle.indexOf(1);
