@@ -89,25 +89,3 @@ export function dependencyAnswers(
   }
   return answers;
 }
-
-/** Each task's dependency level (0 without dependencies), or null when the dependencies have a cycle. */
-export function dependencyLevels(topo: Topology, n: number): Int32Array | null {
-  const level = new Int32Array(n);
-  const remaining = new Int32Array(n);
-  const ready: number[] = [];
-  for (let i = 0; i < n; i++) {
-    remaining[i] = topo.depStart[i + 1]! - topo.depStart[i]!;
-    if (remaining[i] === 0) ready.push(i);
-  }
-  let seen = 0;
-  while (ready.length > 0) {
-    const i = ready.pop()!;
-    seen++;
-    for (let k = topo.dependentStart[i]!; k < topo.dependentStart[i + 1]!; k++) {
-      const child = topo.dependents[k]!;
-      if (level[child]! <= level[i]!) level[child] = level[i]! + 1;
-      if (--remaining[child]! === 0) ready.push(child);
-    }
-  }
-  return seen === n ? level : null;
-}

@@ -24,6 +24,7 @@ export interface Topology {
 
 const computed = new WeakMap<Graph, Topology>();
 const sortedById = new WeakMap<Graph, Int32Array>();
+const levelsOf = new WeakMap<Graph, Int32Array | null>();
 
 /**
  * The graph's topology. The loader reports unknown dependencies from it, so a graph it returns has none.
@@ -88,6 +89,35 @@ export function positionsById(graph: Graph, topo: Topology = topology(graph)): I
     sortedById.set(graph, byId);
   }
   return byId;
+}
+
+/**
+ * Each task's longest chain of dependencies (0 without any), or null when the dependencies have a
+ * cycle. Validation finds cycles with it and planning makes its waves of it, so it is computed once.
+ */
+export function dependencyLevels(graph: Graph, topo: Topology = topology(graph)): Int32Array | null {
+  if (levelsOf.has(graph)) return levelsOf.get(graph)!;
+  const n = graph.tasks.length;
+  const level = new Int32Array(n);
+  const remaining = new Int32Array(n);
+  const ready: number[] = [];
+  for (let i = 0; i < n; i++) {
+    remaining[i] = topo.depStart[i + 1]! - topo.depStart[i]!;
+    if (remaining[i] === 0) ready.push(i);
+  }
+  let seen = 0;
+  while (ready.length > 0) {
+    const i = ready.pop()!;
+    seen++;
+    for (let k = topo.dependentStart[i]!; k < topo.dependentStart[i + 1]!; k++) {
+      const child = topo.dependents[k]!;
+      if (level[child]! <= level[i]!) level[child] = level[i]! + 1;
+      if (--remaining[child]! === 0) ready.push(child);
+    }
+  }
+  const levels = seen === n ? level : null;
+  levelsOf.set(graph, levels);
+  return levels;
 }
 
 /**

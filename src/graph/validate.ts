@@ -4,8 +4,8 @@
  */
 import { formatPath, type GraphIssue, type PathSegment } from "./errors.ts";
 import type { Graph } from "./model.ts";
-import { dependencyAnswers, dependencyLevels, hierarchy } from "./reachability.ts";
-import { type Topology, topology } from "./topology.ts";
+import { dependencyAnswers, hierarchy } from "./reachability.ts";
+import { dependencyLevels, type Topology, topology } from "./topology.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
 /**
@@ -133,7 +133,7 @@ export function validateStructure(
   });
   if (issues.issues.length > 0) return;
 
-  const levels = dependencyLevels(topo, graph.tasks.length);
+  const levels = dependencyLevels(graph, topo);
   if (!levels) {
     const cycle = findCycle(graph)!;
     issues.add(

@@ -3,7 +3,7 @@
  * needs, computed once per graph.
  */
 import { type Graph, NONE, type Task, type Workstream } from "../graph/model.ts";
-import { kahnOrder, positionsById, topology } from "../graph/topology.ts";
+import { dependencyLevels, kahnOrder, positionsById, topology } from "../graph/topology.ts";
 
 export interface Plan {
   graph: Graph;
@@ -39,7 +39,6 @@ export function canonicalOrder(graph: Graph): string[] {
 
 export function buildPlan(graph: Graph): Plan {
   const topo = topology(graph);
-  const n = graph.tasks.length;
   const positions = kahnOrder(graph, topo);
   const order = Array.from(positions, (i) => graph.tasks[i]!.id);
   const rank = new Map<string, number>();
@@ -48,15 +47,9 @@ export function buildPlan(graph: Graph): Plan {
   const workstreams = new Map(graph.workstreams.map((w) => [w.id, w]));
 
   // Longest-path layer of each task, then each layer in id order (the canonical order is not).
-  const depth = new Int32Array(n);
+  const depth = dependencyLevels(graph, topo)!;
   let layers = 0;
-  for (const i of positions) {
-    let level = 0;
-    for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++)
-      level = Math.max(level, depth[topo.deps[k]!]! + 1);
-    depth[i] = level;
-    layers = Math.max(layers, level + 1);
-  }
+  for (const level of depth) layers = Math.max(layers, level + 1);
   const waves: string[][] = Array.from({ length: layers }, () => []);
   // Visiting tasks by id fills each wave and each dependents list already sorted.
   const dependentLists: string[][] = graph.tasks.map(() => []);
