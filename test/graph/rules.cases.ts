@@ -271,6 +271,13 @@ export const RULE_CASES: RuleCase[] = [
     errors: ["5:35: workstreams[1].parent_workstream_id: workstream hierarchy contains a cycle: u -> v -> u"],
   },
   {
+    rule: "workstreams that wait for each other",
+    yaml: `name: g\nworkstreams:\n  - {id: w1}\n  - {id: w2}\ntasks:\n  - {id: a, description: x, workstream_id: w1}\n  - {id: b, description: x, workstream_id: w2, dependencies: [a]}\n  - {id: c, description: x, workstream_id: w2}\n  - {id: d, description: x, workstream_id: w1, dependencies: [c]}\n`,
+    errors: [
+      "9:63: tasks[3].dependencies[0]: workstreams wait for each other in a cycle: w1 -> w2 -> w1; a task that depends on another workstream waits for that whole workstream to merge, so this graph could never finish",
+    ],
+  },
+  {
     rule: "workstream depth",
     yaml: `name: g\nworkstreams:\n  - id: a1\n  - id: b1\n    parent_workstream_id: a1\n  - id: c1\n    parent_workstream_id: b1\ntasks:\n  - id: x\n    description: x\n    workstream_id: a1\n  - id: y\n    description: y\n    workstream_id: b1\n  - id: z\n    description: z\n    workstream_id: c1\n`,
     errors: [
