@@ -264,46 +264,14 @@ function laneWaitCycle(
     if (ws.parentId && !waits.get(ws.id)!.has(ws.parentId))
       waits.get(ws.id)!.set(ws.parentId, { taskIndex: -1, dep: -1 });
   }
-  const state = new Map<string, 1 | 2>(); // 1 = on the current path, 2 = done
-  const waitsFor = (lane: string) => [...waits.get(lane)!.keys()].sort();
-  // Depth-first in id order, iteratively: a hierarchy of workstreams can be thousands deep.
-  const cycleFrom = (start: string): string[] | null => {
-    const path = [start];
-    const pending = [waitsFor(start)];
-    const cursor = [0];
-    state.set(start, 1);
-    while (path.length > 0) {
-      const top = path.length - 1;
-      const next = pending[top]![cursor[top]!++];
-      if (next === undefined) {
-        state.set(path.pop()!, 2);
-        pending.pop();
-        cursor.pop();
-        continue;
-      }
-      const seen = state.get(next);
-      if (seen === 1) return [...path.slice(path.indexOf(next)), next];
-      if (seen === undefined) {
-        state.set(next, 1);
-        path.push(next);
-        pending.push(waitsFor(next));
-        cursor.push(0);
-      }
-    }
-    return null;
-  };
-  for (const lane of [...lanes].sort()) {
-    if (state.has(lane)) continue;
-    const cycle = cycleFrom(lane);
-    if (!cycle) continue;
-    // Report at a dependency that closes the cycle (a task edge, not a parent link, when there is one).
-    for (let k = 0; k < cycle.length - 1; k++) {
-      const edge = waits.get(cycle[k]!)!.get(cycle[k + 1]!)!;
-      if (edge.taskIndex >= 0) return { cycle, ...edge };
-    }
-    return { cycle, taskIndex: -1, dep: -1 };
+  const cycle = firstCycle([...lanes].sort(), (lane) => [...waits.get(lane)!.keys()].sort());
+  if (!cycle) return null;
+  // Report at a dependency that closes the cycle (a task edge, not a parent link, when there is one).
+  for (let k = 0; k < cycle.length - 1; k++) {
+    const edge = waits.get(cycle[k]!)!.get(cycle[k + 1]!)!;
+    if (edge.taskIndex >= 0) return { cycle, ...edge };
   }
-  return null;
+  return { cycle, taskIndex: -1, dep: -1 };
 }
 
 /** Repository-relative POSIX paths only: tagged paths are rendered into prompts and manifests. */
@@ -315,30 +283,44 @@ export function pathProblem(path: string): string | null {
   return null;
 }
 
-/** Returns one dependency cycle as `[a, b, ..., a]`, or null. Iterative, so deep chains cannot overflow. */
+/** Returns one dependency cycle as `[a, b, ..., a]`, or null. */
 export function findCycle(graph: Graph): string[] | null {
   const deps = new Map(graph.tasks.map((t) => [t.id, t.dependencies]));
+  return firstCycle([...deps.keys()].sort(), (id) => deps.get(id));
+}
+
+/**
+ * The first cycle met searching depth-first from each start in turn, following `next` in the order it
+ * gives, as `[a, b, ..., a]`; or null. Iterative, so that chains thousands deep cannot overflow. Nodes
+ * `next` knows nothing of (undefined) are not entered.
+ */
+function firstCycle(
+  starts: readonly string[],
+  next: (node: string) => readonly string[] | undefined,
+): string[] | null {
   const state = new Map<string, 1 | 2>(); // 1 = on the current path, 2 = done
-  for (const start of [...deps.keys()].sort()) {
+  for (const start of starts) {
     if (state.has(start)) continue;
-    const path: string[] = [start];
-    const cursor: number[] = [0];
+    const path = [start];
+    const pending = [next(start) ?? []];
+    const cursor = [0];
     state.set(start, 1);
     while (path.length > 0) {
-      const node = path[path.length - 1]!;
-      const next = (deps.get(node) ?? [])[cursor[cursor.length - 1]!];
-      if (next === undefined) {
-        state.set(node, 2);
-        path.pop();
+      const top = path.length - 1;
+      const node = pending[top]![cursor[top]!++];
+      if (node === undefined) {
+        state.set(path.pop()!, 2);
+        pending.pop();
         cursor.pop();
         continue;
       }
-      cursor[cursor.length - 1]!++;
-      const seen = state.get(next);
-      if (seen === 1) return [...path.slice(path.indexOf(next)), next];
-      if (seen === undefined && deps.has(next)) {
-        state.set(next, 1);
-        path.push(next);
+      const seen = state.get(node);
+      if (seen === 1) return [...path.slice(path.indexOf(node)), node];
+      const onward = seen === undefined ? next(node) : undefined;
+      if (onward) {
+        state.set(node, 1);
+        path.push(node);
+        pending.push(onward);
         cursor.push(0);
       }
     }
