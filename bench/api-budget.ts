@@ -5,8 +5,8 @@
  * included) and the latency of each webhook or job request without network, that is less the time
  * GitHub takes to answer (target: p99 < 20 ms).
  */
-import { DIAMOND } from "../test/app/graphs.ts";
-import { type Harness, runJob, startApp } from "../test/support/app.ts";
+import { DIAMOND } from "../harness/graphs.ts";
+import { type Harness, runJob, startApp } from "../harness/app.ts";
 import { generateGraph } from "./graph-scale.ts";
 import { table } from "./table.ts";
 

@@ -3,9 +3,9 @@
  * child process per job, the real Claude Code CLI against the scripted model, a loopback GitHub on
  * a bare repository): wall time from the push to the finished run, and GitHub calls per task.
  */
-import { DIAMOND } from "../test/app/graphs.ts";
-import { e2eAgent } from "../test/e2e/agent.ts";
-import { startStandin } from "../test/e2e/standin.ts";
+import { DIAMOND } from "../harness/graphs.ts";
+import { e2eAgent } from "../harness/e2e-agent.ts";
+import { startStandin } from "../harness/standin.ts";
 import { table } from "./table.ts";
 
 export async function e2eBench(): Promise<string> {

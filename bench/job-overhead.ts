@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createEngine } from "../src/engine/engine.ts";
 import { parseGraph } from "../src/graph/load.ts";
-import { newMeta } from "../src/github/hosted.ts";
+import { newMeta } from "../src/github/hosted-run.ts";
 import { table } from "./table.ts";
 
 const GRAPH = "name: g\ntasks:\n  - id: greet\n    description: Create greet.txt.\n";

@@ -54,5 +54,5 @@ for (const operation of OPERATIONS) {
   };
 }
 // GraphQL is one endpoint; its documents are checked by shape in the tests.
-writeFileSync("test/fixtures/github-openapi-subset.json", `${JSON.stringify(subset, null, 1)}\n`);
+writeFileSync("harness/github-openapi-subset.json", `${JSON.stringify(subset, null, 1)}\n`);
 console.log(`${OPERATIONS.length} operations from ${subset.source}`);

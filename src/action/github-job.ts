@@ -10,12 +10,12 @@ import { join } from "node:path";
 import * as core from "@actions/core";
 import { Octokit } from "@octokit/rest";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
-import type { HostedRun } from "../github/hosted.ts";
-import { parseRunGraph } from "../github/hosted.ts";
-import { git, gitRaw } from "../local/git.ts";
-import { handoff } from "./handoff.ts";
-import { redactor } from "./redact.ts";
-import { type AttemptResult, DEFAULT_ALLOWED_TOOLS, failedAttempt, runAttempt } from "./run-attempt.ts";
+import type { HostedRun } from "../github/hosted-run.ts";
+import { parseRunGraph } from "../github/hosted-run.ts";
+import { git, gitRaw } from "../attempt/git.ts";
+import { handoff } from "../attempt/handoff.ts";
+import { redactor } from "../attempt/redact.ts";
+import { type AttemptResult, DEFAULT_ALLOWED_TOOLS, failedAttempt, runAttempt } from "../attempt/run-attempt.ts";
 
 /** Agent configuration an earlier task must not be able to plant for a later one. */
 export const AGENT_CONFIG_PATHS = [".claude", "CLAUDE.md", ".mcp.json"];

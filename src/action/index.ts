@@ -3,7 +3,7 @@
  * commands the agent calls (`node index.js signal agentrelay-concern ...`), through its shims.
  */
 import * as core from "@actions/core";
-import { runSignalCommand } from "./signals.ts";
+import { runSignalCommand } from "../attempt/signals.ts";
 import { runTaskJob } from "./github-job.ts";
 
 if (process.argv[2] === "signal") {

@@ -4,14 +4,14 @@
  */
 import { parseArgs } from "node:util";
 import { formatIssue, GraphError } from "../graph/errors.ts";
-import { runSignalCommand, SignalUsageError } from "../action/signals.ts";
+import { runSignalCommand, SignalUsageError } from "../attempt/signals.ts";
 import { graphJsonSchema } from "../graph/schema.ts";
 import { CredentialError } from "../local/credentials.ts";
 import { initCommand } from "./commands/init.ts";
 import { planCommand } from "./commands/plan.ts";
 import { renderCommand } from "./commands/render.ts";
 import { runCommand } from "./commands/run.ts";
-import { attemptProcess } from "../action/attempt-process.ts";
+import { attemptProcess } from "../attempt/attempt-process.ts";
 import { simulateCommand } from "./commands/simulate.ts";
 import { validateCommand } from "./commands/validate.ts";
 import { type Io, parseParams, processIo, UsageError } from "./io.ts";

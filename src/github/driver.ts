@@ -13,7 +13,7 @@ import type { EngineEffect, EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { messageOf, type RepoContext } from "./client.ts";
 import { GitHubEffects, REPEATABLE } from "./effects.ts";
-import { type GitHubMeta, type HostedRun, newMeta, parseRunGraph, type RunSource } from "./hosted.ts";
+import { type GitHubMeta, type HostedRun, newMeta, parseRunGraph, type RunSource } from "./hosted-run.ts";
 import { editStatus, mirrorStatus, openTracking, taskCheckRun } from "./projections.ts";
 import { GitHubStateStore } from "./state-store.ts";
 

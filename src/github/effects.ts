@@ -8,7 +8,7 @@ import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts"
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { attemptRunName, messageOf, type RepoContext, statusOf, validationDetails } from "./client.ts";
-import type { HostedRun } from "./hosted.ts";
+import type { HostedRun } from "./hosted-run.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
 
 type Facts = Promise<EngineEvent[]>;

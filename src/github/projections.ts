@@ -4,7 +4,7 @@
  */
 import type { Engine } from "../engine/engine.ts";
 import type { RepoContext } from "./client.ts";
-import type { HostedRun } from "./hosted.ts";
+import type { HostedRun } from "./hosted-run.ts";
 import { agentText, statusComment, taskCost } from "./render.ts";
 
 export const trackingMarker = (runKey: string): string => `<!-- agentrelay:run=${runKey} -->`;

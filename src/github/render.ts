@@ -3,7 +3,7 @@
  * comment, task and integration PR bodies, the plan comment and check-run outputs. Text an agent
  * wrote (summaries, concerns) is redacted and kept inside markdown that cannot run anything.
  */
-import { redactor } from "../action/redact.ts";
+import { redactor } from "../attempt/redact.ts";
 import type { GraphIssue } from "../graph/errors.ts";
 import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidDag } from "../plan/mermaid.ts";

@@ -5,7 +5,7 @@
  * branch.
  */
 import { existsSync } from "node:fs";
-import { git, gitRaw } from "./git.ts";
+import { git, gitRaw } from "../attempt/git.ts";
 
 export async function branchExists(repo: string, branch: string): Promise<boolean> {
   return (await gitRaw(repo, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`])).code === 0;

@@ -6,7 +6,7 @@
  */
 import type { StateStore, Versioned } from "../engine/store.ts";
 import type { RunState } from "../engine/types.ts";
-import { git, gitRaw } from "./git.ts";
+import { git, gitRaw } from "../attempt/git.ts";
 
 const ZERO = "0".repeat(40);
 

@@ -8,18 +8,18 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { type AttemptResult } from "../action/run-attempt.ts";
-import type { AttemptSpec } from "../action/attempt-process.ts";
-import { DEFAULT_ALLOWED_TOOLS } from "../action/run-attempt.ts";
+import { type AttemptResult } from "../attempt/run-attempt.ts";
+import type { AttemptSpec } from "../attempt/attempt-process.ts";
+import { DEFAULT_ALLOWED_TOOLS } from "../attempt/run-attempt.ts";
 import { createEngine, type Engine } from "../engine/engine.ts";
 import { resumeRun } from "../engine/resume.ts";
 import { record, startRun } from "../engine/store.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
-import { handoff } from "../action/handoff.ts";
+import { handoff } from "../attempt/handoff.ts";
 import { commitsAhead, laneCheckout, mergeBranch, prepareIntegration } from "./branches.ts";
-import { git, gitRaw } from "./git.ts";
+import { git, gitRaw } from "../attempt/git.ts";
 import { anthropicEnvironment, type AnthropicCredential } from "./credentials.ts";
 import { GitRefStateStore } from "./git-store.ts";
 

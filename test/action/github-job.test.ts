@@ -11,15 +11,15 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { runTaskJob } from "../../src/action/github-job.ts";
 import { createEngine } from "../../src/engine/engine.ts";
 import { parseGraph } from "../../src/graph/load.ts";
-import { newMeta } from "../../src/github/hosted.ts";
-import { git } from "../../src/local/git.ts";
+import { newMeta } from "../../src/github/hosted-run.ts";
+import { git } from "../../src/attempt/git.ts";
 import {
   type ScriptedModelServer,
   sequence,
   startScriptedModel,
   userPrompts,
-} from "../../src/local/scripted-model.ts";
-import { CLAUDE_BIN } from "../support/claude.ts";
+} from "../../src/scripted/model-server.ts";
+import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Harness, pushPayload, repository, runJob, startApp, user } from "../support/app.ts";
-import { DIAMOND, TIERS } from "./graphs.ts";
+import { type Harness, pushPayload, repository, runJob, startApp, user } from "../../harness/app.ts";
+import { DIAMOND, TIERS } from "../../harness/graphs.ts";
 
 let h: Harness;
 beforeEach(async () => {

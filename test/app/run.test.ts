@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Harness, pushPayload, repository, runJob, startApp, user } from "../support/app.ts";
-import { DIAMOND } from "./graphs.ts";
+import { type Harness, pushPayload, repository, runJob, startApp, user } from "../../harness/app.ts";
+import { DIAMOND } from "../../harness/graphs.ts";
 
 let h: Harness;
 beforeEach(async () => {
@@ -98,7 +98,7 @@ describe("a run on GitHub", () => {
         head: { ref: integration.head, repo: { full_name: "octo/demo" } },
         base: { ref: "main" },
       },
-      repository: { ...(await import("../support/app.ts")).repository(h.gh) },
+      repository: { ...(await import("../../harness/app.ts")).repository(h.gh) },
       sender: { login: "alice", type: "User" },
     });
     expect(status).toBe(200);
@@ -130,7 +130,7 @@ describe("a run on GitHub", () => {
         status: "completed",
         html_url: "https://github.com/octo/demo/actions/runs/1",
       },
-      repository: (await import("../support/app.ts")).repository(h.gh),
+      repository: (await import("../../harness/app.ts")).repository(h.gh),
       sender: { login: "alice", type: "User" },
     });
     expect(status).toBe(200);

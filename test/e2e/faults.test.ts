@@ -5,9 +5,9 @@
  * and two replicas serving the same deliveries.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { DIAMOND } from "../app/graphs.ts";
-import { e2eAgent } from "./agent.ts";
-import { type Standin, type StandinOptions, startStandin } from "./standin.ts";
+import { DIAMOND } from "../../harness/graphs.ts";
+import { e2eAgent } from "../../harness/e2e-agent.ts";
+import { type Standin, type StandinOptions, startStandin } from "../../harness/standin.ts";
 
 let standin: Standin | undefined;
 afterEach(async () => {

@@ -4,9 +4,9 @@
  * the loopback GitHub stand-in backed by a bare git repository.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { demoAgent } from "../../src/local/demo-agent.ts";
-import { DIAMOND } from "../app/graphs.ts";
-import { type Standin, startStandin } from "./standin.ts";
+import { demoAgent } from "../../src/scripted/demo-agent.ts";
+import { DIAMOND } from "../../harness/graphs.ts";
+import { type Standin, startStandin } from "../../harness/standin.ts";
 
 let standin: Standin | undefined;
 afterEach(async () => {

@@ -4,8 +4,8 @@
  * Assertions are on the bare repository's history, the PRs, the check runs and the status comment.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { e2eAgent } from "./agent.ts";
-import { type Standin, startStandin } from "./standin.ts";
+import { e2eAgent } from "../../harness/e2e-agent.ts";
+import { type Standin, startStandin } from "../../harness/standin.ts";
 
 let standin: Standin | undefined;
 afterEach(async () => {

@@ -3,7 +3,7 @@ import { createEngine } from "../../src/engine/engine.ts";
 import { simulatedResponse } from "../../src/engine/simulate.ts";
 import { MemoryStateStore, record, type StateStore, startRun } from "../../src/engine/store.ts";
 import type { EngineEffect, EngineEvent } from "../../src/engine/types.ts";
-import { git } from "../../src/local/git.ts";
+import { git } from "../../src/attempt/git.ts";
 import { GitRefStateStore, stateRef } from "../../src/local/git-store.ts";
 import { graphOf } from "../support/graphs.ts";
 import { tempRepo } from "../support/git.ts";

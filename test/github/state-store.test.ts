@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
 import { record, startRun } from "../../src/engine/store.ts";
 import { GitHubStateStore, StateCache } from "../../src/github/state-store.ts";
-import { FakeGitHub } from "../support/fake-github.ts";
+import { FakeGitHub } from "../../harness/fake-github.ts";
 import { graphOf } from "../support/graphs.ts";
 
 /** GitHub answered by the fake GitHub (through nock): the state branch, its GraphQL and REST calls. */

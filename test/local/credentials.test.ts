@@ -5,10 +5,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { GraphError } from "../../src/graph/errors.ts";
 import { parseGraph } from "../../src/graph/load.ts";
 import { checkTiers, loadCredentials, selectAnthropic } from "../../src/local/credentials.ts";
-import { git } from "../../src/local/git.ts";
+import { git } from "../../src/attempt/git.ts";
 import { runLocal } from "../../src/local/run.ts";
-import { sequence, startScriptedModel } from "../../src/local/scripted-model.ts";
-import { CLAUDE_BIN } from "../support/claude.ts";
+import { sequence, startScriptedModel } from "../../src/scripted/model-server.ts";
+import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { fixture, hasFixtures, REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 

@@ -1,12 +1,12 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { demoAgent } from "../../src/local/demo-agent.ts";
-import { git } from "../../src/local/git.ts";
+import { demoAgent } from "../../src/scripted/demo-agent.ts";
+import { git } from "../../src/attempt/git.ts";
 import { runLocal } from "../../src/local/run.ts";
-import { type ScriptedModelServer, startScriptedModel, userPrompts } from "../../src/local/scripted-model.ts";
+import { type ScriptedModelServer, startScriptedModel, userPrompts } from "../../src/scripted/model-server.ts";
 import { parseGraph } from "../../src/graph/load.ts";
-import { CLAUDE_BIN } from "../support/claude.ts";
+import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 

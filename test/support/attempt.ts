@@ -2,11 +2,11 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AttemptContext } from "../../src/action/run-attempt.ts";
-import { DEFAULT_ALLOWED_TOOLS } from "../../src/action/run-attempt.ts";
+import type { AttemptContext } from "../../src/attempt/run-attempt.ts";
+import { DEFAULT_ALLOWED_TOOLS } from "../../src/attempt/run-attempt.ts";
 import { parseGraph } from "../../src/graph/load.ts";
-import { git } from "../../src/local/git.ts";
-import { CLAUDE_BIN } from "./claude.ts";
+import { git } from "../../src/attempt/git.ts";
+import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPO_ROOT } from "./fixtures.ts";
 import { tempRepo } from "./git.ts";
 

@@ -1,12 +1,9 @@
 /** Access to ../shared/fixtures (real files written for agentrelay and cyberian), when present. */
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
+import { REPO_ROOT } from "../../harness/paths.ts";
 
-/** The repository root: the nearest folder with a package.json (from test/support, or lib/ when bundled). */
-export const REPO_ROOT = ((dir: string): string => {
-  while (!existsSync(join(dir, "package.json"))) dir = dirname(dir);
-  return dir;
-})(import.meta.dirname);
+export { REPO_ROOT };
 export const FIXTURES = resolve(REPO_ROOT, "../shared/fixtures");
 export const hasFixtures = existsSync(FIXTURES);
 

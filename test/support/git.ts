@@ -2,7 +2,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { git } from "../../src/local/git.ts";
+import { git } from "../../src/attempt/git.ts";
 
 export async function tempRepo(prefix = "agentrelay-repo-"): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), prefix));

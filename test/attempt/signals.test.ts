@@ -3,9 +3,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readSignals, writeSignalShims } from "../../src/action/signals.ts";
-import { sequence, startScriptedModel } from "../../src/local/scripted-model.ts";
-import { runClaude } from "../support/claude.ts";
+import { readSignals, writeSignalShims } from "../../src/attempt/signals.ts";
+import { sequence, startScriptedModel } from "../../src/scripted/model-server.ts";
+import { runClaude } from "../../harness/claude.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 
 function attemptDirs() {

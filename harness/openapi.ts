@@ -12,8 +12,8 @@ interface Operation {
   body: Record<string, unknown> | null;
 }
 
-// Beside this file in test/, or from lib/ when bundled into the bench.
-const subsetFile = ["../fixtures/github-openapi-subset.json", "../test/fixtures/github-openapi-subset.json"]
+// Beside this file in harness/, or from lib/ when bundled into the bench.
+const subsetFile = ["./github-openapi-subset.json", "../harness/github-openapi-subset.json"]
   .map((path) => new URL(path, import.meta.url))
   .find((url) => existsSync(url))!;
 const subset = JSON.parse(readFileSync(subsetFile, "utf8")) as {

@@ -2,8 +2,8 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { resultText, sequence, startScriptedModel, toolResults } from "../../src/local/scripted-model.ts";
-import { runClaude } from "../support/claude.ts";
+import { resultText, sequence, startScriptedModel, toolResults } from "../../src/scripted/model-server.ts";
+import { runClaude } from "../../harness/claude.ts";
 
 describe("the scripted model server with the real Claude Code CLI", () => {
   const dir = mkdtempSync(join(tmpdir(), "agentrelay-claude-"));

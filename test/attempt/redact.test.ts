@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactor, secretValues } from "../../src/action/redact.ts";
+import { redactor, secretValues } from "../../src/attempt/redact.ts";
 
 const classic = `ghs_${"a1B2c3D4e5".repeat(3)}xYz123`;
 const stateless = `ghs_123456_eyJhbGciOiJSUzI1NiJ9.${"eyJpc3MiOiJnaXRodWIifQ".repeat(8)}.${"sig-_".repeat(40)}`;

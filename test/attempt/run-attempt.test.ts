@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseReview, runAttempt } from "../../src/action/run-attempt.ts";
-import { git } from "../../src/local/git.ts";
+import { parseReview, runAttempt } from "../../src/attempt/run-attempt.ts";
+import { git } from "../../src/attempt/git.ts";
 import {
   phased,
   promptOf,
@@ -10,7 +10,7 @@ import {
   sequence,
   startScriptedModel,
   userPrompts,
-} from "../../src/local/scripted-model.ts";
+} from "../../src/scripted/model-server.ts";
 import { attemptSetup, read } from "../support/attempt.ts";
 
 const GRAPH = `name: g

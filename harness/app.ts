@@ -10,12 +10,12 @@ import { sign } from "@octokit/webhooks-methods";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import nock from "nock";
 import { createNodeMiddleware, Probot } from "probot";
-import { agentrelayApp } from "../../src/app/index.ts";
-import { agentrelayOctokit } from "../../src/app/octokit.ts";
-import { DEFAULT_CONFIG, type AppConfig } from "../../src/github/client.ts";
-import { parseRunGraph, type RunSource } from "../../src/github/hosted.ts";
-import { integrationBranch, taskBranch } from "../../src/graph/model.ts";
-import { oidcVerifier } from "../../src/github/oidc.ts";
+import { agentrelayApp } from "../src/app/index.ts";
+import { agentrelayOctokit } from "../src/app/octokit.ts";
+import { DEFAULT_CONFIG, type AppConfig } from "../src/github/client.ts";
+import { parseRunGraph, type RunSource } from "../src/github/hosted-run.ts";
+import { integrationBranch, taskBranch } from "../src/graph/model.ts";
+import { oidcVerifier } from "../src/github/oidc.ts";
 import { FakeGitHub } from "./fake-github.ts";
 
 export const WEBHOOK_SECRET = "webhook-secret-for-tests";

@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { promptOf, type Script, toolResults } from "./scripted-model.ts";
+import { promptOf, type Script, toolResults } from "./model-server.ts";
 
 export interface Manifest {
   task: { id: string; description: string | null };

@@ -3,8 +3,8 @@
  * and writes a note for its task, then behaves as the test asks for that task and attempt
  * (complete, raise a design concern, give up, or take its time).
  */
-import { manifestFor } from "../../src/local/demo-agent.ts";
-import { promptOf, type Script, toolResults } from "../../src/local/scripted-model.ts";
+import { manifestFor } from "../src/scripted/demo-agent.ts";
+import { promptOf, type Script, toolResults } from "../src/scripted/model-server.ts";
 
 export type Behaviour = "complete" | "concern" | "give-up" | "slow";
 

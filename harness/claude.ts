@@ -1,7 +1,7 @@
 /** Runs the real Claude Code CLI (installed from npm) headless against a scripted model server. */
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { REPO_ROOT } from "./fixtures.ts";
+import { REPO_ROOT } from "./paths.ts";
 
 export const CLAUDE_BIN = join(REPO_ROOT, "node_modules/.bin/claude");
 
