@@ -86,6 +86,8 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       const kind = event.kind ?? "failed";
       record.outcome = kind;
       record.reason = event.reason;
+      if (event.costUsd != null) record.costUsd = event.costUsd;
+      if (event.turns != null) record.turns = event.turns;
       step.failTask(
         event.task,
         event.reason,

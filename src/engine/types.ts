@@ -149,6 +149,9 @@ export type EngineEvent =
       at: number;
       reason: string;
       kind?: "failed" | "timed_out" | "cancelled";
+      /** What the failed attempt spent, as Claude Code reported it. */
+      costUsd?: number | null;
+      turns?: number | null;
     }
   | { type: "task_branch_pushed"; task: string; attempt: number; sha: string; at: number }
   | {
