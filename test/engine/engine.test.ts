@@ -75,6 +75,16 @@ describe("engine", () => {
     expect(d.state.tasks.a).toMatchObject({ status: "running", attempt: 2 });
   });
 
+  it("keeps what a failed attempt spent, as its job reported it", () => {
+    const d = driver([{ id: "a" }], undefined, "max_task_attempts: 2").send({
+      type: "workstream_prepared",
+      workstream: "default",
+    });
+    d.send({ type: "job_failed", task: "a", attempt: 1, reason: "gate failed", costUsd: 0.42, turns: 7 });
+    expect(d.state.tasks.a!.attempts[0]).toMatchObject({ outcome: "failed", costUsd: 0.42, turns: 7 });
+    expect(d.state.tasks.a).toMatchObject({ status: "running", attempt: 2 });
+  });
+
   it("converges when the merge is reported before the job's success", () => {
     const pr = { number: 7, url: "u/7" };
     const early = driver([{ id: "a" }, { id: "b", deps: ["a"] }]).send({
