@@ -13,7 +13,7 @@ import { createNodeMiddleware, Probot } from "probot";
 import { agentrelayApp } from "../src/app/index.ts";
 import { agentrelayOctokit } from "../src/app/octokit.ts";
 import { DEFAULT_CONFIG, type AppConfig } from "../src/github/client.ts";
-import { parseRunGraph, type RunSource } from "../src/github/hosted-run.ts";
+import { parseRunGraph, type RunSource } from "../src/protocol/run-source.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
 import { FakeGitHub } from "./fake-github.ts";

@@ -10,8 +10,9 @@ import { join } from "node:path";
 import * as core from "@actions/core";
 import { Octokit } from "@octokit/rest";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
-import type { HostedRun } from "../github/hosted-run.ts";
-import { parseRunGraph } from "../github/hosted-run.ts";
+import { parseRunGraph } from "../protocol/run-source.ts";
+import { toReport } from "../protocol/report.ts";
+import { runDocument, type StoredRun } from "../protocol/stored-run.ts";
 import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
@@ -169,7 +170,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
       octokit.rest.repos.getContent({
         owner,
         repo,
-        path: `run-${inputs.run.slice(inputs.run.lastIndexOf("/") + 1)}.json`,
+        path: runDocument(inputs.run).file,
         ref: inputs.stateVersion,
         mediaType: { format: "raw" },
       }),
@@ -177,7 +178,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     3,
     500,
   );
-  const state = JSON.parse(data as unknown as string) as HostedRun;
+  const state = JSON.parse(data as unknown as string) as StoredRun;
   const graph = parseRunGraph(state.source);
   const task = graph.tasks.find((t) => t.id === inputs.task);
   if (!task) throw new JobError(`run ${inputs.run} has no task '${inputs.task}'`);
@@ -290,9 +291,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   }
 
   // Report through the OIDC channel, which does not depend on the task's token tier.
-  const report = { ...attemptRequest, result: { ...result, commit: pushed ? result.commit : null } };
-  for (const key of ["prTitle", "prBody", "sessionId"] as const)
-    delete (report.result as Partial<AttemptResult>)[key];
+  const report = toReport(attemptRequest, { ...result, commit: pushed ? result.commit : null });
   await postJson(
     `${inputs.appUrl}/agentrelay/report`,
     report,

@@ -5,7 +5,7 @@ import type { Context } from "probot";
 import { GraphError } from "../graph/errors.ts";
 import { DEFAULT_YAML_LIMITS, loadYaml } from "../graph/yaml.ts";
 import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
-import { paramsFileOf } from "../github/hosted-run.ts";
+import { paramsFileOf } from "../protocol/run-source.ts";
 
 interface Repository {
   name: string;

@@ -7,7 +7,7 @@ import type { Context } from "probot";
 import { GraphError } from "../graph/errors.ts";
 import { buildPlan } from "../plan/plan.ts";
 import type { AppConfig } from "../github/client.ts";
-import { isGraphPath, parseRunGraph } from "../github/hosted-run.ts";
+import { isGraphPath, parseRunGraph } from "../protocol/run-source.ts";
 import { annotations, PLAN_MARKER, planSummary } from "../github/render.ts";
 import { readFileAt, readParams, repoContext } from "./context.ts";
 

@@ -8,7 +8,7 @@ import { GraphError } from "../graph/errors.ts";
 import { parseGraph } from "../graph/load.ts";
 import type { AppConfig, RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
-import { graphPathOf, requireParams, type RunSource } from "../github/hosted-run.ts";
+import { graphPathOf, requireParams, type RunSource } from "../protocol/run-source.ts";
 import { annotations } from "../github/render.ts";
 import { readFileAt, readParams, repoContext } from "./context.ts";
 

@@ -9,44 +9,19 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Probot } from "probot";
-import { z } from "zod";
-import type { EngineEvent } from "../engine/types.ts";
+import type { z } from "zod";
 import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
 import { type Loaded, RunDriver } from "../github/driver.ts";
 import { type ActionsIdentity, expectedWorkflowRef, OidcError } from "../github/oidc.ts";
 import { tierPermissions } from "../github/tokens.ts";
+import {
+  type AttemptReport,
+  attemptReportSchema,
+  attemptRequestSchema,
+  eventsOfReport,
+} from "../protocol/report.ts";
 
 const MAX_BODY = 1024 * 1024;
-const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/);
-const attemptRequest = z.object({
-  run: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}\/\d+$/),
-  task: id,
-  attempt: z.number().int().positive(),
-});
-const text = z.string().max(20_000);
-const report = attemptRequest.extend({
-  result: z.object({
-    outcome: z.enum(["succeeded", "failed"]),
-    noPr: z.boolean(),
-    reason: text.nullable(),
-    concerns: z.array(text).max(100),
-    opsConcerns: z.array(text).max(100),
-    summary: text.nullable(),
-    outputs: z
-      .array(
-        z.object({ path: z.string().max(1000), action: z.string().max(40), category: z.string().max(80) }),
-      )
-      .max(1000),
-    costUsd: z.number().nonnegative(),
-    turns: z.number().int().nonnegative(),
-    gates: z.array(z.object({ n: z.number().int().positive(), passed: z.boolean() })).max(100),
-    commit: z
-      .string()
-      .regex(/^[0-9a-f]{40}$/)
-      .nullable(),
-  }),
-});
-export type AttemptReport = z.infer<typeof report>;
 
 class HttpError extends Error {
   constructor(
@@ -126,7 +101,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
         400,
         `invalid request: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
       );
-    const request = parsed.data as z.infer<T> & z.infer<typeof attemptRequest>;
+    const request = parsed.data as z.infer<T> & z.infer<typeof attemptRequestSchema>;
     const { ctx, installationId } = await repoFor(identity);
     const driver = new RunDriver(ctx);
     const loaded = await driver.load(request.run);
@@ -148,7 +123,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
   }
 
   async function token(req: IncomingMessage) {
-    const authenticated = await authenticate(req, attemptRequest);
+    const authenticated = await authenticate(req, attemptRequestSchema);
     const { identity, request, ctx, installationId, driver, task } = authenticated;
     // Record the answer first: only the writer whose write lands mints a token.
     let version: string | null = null;
@@ -192,7 +167,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
   }
 
   async function reportResult(req: IncomingMessage) {
-    const authenticated = await authenticate(req, report);
+    const authenticated = await authenticate(req, attemptReportSchema);
     const { identity, request, driver } = authenticated;
     const ownedBy = (l: Loaded) =>
       l.run.tasks[request.task]!.attempts[request.attempt - 1]?.job === identity.runId;
@@ -200,39 +175,9 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     if (!ownedBy(loaded) && loaded.cached) loaded = (await driver.load(request.run, { fresh: true }))!;
     if (!ownedBy(loaded))
       throw new HttpError(403, `attempt ${request.attempt} of ${request.task} belongs to another job`);
-    const { task, attempt } = request;
-    const r = (request as AttemptReport).result;
-    const at = now();
-    const facts: EngineEvent[] = r.gates.map((g) => ({
-      type: "gate_result",
-      task,
-      attempt,
-      n: g.n,
-      passed: g.passed,
-      at,
-    }));
-    if (r.commit) facts.push({ type: "task_branch_pushed", task, attempt, sha: r.commit, at });
-    if (r.outcome === "failed") {
-      for (const message of r.concerns)
-        facts.push({ type: "concern_recorded", task, attempt, kind: "design", message, at });
-      facts.push({ type: "job_failed", task, attempt, reason: r.reason ?? "failed", at });
-    } else {
-      facts.push({
-        type: "job_succeeded",
-        task,
-        attempt,
-        noPr: r.noPr,
-        concerns: r.concerns,
-        opsConcerns: r.opsConcerns,
-        summary: r.summary,
-        outputs: r.outputs,
-        costUsd: r.costUsd,
-        turns: r.turns,
-        at,
-      });
-    }
+    const facts = eventsOfReport(request as AttemptReport, now());
     const run = await driver.drive(request.run, facts, { loaded });
-    return { ok: true, status: run?.tasks[task]?.status ?? null };
+    return { ok: true, status: run?.tasks[request.task]?.status ?? null };
   }
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {

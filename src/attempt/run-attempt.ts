@@ -13,6 +13,7 @@ import { dirname, isAbsolute, join } from "node:path";
 import type { Graph, Task } from "../graph/model.ts";
 import { git, gitRaw } from "./git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
+import type { AttemptReportResult } from "../protocol/report.ts";
 import { type ClaudeResult, runClaudeCode } from "./claude.ts";
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
 import { ParamsError } from "../protocol/cyberian-prompt.ts";
@@ -62,23 +63,8 @@ export interface AttemptContext extends AttemptInputs {
   log: (line: string) => void;
 }
 
-export interface AttemptResult {
-  outcome: "succeeded" | "failed";
-  noPr: boolean;
-  reason: string | null;
-  concerns: string[];
-  opsConcerns: string[];
-  summary: string | null;
-  outputs: { path: string; action: string; category: string }[];
-  costUsd: number;
-  turns: number;
-  gates: { n: number; passed: boolean }[];
-  commit: string | null;
-  prTitle: string | null;
-  prBody: string | null;
-  /** The agent's Claude session, for a later step that continues it. */
-  sessionId: string | null;
-}
+/** What the attempt reports (the wire format), and the agent's session for a later step that continues it. */
+export type AttemptResult = AttemptReportResult & { sessionId: string | null };
 
 /** The result of an attempt that failed before the agent could hand anything back. */
 export function failedAttempt(reason: string): AttemptResult {
@@ -94,8 +80,6 @@ export function failedAttempt(reason: string): AttemptResult {
     turns: 0,
     gates: [],
     commit: null,
-    prTitle: null,
-    prBody: null,
     sessionId: null,
   };
 }
@@ -198,8 +182,6 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     concerns: result.concerns.map(redact),
     opsConcerns: result.opsConcerns.map(redact),
     summary: result.summary === null ? null : redact(result.summary),
-    prTitle: result.prTitle === null ? null : redact(result.prTitle),
-    prBody: result.prBody === null ? null : redact(result.prBody),
   };
 }
 
@@ -265,8 +247,6 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
       turns,
       gates,
       commit,
-      prTitle: signals.done?.title ?? null,
-      prBody: signals.done?.body ?? null,
       sessionId: lastSession,
     };
   };

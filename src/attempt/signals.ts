@@ -8,7 +8,6 @@
  *   <workDir>/attempts/<n>/concerns.log     one design concern per line
  *   <workDir>/attempts/<n>/ops_concerns.log one ops concern per line
  *   <workDir>/attempts/<n>/summary.md       the agent's summary
- *   <workDir>/attempts/<n>/pr.json          optional title and body for the task PR
  *   <workDir>/outputs.json                  declared outputs (schema_version "1"), kept across attempts
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -30,7 +29,7 @@ export const SIGNAL_COMMANDS = [
 export type SignalCommand = (typeof SIGNAL_COMMANDS)[number];
 
 export interface AttemptSignals {
-  done: { noPr: boolean; title: string | null; body: string | null } | null;
+  done: { noPr: boolean } | null;
   failed: string | null;
   concerns: string[];
   opsConcerns: string[];
@@ -64,15 +63,12 @@ export function readSignals(workDir: string, attempt: number): AttemptSignals {
   const failedLines = existsSync(join(dir, ".failed"))
     ? readFileSync(join(dir, ".failed"), "utf8").split("\n")
     : null;
-  const pr = existsSync(join(dir, "pr.json"))
-    ? (JSON.parse(readFileSync(join(dir, "pr.json"), "utf8")) as { title?: string; body?: string })
-    : {};
   const summary = existsSync(join(dir, "summary.md"))
     ? readFileSync(join(dir, "summary.md"), "utf8").trim()
     : "";
   return {
     done: doneLines
-      ? { noPr: doneLines[1]?.trim() === "NO_PR", title: pr.title ?? null, body: pr.body ?? null }
+      ? { noPr: doneLines[1]?.trim() === "NO_PR" }
       : null,
     failed: doneLines
       ? null
@@ -125,12 +121,7 @@ export function runSignalCommand(
 
   switch (command as SignalCommand) {
     case "agentrelay-complete":
-      if (values.title || values.body) {
-        writeFileSync(
-          join(signalDir, "pr.json"),
-          JSON.stringify({ title: values.title ?? null, body: values.body ?? null }),
-        );
-      }
+      // --title and --body are accepted as agentrelay's command takes them; the app names the PR.
       writeFileSync(join(signalDir, ".done"), `${stamp}\nPR\n`);
       return "Recorded: done; the runner commits your changes and the app opens the pull request.";
     case "agentrelay-complete-no-pr":

@@ -13,7 +13,8 @@ import type { EngineEffect, EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { messageOf, type RepoContext } from "./client.ts";
 import { GitHubEffects, REPEATABLE } from "./effects.ts";
-import { type GitHubMeta, type HostedRun, newMeta, parseRunGraph, type RunSource } from "./hosted-run.ts";
+import { type GitHubMeta, type HostedRun, newMeta } from "./hosted-run.ts";
+import { parseRunGraph, type RunSource } from "../protocol/run-source.ts";
 import { editStatus, mirrorStatus, openTracking, taskCheckRun } from "./projections.ts";
 import { GitHubStateStore } from "./state-store.ts";
 

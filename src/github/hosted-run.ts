@@ -1,23 +1,8 @@
 /**
- * What a run on GitHub stores beside the engine's state: where its graph came from (pinned: path,
- * commit and the text itself, so every handler and every job reads the same definition) and the ids
- * of what the app shows people (tracking issue, status comments, check runs).
+ * A run as the GitHub adapter stores it: the engine's state, where its graph came from (the pinned
+ * source), and the ids of what the app shows people (tracking issue, status comments, check runs).
  */
-import { parseGraph } from "../graph/load.ts";
-import type { Graph } from "../graph/model.ts";
-import { missingParams } from "../protocol/cyberian-prompt.ts";
-import { GraphError } from "../graph/errors.ts";
-import type { RunState } from "../engine/types.ts";
-
-export interface RunSource {
-  path: string;
-  commit: string;
-  /** The default branch the graph was pushed to: the task workflow must run from it. */
-  branch: string;
-  text: string;
-  /** Values for a cyberian workflow's params. */
-  params?: Record<string, unknown>;
-}
+import type { StoredRun } from "../protocol/stored-run.ts";
 
 export interface GitHubMeta {
   trackingIssue: number | null;
@@ -30,7 +15,7 @@ export interface GitHubMeta {
   checkRuns: Record<string, number>;
 }
 
-export type HostedRun = RunState & { source: RunSource; github: GitHubMeta };
+export type HostedRun = StoredRun & { github: GitHubMeta };
 
 export const newMeta = (): GitHubMeta => ({
   trackingIssue: null,
@@ -39,40 +24,3 @@ export const newMeta = (): GitHubMeta => ({
   laneComments: {},
   checkRuns: {},
 });
-
-/** Parses a graph and checks a cyberian workflow's required params (a missing one names the param). */
-export function parseRunGraph(source: Pick<RunSource, "path" | "text" | "params">): Graph {
-  const graph = parseGraph(source.path, source.text);
-  requireParams(graph, source);
-  return graph;
-}
-
-/** Fails, naming each one, when a cyberian workflow's required params have no value. */
-export function requireParams(graph: Graph, source: Pick<RunSource, "path" | "params">): void {
-  const missing = graph.cyberian ? missingParams(graph, source.params ?? {}) : [];
-  if (missing.length > 0) {
-    throw new GraphError(
-      missing.map((name) => ({
-        file: source.path,
-        line: 1,
-        column: 1,
-        path: `params.${name}`,
-        message: `required param '${name}' has no value (give it in ${paramsFileOf(source.path)} or with /agentrelay run ${source.path} ${name}=...)`,
-      })),
-    );
-  }
-}
-
-/** `.workflow/x.yaml` -> `.workflow/x.params.yaml`: values for a cyberian workflow's params. */
-export function paramsFileOf(path: string): string {
-  return path.replace(/\.ya?ml$/, "") + ".params.yaml";
-}
-
-export const isGraphPath = (path: string): boolean =>
-  /^\.workflow\/[^/]+\.ya?ml$/.test(path) && !/\.params\.ya?ml$/.test(path);
-
-/** The graph a changed file belongs to: a graph file itself, or the graph of a params file; else null. */
-export function graphPathOf(path: string): string | null {
-  if (isGraphPath(path)) return path;
-  return /^\.workflow\/[^/]+\.params\.ya?ml$/.test(path) ? path.replace(/\.params(\.ya?ml)$/, "$1") : null;
-}

@@ -10,6 +10,7 @@
 import type { Octokit } from "@octokit/rest";
 import type { StateStore, Versioned } from "../engine/store.ts";
 import type { RunState } from "../engine/types.ts";
+import { runDocument } from "../protocol/stored-run.ts";
 
 export const stateBranch = (graph: string): string => `agentrelay-state/${graph}`;
 
@@ -33,11 +34,6 @@ export class StateCache {
   forget(key: string): void {
     this.recent.delete(key);
   }
-}
-
-function locate(run: string): { graph: string; file: string } {
-  const slash = run.lastIndexOf("/");
-  return { graph: run.slice(0, slash), file: `run-${run.slice(slash + 1)}.json` };
 }
 
 const READ = `query($owner: String!, $name: String!, $ref: String!) {
@@ -131,7 +127,7 @@ export class GitHubStateStore implements StateStore {
   async load(run: string, options: { fresh?: boolean } = {}): Promise<Versioned | null> {
     const seen = options.fresh ? undefined : this.cache.get(this.cacheKey(run));
     if (seen) return { state: JSON.parse(seen.text) as RunState, version: seen.version, cached: true };
-    const { graph, file } = locate(run);
+    const { graph, file } = runDocument(run);
     const head = await this.head(graph);
     const text = head?.files.get(file);
     if (!head || text === undefined) return null;
@@ -151,13 +147,13 @@ export class GitHubStateStore implements StateStore {
     });
     if (head && numbers.length > 0) {
       const latest = `${graph}/${Math.max(...numbers)}`;
-      this.cache.set(this.cacheKey(latest), head.oid, head.files.get(locate(latest).file)!);
+      this.cache.set(this.cacheKey(latest), head.oid, head.files.get(runDocument(latest).file)!);
     }
     return numbers;
   }
 
   async compareAndSwap(run: string, expected: string | null, next: RunState): Promise<string | null> {
-    const { graph, file } = locate(run);
+    const { graph, file } = runDocument(run);
     const seen = this.seen.has(graph) ? this.seen.get(graph)! : undefined;
     this.seen.delete(graph); // the head moves with this write, whatever it answers
     const text = `${JSON.stringify(next)}\n`;

@@ -8,7 +8,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { type AttemptResult } from "../attempt/run-attempt.ts";
 import type { AttemptSpec } from "../attempt/attempt-process.ts";
 import { DEFAULT_ALLOWED_TOOLS } from "../attempt/run-attempt.ts";
 import { createEngine, type Engine } from "../engine/engine.ts";
@@ -18,6 +17,7 @@ import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { handoff } from "../attempt/handoff.ts";
+import { attemptResultSchema, eventsOfReport } from "../protocol/report.ts";
 import { commitsAhead, laneCheckout, mergeBranch, prepareIntegration } from "./branches.ts";
 import { git, gitRaw } from "../attempt/git.ts";
 import { anthropicEnvironment, type AnthropicCredential } from "./credentials.ts";
@@ -249,10 +249,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
         done(exit);
       });
     });
-    let result: AttemptResult;
-    try {
-      result = JSON.parse(readFileSync(spec.resultFile, "utf8")) as AttemptResult;
-    } catch {
+    const written = readResult(spec.resultFile);
+    if (!written) {
       return apply({
         type: "job_failed",
         task: taskId,
@@ -261,33 +259,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
         at: now(),
       });
     }
-    if (result.sessionId) writeFileSync(sessionFile, `${result.sessionId}\n`);
-    for (const gate of result.gates)
-      await apply({ type: "gate_result", task: taskId, attempt, n: gate.n, passed: gate.passed, at: now() });
-    if (result.outcome === "failed") {
-      for (const message of result.concerns)
-        await apply({ type: "concern_recorded", task: taskId, attempt, kind: "design", message, at: now() });
-      return apply({
-        type: "job_failed",
-        task: taskId,
-        attempt,
-        reason: result.reason ?? "failed",
-        at: now(),
-      });
-    }
-    return apply({
-      type: "job_succeeded",
-      task: taskId,
-      attempt,
-      noPr: result.noPr,
-      concerns: result.concerns,
-      opsConcerns: result.opsConcerns,
-      summary: result.summary,
-      outputs: result.outputs,
-      costUsd: result.costUsd,
-      turns: result.turns,
-      at: now(),
-    });
+    if (written.sessionId) writeFileSync(sessionFile, `${written.sessionId}\n`);
+    for (const event of eventsOfReport({ task: taskId, attempt, result: written.result }, now()))
+      await apply(event);
   };
 
   // Start, or resume what an earlier invocation left.
@@ -341,4 +315,17 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   while (inFlight.size > 0) await Promise.race(inFlight);
   await chain;
   return { state: state!, drift, workRoot };
+}
+
+/** The attempt process's result file, read with the report's schema (null when missing or malformed). */
+function readResult(file: string) {
+  let json: { sessionId?: unknown };
+  try {
+    json = JSON.parse(readFileSync(file, "utf8")) as { sessionId?: unknown };
+  } catch {
+    return null;
+  }
+  const parsed = attemptResultSchema.safeParse(json);
+  if (!parsed.success) return null;
+  return { result: parsed.data, sessionId: typeof json.sessionId === "string" ? json.sessionId : null };
 }

@@ -56,7 +56,6 @@ describe("a task attempt with the real agent", () => {
       summary: "Wrote greet.txt.",
       opsConcerns: ["no tests here"],
       outputs: [{ path: "greet.txt", action: "created", category: "docs" }],
-      prTitle: "Add greet.txt",
       turns: 4,
     });
     expect(result.commit).toBe(await git(ctx.repoDir, ["rev-parse", "agentrelay/g/greet"]));

@@ -33,7 +33,7 @@ describe("in-job commands", () => {
     const result = sh(script);
     expect(result.status).toBe(0);
     expect(readSignals(work, 1)).toEqual({
-      done: { noPr: false, title: "Add BoundedQueue", body: null },
+      done: { noPr: false },
       failed: null,
       concerns: ["push() both evicts and raises", "second line"],
       opsConcerns: ["pip install took 40s"],
@@ -51,7 +51,7 @@ describe("in-job commands", () => {
     expect(readSignals(a.work, 1)).toMatchObject({ done: null, failed: "the spec contradicts itself" });
     const b = attemptDirs();
     expect(b.sh("agentrelay-complete-no-pr").status).toBe(0);
-    expect(readSignals(b.work, 1).done).toEqual({ noPr: true, title: null, body: null });
+    expect(readSignals(b.work, 1).done).toEqual({ noPr: true });
   });
 
   it("refuses bad input with a clear message and exit 1", () => {

@@ -1,0 +1,98 @@
+/**
+ * The one wire format between an attempt and its run: what a job asks the app for (the attempt it
+ * is), what an attempt reports back, and the engine events a report stands for. The Action sends it,
+ * the app checks it with these schemas, and local mode reads the attempt process's result with them.
+ */
+import { z } from "zod";
+import type { EngineEvent } from "../engine/types.ts";
+
+const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/);
+
+export const attemptRequestSchema = z.object({
+  run: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}\/\d+$/),
+  task: id,
+  attempt: z.number().int().positive(),
+});
+export type AttemptRequest = z.infer<typeof attemptRequestSchema>;
+
+const text = z.string().max(20_000);
+
+/** What an attempt hands back, as the engine records it. */
+export const attemptResultSchema = z.object({
+  outcome: z.enum(["succeeded", "failed"]),
+  /** Finished without changes: the task completes without a PR. */
+  noPr: z.boolean(),
+  reason: text.nullable(),
+  concerns: z.array(text).max(100),
+  opsConcerns: z.array(text).max(100),
+  summary: text.nullable(),
+  outputs: z
+    .array(z.object({ path: z.string().max(1000), action: z.string().max(40), category: z.string().max(80) }))
+    .max(1000),
+  costUsd: z.number().nonnegative(),
+  turns: z.number().int().nonnegative(),
+  gates: z.array(z.object({ n: z.number().int().positive(), passed: z.boolean() })).max(100),
+  /** The task branch's head as pushed (null when nothing was pushed). */
+  commit: z
+    .string()
+    .regex(/^[0-9a-f]{40}$/)
+    .nullable(),
+});
+export type AttemptReportResult = z.infer<typeof attemptResultSchema>;
+
+export const attemptReportSchema = attemptRequestSchema.extend({ result: attemptResultSchema });
+export type AttemptReport = z.infer<typeof attemptReportSchema>;
+
+/** The report of an attempt: exactly the fields of the wire format, whatever else the result holds. */
+export function toReport(request: AttemptRequest, result: AttemptReportResult): AttemptReport {
+  const { outcome, noPr, reason, concerns, opsConcerns, summary, outputs, costUsd, turns, gates, commit } =
+    result;
+  return {
+    run: request.run,
+    task: request.task,
+    attempt: request.attempt,
+    result: { outcome, noPr, reason, concerns, opsConcerns, summary, outputs, costUsd, turns, gates, commit },
+  };
+}
+
+/** The facts a report stands for, in the order the engine takes them. */
+export function eventsOfReport(report: Omit<AttemptReport, "run">, at: number): EngineEvent[] {
+  const { task, attempt, result: r } = report;
+  const facts: EngineEvent[] = r.gates.map((g) => ({
+    type: "gate_result",
+    task,
+    attempt,
+    n: g.n,
+    passed: g.passed,
+    at,
+  }));
+  if (r.commit) facts.push({ type: "task_branch_pushed", task, attempt, sha: r.commit, at });
+  if (r.outcome === "failed") {
+    for (const message of r.concerns)
+      facts.push({ type: "concern_recorded", task, attempt, kind: "design", message, at });
+    facts.push({
+      type: "job_failed",
+      task,
+      attempt,
+      reason: r.reason ?? "failed",
+      costUsd: r.costUsd,
+      turns: r.turns,
+      at,
+    });
+    return facts;
+  }
+  facts.push({
+    type: "job_succeeded",
+    task,
+    attempt,
+    noPr: r.noPr,
+    concerns: r.concerns,
+    opsConcerns: r.opsConcerns,
+    summary: r.summary,
+    outputs: r.outputs,
+    costUsd: r.costUsd,
+    turns: r.turns,
+    at,
+  });
+  return facts;
+}
