@@ -126,29 +126,22 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     const authenticated = await authenticate(req, attemptRequestSchema);
     const { identity, request, ctx, installationId, driver, task } = authenticated;
     // Record the answer first: only the writer whose write lands mints a token.
-    let version: string | null = null;
-    for (let tries = 0; tries < 5 && version === null; tries++) {
-      const loaded = tries === 0 ? authenticated.loaded : (await driver.load(request.run, { fresh: true }))!;
-      const t = loaded.run.tasks[request.task]!;
-      const record = t.attempts[request.attempt - 1];
-      const refusal =
-        t.attempt !== request.attempt || t.status !== "running" || !record
-          ? `attempt ${request.attempt} of ${request.task} is not running`
-          : record.startedAt !== null
-            ? `attempt ${request.attempt} of ${request.task} already has its token`
-            : null;
-      if (refusal && loaded.cached) continue; // the cache may be behind: ask GitHub before refusing
-      if (refusal) throw new HttpError(409, refusal);
-      loaded.engine.apply(loaded.run, {
-        type: "job_started",
-        task: request.task,
-        attempt: request.attempt,
-        job: identity.runId,
-        at: now(),
-      });
-      version = await driver.store.compareAndSwap(request.run, loaded.version, loaded.run);
+    const started = await driver.driveOnce(
+      request.run,
+      [{ type: "job_started", task: request.task, attempt: request.attempt, job: identity.runId, at: now() }],
+      authenticated.loaded,
+    );
+    if (!started?.changed) {
+      const t = started?.state.tasks[request.task];
+      const running = t?.attempt === request.attempt && t.status === "running";
+      throw new HttpError(
+        409,
+        running
+          ? `attempt ${request.attempt} of ${request.task} already has its token`
+          : `attempt ${request.attempt} of ${request.task} is not running`,
+      );
     }
-    if (version === null) throw new HttpError(409, "the run kept changing; try again");
+    const version = started.version;
     const permissions = tierPermissions(task.primaryAgent.isolation.tokenTier);
     const { data } = await (
       await appClient()

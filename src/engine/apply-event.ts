@@ -33,8 +33,8 @@ export function applyEvent(step: Step, event: EngineEvent): void {
 
   switch (event.type) {
     case "job_started": {
-      if (!known(event.task)) return;
-      const record = step.task(event.task).attempts[event.attempt - 1];
+      // Once per attempt, for the current one while it runs: the app mints its token only then.
+      const record = runningAttempt(event.task, event.attempt);
       if (record && record.startedAt === null) {
         record.startedAt = event.at;
         if (event.job) record.job = event.job;

@@ -1,10 +1,10 @@
 /**
  * The StateStore port: a run's state document, read with its version and written only by
- * compare-and-swap. Adapters (in memory, a local git ref, a GitHub ref) implement it; `record` is the
- * one loop every adapter uses to apply an event.
+ * compare-and-swap. Adapters (in memory, a local git ref, a GitHub branch) implement it; the driver
+ * (driver.ts) is the one loop that applies events through it.
  */
 import type { Decision, Engine } from "./engine.ts";
-import type { EngineEvent, RunState } from "./types.ts";
+import type { RunState } from "./types.ts";
 
 export interface Versioned {
   state: RunState;
@@ -30,32 +30,6 @@ export interface StateStore {
 
 export class StateConflictError extends Error {
   override name = "StateConflictError";
-}
-
-/**
- * Applies one event under compare-and-swap: load, decide, write; on a conflict load again and decide
- * again. Only the writer whose write lands gets the effects, so two replicas handling the same event
- * cause each effect once. An event that changes nothing writes nothing (and may still answer, as a
- * refused command does).
- */
-export async function record(
-  store: StateStore,
-  engine: Engine,
-  run: string,
-  event: EngineEvent,
-  attempts = 20,
-): Promise<Decision & { version: string }> {
-  for (let i = 0; i < attempts; i++) {
-    const current = await store.load(run);
-    if (!current) throw new Error(`no run '${run}' in the state store`);
-    // Every load returns a fresh copy, so the event can be applied to it in place (no second copy).
-    const before = current.state.seq;
-    const effects = engine.apply(current.state, event);
-    if (current.state.seq === before) return { state: current.state, effects, version: current.version };
-    const version = await store.compareAndSwap(run, current.version, current.state);
-    if (version !== null) return { state: current.state, effects, version };
-  }
-  throw new StateConflictError(`gave up on run '${run}' after ${attempts} conflicting writes`);
 }
 
 /** Creates a run if it does not exist yet; returns the effects only to the writer that created it. */

@@ -8,11 +8,12 @@
 import { createHash } from "node:crypto";
 import { createEngine, type Engine } from "../engine/engine.ts";
 import { resumeRun } from "../engine/resume.ts";
+import { drive, type Driven, type LoadedRun, type Round, type RunHost, settle } from "../engine/driver.ts";
 import { StateConflictError } from "../engine/store.ts";
 import type { EngineEffect, EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
-import { messageOf, type RepoContext } from "./client.ts";
-import { GitHubEffects, REPEATABLE } from "./effects.ts";
+import type { RepoContext } from "./client.ts";
+import { GitHubEffects } from "./effects.ts";
 import { type GitHubMeta, type HostedRun, newMeta } from "./hosted-run.ts";
 import { parseRunGraph, type RunSource } from "../protocol/run-source.ts";
 import { editStatus, mirrorStatus, openTracking, taskCheckRun } from "./projections.ts";
@@ -88,18 +89,11 @@ export class RunDriver {
       const resumed = resumeRun(engine, graph, previous.run, this.ctx.now());
       if (resumed.state === previous.run) return { runKey: previous.run.runKey, started: false, drift: [] };
       const next = { ...resumed.state, source, github: previous.run.github } as HostedRun;
-      const version = await this.store.compareAndSwap(next.runKey, previous.version, next);
+      // The status is edited at once: people see the drift.
+      const host = new GitHubHost(this, null, true);
+      const version = await settle(host, next.runKey, previous.version, { ...resumed, state: next }, engine);
       if (version === null)
         throw new StateConflictError(`run ${next.runKey} changed while resuming; the next event resumes it`);
-      await this.after(
-        next,
-        engine,
-        resumed.effects.filter((e) => !REPEATABLE.has(e.type)),
-        version,
-        true,
-      );
-      // Branches for new workstreams and the like go through drive, like every repeatable effect.
-      await this.drive(next.runKey, [], { pending: true });
       if (resumed.drift.length > 0 && next.github.trackingIssue !== null) {
         await this.ctx.octokit.rest.issues.createComment({
           owner: this.ctx.owner,
@@ -138,7 +132,7 @@ export class RunDriver {
    */
   async drive(
     runKey: string,
-    initial: EngineEvent[],
+    facts: EngineEvent[],
     options: {
       pending?: boolean;
       origin?: Origin;
@@ -148,124 +142,127 @@ export class RunDriver {
       unsaved?: boolean;
     } = {},
   ): Promise<HostedRun | null> {
-    // Facts an effect produced in an earlier round are reused, so a lost race repeats no API call.
-    const produced = new Map<string, EngineEvent[]>();
-    // Ids of what a lost round created on GitHub (issue, comments, check runs), kept for the next round.
-    const created: Omit<GitHubMeta, "statusAt"> = {
-      trackingIssue: null,
-      statusComment: null,
-      checkRuns: {},
-      laneComments: {},
-    };
-    let fresh = false;
-    for (let round = 0; round < 10; round++) {
-      // A caller that has just read the run hands it over (one read fewer); later rounds read again.
-      const loaded = round === 0 && options.loaded ? options.loaded : await this.load(runKey, { fresh });
-      if (!loaded) return null;
-      const { run, version, engine } = loaded;
-      const before = run.seq;
-      const metaBefore = JSON.stringify(run.github);
-      run.github.trackingIssue ??= created.trackingIssue;
-      run.github.statusComment ??= created.statusComment;
-      run.github.checkRuns = { ...created.checkRuns, ...run.github.checkRuns };
-      run.github.laneComments = { ...created.laneComments, ...run.github.laneComments };
-      const later: EngineEffect[] = [];
-      const facts = [...initial];
-      const carryOut = async (effects: EngineEffect[]) => {
-        for (const effect of effects) {
-          if (!REPEATABLE.has(effect.type)) {
-            later.push(effect);
-            continue;
-          }
-          let events = produced.get(effect.key);
-          if (!events) {
-            try {
-              events = await this.effects.repeatable(effect, run, engine);
-            } catch (error) {
-              // The facts so far are still written; the effect stays owed and the reconciler retries it.
-              this.ctx.log(
-                `${effect.key} (${effect.type}) failed, left to the reconciler: ${messageOf(error)}`,
-              );
-              continue;
-            }
-            produced.set(effect.key, events);
-          }
-          facts.push(...events);
-        }
-      };
-      if (options.pending) await carryOut(engine.pendingEffects(run));
-      const verdicts = new Map<string, number>();
-      for (let i = 0; i < facts.length; i++) {
-        const fact = facts[i]!;
-        const seq = run.seq;
-        await carryOut(engine.apply(run, fact));
-        if (
-          (fact.type === "job_succeeded" || fact.type === "job_failed" || fact.type === "job_lost") &&
-          run.seq !== seq
-        )
-          verdicts.set(fact.task, fact.attempt);
-      }
-      for (const [task, attempt] of verdicts) await taskCheckRun(this.ctx, run, task, attempt);
-      await mirrorStatus(this.ctx, run, engine);
-      const statusDue = options.refreshStatus === true || this.statusDue(run, later);
-      if (statusDue) run.github.statusAt = this.ctx.now();
-      const unsaved = round === 0 && options.unsaved === true;
-      if (!unsaved && run.seq === before && JSON.stringify(run.github) === metaBefore) {
-        // Nothing to do, as far as a cached state tells: ask GitHub before concluding so.
-        if (loaded.cached) {
-          fresh = true;
-          continue;
-        }
-        await this.after(run, engine, later, version, false, options.origin);
-        return run;
-      }
-      const written = await this.store.compareAndSwap(runKey, version, run);
-      if (written === null) {
-        fresh = true;
-        created.trackingIssue = run.github.trackingIssue;
-        created.statusComment = run.github.statusComment;
-        Object.assign(created.checkRuns, run.github.checkRuns);
-        Object.assign(created.laneComments, run.github.laneComments);
-        continue;
-      }
-      await this.after(run, engine, later, written, statusDue, options.origin);
-      return run;
-    }
-    throw new StateConflictError(`gave up on run '${runKey}' after 10 conflicting writes`);
+    const host = new GitHubHost(this, options.origin ?? null, options.refreshStatus === true);
+    const driven = await drive(host, runKey, facts, {
+      ...(options.pending ? { pending: true } : {}),
+      ...(options.loaded ? { loaded: toLoadedRun(options.loaded) } : {}),
+      ...(options.unsaved ? { unsaved: true } : {}),
+    });
+    return driven?.state ?? null;
   }
 
-  private statusDue(run: HostedRun, effects: EngineEffect[]): boolean {
+  /**
+   * Applies facts and says whether this call's write landed (the token route's answer depends on it).
+   * The status is left for the next event: a job starting is not worth an edit of its own.
+   */
+  async driveOnce(runKey: string, facts: EngineEvent[], loaded?: Loaded): Promise<Driven<HostedRun> | null> {
+    const host = new GitHubHost(this, null, false, false);
+    return drive(host, runKey, facts, loaded ? { loaded: toLoadedRun(loaded) } : {});
+  }
+
+  statusDue(run: HostedRun, effects: EngineEffect[]): boolean {
     if (!effects.some((e) => e.type === "update_status" || e.type === "finish_run")) return false;
     return run.outcome !== null || this.ctx.now() - run.github.statusAt >= this.ctx.config.statusIntervalMs;
   }
+}
 
-  /** Effects that must follow the write: jobs, cancellations, resets, replies, status edits. */
-  private async after(
+const toLoadedRun = (l: Loaded): LoadedRun<HostedRun> => ({
+  state: l.run,
+  version: l.version,
+  engine: l.engine,
+  ...(l.cached ? { cached: true } : {}),
+});
+
+/**
+ * GitHub as the driver's host: the state branch is the store; branches, PRs and merges are carried
+ * out before the write (repeating them is harmless), jobs, cancellations, resets and replies after
+ * it; the ids of what people see (tracking issue, status comments, check runs) are kept in the run.
+ */
+class GitHubHost implements RunHost<HostedRun> {
+  /** Ids of what a lost round created on GitHub, written with the next round. */
+  private readonly created: Omit<GitHubMeta, "statusAt"> = {
+    trackingIssue: null,
+    statusComment: null,
+    checkRuns: {},
+    laneComments: {},
+  };
+  private statusDue = false;
+
+  constructor(
+    private readonly driver: RunDriver,
+    private readonly origin: Origin | null,
+    private refreshStatus: boolean,
+    /** Whether this host edits the status comments when they are due. */
+    private readonly editsStatus = true,
+  ) {}
+
+  private get ctx(): RepoContext {
+    return this.driver.ctx;
+  }
+
+  async load(run: string, options: { fresh: boolean }): Promise<LoadedRun<HostedRun> | null> {
+    const loaded = await this.driver.load(run, options);
+    return loaded ? toLoadedRun(loaded) : null;
+  }
+
+  async compareAndSwap(run: string, expected: string | null, state: HostedRun): Promise<string | null> {
+    const written = await this.driver.store.compareAndSwap(run, expected, state);
+    if (written === null) {
+      // What this round created stays created: the next round writes its ids.
+      this.created.trackingIssue = state.github.trackingIssue;
+      this.created.statusComment = state.github.statusComment;
+      Object.assign(this.created.checkRuns, state.github.checkRuns);
+      Object.assign(this.created.laneComments, state.github.laneComments);
+    }
+    return written;
+  }
+
+  repeatable(effect: EngineEffect, run: HostedRun, engine: Engine): Promise<EngineEvent[]> {
+    return this.driver.effects.repeatable(effect, run, engine);
+  }
+
+  async beforeSave(run: HostedRun, engine: Engine, round: Round): Promise<boolean> {
+    const before = JSON.stringify(run.github);
+    run.github.trackingIssue ??= this.created.trackingIssue;
+    run.github.statusComment ??= this.created.statusComment;
+    run.github.checkRuns = { ...this.created.checkRuns, ...run.github.checkRuns };
+    run.github.laneComments = { ...this.created.laneComments, ...run.github.laneComments };
+    const verdicts = new Map<string, number>();
+    for (const fact of round.changed)
+      if (fact.type === "job_succeeded" || fact.type === "job_failed" || fact.type === "job_lost")
+        verdicts.set(fact.task, fact.attempt);
+    for (const [task, attempt] of verdicts) await taskCheckRun(this.ctx, run, task, attempt);
+    await mirrorStatus(this.ctx, run, engine);
+    this.statusDue = this.refreshStatus || (this.editsStatus && this.driver.statusDue(run, round.effects));
+    if (this.statusDue) run.github.statusAt = this.ctx.now();
+    return JSON.stringify(run.github) !== before;
+  }
+
+  async afterWrite(
+    effects: EngineEffect[],
     run: HostedRun,
     engine: Engine,
-    effects: EngineEffect[],
     version: string,
-    status: boolean,
-    origin?: Origin,
-  ): Promise<void> {
+  ): Promise<EngineEvent[]> {
     const facts: EngineEvent[] = [];
+    const { effects: github, ctx } = this.driver;
     for (const effect of effects) {
       switch (effect.type) {
         case "dispatch":
-          facts.push(...(await this.effects.dispatch(run, engine, effect.task, effect.attempt, version)));
+          facts.push(...(await github.dispatch(run, engine, effect.task, effect.attempt, version)));
           break;
         case "cancel_attempt":
-          await this.effects.cancel(run, effect.task, effect.attempt);
+          await github.cancel(run, effect.task, effect.attempt);
           break;
         case "reset_task":
-          await this.effects.reset(run, effect.task, effect.pr);
+          await github.reset(run, effect.task, effect.pr);
           break;
         case "reply":
-          if (origin)
-            await this.ctx.octokit.rest.issues.createComment({
-              owner: this.ctx.owner,
-              repo: this.ctx.repo,
-              issue_number: origin.issueNumber,
+          if (this.origin)
+            await ctx.octokit.rest.issues.createComment({
+              owner: ctx.owner,
+              repo: ctx.repo,
+              issue_number: this.origin.issueNumber,
               body: effect.message,
             });
           break;
@@ -273,7 +270,13 @@ export class RunDriver {
           break;
       }
     }
-    if (status) await editStatus(this.ctx, run, engine);
-    if (facts.length > 0) await this.drive(run.runKey, facts, origin ? { origin } : {});
+    if (this.statusDue || this.refreshStatus) await editStatus(ctx, run, engine);
+    this.statusDue = false;
+    this.refreshStatus = false;
+    return facts;
+  }
+
+  log(message: string): void {
+    this.ctx.log(message);
   }
 }

@@ -13,15 +13,6 @@ import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "
 
 type Facts = Promise<EngineEvent[]>;
 
-/** Effects whose repetition is harmless: carried out before the state write, their facts in the same write. */
-export const REPEATABLE = new Set<EngineEffect["type"]>([
-  "prepare_workstream",
-  "open_task_pr",
-  "merge_task_pr",
-  "open_integration_pr",
-  "merge_integration_pr",
-]);
-
 /** Secret names the task workflow can resolve (`secrets[inputs.credential]`). */
 const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
 
@@ -35,7 +26,7 @@ export class GitHubEffects {
     return { owner: this.ctx.owner, repo: this.ctx.repo };
   }
 
-  /** A repeatable effect (see REPEATABLE), on the run state being decided (ids it creates are kept there). */
+  /** A repeatable effect (the engine driver's REPEATABLE), on the run state being decided. */
   async repeatable(effect: EngineEffect, run: HostedRun, engine: Engine): Facts {
     const at = this.ctx.now();
     const graph = run.graph;

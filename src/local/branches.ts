@@ -23,7 +23,7 @@ export async function prepareIntegration(repo: string, integration: string, base
  * switched to the task branch: a new branch from the integration branch on a first attempt, the
  * existing branch with its earlier commits on a retry. Leftovers of the previous task are discarded.
  */
-export async function laneCheckout(
+export async function workstreamCheckout(
   repo: string,
   dir: string,
   branch: string,
@@ -54,15 +54,25 @@ async function checkedOutAt(repo: string, branch: string): Promise<string | null
   return null;
 }
 
+/** Deletes a branch if it exists. */
+export async function deleteBranch(repo: string, branch: string): Promise<void> {
+  if (await branchExists(repo, branch)) await git(repo, ["branch", "-D", branch]);
+}
+
 export type MergeResult = { ok: true; sha: string } | { ok: false; reason: string };
 
-/** Merges `source` into `target` with a merge commit. Fails (changing nothing) on a conflict. */
+/**
+ * Merges `source` into `target` with a merge commit. Fails (changing nothing) on a conflict; a
+ * source already merged is a merge done (a repeated request changes nothing).
+ */
 export async function mergeBranch(
   repo: string,
   source: string,
   target: string,
   message: string,
 ): Promise<MergeResult> {
+  if ((await gitRaw(repo, ["merge-base", "--is-ancestor", source, target])).code === 0)
+    return { ok: true, sha: await git(repo, ["rev-parse", `refs/heads/${target}`]) };
   const worktree = await checkedOutAt(repo, target);
   if (worktree) {
     // The user has the target checked out: merge there, so their working tree stays consistent.

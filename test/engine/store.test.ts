@@ -1,12 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
 import { simulatedResponse } from "../../src/engine/simulate.ts";
-import { MemoryStateStore, record, type StateStore, startRun } from "../../src/engine/store.ts";
+import { drive } from "../../src/engine/driver.ts";
+import { MemoryStateStore, type StateStore, startRun } from "../../src/engine/store.ts";
 import type { EngineEffect, EngineEvent } from "../../src/engine/types.ts";
 import { git } from "../../src/attempt/git.ts";
 import { GitRefStateStore, stateRef } from "../../src/local/git-store.ts";
 import { graphOf } from "../support/graphs.ts";
 import { tempRepo } from "../support/git.ts";
+import { RecordingHost } from "../support/host.ts";
 
 const graph = graphOf(
   [
@@ -62,7 +64,7 @@ describe("the git ref store", () => {
     const store = new GitRefStateStore(repo);
     const engine = createEngine(graph);
     await startRun(store, engine, 0);
-    await record(store, engine, "g/1", { type: "workstream_prepared", workstream: "x", at: 1 });
+    await drive(new RecordingHost(store, engine), "g/1", [{ type: "workstream_prepared", workstream: "x", at: 1 }]);
     const log = await git(repo, ["log", "--format=%s", stateRef("g/1")]);
     expect(log.split("\n")).toEqual(["g/1: state 2", "g/1: state 1"]);
     const shown = JSON.parse(await git(repo, ["show", `${stateRef("g/1")}:state.json`]));
@@ -72,36 +74,41 @@ describe("the git ref store", () => {
 
 /**
  * Two app replicas share one git-ref store. Every fact is delivered to both (as GitHub would deliver
- * a webhook to two replicas behind a load balancer), both handle it at the same time, and each
- * executes only the effects its own winning write returned.
+ * a webhook to two replicas behind a load balancer), both drive it at the same time, and each carries
+ * out what its own rounds ask: repeatable effects (their answers join the write) and, when its write
+ * lands, the once-only ones.
  */
-describe("two engines sharing a git ref store", () => {
+describe("two drivers sharing a git ref store", () => {
   it("dispatch each attempt exactly once", async () => {
     const store = new GitRefStateStore(await tempRepo());
-    const replicas = [createEngine(graph), createEngine(graph)];
-    const executed: EngineEffect[] = [];
     let clock = 0;
-    const pending: EngineEvent[] = [];
     const world = { failures: new Map([["b", 1]]), concerns: new Set<string>() };
-    const execute = (effect: EngineEffect) => {
-      executed.push(effect);
+    const respond = (effect: EngineEffect) => {
       const number = ++clock;
-      pending.push(...simulatedResponse(effect, world, number, () => ({ number, url: `u/${number}` })));
+      return simulatedResponse(effect, world, number, () => ({ number, url: `u/${number}` }));
     };
-
-    const starts = await Promise.all(replicas.map((engine) => startRun(store, engine, 0)));
-    starts.forEach((s) => s.effects.forEach(execute));
+    const pending: EngineEvent[] = [];
+    const replicas = [0, 1].map(
+      () =>
+        new RecordingHost(store, createEngine(graph), respond, (effect) => {
+          pending.push(...respond(effect));
+          return [];
+        }),
+    );
+    const engine = replicas[0]!.engine;
+    await startRun(store, engine, 0);
+    await Promise.all(replicas.map((host) => drive(host, "g/1", [], { pending: true })));
     let rounds = 0;
     while (pending.length > 0 && rounds++ < 200) {
       const event = pending.shift()!;
-      const decisions = await Promise.all(replicas.map((engine) => record(store, engine, "g/1", event)));
-      decisions.forEach((d) => d.effects.forEach(execute));
+      await Promise.all(replicas.map((host) => drive(host, "g/1", [event])));
     }
 
-    const dispatches = executed.filter((e) => e.type === "dispatch").map((e) => e.key);
+    const once = replicas.flatMap((r) => r.once);
+    const dispatches = once.filter((e) => e.type === "dispatch").map((e) => e.key);
     expect(dispatches.sort()).toEqual(["g/1/a/1", "g/1/b/1", "g/1/b/2", "g/1/c/1", "g/1/d/1"]);
-    // No effect ran twice (status updates aside, which are coalesced by key anyway).
-    const keys = executed.filter((e) => e.type !== "update_status").map((e) => e.key);
+    // No once-only effect ran twice (status updates aside, which are coalesced by key anyway).
+    const keys = once.filter((e) => e.type !== "update_status").map((e) => e.key);
     expect(new Set(keys).size).toBe(keys.length);
     const final = (await store.load("g/1"))!.state;
     expect(final.outcome).toBe("succeeded");

@@ -2,10 +2,12 @@ import { Octokit } from "@octokit/rest";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
-import { record, startRun } from "../../src/engine/store.ts";
+import { drive } from "../../src/engine/driver.ts";
+import { startRun } from "../../src/engine/store.ts";
 import { GitHubStateStore, StateCache } from "../../src/github/state-store.ts";
 import { FakeGitHub } from "../../harness/fake-github.ts";
 import { graphOf } from "../support/graphs.ts";
+import { RecordingHost } from "../support/host.ts";
 
 /** GitHub answered by the fake GitHub (through nock): the state branch, its GraphQL and REST calls. */
 function fakeGitHub(): FakeGitHub {
@@ -55,12 +57,9 @@ describe("the GitHub state store", () => {
     const store = new GitHubStateStore(octokit(), "octo", "demo");
     const engine = createEngine(graph);
     const { version, state } = await startRun(store, engine, 0);
-    const next = await record(store, engine, "g/1", {
-      type: "workstream_prepared",
-      workstream: "default",
-      at: 1,
-    });
-    expect(next.effects.map((e) => e.type)).toContain("dispatch");
+    const host = new RecordingHost(store, engine);
+    await drive(host, "g/1", [{ type: "workstream_prepared", workstream: "default", at: 1 }]);
+    expect(host.once.map((e) => e.type)).toContain("dispatch");
     const write = writes(github).at(-1)!;
     expect(write).toMatchObject({
       expectedHeadOid: version,
@@ -75,14 +74,12 @@ describe("the GitHub state store", () => {
   it("lets exactly one of two replicas apply the same event", async () => {
     fakeGitHub();
     const store = new GitHubStateStore(octokit(), "octo", "demo");
-    const engines = [createEngine(graph), createEngine(graph)];
-    await startRun(store, engines[0]!, 0);
-    const results = await Promise.all(
-      engines.map((e) =>
-        record(store, e, "g/1", { type: "workstream_prepared", workstream: "default", at: 1 }),
-      ),
+    const hosts = [0, 1].map(() => new RecordingHost(store, createEngine(graph)));
+    await startRun(store, hosts[0]!.engine, 0);
+    await Promise.all(
+      hosts.map((host) => drive(host, "g/1", [{ type: "workstream_prepared", workstream: "default", at: 1 }])),
     );
-    expect(results.flatMap((r) => r.effects).filter((e) => e.type === "dispatch")).toHaveLength(1);
+    expect(hosts.flatMap((h) => h.once).filter((e) => e.type === "dispatch")).toHaveLength(1);
   });
 
   it("does not create a run twice", async () => {

@@ -1,0 +1,258 @@
+/**
+ * A local repository as the driver's host: the run's state on a git ref, integration and task
+ * branches in the repository, a task "PR" a merge commit into the integration branch, and each
+ * attempt the in-job runner as a child process in its workstream's worktree. Branches, "PRs" and
+ * merges are carried out before the write (repeating them changes nothing); attempts start after it.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { AttemptSpec } from "../attempt/attempt-process.ts";
+import { gitRaw } from "../attempt/git.ts";
+import { handoff } from "../attempt/handoff.ts";
+import { DEFAULT_ALLOWED_TOOLS } from "../attempt/run-attempt.ts";
+import type { LoadedRun, RunHost } from "../engine/driver.ts";
+import type { Engine } from "../engine/engine.ts";
+import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
+import { integrationBranch, taskBranch } from "../graph/model.ts";
+import { attemptResultSchema, eventsOfReport } from "../protocol/report.ts";
+import {
+  commitsAhead,
+  deleteBranch,
+  mergeBranch,
+  prepareIntegration,
+  workstreamCheckout,
+} from "./branches.ts";
+import type { GitRefStateStore } from "./git-store.ts";
+
+/** What an attempt process needs besides the run: the agent, its environment and its limits. */
+export interface AttemptSettings {
+  /** The `agentrelay` entry that runs attempts (`attempt SPEC`) and the in-job commands. */
+  entry: string;
+  graphText: string;
+  claudeBin: string;
+  /** The agent's environment for a task (its token tier's variables included). */
+  claudeEnv: (tokenTier: string) => NodeJS.ProcessEnv;
+  maxTurns: number;
+  attemptTimeoutMs: number;
+  gateTimeoutMs: number;
+  params?: Record<string, unknown>;
+}
+
+export class LocalHost implements RunHost {
+  private readonly running = new Map<string, ChildProcess>();
+
+  constructor(
+    private readonly repo: string,
+    private readonly workRoot: string,
+    private readonly store: GitRefStateStore,
+    private readonly engine: Engine,
+    private readonly settings: AttemptSettings,
+    /** Starts work that outlives the write (an attempt): the run waits for it before it ends. */
+    private readonly track: (work: Promise<void>) => void,
+    /** Applies facts an attempt reports, later, through the runner's driver. */
+    private readonly report: (facts: EngineEvent[]) => Promise<void>,
+    readonly log: (message: string, task?: string) => void,
+  ) {}
+
+  private get graph() {
+    return this.engine.plan.graph;
+  }
+
+  async load(run: string): Promise<LoadedRun | null> {
+    const stored = await this.store.load(run);
+    return stored ? { ...stored, engine: this.engine } : null;
+  }
+
+  compareAndSwap(run: string, expected: string | null, state: RunState): Promise<string | null> {
+    return this.store.compareAndSwap(run, expected, state);
+  }
+
+  /** A "PR" is the branch itself; its number is fixed by the plan, so a repeated open is the same PR. */
+  private prNumber(kind: "task" | "workstream", id: string): number {
+    const { plan } = this.engine;
+    return kind === "task"
+      ? plan.rank.get(id)! + 1
+      : plan.order.length + plan.graph.workstreams.findIndex((w) => w.id === id) + 1;
+  }
+
+  async repeatable(effect: EngineEffect): Promise<EngineEvent[]> {
+    const at = Date.now();
+    const { plan } = this.engine;
+    const name = this.graph.name;
+    switch (effect.type) {
+      case "prepare_workstream": {
+        const ws = plan.workstreams.get(effect.workstream)!;
+        try {
+          await prepareIntegration(this.repo, integrationBranch(name, ws.id), ws.baseBranch);
+          return [{ type: "workstream_prepared", workstream: ws.id, at }];
+        } catch (error) {
+          const reason = (error as Error).message;
+          return [{ type: "workstream_prepare_failed", workstream: ws.id, reason, at }];
+        }
+      }
+      case "open_task_pr": {
+        const pr = {
+          number: this.prNumber("task", effect.task),
+          url: `local:${taskBranch(name, effect.task)}`,
+        };
+        return [{ type: "task_pr_opened", task: effect.task, pr, at }];
+      }
+      case "merge_task_pr": {
+        const task = plan.tasks.get(effect.task)!;
+        const merged = await mergeBranch(
+          this.repo,
+          taskBranch(name, task.id),
+          integrationBranch(name, task.workstreamId),
+          `Merge task ${task.id} into ${task.workstreamId}`,
+        );
+        return [
+          merged.ok
+            ? { type: "task_pr_merged", task: task.id, pr: effect.pr, at }
+            : { type: "task_merge_failed", task: task.id, reason: merged.reason, at },
+        ];
+      }
+      case "open_integration_pr": {
+        const ws = plan.workstreams.get(effect.workstream)!;
+        const branch = integrationBranch(name, ws.id);
+        if ((await commitsAhead(this.repo, branch, ws.mergeTargetBranch)) === 0)
+          return [{ type: "integration_skipped", workstream: ws.id, at }];
+        const pr = { number: this.prNumber("workstream", ws.id), url: `local:${branch}` };
+        return [{ type: "integration_pr_opened", workstream: ws.id, pr, at }];
+      }
+      case "merge_integration_pr": {
+        const ws = plan.workstreams.get(effect.workstream)!;
+        const merged = await mergeBranch(
+          this.repo,
+          integrationBranch(name, ws.id),
+          ws.mergeTargetBranch,
+          `Integrate workstream ${ws.id}`,
+        );
+        return [
+          merged.ok
+            ? { type: "integration_pr_merged", workstream: ws.id, at }
+            : { type: "integration_merge_failed", workstream: ws.id, reason: merged.reason, at },
+        ];
+      }
+      default:
+        return [];
+    }
+  }
+
+  async afterWrite(effects: EngineEffect[], state: RunState): Promise<EngineEvent[]> {
+    for (const effect of effects) {
+      switch (effect.type) {
+        case "dispatch":
+          this.track(this.runAttempt(state, effect.task, effect.attempt));
+          break;
+        case "cancel_attempt":
+          this.running.get(`${effect.task}/${effect.attempt}`)?.kill("SIGTERM");
+          break;
+        case "reset_task":
+          // The next attempt starts afresh from the integration branch.
+          await deleteBranch(this.repo, taskBranch(this.graph.name, effect.task));
+          break;
+        case "reply":
+          this.log(effect.message);
+          break;
+        default:
+          break;
+      }
+    }
+    return [];
+  }
+
+  /** Runs one attempt as a child process in the workstream's worktree and reports its result. */
+  private async runAttempt(state: RunState, taskId: string, attempt: number): Promise<void> {
+    const { graph } = this;
+    const task = this.engine.plan.tasks.get(taskId)!;
+    const integration = integrationBranch(graph.name, task.workstreamId);
+    const taskDir = join(this.workRoot, "tasks", taskId);
+    const checkout = join(this.workRoot, "workstreams", task.workstreamId);
+    await workstreamCheckout(this.repo, checkout, taskBranch(graph.name, taskId), integration);
+    // cyberian's agent_lifecycle `reuse`: each step continues the workstream's previous session.
+    const sessionFile = join(this.workRoot, "workstreams", `${task.workstreamId}.session`);
+    const reuse = graph.cyberian?.agentLifecycle === "reuse" && existsSync(sessionFile);
+    const { inputFiles, peers } = handoff(state, task);
+    const s = this.settings;
+    const spec: AttemptSpec = {
+      graphFile: graph.file,
+      graphText: s.graphText,
+      task: taskId,
+      attempt,
+      repoDir: checkout,
+      baseRef: integration,
+      workDir: join(taskDir, "work"),
+      inputFiles,
+      peers,
+      ...(s.params ? { params: s.params } : {}),
+      ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
+      claude: {
+        bin: s.claudeBin,
+        env: s.claudeEnv(task.primaryAgent.isolation.tokenTier),
+        maxTurns: s.maxTurns,
+        timeoutMs: s.attemptTimeoutMs,
+        allowedTools: DEFAULT_ALLOWED_TOOLS,
+      },
+      gateTimeoutMs: s.gateTimeoutMs,
+      signalEntry: s.entry,
+      resultFile: join(taskDir, `result-${attempt}.json`),
+    };
+    mkdirSync(join(taskDir, "work"), { recursive: true });
+    const specFile = join(taskDir, `attempt-${attempt}.json`);
+    writeFileSync(specFile, JSON.stringify(spec, null, 2));
+    await this.report([{ type: "job_started", task: taskId, attempt, at: Date.now() }]);
+    const code = await new Promise<number | null>((done) => {
+      const child = spawn(process.execPath, [s.entry, "attempt", specFile], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      this.running.set(`${taskId}/${attempt}`, child);
+      const agentLog: string[] = [];
+      const onData = (chunk: Buffer) => {
+        for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) {
+          agentLog.push(line);
+          this.log(line, taskId);
+        }
+      };
+      child.stdout.on("data", onData);
+      child.stderr.on("data", onData);
+      child.on("close", (exit) => {
+        this.running.delete(`${taskId}/${attempt}`);
+        writeFileSync(
+          join(taskDir, "work", "attempts", String(attempt), "agent.log"),
+          `${agentLog.join("\n")}\n`,
+        );
+        done(exit);
+      });
+    });
+    const written = readResult(spec.resultFile);
+    if (!written) {
+      const reason = `the attempt process exited with code ${code} without a result`;
+      return this.report([{ type: "job_failed", task: taskId, attempt, reason, at: Date.now() }]);
+    }
+    if (written.sessionId) writeFileSync(sessionFile, `${written.sessionId}\n`);
+    await this.report(eventsOfReport({ task: taskId, attempt, result: written.result }, Date.now()));
+  }
+
+  /** An integration "PR" left open is merged by a person merging the branch into its target. */
+  async mergedByPerson(workstream: string): Promise<boolean> {
+    const ws = this.engine.plan.workstreams.get(workstream)!;
+    const branch = integrationBranch(this.graph.name, workstream);
+    return (
+      (await gitRaw(this.repo, ["merge-base", "--is-ancestor", branch, ws.mergeTargetBranch])).code === 0
+    );
+  }
+}
+
+/** The attempt process's result file, read with the report's schema (null when missing or malformed). */
+function readResult(file: string) {
+  let json: { sessionId?: unknown };
+  try {
+    json = JSON.parse(readFileSync(file, "utf8")) as { sessionId?: unknown };
+  } catch {
+    return null;
+  }
+  const parsed = attemptResultSchema.safeParse(json);
+  if (!parsed.success) return null;
+  return { result: parsed.data, sessionId: typeof json.sessionId === "string" ? json.sessionId : null };
+}
