@@ -16,7 +16,12 @@ import { runDocument, type StoredRun } from "../protocol/stored-run.ts";
 import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
-import { type AttemptResult, DEFAULT_ALLOWED_TOOLS, failedAttempt, runAttempt } from "../attempt/run-attempt.ts";
+import {
+  type AttemptResult,
+  DEFAULT_ALLOWED_TOOLS,
+  failedAttempt,
+  runAttempt,
+} from "../attempt/run-attempt.ts";
 
 /** Agent configuration an earlier task must not be able to plant for a later one. */
 export const AGENT_CONFIG_PATHS = [".claude", "CLAUDE.md", ".mcp.json"];

@@ -67,9 +67,7 @@ export function readSignals(workDir: string, attempt: number): AttemptSignals {
     ? readFileSync(join(dir, "summary.md"), "utf8").trim()
     : "";
   return {
-    done: doneLines
-      ? { noPr: doneLines[1]?.trim() === "NO_PR" }
-      : null,
+    done: doneLines ? { noPr: doneLines[1]?.trim() === "NO_PR" } : null,
     failed: doneLines
       ? null
       : failedLines

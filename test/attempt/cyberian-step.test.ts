@@ -2,7 +2,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { criteriaCode } from "../../src/attempt/criteria.ts";
 import { runAttempt } from "../../src/attempt/run-attempt.ts";
 import { git } from "../../src/attempt/git.ts";
-import { type ScriptedModelServer, startScriptedModel, userPrompts } from "../../src/scripted/model-server.ts";
+import {
+  type ScriptedModelServer,
+  startScriptedModel,
+  userPrompts,
+} from "../../src/scripted/model-server.ts";
 import { attemptSetup } from "../support/attempt.ts";
 
 let server: ScriptedModelServer | undefined;

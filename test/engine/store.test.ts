@@ -64,7 +64,9 @@ describe("the git ref store", () => {
     const store = new GitRefStateStore(repo);
     const engine = createEngine(graph);
     await startRun(store, engine, 0);
-    await drive(new RecordingHost(store, engine), "g/1", [{ type: "workstream_prepared", workstream: "x", at: 1 }]);
+    await drive(new RecordingHost(store, engine), "g/1", [
+      { type: "workstream_prepared", workstream: "x", at: 1 },
+    ]);
     const log = await git(repo, ["log", "--format=%s", stateRef("g/1")]);
     expect(log.split("\n")).toEqual(["g/1: state 2", "g/1: state 1"]);
     const shown = JSON.parse(await git(repo, ["show", `${stateRef("g/1")}:state.json`]));

@@ -77,7 +77,9 @@ describe("the GitHub state store", () => {
     const hosts = [0, 1].map(() => new RecordingHost(store, createEngine(graph)));
     await startRun(store, hosts[0]!.engine, 0);
     await Promise.all(
-      hosts.map((host) => drive(host, "g/1", [{ type: "workstream_prepared", workstream: "default", at: 1 }])),
+      hosts.map((host) =>
+        drive(host, "g/1", [{ type: "workstream_prepared", workstream: "default", at: 1 }]),
+      ),
     );
     expect(hosts.flatMap((h) => h.once).filter((e) => e.type === "dispatch")).toHaveLength(1);
   });

@@ -4,7 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoAgent } from "../../src/scripted/demo-agent.ts";
 import { git } from "../../src/attempt/git.ts";
 import { runLocal } from "../../src/local/run.ts";
-import { type ScriptedModelServer, startScriptedModel, userPrompts } from "../../src/scripted/model-server.ts";
+import {
+  type ScriptedModelServer,
+  startScriptedModel,
+  userPrompts,
+} from "../../src/scripted/model-server.ts";
 import { parseGraph } from "../../src/graph/load.ts";
 import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
