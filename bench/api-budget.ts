@@ -59,15 +59,15 @@ async function scenario(
     const attempts = h.gh.dispatches.length;
     const run = `${text.match(/^name: (\S+)/m)![1]}/1`;
     const share = callShares(h, calls);
-    const lanes = Object.keys(h.gh.state(run).workstreams as object).length;
+    const wsIds = Object.keys(h.gh.state(run).workstreams as object).length;
     return [
       name,
-      `${attempts} / ${lanes}`,
+      `${attempts} / ${wsIds}`,
       h.gh.state(run).outcome ?? "unfinished",
       String(calls.length - graphql),
       String(graphql),
       (calls.length / attempts).toFixed(1),
-      `${share.run} + ${(share.workstream / lanes).toFixed(1)}/ws + ${(share.attempt / attempts).toFixed(1)}/att`,
+      `${share.run} + ${(share.workstream / wsIds).toFixed(1)}/ws + ${(share.attempt / attempts).toFixed(1)}/att`,
       `${percentile(handler, 0.5).toFixed(1)} ms / ${percentile(handler, 0.99).toFixed(1)} ms`,
       `${percentile(wall, 0.99).toFixed(1)} ms`,
     ];

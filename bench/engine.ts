@@ -17,10 +17,10 @@ function throughput(tasks: number): string[] {
   const { state } = engine.start(0);
   const events = [{ type: "tick" as const, at: 1 }];
   // A realistic mix: duplicated reports that change nothing, and real progress.
-  const lane = Object.keys(state.workstreams)[0]!;
+  const ws = Object.keys(state.workstreams)[0]!;
   let decided = 0;
   const start = performance.now();
-  let current = engine.decide(state, { type: "workstream_prepared", workstream: lane, at: 1 }).state;
+  let current = engine.decide(state, { type: "workstream_prepared", workstream: ws, at: 1 }).state;
   while (performance.now() - start < 1000) {
     current = engine.decide(current, events[0]!).state;
     decided++;

@@ -13,12 +13,12 @@ import { table } from "./table.ts";
 
 const BENCH_BIN = fileURLToPath(new URL("../bin/bench.js", import.meta.url));
 
-/** A graph shaped like real ones: lanes of 100 consecutive tasks, each depending on its predecessor and on one 7 back
- * (so each lane also waits for the one before it). */
+/** A graph shaped like real ones: workstreams of 100 consecutive tasks, each depending on its predecessor and on one 7 back
+ * (so each workstream also waits for the one before it). */
 export function generateGraph(tasks: number): string {
-  const lanes = Math.max(1, Math.floor(tasks / 100));
+  const wsIds = Math.max(1, Math.floor(tasks / 100));
   const out: string[] = [`name: scale-${tasks}`, "max_concurrency: 8", "workstreams:"];
-  for (let w = 0; w < lanes; w++) out.push(`  - id: ws_${w}`, "    auto_merge: true");
+  for (let w = 0; w < wsIds; w++) out.push(`  - id: ws_${w}`, "    auto_merge: true");
   out.push("tasks:");
   for (let i = 0; i < tasks; i++) {
     const deps = [];
@@ -26,7 +26,7 @@ export function generateGraph(tasks: number): string {
     if (i > 7) deps.push(`t${i - 7}`);
     out.push(
       `  - id: t${i}`,
-      `    workstream_id: ws_${Math.min(lanes - 1, Math.floor(i / 100))}`,
+      `    workstream_id: ws_${Math.min(wsIds - 1, Math.floor(i / 100))}`,
       "    role: implementer",
       `    description: Implement module ${i} with tests.`,
       `    dependencies: [${deps.join(", ")}]`,

@@ -4,7 +4,7 @@
  */
 import { Blocking } from "./blocking.ts";
 import { applyCommand } from "./commands.ts";
-import type { Step } from "./engine.ts";
+import type { Step } from "./step.ts";
 import type { EngineEvent, TaskRun } from "./types.ts";
 
 const sameOutputs = (a: TaskRun["outputs"], b: TaskRun["outputs"]) => JSON.stringify(a) === JSON.stringify(b);
@@ -23,7 +23,7 @@ function addConcerns(step: Step, task: TaskRun, kind: "design" | "ops", messages
 export function applyEvent(step: Step, event: EngineEvent): void {
   const { state, plan } = step;
   const known = (task: string) => plan.tasks.has(task);
-  const lane = (id: string) => state.workstreams[id];
+  const ws = (id: string) => state.workstreams[id];
   /** The record of `attempt` when it is the task's current attempt and still running, else null. */
   const runningAttempt = (task: string, attempt: number) => {
     if (!known(task)) return null;
@@ -163,19 +163,19 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       return;
     }
     case "workstream_prepared": {
-      const w = lane(event.workstream);
+      const w = ws(event.workstream);
       if (!w || w.preparation === "done") return;
       w.preparation = "done";
       step.changed = true;
       return;
     }
     case "workstream_prepare_failed": {
-      if (!lane(event.workstream)) return;
-      step.failLane(event.workstream, `preparing the integration branch failed: ${event.reason}`);
+      if (!ws(event.workstream)) return;
+      step.failWorkstream(event.workstream, `preparing the integration branch failed: ${event.reason}`);
       return;
     }
     case "integration_pr_opened": {
-      const w = lane(event.workstream);
+      const w = ws(event.workstream);
       if (!w || w.integration === "open" || w.integration === "merged" || w.integration === "closed") return;
       w.integration = "open";
       w.pr = event.pr;
@@ -188,7 +188,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       return;
     }
     case "integration_skipped": {
-      const w = lane(event.workstream);
+      const w = ws(event.workstream);
       if (!w || w.status === "merged") return;
       w.integration = "skipped";
       w.status = "merged";
@@ -197,7 +197,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       return;
     }
     case "integration_pr_merged": {
-      const w = lane(event.workstream);
+      const w = ws(event.workstream);
       if (!w || w.integration === "merged") return;
       w.integration = "merged";
       const wasFailed = w.status === "failed";
@@ -210,7 +210,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       return;
     }
     case "integration_merge_failed": {
-      const w = lane(event.workstream);
+      const w = ws(event.workstream);
       if (!w || w.status !== "pr_open" || w.autoMergeSkipped) return;
       w.autoMergeSkipped = true;
       w.reason = `auto-merge failed: ${event.reason}`;
@@ -218,20 +218,20 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       return;
     }
     case "integration_pr_closed": {
-      const w = lane(event.workstream);
+      const w = ws(event.workstream);
       if (!w || w.integration === "merged" || w.integration === "closed") return;
       w.integration = "closed";
-      step.failLane(
+      step.failWorkstream(
         event.workstream,
         `integration PR${w.pr ? ` #${w.pr.number}` : ""} was closed without merging`,
       );
       return;
     }
     case "integration_failed": {
-      const w = lane(event.workstream);
+      const w = ws(event.workstream);
       if (!w || w.integration !== "opening") return;
       w.integration = "none";
-      step.failLane(event.workstream, `opening the integration PR failed: ${event.reason}`);
+      step.failWorkstream(event.workstream, `opening the integration PR failed: ${event.reason}`);
       return;
     }
     case "command":

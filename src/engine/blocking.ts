@@ -6,9 +6,9 @@
  * (preparation) also blocks its own pending tasks. Reasons use agentrelay's wording (see
  * plan/readiness.ts). `recompute` rebuilds all of it after a retry or a human merge.
  */
-import type { Step } from "./engine.ts";
+import type { Step } from "./step.ts";
 
-type Work = { kind: "task"; id: string } | { kind: "lane"; id: string };
+type Work = { kind: "task"; id: string } | { kind: "workstream"; id: string };
 
 export class Blocking {
   private readonly queue: Work[] = [];
@@ -22,8 +22,8 @@ export class Blocking {
   }
 
   /** A workstream failed for its own reason. */
-  laneBroke(laneId: string, reason: string): void {
-    this.failLane(laneId, reason);
+  workstreamBroke(wsId: string, reason: string): void {
+    this.failWorkstream(wsId, reason);
     this.drain();
   }
 
@@ -38,16 +38,16 @@ export class Blocking {
       if (t.waitingOn === 0) this.step.addCandidate(id);
       this.step.changed = true;
     }
-    for (const [laneId] of plan.workstreams) {
-      const lane = state.workstreams[laneId]!;
-      if (lane.status !== "failed" || lane.failedItself) continue;
-      lane.reason = null;
-      lane.status =
-        lane.integration === "merged" || lane.integration === "skipped"
+    for (const [wsId] of plan.workstreams) {
+      const ws = state.workstreams[wsId]!;
+      if (ws.status !== "failed" || ws.failedItself) continue;
+      ws.reason = null;
+      ws.status =
+        ws.integration === "merged" || ws.integration === "skipped"
           ? "merged"
-          : lane.integration === "open" && lane.unfinished === 0
+          : ws.integration === "open" && ws.unfinished === 0
             ? "pr_open"
-            : lane.activeTask !== null || lane.preparation === "done"
+            : ws.activeTask !== null || ws.preparation === "done"
               ? "active"
               : "pending";
       this.step.changed = true;
@@ -56,11 +56,11 @@ export class Blocking {
       const status = state.tasks[id]!.status;
       if (status === "failed" || status === "cancelled") this.queue.push({ kind: "task", id });
     }
-    for (const [laneId] of plan.workstreams) {
-      if (state.workstreams[laneId]!.failedItself) this.queue.push({ kind: "lane", id: laneId });
+    for (const [wsId] of plan.workstreams) {
+      if (state.workstreams[wsId]!.failedItself) this.queue.push({ kind: "workstream", id: wsId });
     }
     this.drain();
-    for (const [laneId] of plan.workstreams) this.step.laneProgress(laneId);
+    for (const [wsId] of plan.workstreams) this.step.workstreamProgress(wsId);
     // A finished run whose failure was undone (a retry, a human merge) has work again.
     if (
       state.outcome !== null &&
@@ -83,15 +83,15 @@ export class Blocking {
     this.queue.push({ kind: "task", id });
   }
 
-  private failLane(laneId: string, reason: string): void {
-    const lane = this.step.lane(laneId);
-    if (lane.status === "merged") return;
-    if (lane.status !== "failed") {
-      lane.status = "failed";
-      lane.reason ??= reason;
+  private failWorkstream(wsId: string, reason: string): void {
+    const ws = this.step.workstream(wsId);
+    if (ws.status === "merged") return;
+    if (ws.status !== "failed") {
+      ws.status = "failed";
+      ws.reason ??= reason;
       this.step.changed = true;
     }
-    this.queue.push({ kind: "lane", id: laneId });
+    this.queue.push({ kind: "workstream", id: wsId });
   }
 
   private drain(): void {
@@ -104,13 +104,13 @@ export class Blocking {
         const verb = t.status === "cancelled" ? "was cancelled" : "failed";
         for (const dependent of plan.dependents.get(work.id)!)
           this.block(dependent, `dependency '${work.id}' ${verb}`);
-        this.failLane(plan.tasks.get(work.id)!.workstreamId, `task '${work.id}' ${verb}`);
+        this.failWorkstream(plan.tasks.get(work.id)!.workstreamId, `task '${work.id}' ${verb}`);
         continue;
       }
       if (seenLanes.has(work.id)) continue;
       seenLanes.add(work.id);
       const own = plan.tasksByWorkstream.get(work.id)!;
-      if (this.step.lane(work.id).failedItself)
+      if (this.step.workstream(work.id).failedItself)
         for (const id of own) this.block(id, `workstream '${work.id}' failed`);
       for (const child of this.step.children.get(work.id) ?? []) {
         for (const id of plan.tasksByWorkstream.get(child)!)

@@ -4,7 +4,7 @@
  */
 import { isTaskActive, isTaskTerminal } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
-import type { Step } from "./engine.ts";
+import type { Step } from "./step.ts";
 import type { EngineEvent } from "./types.ts";
 
 type Command = Extract<EngineEvent, { type: "command" }>;
@@ -63,18 +63,18 @@ export function applyCommand(step: Step, event: Command): void {
       return reply(true, `cancelled '${id}'`);
     }
     case "reset": {
-      const laneId = plan.tasks.get(id)!.workstreamId;
-      const lane = step.lane(laneId);
-      const started = plan.tasksByWorkstream.get(laneId)!.filter((x) => {
+      const wsId = plan.tasks.get(id)!.workstreamId;
+      const ws = step.workstream(wsId);
+      const started = plan.tasksByWorkstream.get(wsId)!.filter((x) => {
         const s = step.task(x).status;
         return s !== "pending" && s !== "blocked";
       });
       const tip = started[started.length - 1];
-      if (tip === undefined) return reply(false, `nothing to reset in workstream '${laneId}'`);
+      if (tip === undefined) return reply(false, `nothing to reset in workstream '${wsId}'`);
       if (tip !== id)
-        return reply(false, `'${id}' is not the tip of workstream '${laneId}'; reset '${tip}' first`);
-      if (lane.integration === "merged" || lane.integration === "skipped") {
-        return reply(false, `workstream '${laneId}' is already integrated into its target`);
+        return reply(false, `'${id}' is not the tip of workstream '${wsId}'; reset '${tip}' first`);
+      if (ws.integration === "merged" || ws.integration === "skipped") {
+        return reply(false, `workstream '${wsId}' is already integrated into its target`);
       }
       step.cancelAttempt(id);
       const wasDone = t.status === "merged" || t.status === "completed";
@@ -90,14 +90,14 @@ export function applyCommand(step: Step, event: Command): void {
       });
       Object.assign(t, { concerns: [], opsConcerns: [], summary: null, outputs: [] });
       if (wasDone) {
-        lane.unfinished++;
+        ws.unfinished++;
         for (const dependent of plan.dependents.get(id)!) {
           step.task(dependent).waitingOn++;
           step.removeCandidate(dependent);
         }
       }
       if (t.waitingOn === 0) step.addCandidate(id);
-      if (lane.status === "merge_ready" || lane.status === "pr_open") lane.status = "active";
+      if (ws.status === "merge_ready" || ws.status === "pr_open") ws.status = "active";
       new Blocking(step).recompute();
       return reply(true, `reset '${id}'; it will run again`);
     }

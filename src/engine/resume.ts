@@ -7,7 +7,8 @@
  */
 import type { Graph } from "../graph/model.ts";
 import { Blocking } from "./blocking.ts";
-import { childLanes, type Decision, type Engine, newTaskRun, Step } from "./engine.ts";
+import { childWorkstreams, type Decision, type Engine, newTaskRun } from "./engine.ts";
+import { Step } from "./step.ts";
 import type { RunState } from "./types.ts";
 
 export interface Resumed extends Decision {
@@ -72,33 +73,33 @@ export function resumeRun(engine: Engine, graph: Graph, previous: RunState, at: 
       return s !== "merged" && s !== "completed";
     }).length;
   }
-  for (const [laneId, lane] of Object.entries(state.workstreams)) {
-    const old = previous.workstreams[laneId];
-    const own = plan.tasksByWorkstream.get(laneId)!;
-    lane.unfinished = own.filter((id) => !["merged", "completed"].includes(state.tasks[id]!.status)).length;
+  for (const [wsId, ws] of Object.entries(state.workstreams)) {
+    const old = previous.workstreams[wsId];
+    const own = plan.tasksByWorkstream.get(wsId)!;
+    ws.unfinished = own.filter((id) => !["merged", "completed"].includes(state.tasks[id]!.status)).length;
     const holder = own.find((id) => ["running", "pr_open"].includes(state.tasks[id]!.status));
-    lane.activeTask = holder ?? null;
+    ws.activeTask = holder ?? null;
     if (!old) continue;
-    lane.preparation = old.preparation === "done" ? "done" : "none";
+    ws.preparation = old.preparation === "done" ? "done" : "none";
     if (old.integration === "merged" || old.integration === "open") {
-      if (lane.unfinished > 0) {
+      if (ws.unfinished > 0) {
         drift.push(
-          `workstream '${laneId}' has new or reopened tasks after its integration PR was opened; it will be integrated again`,
+          `workstream '${wsId}' has new or reopened tasks after its integration PR was opened; it will be integrated again`,
         );
-        if (old.integration === "open") Object.assign(lane, { integration: "open", pr: old.pr });
+        if (old.integration === "open") Object.assign(ws, { integration: "open", pr: old.pr });
       } else {
-        Object.assign(lane, {
+        Object.assign(ws, {
           integration: old.integration,
           pr: old.pr,
           status: old.integration === "merged" ? "merged" : "pr_open",
         });
-        lane.autoMergeSkipped = old.autoMergeSkipped;
+        ws.autoMergeSkipped = old.autoMergeSkipped;
       }
-    } else if (old.integration === "skipped" && lane.unfinished === 0) {
-      Object.assign(lane, { integration: "skipped", status: "merged" });
+    } else if (old.integration === "skipped" && ws.unfinished === 0) {
+      Object.assign(ws, { integration: "skipped", status: "merged" });
     }
-    if (lane.status === "pending" && (lane.activeTask !== null || lane.preparation === "done"))
-      lane.status = "active";
+    if (ws.status === "pending" && (ws.activeTask !== null || ws.preparation === "done"))
+      ws.status = "active";
   }
   for (const id of plan.order) {
     const task = state.tasks[id]!;
@@ -114,9 +115,9 @@ export function resumeRun(engine: Engine, graph: Graph, previous: RunState, at: 
     }
   }
 
-  const step = new Step(plan, state, at, childLanes(graph));
+  const step = new Step(plan, state, at, childWorkstreams(graph));
   new Blocking(step).recompute();
-  for (const laneId of plan.workstreams.keys()) step.laneProgress(laneId);
+  for (const wsId of plan.workstreams.keys()) step.workstreamProgress(wsId);
   step.dispatchPass();
   step.completionCheck();
   state.seq++;

@@ -56,7 +56,7 @@ export type IntegrationState = "none" | "opening" | "open" | "merged" | "skipped
 
 export interface WorkstreamRun {
   status: WorkstreamStatus;
-  /** The lane's integration branch: requested from the adapter, then confirmed. */
+  /** The workstream's integration branch: requested from the adapter, then confirmed. */
   preparation: "none" | "requested" | "done";
   integration: IntegrationState;
   pr: PullRequest | null;
@@ -65,7 +65,7 @@ export interface WorkstreamRun {
   failedItself: boolean;
   /** Own tasks not yet merged or completed. */
   unfinished: number;
-  /** The task holding the lane (running or PR open), if any. */
+  /** The task holding the workstream (running or PR open), if any. */
   activeTask: string | null;
   autoMergeSkipped: boolean;
 }
@@ -114,7 +114,7 @@ export interface RunState {
   };
   tasks: Record<string, TaskRun>;
   workstreams: Record<string, WorkstreamRun>;
-  /** Tasks running or with an open PR (they hold capacity and their lane). */
+  /** Tasks running or with an open PR (they hold capacity and their workstream). */
   active: number;
   /** Pending tasks whose dependencies are all done, in canonical order. */
   candidates: string[];

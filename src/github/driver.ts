@@ -14,7 +14,7 @@ import type { EngineEffect, EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import type { RepoContext } from "./client.ts";
 import { GitHubEffects } from "./effects.ts";
-import { type GitHubMeta, type HostedRun, newMeta } from "./hosted-run.ts";
+import { type GitHubMeta, type HostedRun, hostedRunOf, newMeta } from "./hosted-run.ts";
 import { parseRunGraph, type RunSource } from "../protocol/run-source.ts";
 import { editStatus, mirrorStatus, openTracking, taskCheckRun } from "./projections.ts";
 import { GitHubStateStore } from "./state-store.ts";
@@ -63,7 +63,7 @@ export class RunDriver {
   async load(runKey: string, options: { fresh?: boolean } = {}): Promise<Loaded | null> {
     const stored = await this.store.load(runKey, options);
     if (!stored) return null;
-    const run = stored.state as HostedRun;
+    const run = hostedRunOf(stored.state as HostedRun);
     const engine = engineFor(run.source, run.runNumber, this.ctx.config);
     return { run, version: stored.version, engine, ...(stored.cached ? { cached: true } : {}) };
   }
@@ -184,7 +184,7 @@ class GitHubHost implements RunHost<HostedRun> {
     trackingIssue: null,
     statusComment: null,
     checkRuns: {},
-    laneComments: {},
+    workstreamComments: {},
   };
   private statusDue = false;
 
@@ -212,7 +212,7 @@ class GitHubHost implements RunHost<HostedRun> {
       this.created.trackingIssue = state.github.trackingIssue;
       this.created.statusComment = state.github.statusComment;
       Object.assign(this.created.checkRuns, state.github.checkRuns);
-      Object.assign(this.created.laneComments, state.github.laneComments);
+      Object.assign(this.created.workstreamComments, state.github.workstreamComments);
     }
     return written;
   }
@@ -226,7 +226,7 @@ class GitHubHost implements RunHost<HostedRun> {
     run.github.trackingIssue ??= this.created.trackingIssue;
     run.github.statusComment ??= this.created.statusComment;
     run.github.checkRuns = { ...this.created.checkRuns, ...run.github.checkRuns };
-    run.github.laneComments = { ...this.created.laneComments, ...run.github.laneComments };
+    run.github.workstreamComments = { ...this.created.workstreamComments, ...run.github.workstreamComments };
     const verdicts = new Map<string, number>();
     for (const fact of round.changed)
       if (fact.type === "job_succeeded" || fact.type === "job_failed" || fact.type === "job_lost")

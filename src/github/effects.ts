@@ -90,7 +90,7 @@ export class GitHubEffects {
           integrationPrTitle(ws.id),
           integrationPrBody(engine.plan, run, ws.id),
         );
-        // GitHub refuses a PR with nothing in it: the target already has the lane's work (a person
+        // GitHub refuses a PR with nothing in it: the target already has the workstream's work (a person
         // merged it), which agentrelay counts as a skipped integration.
         if (opened === "empty") return [{ type: "integration_skipped", workstream: ws.id, at }];
         if ("reason" in opened)
@@ -193,8 +193,8 @@ export class GitHubEffects {
     if (merged) return merged;
     if (base !== run.source.branch) return null;
     const mergedIntoBase = Object.entries(run.workstreams).some(
-      ([id, lane]) =>
-        lane.integration === "merged" && engine.plan.workstreams.get(id)?.mergeTargetBranch === base,
+      ([id, ws]) =>
+        ws.integration === "merged" && engine.plan.workstreams.get(id)?.mergeTargetBranch === base,
     );
     return mergedIntoBase ? null : run.source.commit;
   }

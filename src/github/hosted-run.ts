@@ -10,7 +10,7 @@ export interface GitHubMeta {
   /** When the status comments were last edited (edits are batched). */
   statusAt: number;
   /** The status comment mirrored on each open integration PR. */
-  laneComments: Record<string, number>;
+  workstreamComments: Record<string, number>;
   /** The check run of each task on the graph's commit. */
   checkRuns: Record<string, number>;
 }
@@ -21,6 +21,21 @@ export const newMeta = (): GitHubMeta => ({
   trackingIssue: null,
   statusComment: null,
   statusAt: 0,
-  laneComments: {},
+  workstreamComments: {},
   checkRuns: {},
 });
+
+/**
+ * A stored run as this version reads it. Documents written before workstreams were called so
+ * everywhere kept the mirrored status comments under `laneComments`.
+ */
+export function hostedRunOf(
+  stored: StoredRun & { github: GitHubMeta & { laneComments?: Record<string, number> } },
+): HostedRun {
+  const meta = stored.github;
+  if (meta.laneComments) {
+    meta.workstreamComments = { ...meta.laneComments, ...meta.workstreamComments };
+    delete meta.laneComments;
+  }
+  return stored;
+}

@@ -40,15 +40,15 @@ export async function openTracking(ctx: RepoContext, run: HostedRun, engine: Eng
  * comment is created before the state is written, so that its id is kept with the run.
  */
 export async function mirrorStatus(ctx: RepoContext, run: HostedRun, engine: Engine): Promise<void> {
-  for (const [lane, ws] of Object.entries(run.workstreams)) {
-    if (ws.status !== "pr_open" || !ws.pr || run.github.laneComments[lane] !== undefined) continue;
+  for (const [id, ws] of Object.entries(run.workstreams)) {
+    if (ws.status !== "pr_open" || !ws.pr || run.github.workstreamComments[id] !== undefined) continue;
     const { data } = await ctx.octokit.rest.issues.createComment({
       owner: ctx.owner,
       repo: ctx.repo,
       issue_number: ws.pr.number,
       body: statusComment(engine.plan, run, ctx.now(), run.github),
     });
-    run.github.laneComments[lane] = data.id;
+    run.github.workstreamComments[id] = data.id;
   }
 }
 
@@ -57,7 +57,7 @@ export async function editStatus(ctx: RepoContext, run: HostedRun, engine: Engin
   const body = statusComment(engine.plan, run, ctx.now(), run.github);
   const ids = [
     run.github.statusComment,
-    ...Object.entries(run.github.laneComments)
+    ...Object.entries(run.github.workstreamComments)
       .filter(([ws]) => run.workstreams[ws]?.status === "pr_open")
       .map(([, id]) => id),
   ];

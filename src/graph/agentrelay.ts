@@ -49,7 +49,7 @@ function resolveIsolation(inherited: Isolation, ...layers: (PartialIsolation | n
 
 function agentConfig(
   file: AgentFile | null | undefined,
-  lane: Isolation,
+  ws: Isolation,
   taskLayer: PartialIsolation | null,
   defaultModel: string | null,
 ): AgentConfig {
@@ -58,7 +58,7 @@ function agentConfig(
     // A task's own model wins over the graph's `model` (agentrelay lets the graph clobber it).
     model: file?.model ?? defaultModel,
     adrVerbosity: file?.adr_verbosity ?? "none",
-    isolation: resolveIsolation(lane, taskLayer, isolationLayer(file?.isolation)),
+    isolation: resolveIsolation(ws, taskLayer, isolationLayer(file?.isolation)),
   };
 }
 
@@ -91,7 +91,7 @@ export function compileAgentrelay(yaml: LoadedYaml): Graph {
   const graphIsolation = resolveIsolation(DEFAULT_ISOLATION, isolationLayer(file.isolation));
   const declared = file.workstreams != null;
   const workstreamFiles = file.workstreams ?? [];
-  const laneIsolation = new Map(
+  const workstreamIsolation = new Map(
     workstreamFiles.map((w) => [w.id, resolveIsolation(graphIsolation, isolationLayer(w.isolation))]),
   );
   const workstreams: Workstream[] = declared
@@ -108,14 +108,14 @@ export function compileAgentrelay(yaml: LoadedYaml): Graph {
   // Tasks that configure nothing of their own share their workstream's agent config and empty lists
   // (frozen, as the model is read-only): a 10,000-task graph allocates a tenth of the objects.
   const plainAgents = new Map<Isolation, AgentConfig>();
-  const plainAgent = (lane: Isolation): AgentConfig => {
-    let agent = plainAgents.get(lane);
-    if (!agent) plainAgents.set(lane, (agent = agentConfig(null, lane, null, defaultModel)));
+  const plainAgent = (ws: Isolation): AgentConfig => {
+    let agent = plainAgents.get(ws);
+    if (!agent) plainAgents.set(ws, (agent = agentConfig(null, ws, null, defaultModel)));
     return agent;
   };
   const tasks: Task[] = file.tasks.map((t) => {
     const workstreamId = t.workstream_id ?? "default";
-    const lane = laneIsolation.get(workstreamId) ?? graphIsolation;
+    const ws = workstreamIsolation.get(workstreamId) ?? graphIsolation;
     const taskLayer = isolationLayer(t.isolation);
     const inputs =
       t.inputs_from == null ? NONE : Array.isArray(t.inputs_from) ? t.inputs_from : [t.inputs_from];
@@ -129,11 +129,11 @@ export function compileAgentrelay(yaml: LoadedYaml): Graph {
       maxGateAttempts: t.max_gate_attempts ?? 5,
       primaryAgent:
         t.primary_agent == null && taskLayer === null
-          ? plainAgent(lane)
-          : agentConfig(t.primary_agent, lane, taskLayer, defaultModel),
+          ? plainAgent(ws)
+          : agentConfig(t.primary_agent, ws, taskLayer, defaultModel),
       review: t.review
         ? {
-            agent: agentConfig(t.review.agent, lane, taskLayer, null),
+            agent: agentConfig(t.review.agent, ws, taskLayer, null),
             reviewOnAttempt: t.review.review_on_attempt ?? 1,
           }
         : null,

@@ -19,7 +19,7 @@ export interface Topology {
   dependentStart: Int32Array;
   dependents: Int32Array;
   /** Position of each task's workstream in `graph.workstreams` (-1 when it names none declared). */
-  lane: Int32Array;
+  workstreamOf: Int32Array;
 }
 
 const computed = new WeakMap<Graph, Topology>();
@@ -71,10 +71,10 @@ function build(graph: Graph, index: Map<string, number>): Topology {
       if (deps[k]! >= 0) dependents[fill[deps[k]!]!++] = i;
   }
 
-  const laneIndex = new Map(graph.workstreams.map((w, i) => [w.id, i]));
-  const lane = new Int32Array(n);
-  for (let i = 0; i < n; i++) lane[i] = laneIndex.get(tasks[i]!.workstreamId) ?? -1;
-  return { index, depStart, deps, dependentStart, dependents, lane };
+  const workstreamIndex = new Map(graph.workstreams.map((w, i) => [w.id, i]));
+  const workstreamOf = new Int32Array(n);
+  for (let i = 0; i < n; i++) workstreamOf[i] = workstreamIndex.get(tasks[i]!.workstreamId) ?? -1;
+  return { index, depStart, deps, dependentStart, dependents, workstreamOf };
 }
 
 /**

@@ -221,7 +221,7 @@ export function validateStructure(
     }
   });
   if (issues.issues.length > 0) return;
-  const deadlock = laneWaitCycle(graph, topo);
+  const deadlock = workstreamWaitCycle(graph, topo);
   if (deadlock) {
     const at =
       deadlock.taskIndex >= 0
@@ -243,28 +243,28 @@ export function validateStructure(
  * child workstream waits for its parent's integration PR. If those waits form a cycle the run can never
  * finish (agentrelay would wait forever), so it is an error.
  */
-function laneWaitCycle(
+function workstreamWaitCycle(
   graph: Graph,
   topo: Topology,
 ): { cycle: string[]; taskIndex: number; dep: number } | null {
   const waits = new Map<string, Map<string, { taskIndex: number; dep: number }>>();
-  const lanes = graph.workstreams.map((w) => w.id);
-  for (const lane of lanes) waits.set(lane, new Map());
+  const wsIds = graph.workstreams.map((w) => w.id);
+  for (const ws of wsIds) waits.set(ws, new Map());
   for (let i = 0; i < graph.tasks.length; i++) {
-    const own = topo.lane[i]!;
+    const own = topo.workstreamOf[i]!;
     for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++) {
-      const upstream = topo.lane[topo.deps[k]!]!;
+      const upstream = topo.workstreamOf[topo.deps[k]!]!;
       if (upstream === own) continue;
-      const from = waits.get(lanes[own]!)!;
-      if (!from.has(lanes[upstream]!))
-        from.set(lanes[upstream]!, { taskIndex: i, dep: k - topo.depStart[i]! });
+      const from = waits.get(wsIds[own]!)!;
+      if (!from.has(wsIds[upstream]!))
+        from.set(wsIds[upstream]!, { taskIndex: i, dep: k - topo.depStart[i]! });
     }
   }
   for (const ws of graph.workstreams) {
     if (ws.parentId && !waits.get(ws.id)!.has(ws.parentId))
       waits.get(ws.id)!.set(ws.parentId, { taskIndex: -1, dep: -1 });
   }
-  const cycle = firstCycle([...lanes].sort(), (lane) => [...waits.get(lane)!.keys()].sort());
+  const cycle = firstCycle([...wsIds].sort(), (ws) => [...waits.get(ws)!.keys()].sort());
   if (!cycle) return null;
   // Report at a dependency that closes the cycle (a task edge, not a parent link, when there is one).
   for (let k = 0; k < cycle.length - 1; k++) {

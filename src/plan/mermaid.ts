@@ -10,22 +10,22 @@ const escapeLabel = (text: string): string => text.replace(/["<>]/g, (c) => `#${
 
 export function mermaidDag(plan: Plan, status?: (taskId: string) => string): string {
   const node = new Map(plan.order.map((id, i) => [id, `t${i}`]));
-  const lanes = [...plan.workstreams.keys()];
+  const wsIds = [...plan.workstreams.keys()];
   const lines = ["flowchart TD"];
-  lanes.forEach((_, i) => {
+  wsIds.forEach((_, i) => {
     lines.push(`  classDef ws${i} fill:${PALETTE[i % PALETTE.length]},stroke:#475569,color:#0f172a`);
   });
   lines.push(
     "  classDef failed stroke:#dc2626,stroke-width:3px",
     "  classDef active stroke:#2563eb,stroke-width:3px",
   );
-  for (const [lane, ids] of plan.tasksByWorkstream) {
+  for (const [ws, ids] of plan.tasksByWorkstream) {
     if (ids.length === 0) continue;
-    lines.push(`  subgraph lane_${lanes.indexOf(lane)}["${escapeLabel(lane)}"]`);
+    lines.push(`  subgraph workstream_${wsIds.indexOf(ws)}["${escapeLabel(ws)}"]`);
     for (const id of ids) {
       const state = status?.(id);
       const label = escapeLabel(id) + (state ? `<br/><i>${escapeLabel(state)}</i>` : "");
-      lines.push(`    ${node.get(id)}["${label}"]:::ws${lanes.indexOf(lane)}`);
+      lines.push(`    ${node.get(id)}["${label}"]:::ws${wsIds.indexOf(ws)}`);
     }
     lines.push("  end");
   }

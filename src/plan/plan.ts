@@ -13,7 +13,7 @@ export interface Plan {
   rank: Map<string, number>;
   tasks: Map<string, Task>;
   workstreams: Map<string, Workstream>;
-  /** Groups of tasks that could run together if capacity and lanes allowed (longest-path layers). */
+  /** Groups of tasks that could run together if capacity and workstreams allowed (longest-path layers). */
   waves: string[][];
   /** Tasks of each workstream in canonical order. */
   tasksByWorkstream: Map<string, string[]>;
@@ -27,9 +27,8 @@ export interface Plan {
  * A workstream's ancestors, nearest first. Walked when asked rather than listed per workstream in the
  * plan: a hierarchy thousands deep would make those lists quadratic in size.
  */
-export function* ancestorsOf(plan: Plan, lane: string): Generator<string> {
-  for (let p = plan.workstreams.get(lane)!.parentId; p !== null; p = plan.workstreams.get(p)!.parentId)
-    yield p;
+export function* ancestorsOf(plan: Plan, ws: string): Generator<string> {
+  for (let p = plan.workstreams.get(ws)!.parentId; p !== null; p = plan.workstreams.get(p)!.parentId) yield p;
 }
 
 /** Canonical order; the graph must be acyclic (the loader guarantees it). */
@@ -70,8 +69,8 @@ export function buildPlan(graph: Graph): Plan {
     // for a task that depends on thousands of workstreams).
     let upstream: Set<string> | null = null;
     for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++) {
-      const lane = graph.tasks[topo.deps[k]!]!.workstreamId;
-      if (lane !== task.workstreamId) (upstream ??= new Set()).add(lane);
+      const ws = graph.tasks[topo.deps[k]!]!.workstreamId;
+      if (ws !== task.workstreamId) (upstream ??= new Set()).add(ws);
     }
     upstreamWorkstreams.set(task.id, upstream ? [...upstream].sort() : NONE);
   }

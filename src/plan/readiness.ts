@@ -41,29 +41,29 @@ export function mayStart(
   plan: Plan,
   view: StatusView,
   id: string,
-  laneBusy: (lane: string) => boolean,
+  workstreamBusy: (ws: string) => boolean,
   limits: DispatchLimits,
-  anyLaneFailed: () => boolean,
+  anyWorkstreamFailed: () => boolean,
 ): boolean {
-  const lane = plan.tasks.get(id)!.workstreamId;
-  const status = view.workstream(lane);
+  const ws = plan.tasks.get(id)!.workstreamId;
+  const status = view.workstream(ws);
   if (status === "merge_ready" || status === "pr_open" || status === "merged") return false;
-  if (status === "failed" && view.workstreamFailedItself(lane)) return false;
-  if (laneBusy(lane)) return false;
-  for (const ancestor of ancestorsOf(plan, lane)) {
+  if (status === "failed" && view.workstreamFailedItself(ws)) return false;
+  if (workstreamBusy(ws)) return false;
+  for (const ancestor of ancestorsOf(plan, ws)) {
     const s = view.workstream(ancestor);
     if (s !== "pr_open" && s !== "merged") return false;
   }
   for (const upstream of plan.upstreamWorkstreams.get(id)!)
     if (view.workstream(upstream) !== "merged") return false;
-  return !(status === "pending" && limits.failFastOnWorkstreamError && anyLaneFailed());
+  return !(status === "pending" && limits.failFastOnWorkstreamError && anyWorkstreamFailed());
 }
 
 /** Tasks to dispatch now, in canonical order, within capacity and one active task per workstream. */
 export function tasksToDispatch(plan: Plan, view: StatusView, limits: DispatchLimits): string[] {
   let active = 0;
   const busyLanes = new Set<string>();
-  const anyLaneFailed = () => [...plan.workstreams.keys()].some((w) => view.workstream(w) === "failed");
+  const anyWorkstreamFailed = () => [...plan.workstreams.keys()].some((w) => view.workstream(w) === "failed");
   for (const id of plan.order) {
     if (isTaskActive(view.task(id))) {
       active++;
@@ -75,7 +75,7 @@ export function tasksToDispatch(plan: Plan, view: StatusView, limits: DispatchLi
     if (active >= limits.maxConcurrency) break;
     if (view.task(id) !== "pending") continue;
     if (!plan.tasks.get(id)!.dependencies.every((d) => isTaskDone(view.task(d)))) continue;
-    if (!mayStart(plan, view, id, (lane) => busyLanes.has(lane), limits, anyLaneFailed)) continue;
+    if (!mayStart(plan, view, id, (ws) => busyLanes.has(ws), limits, anyWorkstreamFailed)) continue;
     chosen.push(id);
     busyLanes.add(plan.tasks.get(id)!.workstreamId);
     active++;
@@ -95,10 +95,9 @@ export function failureBlockReason(plan: Plan, view: StatusView, id: string): st
     if (s === "failed" || s === "blocked") return `dependency '${dep}' failed`;
     if (s === "cancelled") return `dependency '${dep}' was cancelled`;
   }
-  const lane = task.workstreamId;
-  if (view.workstream(lane) === "failed" && view.workstreamFailedItself(lane))
-    return `workstream '${lane}' failed`;
-  for (const ancestor of ancestorsOf(plan, lane)) {
+  const ws = task.workstreamId;
+  if (view.workstream(ws) === "failed" && view.workstreamFailedItself(ws)) return `workstream '${ws}' failed`;
+  for (const ancestor of ancestorsOf(plan, ws)) {
     if (view.workstream(ancestor) === "failed") return `ancestor workstream '${ancestor}' failed`;
   }
   for (const upstream of plan.upstreamWorkstreams.get(id)!) {

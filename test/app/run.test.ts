@@ -345,7 +345,7 @@ describe("every request the app makes", () => {
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // c
       `PATCH ${repo}/issues/comments/1001`,
     ]);
-    // The new lanes start from main as ws_a's merge left it, which has a's work.
+    // The new workstreams start from main as ws_a's merge left it, which has a's work.
     expect(h.gh.branches.get("agentrelay/diamond/ws_b/integration")).toBe(h.gh.branches.get("main"));
     expect(h.gh.file("agentrelay/diamond/ws_c/integration", "a.txt")).toBeDefined();
   });

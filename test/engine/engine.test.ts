@@ -30,7 +30,7 @@ function driver(tasks: TaskSpec[], workstreams?: WorkstreamSpec[], head = "") {
     },
     types: () =>
       effects.map((e) => `${e.type}:${"task" in e ? e.task : "workstream" in e ? e.workstream : ""}`),
-    /** Runs a task to a merged PR: prepare its lane if asked, report success, open and merge the PR. */
+    /** Runs a task to a merged PR: prepare its workstream if asked, report success, open and merge the PR. */
     finish(task: string, attempt = 1, pr = 10) {
       return d
         .send({ type: "job_succeeded", task, attempt })

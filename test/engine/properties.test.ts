@@ -8,21 +8,21 @@ import { type Delivery, fifo, runWorld, summary } from "./world.ts";
 const scenarioArb = fc
   .record({
     size: fc.integer({ min: 1, max: 10 }),
-    lanes: fc.integer({ min: 1, max: 4 }),
+    wsIds: fc.integer({ min: 1, max: 4 }),
     maxConcurrency: fc.integer({ min: 1, max: 3 }),
     maxAttempts: fc.integer({ min: 1, max: 3 }),
   })
-  .chain(({ size, lanes, maxConcurrency, maxAttempts }) =>
+  .chain(({ size, wsIds, maxConcurrency, maxAttempts }) =>
     fc.record({
       maxConcurrency: fc.constant(maxConcurrency),
       maxAttempts: fc.constant(maxAttempts),
-      lanes: fc.array(fc.record({ autoMerge: fc.boolean(), child: fc.boolean() }), {
-        minLength: lanes,
-        maxLength: lanes,
+      wsIds: fc.array(fc.record({ autoMerge: fc.boolean(), child: fc.boolean() }), {
+        minLength: wsIds,
+        maxLength: wsIds,
       }),
       tasks: fc.array(
         fc.record({
-          lane: fc.nat({ max: lanes - 1 }),
+          ws: fc.nat({ max: wsIds - 1 }),
           deps: fc.array(fc.nat(), { maxLength: 3 }),
           failures: fc.integer({ min: 0, max: 3 }),
           concern: fc.boolean(),
@@ -32,18 +32,18 @@ const scenarioArb = fc
     }),
   )
   .map((s) => {
-    const lanes: WorkstreamSpec[] = s.lanes.map((l, i) => ({
+    const wsIds: WorkstreamSpec[] = s.wsIds.map((l, i) => ({
       id: `w${i}`,
       autoMerge: l.autoMerge,
       ...(l.child && i > 0 ? { parent: "w0" } : {}),
     }));
-    const used = new Set(s.tasks.map((t) => t.lane));
-    const liveLanes = lanes.filter((_, i) => used.has(i));
+    const used = new Set(s.tasks.map((t) => t.ws));
+    const liveLanes = wsIds.filter((_, i) => used.has(i));
     // A child workstream needs its parent declared; drop the parent link if w0 has no tasks.
-    for (const lane of liveLanes) if (lane.parent && !used.has(0)) delete lane.parent;
+    for (const ws of liveLanes) if (ws.parent && !used.has(0)) delete ws.parent;
     const tasks: TaskSpec[] = s.tasks.map((t, i) => ({
       id: `t${i}`,
-      ws: `w${t.lane}`,
+      ws: `w${t.ws}`,
       deps: i === 0 ? [] : [...new Set(t.deps.map((d) => `t${d % i}`))],
     }));
     let graph;

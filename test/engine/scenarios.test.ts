@@ -14,17 +14,17 @@ function load(path: string, settings: Partial<Graph["settings"]> = {}): Graph {
 function run(graph: Graph, options: SimulateOptions = {}) {
   const result = simulate(graph, options);
   const status = (id: string) => result.state.tasks[id]!.status;
-  const lane = (id: string) => result.state.workstreams[id]!.status;
+  const ws = (id: string) => result.state.workstreams[id]!.status;
   const order = (type: string) =>
     result.state.timeline.filter((e) => e.type === type).map((e) => e.task ?? e.workstream);
-  return { ...result, status, lane, order };
+  return { ...result, status, ws, order };
 }
 
 describe.skipIf(!hasFixtures)("agentrelay's scenarios", () => {
   it("diamond across 4 workstreams with auto-merge: autonomous, every workstream merged", () => {
     const r = run(load("workstreams/diamond_4_workstreams_auto_merge.yaml", { maxConcurrency: 2 }));
     expect(r.outcome).toBe("succeeded");
-    expect(["ws_a", "ws_b", "ws_c", "ws_d"].map(r.lane)).toEqual(["merged", "merged", "merged", "merged"]);
+    expect(["ws_a", "ws_b", "ws_c", "ws_d"].map(r.ws)).toEqual(["merged", "merged", "merged", "merged"]);
     expect(r.reviewerMerged).toEqual([]);
     // B and C ran in parallel once ws_a merged; D waited for both workstreams.
     const events = r.state.timeline.map((e) => `${e.type}:${e.task ?? e.workstream}`);
@@ -39,7 +39,7 @@ describe.skipIf(!hasFixtures)("agentrelay's scenarios", () => {
     const r = run(load("workstreams/diamond_4_workstreams.yaml", { maxConcurrency: 2 }));
     expect(r.outcome).toBe("succeeded");
     expect(r.reviewerMerged).toEqual(["ws_a", "ws_b", "ws_c"]);
-    expect(r.lane("ws_d")).toBe("pr_open");
+    expect(r.ws("ws_d")).toBe("pr_open");
     expect(
       simulate(load("workstreams/diamond_4_workstreams.yaml"), { reviewerMerges: false }).state.tasks
         .double_calc!.status,
@@ -65,7 +65,7 @@ describe.skipIf(!hasFixtures)("agentrelay's scenarios", () => {
     expect(r.status("blocked_by_first")).toBe("blocked");
     expect(r.state.tasks.blocked_by_first!.reason).toBe("dependency 'fails_first' failed");
     expect(r.status("independent_success")).toBe("merged");
-    expect(r.lane("ws_fail")).toBe("failed");
+    expect(r.ws("ws_fail")).toBe("failed");
   });
 
   it("retry on gate failure: two attempts with max_task_attempts 2, then failed", () => {
@@ -82,7 +82,7 @@ describe.skipIf(!hasFixtures)("agentrelay's scenarios", () => {
       failures: new Map([["greeting", 1]]),
     });
     expect(r.state.tasks.greeting).toMatchObject({ status: "merged", attempt: 2, concerns: [] });
-    expect(r.lane("ws_a")).toBe("merged");
+    expect(r.ws("ws_a")).toBe("merged");
     expect(r.outcome).toBe("succeeded");
   });
 
@@ -90,22 +90,22 @@ describe.skipIf(!hasFixtures)("agentrelay's scenarios", () => {
     const r = run(load("concerns/log_concerns_automerge_enabled.yaml"), {
       concerns: new Set(["write_concerns"]),
     });
-    expect(r.lane("ws_a")).toBe("pr_open");
+    expect(r.ws("ws_a")).toBe("pr_open");
     expect(r.state.workstreams.ws_a!.autoMergeSkipped).toBe(true);
     expect(r.outcome).toBe("succeeded");
   });
 
   it("auto-merge of one workstream unblocks the next; the second's PR is left open", () => {
     const r = run(load("workstreams/auto_merge_2_workstreams.yaml", { maxConcurrency: 2 }));
-    expect(r.lane("ws_a")).toBe("merged");
-    expect(r.lane("ws_b")).toBe("pr_open");
+    expect(r.ws("ws_a")).toBe("merged");
+    expect(r.ws("ws_b")).toBe("pr_open");
     expect(r.reviewerMerged).toEqual([]);
   });
 
   it("agent fails: the task and its workstream fail", () => {
     const r = run(load("failure/agent_fails.yaml"), { failures: new Map([["deliberate_fail", Infinity]]) });
     expect(r.status("deliberate_fail")).toBe("failed");
-    expect(r.lane("default")).toBe("failed");
+    expect(r.ws("default")).toBe("failed");
     expect(r.outcome).toBe("completed_with_failures");
   });
 });
@@ -123,8 +123,8 @@ describe("workstream scenarios", () => {
     const r = run(graph);
     const events = r.state.timeline.map((e) => `${e.type}:${e.task ?? e.workstream}`);
     expect(events.indexOf("dispatch:c1")).toBeGreaterThan(events.indexOf("integration_opened:parent"));
-    expect(r.lane("parent")).toBe("pr_open");
-    expect(r.lane("child")).toBe("pr_open");
+    expect(r.ws("parent")).toBe("pr_open");
+    expect(r.ws("child")).toBe("pr_open");
     expect(r.reviewerMerged).toEqual([]);
   });
 
@@ -153,7 +153,7 @@ describe("workstream scenarios", () => {
     );
     const r = run(graph, { noChanges: new Set(["look"]) });
     expect(r.status("look")).toBe("completed");
-    expect(r.lane("review")).toBe("merged");
+    expect(r.ws("review")).toBe("merged");
     expect(r.order("integration_skipped")).toEqual(["review"]);
     // Nothing to review, so the dependent workstream starts without a human merge.
     expect(r.reviewerMerged).toEqual([]);

@@ -53,13 +53,13 @@ export function runWorld(
     for (const [id, t] of Object.entries(state.tasks)) {
       if (t.status === "running" || t.status === "pr_open") {
         active++;
-        const lane = engine.plan.tasks.get(id)!.workstreamId;
-        perLane.set(lane, (perLane.get(lane) ?? 0) + 1);
+        const ws = engine.plan.tasks.get(id)!.workstreamId;
+        perLane.set(ws, (perLane.get(ws) ?? 0) + 1);
       }
     }
     if (active > state.settings.maxConcurrency)
       violations.push(`${active} active tasks, limit ${state.settings.maxConcurrency}`);
-    for (const [lane, n] of perLane) if (n > 1) violations.push(`${n} active tasks in workstream ${lane}`);
+    for (const [ws, n] of perLane) if (n > 1) violations.push(`${n} active tasks in workstream ${ws}`);
     for (const effect of effects) {
       if (effect.type !== "dispatch") continue;
       if (dispatchKeys.includes(effect.key)) violations.push(`dispatched ${effect.key} twice`);

@@ -102,12 +102,12 @@ describe("plan", () => {
 
 function view(
   tasks: Record<string, TaskStatus>,
-  lanes: Record<string, WorkstreamStatus> = {},
+  wsIds: Record<string, WorkstreamStatus> = {},
   failedItself: string[] = [],
 ): StatusView {
   return {
     task: (id) => tasks[id] ?? "pending",
-    workstream: (id) => lanes[id] ?? "pending",
+    workstream: (id) => wsIds[id] ?? "pending",
     workstreamFailedItself: (id) => failedItself.includes(id),
   };
 }

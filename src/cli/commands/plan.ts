@@ -26,7 +26,7 @@ export function planText(plan: Plan): string {
   lines.push("Order:");
   for (const [i, id] of plan.order.entries())
     lines.push(`  ${i + 1}. ${id}  [${plan.tasks.get(id)!.workstreamId}]`);
-  lines.push("", "Waves (what could run together, ignoring capacity and workstream lanes):");
+  lines.push("", "Waves (what could run together, ignoring capacity and workstream workstreams):");
   for (const [i, wave] of plan.waves.entries()) lines.push(`  ${i + 1}: ${wave.join(", ")}`);
   lines.push("", "Workstreams:");
   for (const ws of graph.workstreams) {
