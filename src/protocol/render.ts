@@ -6,7 +6,7 @@
 import type { Graph, Task } from "../graph/model.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { cyberianPrompt } from "./cyberian-prompt.ts";
-import { fill, template } from "./templates.ts";
+import { fill } from "./templates.ts";
 
 export interface InputFile {
   path: string;
@@ -206,7 +206,7 @@ export function renderInstructions(ctx: RenderContext): string {
   } else {
     sections.push([
       "What to Do",
-      fill(template(`roles/${task.role}`), {
+      fill(`roles/${task.role}`, {
         task_id: task.id,
         description: task.description ?? "",
         paths_by_category: pathsByCategory(task),
@@ -261,7 +261,7 @@ export function renderInstructions(ctx: RenderContext): string {
   if (task.primaryAgent.isolation.sandbox === "oci") {
     sections.push([
       "Isolation Boundary",
-      fill(template("sections/isolation"), {
+      fill("sections/isolation", {
         token_tier: task.primaryAgent.isolation.tokenTier,
         work_dir: ctx.workDir,
       }),
@@ -269,7 +269,7 @@ export function renderInstructions(ctx: RenderContext): string {
   }
   sections.push([
     "Submitting Your Work",
-    fill(template("sections/submitting"), { branch_name: branch, integration_branch: integration }),
+    fill("sections/submitting", { branch_name: branch, integration_branch: integration }),
   ]);
   if (task.role !== "generic" && !task.cyberian && task.description)
     sections.push(["Task Details", task.description]);

@@ -1,11 +1,12 @@
 /**
- * Loads the Markdown templates under `templates/` (role texts and instruction sections) and fills
- * `${name}` placeholders. Templates are plain text on purpose: they are read by people who tune
- * prompts, and they hold no logic.
+ * Loads the Markdown templates under `templates/` (role texts and instruction sections) and renders
+ * them with the one template engine there is (MiniJinja, as cyberian workflows are): `{{ name }}`
+ * placeholders, and an unknown one is an error. They are read by people who tune prompts.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { renderTemplate } from "../template/jinja.ts";
 
 let root: string | undefined;
 
@@ -37,11 +38,7 @@ export function template(name: string): string {
   return text;
 }
 
-/** Replaces `${key}` with values; an unknown placeholder is a bug in a template, so it throws. */
-export function fill(text: string, values: Record<string, string>): string {
-  return text.replace(/\$\{(\w+)\}/g, (_, key: string) => {
-    const value = values[key];
-    if (value === undefined) throw new Error(`template placeholder \${${key}} has no value`);
-    return value;
-  });
+/** Renders a template with `values`; a placeholder without a value is a bug in the template, so it throws. */
+export function fill(name: string, values: Record<string, string>): string {
+  return renderTemplate(template(name), values);
 }
