@@ -1,7 +1,6 @@
 // Transpiles the TypeScript sources into lib/ (one bundle per entry point) with esbuild.
 // Type checking is `npm run typecheck`; this step only produces runnable JavaScript, in well under a second.
 import { build } from "esbuild";
-import { stableYamlParser } from "./stable-yaml-parser.mjs";
 
 const entryPoints = { cli: "src/cli/main.ts", bench: "bench/main.ts", app: "src/app/main.ts" };
 
@@ -15,5 +14,4 @@ await build({
   packages: "external",
   sourcemap: "linked",
   logLevel: "warning",
-  plugins: [stableYamlParser],
 });
