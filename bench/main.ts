@@ -1,5 +1,6 @@
 /** `node bin/bench.js NAME`: runs one benchmark and prints its table. */
 import { apiBudgetBench } from "./api-budget.ts";
+import { cliStartup } from "./cli-startup.ts";
 import { e2eBench } from "./e2e.ts";
 import { engineBench } from "./engine.ts";
 import { jobOverheadBench } from "./job-overhead.ts";
@@ -9,6 +10,7 @@ import { hostileGraphs } from "./hostile-graphs.ts";
 const BENCHES: Record<string, () => string | Promise<string>> = {
   "graph-scale": graphScale,
   "hostile-graphs": hostileGraphs,
+  "cli-startup": cliStartup,
   engine: engineBench,
   "api-budget": apiBudgetBench,
   "job-overhead": jobOverheadBench,

@@ -1,4 +1,5 @@
-// Transpiles the TypeScript sources into lib/ (one bundle per entry point) with esbuild.
+// Transpiles the TypeScript sources into lib/ with esbuild: one file per entry point, and shared
+// chunks for what the entries load on demand (each CLI command loads only its own modules).
 // Type checking is `npm run typecheck`; this step only produces runnable JavaScript, in well under a second.
 import { build } from "esbuild";
 
@@ -10,6 +11,8 @@ await build({
   bundle: true,
   platform: "node",
   format: "esm",
+  splitting: true,
+  chunkNames: "chunks/[name]-[hash]",
   target: "node20",
   packages: "external",
   sourcemap: "linked",

@@ -1,168 +1,189 @@
 /**
- * The `agentrelay` command line. Each command lives in its own module; this file only parses
- * arguments and maps errors to exit codes (0 ok, 1 invalid input, 2 usage error).
+ * The `agentrelay` command line. This file only knows the commands' names, usage and options; each
+ * command's module is loaded when it runs, so that `agentrelay validate` loads the graph loader and
+ * nothing else. Exit codes: 0 ok, 1 invalid input or a failed run, 2 usage error.
  */
-import { parseArgs } from "node:util";
+import { parseArgs, type ParseArgsConfig } from "node:util";
 import { formatIssue, GraphError } from "../graph/errors.ts";
-import { runSignalCommand, SignalUsageError } from "../attempt/signals.ts";
-import { graphJsonSchema } from "../graph/schema.ts";
-import { CredentialError } from "../local/credentials.ts";
-import { initCommand } from "./commands/init.ts";
-import { planCommand } from "./commands/plan.ts";
-import { renderCommand } from "./commands/render.ts";
-import { runCommand } from "./commands/run.ts";
-import { attemptProcess } from "../attempt/attempt-process.ts";
-import { simulateCommand } from "./commands/simulate.ts";
-import { validateCommand } from "./commands/validate.ts";
 import { type Io, parseParams, processIo, UsageError } from "./io.ts";
 
-const USAGE = `usage: agentrelay <command> [options]
+type Options = NonNullable<ParseArgsConfig["options"]>;
+type Values = Record<string, string | boolean | string[] | undefined>;
 
-commands:
-  validate FILE...                       check graph files; one line per error as FILE:LINE:COL: message
-  plan FILE [--json]                     print the order, waves, workstreams and a mermaid diagram
-  render FILE TASK_ID [--attempt N] [--out DIR] [--param KEY=VALUE]...
-                                         write manifest.json, policies.json and instructions.md
-  run FILE --repo DIR [--scripted-model] [--credentials FILE] [--anthropic-credential NAME]
-      [--param KEY=VALUE]... [--claude PATH] [--max-turns N] [--verbose]
-                                         run a graph against a local git repository with Claude Code
-  simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]
-                                         run the engine with simulated agents: what happens if a task fails?
-  schema                                 print the JSON Schema of the agentrelay graph dialect
-  init [--repo DIR] [--force]            install the task workflow and a sample graph in a repository
-`;
+interface Command {
+  usage: string;
+  summary: string;
+  options: Options;
+  /** How many positionals the command takes: [fewest, most]. */
+  positionals: [number, number];
+  run(positionals: string[], values: Values, io: Io): Promise<number>;
+  /** Commands other programs call (local mode's attempt process, the agent's in-job commands). */
+  internal?: boolean;
+}
+
+const str = (v: Values[string]) => (typeof v === "string" ? v : undefined);
+const list = (v: Values[string]) => (Array.isArray(v) ? v : []);
+
+const COMMANDS: Record<string, Command> = {
+  validate: {
+    usage: "validate FILE...",
+    summary: "check graph files; one line per error as FILE:LINE:COL: message",
+    options: {},
+    positionals: [1, Infinity],
+    run: async (files, _, io) => (await import("./commands/validate.ts")).validateCommand(files, io),
+  },
+  plan: {
+    usage: "plan FILE [--json]",
+    summary: "print the order, waves, workstreams and a mermaid diagram",
+    options: { json: { type: "boolean" } },
+    positionals: [1, 1],
+    run: async ([file], values, io) =>
+      (await import("./commands/plan.ts")).planCommand(file!, values.json === true, io),
+  },
+  render: {
+    usage: "render FILE TASK_ID [--attempt N] [--out DIR] [--param KEY=VALUE]...",
+    summary: "write manifest.json, policies.json and instructions.md: what the agent is told",
+    options: {
+      attempt: { type: "string", default: "1" },
+      out: { type: "string" },
+      param: { type: "string", multiple: true, default: [] },
+    },
+    positionals: [2, 2],
+    run: async ([file, task], values, io) =>
+      (await import("./commands/render.ts")).renderCommand(
+        file!,
+        task!,
+        { attempt: Number(values.attempt), out: str(values.out), params: parseParams(list(values.param)) },
+        io,
+      ),
+  },
+  run: {
+    usage:
+      "run FILE --repo DIR [--scripted-model] [--credentials FILE] [--anthropic-credential NAME]\n" +
+      "      [--param KEY=VALUE]... [--claude PATH] [--max-turns N] [--verbose]",
+    summary: "run a graph against a local git repository with Claude Code",
+    options: {
+      repo: { type: "string" },
+      "scripted-model": { type: "boolean" },
+      claude: { type: "string" },
+      "max-turns": { type: "string" },
+      verbose: { type: "boolean" },
+      credentials: { type: "string" },
+      "anthropic-credential": { type: "string" },
+      param: { type: "string", multiple: true, default: [] },
+    },
+    positionals: [1, 1],
+    run: async ([file], values, io) => {
+      const repo = str(values.repo);
+      if (!repo) throw new UsageError("run needs --repo DIR");
+      const maxTurns = str(values["max-turns"]);
+      return (await import("./commands/run.ts")).runCommand(
+        file!,
+        {
+          repo,
+          scriptedModel: values["scripted-model"] === true,
+          claude: str(values.claude),
+          maxTurns: maxTurns ? Number(maxTurns) : undefined,
+          verbose: values.verbose === true,
+          credentials: str(values.credentials),
+          anthropicCredential: str(values["anthropic-credential"]),
+          params: parseParams(list(values.param)),
+        },
+        io,
+      );
+    },
+  },
+  simulate: {
+    usage: "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]",
+    summary: "run the engine with simulated agents: what happens if a task fails?",
+    options: {
+      fail: { type: "string", multiple: true, default: [] },
+      concern: { type: "string", multiple: true, default: [] },
+      json: { type: "boolean" },
+    },
+    positionals: [1, 1],
+    run: async ([file], values, io) =>
+      (await import("./commands/simulate.ts")).simulateCommand(
+        file!,
+        { fail: list(values.fail), concern: list(values.concern), json: values.json === true },
+        io,
+      ),
+  },
+  schema: {
+    usage: "schema",
+    summary: "print the JSON Schema of the agentrelay graph dialect",
+    options: {},
+    positionals: [0, 0],
+    run: async (_, __, io) => {
+      io.out(JSON.stringify((await import("../graph/schema.ts")).graphJsonSchema(), null, 2));
+      return 0;
+    },
+  },
+  init: {
+    usage: "init [--repo DIR] [--force]",
+    summary: "install the task workflow and a sample graph in a repository",
+    options: { repo: { type: "string", default: "." }, force: { type: "boolean" } },
+    positionals: [0, 0],
+    run: async (_, values, io) =>
+      (await import("./commands/init.ts")).initCommand(str(values.repo) ?? ".", values.force === true, io),
+  },
+  attempt: {
+    usage: "attempt SPEC.json",
+    summary: "run one attempt (local mode starts it)",
+    options: {},
+    positionals: [1, 1],
+    internal: true,
+    run: async ([spec]) => (await import("../attempt/attempt-process.ts")).attemptProcess(spec!),
+  },
+};
+
+export function usage(): string {
+  const lines = ["usage: agentrelay <command> [options]", "", "commands:"];
+  for (const command of Object.values(COMMANDS)) {
+    if (command.internal) continue;
+    lines.push(`  ${command.usage}`, `      ${command.summary}`);
+  }
+  lines.push(
+    "",
+    "`agentrelay COMMAND --help` shows one command; exit codes: 0 ok, 1 invalid input, 2 usage error.",
+  );
+  return `${lines.join("\n")}\n`;
+}
 
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
-  const [command, ...rest] = argv;
+  const [name, ...rest] = argv;
   try {
-    switch (command) {
-      case "validate": {
-        const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
-        if (positionals.length === 0) throw new UsageError("validate needs at least one FILE");
-        return validateCommand(positionals, io);
-      }
-      case "plan": {
-        const { positionals, values } = parseArgs({
-          args: rest,
-          allowPositionals: true,
-          options: { json: { type: "boolean" } },
-        });
-        if (positionals.length !== 1) throw new UsageError("plan needs exactly one FILE");
-        return planCommand(positionals[0]!, values.json ?? false, io);
-      }
-      case "render": {
-        const { positionals, values } = parseArgs({
-          args: rest,
-          allowPositionals: true,
-          options: {
-            attempt: { type: "string", default: "1" },
-            out: { type: "string" },
-            param: { type: "string", multiple: true, default: [] },
-          },
-        });
-        if (positionals.length !== 2) throw new UsageError("render needs FILE and TASK_ID");
-        return renderCommand(
-          positionals[0]!,
-          positionals[1]!,
-          { attempt: Number(values.attempt), out: values.out, params: parseParams(values.param) },
-          io,
-        );
-      }
-      case "simulate": {
-        const { positionals, values } = parseArgs({
-          args: rest,
-          allowPositionals: true,
-          options: {
-            fail: { type: "string", multiple: true, default: [] },
-            concern: { type: "string", multiple: true, default: [] },
-            json: { type: "boolean" },
-          },
-        });
-        if (positionals.length !== 1) throw new UsageError("simulate needs exactly one FILE");
-        return simulateCommand(
-          positionals[0]!,
-          { fail: values.fail, concern: values.concern, json: values.json ?? false },
-          io,
-        );
-      }
-      case "run": {
-        const { positionals, values } = parseArgs({
-          args: rest,
-          allowPositionals: true,
-          options: {
-            repo: { type: "string" },
-            "scripted-model": { type: "boolean" },
-            claude: { type: "string" },
-            "max-turns": { type: "string" },
-            verbose: { type: "boolean" },
-            credentials: { type: "string" },
-            "anthropic-credential": { type: "string" },
-            param: { type: "string", multiple: true, default: [] },
-          },
-        });
-        if (positionals.length !== 1 || !values.repo) throw new UsageError("run needs FILE and --repo DIR");
-        return await runCommand(
-          positionals[0]!,
-          {
-            repo: values.repo,
-            scriptedModel: values["scripted-model"] ?? false,
-            claude: values.claude,
-            maxTurns: values["max-turns"] ? Number(values["max-turns"]) : undefined,
-            verbose: values.verbose ?? false,
-            credentials: values.credentials,
-            anthropicCredential: values["anthropic-credential"],
-            params: parseParams(values.param),
-          },
-          io,
-        );
-      }
-      case "attempt":
-        // Local mode runs each attempt as a child process: `agentrelay attempt SPEC.json`.
-        return await attemptProcess(rest[0] ?? "");
-      case "signal":
-        // The in-job commands (agentrelay-concern, ...) call this through their shims.
-        try {
-          io.out(runSignalCommand(rest[0] ?? "", rest.slice(1), process.env.AGENTRELAY_SIGNAL_DIR));
-          return 0;
-        } catch (error) {
-          if (
-            !(error instanceof SignalUsageError) &&
-            !(error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
-          )
-            throw error;
-          io.err(`${rest[0]}: ${(error as Error).message}`);
-          return 1;
-        }
-      case "init": {
-        const { values } = parseArgs({
-          args: rest,
-          options: { repo: { type: "string", default: "." }, force: { type: "boolean" } },
-        });
-        return initCommand(values.repo, values.force ?? false, io);
-      }
-      case "schema":
-        io.out(JSON.stringify(graphJsonSchema(), null, 2));
-        return 0;
-      case undefined:
-      case "help":
-      case "--help":
-      case "-h":
-        io.out(USAGE);
-        return command === undefined ? 2 : 0;
-      default:
-        throw new UsageError(`unknown command '${command}'`);
+    if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+      io.out(usage());
+      return name === undefined ? 2 : 0;
     }
+    if (name === "signal") return (await import("./commands/signal.ts")).signalCommand(rest, io);
+    const command = COMMANDS[name];
+    if (!command) throw new UsageError(`unknown command '${name}'`);
+    if (rest.includes("--help") || rest.includes("-h")) {
+      io.out(`usage: agentrelay ${command.usage}\n\n${command.summary}\n`);
+      return 0;
+    }
+    const { positionals, values } = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: command.options,
+    });
+    const [fewest, most] = command.positionals;
+    if (positionals.length < fewest || positionals.length > most)
+      throw new UsageError(`usage: agentrelay ${command.usage}`);
+    return await command.run(positionals, values as Values, io);
   } catch (error) {
     if (error instanceof GraphError) {
       for (const issue of error.issues) io.out(formatIssue(issue));
       return 1;
     }
-    if (error instanceof CredentialError) {
-      io.err(`agentrelay: ${error.message}`);
+    if ((error as Error).name === "CredentialError") {
+      io.err(`agentrelay: ${(error as Error).message}`);
       return 1;
     }
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      io.err(`agentrelay: ${(error as Error).message}\n\n${USAGE}`);
+      io.err(`agentrelay: ${(error as Error).message}\n\n${usage()}`);
       return 2;
     }
     throw error;

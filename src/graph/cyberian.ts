@@ -144,7 +144,7 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
 
     const rawSubtasks = raw.subtasks as Record<string, unknown> | undefined;
     if (!rawSubtasks || !node.subtasks) return;
-    for (const key of yaml.keyOrder(rawSubtasks)) {
+    for (const key of yaml.keyOrder([...yamlPath, "subtasks"])) {
       const child = node.subtasks[key];
       if (!child) continue;
       visit(
@@ -180,7 +180,7 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
 
   const rawParams = (yaml.value as Record<string, unknown>).params as Record<string, unknown> | undefined;
   const params: CyberianParam[] = rawParams
-    ? yaml.keyOrder(rawParams).map((name) => {
+    ? yaml.keyOrder(["params"]).map((name) => {
         const p = root.params![name]!;
         return {
           name,

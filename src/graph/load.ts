@@ -2,39 +2,18 @@
  * Entry point of the graph language: text in, a validated Graph (or a GraphError) out.
  * The dialect is detected from the root keys.
  */
-import { readFileSync } from "node:fs";
 import { compileAgentrelay } from "./agentrelay.ts";
 import { compileCyberian } from "./cyberian.ts";
 import { GraphError } from "./errors.ts";
-import type { Dialect, Graph } from "./model.ts";
+import { detectDialect, readGraphText } from "./dialect.ts";
+import type { Graph } from "./model.ts";
 import { DEFAULT_YAML_LIMITS, type LoadedYaml, loadYaml, type YamlLimits } from "./yaml.ts";
 
 export interface LoadOptions {
   limits?: Partial<YamlLimits>;
 }
 
-const CYBERIAN_KEYS = [
-  "subtasks",
-  "instructions",
-  "system_instructions",
-  "params",
-  "provider_call",
-  "loop_until",
-  "success_criteria",
-  "agent_lifecycle",
-  "preconditions",
-  "requirements",
-  "requires_workdir",
-];
-
-export function detectDialect(value: unknown): Dialect | "cyberian-farm" {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return "agentrelay";
-  const keys = Object.keys(value);
-  if (keys.includes("tasks")) return "agentrelay";
-  if (keys.some((k) => CYBERIAN_KEYS.includes(k))) return "cyberian";
-  if (keys.includes("servers") || keys.includes("base_port")) return "cyberian-farm";
-  return "agentrelay";
-}
+export { detectDialect };
 
 /** Validates a loaded YAML document as a graph of its dialect. */
 export function compileGraph(yaml: LoadedYaml): Graph {
@@ -61,14 +40,5 @@ export function parseGraph(file: string, text: string, options: LoadOptions = {}
 }
 
 export function loadGraphFile(file: string, options: LoadOptions = {}): Graph {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : String(error);
-    throw new GraphError([
-      { file, line: 1, column: 1, path: "", message: `cannot read the file: ${reason}` },
-    ]);
-  }
-  return parseGraph(file, text, options);
+  return parseGraph(file, readGraphText(file), options);
 }

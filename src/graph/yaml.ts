@@ -113,8 +113,8 @@ export interface LoadedYaml {
   value: unknown;
   /** Position of the node at `path` (of its key with `which: "key"`); falls back to the nearest ancestor. */
   locate(path: readonly PathSegment[], which?: "value" | "key"): Position;
-  /** Keys of a mapping in the order they were written (JS objects reorder integer-like keys). */
-  keyOrder(mapping: object): string[];
+  /** Keys of the mapping at `path` in the order they were written (JS objects reorder integer-like keys). */
+  keyOrder(path: readonly PathSegment[]): string[];
   /** Builds an issue located at `path`. */
   issue(path: readonly PathSegment[], pathText: string, message: string, which?: "value" | "key"): GraphIssue;
 }
@@ -252,7 +252,25 @@ function setKey(mapping: Record<string, unknown>, name: string, value: unknown):
   }
 }
 
+/**
+ * Loads a YAML document. Source positions are recorded only when asked for: most loads never report
+ * an error, so the first question about a position (or about key order) loads the text again with
+ * positions, and the usual load allocates and indexes nothing for them.
+ */
 export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAULT_YAML_LIMITS): LoadedYaml {
+  const loaded = loadDocument(file, text, limits, false);
+  let located: LoadedYaml | undefined;
+  const withPositions = () => (located ??= loadDocument(file, text, limits, true));
+  return {
+    file,
+    value: loaded.value,
+    locate: (path, which) => withPositions().locate(path, which),
+    keyOrder: (path) => withPositions().keyOrder(path),
+    issue: (path, pathText, message, which) => withPositions().issue(path, pathText, message, which),
+  };
+}
+
+function loadDocument(file: string, text: string, limits: YamlLimits, positions: boolean): LoadedYaml {
   const toPosition = positionFinder(text);
   const fail = (offset: number, message: string): never => {
     const { line, column } = toPosition(offset);
@@ -273,7 +291,7 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     return fail(mark?.position ?? 0, `invalid YAML: ${reason}`);
   }
 
-  const locations = new Locations();
+  const locations = positions ? new Locations() : null;
   const anchors = new Map<string, unknown>();
   const frames: Frame[] = [];
   let depth = 0;
@@ -346,11 +364,11 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
 
   const mergeInto = (frame: Frame, source: unknown, offset: number): void => {
     for (const item of Array.isArray(source) ? source : [source]) {
-      if (!locations.has(item) || Array.isArray(item))
+      if (item === null || typeof item !== "object" || Array.isArray(item))
         throw new YamlFailure(offset, "a merge key '<<' needs a mapping or a list of mappings");
-      for (const name of locations.keys(item)) {
+      for (const name of locations ? locations.keys(item) : Object.keys(item)) {
         if (entryOf(frame, name) !== -1) continue;
-        const [keyOffset, valueOffset] = locations.entry(item, name)!;
+        const [keyOffset, valueOffset] = locations?.entry(item, name) ?? [offset, offset];
         setKey(frame.value as Record<string, unknown>, name, (item as Record<string, unknown>)[name]);
         addEntry(frame, name, keyOffset, valueOffset);
         (frame.merged ??= new Set()).add(name);
@@ -390,7 +408,7 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     const frame = frames[--depth]!;
     if (frame.map && frame.key !== null) throw new YamlFailure(frame.keyOffset, "mapping key has no value");
     if (!frame.map) frame.value = frame.items.slice(0, frame.size);
-    locations.add(frame.value, frame.names, frame.offsets, frame.size);
+    locations?.add(frame.value, frame.names, frame.offsets, frame.size);
     if (frame.anchor !== null) anchors.set(frame.anchor, frame.value);
     emit(frame.value, frame.offset);
   };
@@ -455,12 +473,17 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     }
   }
 
+  const walk = (path: readonly PathSegment[]): unknown => {
+    let current: unknown = root;
+    for (const segment of path) current = (current as Record<string, unknown> | null)?.[segment as string];
+    return current;
+  };
   const locate = (path: readonly PathSegment[], which: "value" | "key" = "value"): Position => {
     let current: unknown = root;
     let offset = rootOffset;
-    for (let i = 0; i < path.length && locations.has(current); i++) {
+    for (let i = 0; i < path.length && locations?.has(current); i++) {
       const segment = path[i]!;
-      const entry = locations.entry(current, segment);
+      const entry = locations!.entry(current, segment);
       if (!entry) break;
       offset = entry[i === path.length - 1 && which === "key" ? 0 : 1];
       current = (current as Record<string, unknown>)[segment as string];
@@ -472,7 +495,11 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     file,
     value: root,
     locate,
-    keyOrder: (mapping) => locations.keys(mapping),
+    keyOrder: (path) => {
+      const mapping = walk(path);
+      if (mapping === null || typeof mapping !== "object") return [];
+      return locations ? locations.keys(mapping) : Object.keys(mapping);
+    },
     issue: (path, pathText, message, which) => ({ file, ...locate(path, which), path: pathText, message }),
   };
 }

@@ -1,4 +1,4 @@
-import { loadGraphFile } from "../../graph/load.ts";
+import { readGraphFile } from "../../graph/read.ts";
 import { integrationBranch } from "../../graph/model.ts";
 import { mermaidDag } from "../../plan/mermaid.ts";
 import { buildPlan, type Plan } from "../../plan/plan.ts";
@@ -49,8 +49,8 @@ export function planText(plan: Plan): string {
 }
 
 /** `agentrelay plan FILE [--json]`. */
-export function planCommand(file: string, json: boolean, io: Io): number {
-  const plan = buildPlan(loadGraphFile(file));
+export async function planCommand(file: string, json: boolean, io: Io): Promise<number> {
+  const plan = buildPlan(await readGraphFile(file));
   io.out(json ? JSON.stringify(planJson(plan)) : planText(plan));
   return 0;
 }

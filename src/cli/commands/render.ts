@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { formatIssue, GraphError } from "../../graph/errors.ts";
-import { loadGraphFile } from "../../graph/load.ts";
+import { readGraphFile } from "../../graph/read.ts";
 import type { Graph } from "../../graph/model.ts";
 import { missingParams } from "../../protocol/cyberian-prompt.ts";
 import { renderInstructions, renderManifest, renderPolicies } from "../../protocol/render.ts";
@@ -29,8 +29,13 @@ export function paramErrors(graph: Graph, params: Record<string, unknown>): Grap
 }
 
 /** `agentrelay render FILE TASK_ID [--attempt N] [--out DIR]`: writes the three protocol files. */
-export function renderCommand(file: string, taskId: string, options: RenderOptions, io: Io): number {
-  const graph = loadGraphFile(file);
+export async function renderCommand(
+  file: string,
+  taskId: string,
+  options: RenderOptions,
+  io: Io,
+): Promise<number> {
+  const graph = await readGraphFile(file);
   const task = graph.tasks.find((t) => t.id === taskId);
   if (!task)
     throw new UsageError(`${file}: no task '${taskId}' (tasks: ${graph.tasks.map((t) => t.id).join(", ")})`);

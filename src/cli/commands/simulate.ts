@@ -1,5 +1,5 @@
 import { simulate, simulationJson, type SimulationResult } from "../../engine/simulate.ts";
-import { loadGraphFile } from "../../graph/load.ts";
+import { readGraphFile } from "../../graph/read.ts";
 import { type Io, UsageError } from "../io.ts";
 
 export interface SimulateCommandOptions {
@@ -51,8 +51,12 @@ function timelineText(result: SimulationResult): string {
 }
 
 /** `agentrelay simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]`. */
-export function simulateCommand(file: string, options: SimulateCommandOptions, io: Io): number {
-  const graph = loadGraphFile(file);
+export async function simulateCommand(
+  file: string,
+  options: SimulateCommandOptions,
+  io: Io,
+): Promise<number> {
+  const graph = await readGraphFile(file);
   const known = new Set(graph.tasks.map((t) => t.id));
   for (const task of options.concern)
     if (!known.has(task)) throw new UsageError(`--concern: no task '${task}'`);

@@ -1,13 +1,13 @@
 import { formatIssue, GraphError } from "../../graph/errors.ts";
-import { loadGraphFile } from "../../graph/load.ts";
+import { readGraphFile } from "../../graph/read.ts";
 import type { Io } from "../io.ts";
 
 /** `agentrelay validate FILE...`: exit 0 when every file is valid, else one line per error. */
-export function validateCommand(files: string[], io: Io): number {
+export async function validateCommand(files: string[], io: Io): Promise<number> {
   let failed = false;
   for (const file of files) {
     try {
-      const graph = loadGraphFile(file);
+      const graph = await readGraphFile(file);
       io.err(
         `${file}: ok (${graph.dialect}, ${graph.tasks.length} task${graph.tasks.length === 1 ? "" : "s"})`,
       );
