@@ -179,6 +179,8 @@ export function canonicalGraphJsonSchema(): object {
   const schema = z.toJSONSchema(graphFileSchema, {
     io: "output",
     unrepresentable: "any",
+    // Schemas used in several places (agents, isolation) become one definition: one function to compile.
+    reused: "ref",
     override: (ctx) => {
       const form = canonicalForm.get(ctx.zodSchema);
       if (!form) return;
