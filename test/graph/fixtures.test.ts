@@ -115,6 +115,10 @@ describe.skipIf(!hasFixtures)("agentrelay's documentation examples", () => {
 describe.skipIf(!hasFixtures)("cyberian workflows", () => {
   const workflows = yamlFiles("cyberian").filter((f) => !f.endsWith("test-farm.yaml"));
 
+  it("finds the fixture workflows", () => {
+    expect(workflows.length).toBeGreaterThanOrEqual(10);
+  });
+
   it.each(workflows)("loads %s", (file) => {
     const graph = loadGraphFile(fixture("cyberian", file));
     expect(graph.dialect).toBe("cyberian");
