@@ -2,10 +2,12 @@
  * The app's Octokit: Probot's, with bounded retries everywhere. 5xx and 429 answers are retried
  * (plugin-retry, up to 3 times with growing delays); primary and secondary rate limits wait as
  * GitHub says (`retry-after`, or the reset time) and are retried up to 3 times, then the handler
- * fails and the reconciler picks the work up later: never a tight loop, never dropped.
+ * fails and the reconciler picks the work up later: never a tight loop, never dropped. Texts are
+ * brought within GitHub's limits before they are sent (github/limits.ts).
  */
 import { createHash } from "node:crypto";
 import { ProbotOctokit } from "probot";
+import { withinLimits } from "../github/limits.ts";
 import githubAppJwt from "universal-github-app-jwt";
 
 export const MAX_RETRIES = 3;
@@ -79,8 +81,15 @@ function withJwtSigner(auth: unknown): unknown {
   return { ...rest, createJwt: appJwtSigner(String(privateKey)) };
 }
 
+/** An Octokit plugin: every text a request sends is brought within GitHub's limits first. */
+function gitHubLimits(octokit: {
+  hook: { before: (name: "request", hook: (o: Record<string, unknown>) => void) => void };
+}) {
+  octokit.hook.before("request", withinLimits);
+}
+
 export function agentrelayOctokit(options: { retryBaseMs?: number } = {}): typeof ProbotOctokit {
-  return ProbotOctokit.defaults((o: OctokitOptions) => ({
+  return ProbotOctokit.plugin(gitHubLimits).defaults((o: OctokitOptions) => ({
     ...o,
     auth: withJwtSigner(o.auth),
     retry: { ...o.retry, retries: MAX_RETRIES, retryAfterBaseValue: options.retryBaseMs ?? 1000 },

@@ -4,7 +4,7 @@
  * wrote (summaries, concerns) is redacted and kept inside markdown that cannot run anything.
  */
 import { redactor } from "../attempt/redact.ts";
-import type { GraphIssue } from "../graph/errors.ts";
+import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidDag } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/plan.ts";
@@ -224,7 +224,7 @@ export function annotations(issues: GraphIssue[]): Annotation[] {
     end_line: issue.line,
     ...(issue.line > 0 ? { start_column: issue.column, end_column: issue.column } : {}),
     annotation_level: "failure",
-    title: issue.path || "graph",
-    message: issue.message,
+    title: printable(issue.path) || "graph",
+    message: printable(issue.message),
   }));
 }

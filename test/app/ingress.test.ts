@@ -86,6 +86,24 @@ describe("run on push", () => {
     ]);
   });
 
+  it("fits what it reports within GitHub's limits, on one line each (a 70,000-character id)", async () => {
+    const id = `x${"y".repeat(70_000)}\u202e`;
+    await h.pushGraph(".workflow/huge.yaml", `name: huge\ntasks:\n  - id: "${id}"\n    description: d\n`);
+    const output = h.gh.checkRuns[0]!.output! as {
+      title: string;
+      summary: string;
+      annotations: { message: string; title: string }[];
+    };
+    expect(output.summary.length).toBeLessThanOrEqual(65_536);
+    const [annotation] = output.annotations;
+    expect(Buffer.byteLength(annotation!.message)).toBeLessThanOrEqual(64 * 1024);
+    // The id is shown by its start and end, so that the reason still reads; nothing unprintable is sent.
+    expect(annotation!.message).toMatch(/^'xy+…\[\d+ characters\]…y+\\u\{202e\}' is not a safe id/);
+    expect(annotation!.message.length).toBeLessThan(1000);
+    expect(output.summary).toContain("is not a safe id");
+    expect(output.summary).not.toContain("\u202e");
+  });
+
   it("a cyberian workflow takes its params from the params file, and a missing one is named", async () => {
     const workflow =
       "name: hello\nparams:\n  topic:\n    range: string\n    required: true\nsubtasks:\n  write:\n    instructions: Write about {{topic}}.\n";

@@ -40,6 +40,20 @@ describe("agentrelay validate", () => {
     ]);
   });
 
+  it("prints every error on one line, with unprintable characters escaped", () => {
+    const hostile = write(
+      "hostile.yaml",
+      'name: g\ntasks:\n  - {id: "a\\nb", description: x}\n  - {id: "c\\u202ed", description: x}\n  - {id: "n\\0x", description: x}\n',
+    );
+    const { code, stdout } = agentrelay("validate", hostile);
+    expect(code).toBe(1);
+    expect(stdout.trim().split("\n")).toEqual([
+      `${hostile}:3:10: tasks[0].id: 'a\\nb' is not a safe id: use 1-80 letters, digits, '_', '-' or '.', starting with a letter or digit`,
+      `${hostile}:4:10: tasks[1].id: 'c\\u{202e}d' is not a safe id: use 1-80 letters, digits, '_', '-' or '.', starting with a letter or digit`,
+      `${hostile}:5:10: tasks[2].id: 'n\\u{0}x' is not a safe id: use 1-80 letters, digits, '_', '-' or '.', starting with a letter or digit`,
+    ]);
+  });
+
   it("exits 2 on a usage error", () => {
     expect(agentrelay("validate").code).toBe(2);
     expect(agentrelay("frobnicate").code).toBe(2);
