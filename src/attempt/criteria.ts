@@ -9,8 +9,8 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { evaluateExpression } from "../template/jinja.ts";
+import { insideRepository, OutsideRepositoryError } from "./paths.ts";
 
 const VALUES = "__agentrelay_values";
 
@@ -120,9 +120,16 @@ export function runCriteria(
   if (criteria.python !== null) {
     input = { ...criteriaCode(criteria.python, params), name: "<success_criteria.python>" };
   } else {
-    const script = [join(options.workflowDir, criteria.script!), join(options.cwd, criteria.script!)].find(
-      existsSync,
-    );
+    // Beside the workflow file, else from the checkout's root; never outside either (links included).
+    let script: string | undefined;
+    try {
+      script = [options.workflowDir, options.cwd]
+        .map((base) => insideRepository(base, base, criteria.script!, "success criteria script"))
+        .find(existsSync);
+    } catch (error) {
+      if (!(error instanceof OutsideRepositoryError)) throw error;
+      return Promise.resolve({ passed: false, error: error.message });
+    }
     if (!script)
       return Promise.resolve({
         passed: false,

@@ -16,6 +16,7 @@ import { completionStatus, cyberianPrompt, ParamsError } from "../protocol/cyber
 import { renderTemplate } from "../template/jinja.ts";
 import type { ClaudeResult } from "./claude.ts";
 import { runCriteria } from "./criteria.ts";
+import { insideRepository, OutsideRepositoryError } from "./paths.ts";
 
 export const DEFAULT_LOOP_CAP = 10;
 
@@ -134,7 +135,18 @@ async function providerCall(
   if (output.code !== 0)
     return `provider '${call.provider}' failed (exit ${output.code}): ${output.stderr.trim().split("\n").slice(-3).join(" ")}`;
   if (call.outputFile) {
-    const target = join(o.repoDir, renderTemplate(call.outputFile, o.params));
+    let target: string;
+    try {
+      target = insideRepository(
+        o.repoDir,
+        o.repoDir,
+        renderTemplate(call.outputFile, o.params),
+        "output_file",
+      );
+    } catch (error) {
+      if (error instanceof OutsideRepositoryError) return error.message;
+      throw error;
+    }
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, output.stdout);
   }

@@ -18,7 +18,14 @@ import {
   type Graph,
   type Task,
 } from "./model.ts";
-import { addZodIssues, defaultZodMessage, IssueList, validateStructure, type Where } from "./validate.ts";
+import {
+  addZodIssues,
+  defaultZodMessage,
+  IssueList,
+  pathProblem,
+  validateStructure,
+  type Where,
+} from "./validate.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
 /** Id of the root task's own step, when the root itself has instructions. */
@@ -47,6 +54,14 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
     if (problem) issues.add(path, `template error: ${problem}`);
   };
 
+  /** A path the step reads or writes stays in the repository (its templated parts are checked when they render). */
+  const checkPath = (path: string | null | undefined, at: PathSegment[]) => {
+    if (path == null) return;
+    const literal = path.replace(/\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g, "x");
+    const problem = pathProblem(literal) ? pathProblem(path) : null;
+    if (problem) issues.add(at, problem);
+  };
+
   const visit = (
     node: CyberianTaskFile,
     raw: Record<string, unknown>,
@@ -63,10 +78,12 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
         issues.add([...yamlPath, "success_criteria"], "needs exactly one of 'python' or 'script'");
       }
       checkTemplate(criteria.python, [...yamlPath, "success_criteria", "python"]);
+      checkPath(criteria.script, [...yamlPath, "success_criteria", "script"]);
       checkTemplate(criteria.retry_message, [...yamlPath, "success_criteria", "retry_message"]);
     }
     if (node.provider_call) {
       checkTemplate(node.provider_call.output_file, [...yamlPath, "provider_call", "output_file"]);
+      checkPath(node.provider_call.output_file, [...yamlPath, "provider_call", "output_file"]);
       for (const [key, value] of Object.entries(node.provider_call.params ?? {})) {
         if (typeof value === "string") checkTemplate(value, [...yamlPath, "provider_call", "params", key]);
       }

@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { criteriaCode } from "../../src/attempt/criteria.ts";
 import { runAttempt } from "../../src/attempt/run-attempt.ts";
@@ -100,6 +103,41 @@ describe("cyberian steps with the real agent", () => {
     );
     const missing = await attemptSetup(WORKFLOW, "grow", server.url);
     expect((await runAttempt(missing)).reason).toBe("template error in instructions: undefined value");
+  });
+});
+
+describe("paths a workflow names", () => {
+  it("are refused at run time when a symbolic link leads outside the repository", async () => {
+    server = await startScriptedModel(appender(1));
+    const outside = mkdtempSync(join(tmpdir(), "agentrelay-outside-"));
+    const ctx = await attemptSetup(
+      "name: p\nsubtasks:\n  fetch:\n    provider_call: {provider: echo, method: m, output_file: out/result.json}\n",
+      "fetch",
+      server.url,
+    );
+    mkdirSync(join(ctx.repoDir, ".workflow"), { recursive: true });
+    writeFileSync(
+      join(ctx.repoDir, ".workflow/providers.yaml"),
+      `providers: {echo: {command: [${JSON.stringify(process.execPath)}, -e, "process.stdout.write('{}')"]}}\n`,
+    );
+    symlinkSync(outside, join(ctx.repoDir, "out"));
+    const result = await runAttempt(ctx);
+    expect(result).toMatchObject({
+      outcome: "failed",
+      reason: "output_file 'out/result.json' leads outside the repository through a symbolic link",
+    });
+    expect(readdirSync(outside)).toEqual([]);
+
+    const script = await attemptSetup(
+      "name: c\nsubtasks:\n  s:\n    instructions: hi\n    success_criteria: {script: checks/ok.py}\n",
+      "s",
+      server.url,
+    );
+    writeFileSync(join(outside, "ok.py"), "result = True\n");
+    symlinkSync(outside, join(script.repoDir, "checks"));
+    expect((await runAttempt(script)).reason).toBe(
+      "Success criteria validation failed after 1 attempt(s): success criteria script 'checks/ok.py' leads outside the repository through a symbolic link",
+    );
   });
 });
 

@@ -383,6 +383,21 @@ export const RULE_CASES: RuleCase[] = [
     ],
   },
   {
+    rule: "cyberian: a criteria script stays in the repository",
+    yaml: "name: w\nsubtasks:\n  s:\n    instructions: hi\n    success_criteria: {script: ../../../etc/check.py}\n  t:\n    instructions: hi\n    success_criteria: {script: /usr/bin/check}\n",
+    errors: [
+      "5:32: subtasks.s.success_criteria.script: path '../../../etc/check.py' may not contain '..'",
+      "8:32: subtasks.t.success_criteria.script: path '/usr/bin/check' must be relative to the repository",
+    ],
+  },
+  {
+    rule: "cyberian: a provider's output file stays in the repository (templated parts checked when rendered)",
+    yaml: "name: w\nsubtasks:\n  s:\n    provider_call: {provider: p, method: m, output_file: '/tmp/{{ x }}.json'}\n  t:\n    provider_call: {provider: p, method: m, output_file: 'out/{{ x }}.json'}\n",
+    errors: [
+      "4:58: subtasks.s.provider_call.output_file: path '/tmp/{{ x }}.json' must be relative to the repository",
+    ],
+  },
+  {
     rule: "cyberian: something must run",
     yaml: "name: w\ndescription: nothing\nsubtasks:\n  s:\n    description: empty\n",
     errors: [
