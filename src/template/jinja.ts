@@ -1,64 +1,82 @@
 /**
- * Jinja-compatible templating for cyberian workflows, on MiniJinja (Armin Ronacher's Rust port of
- * Jinja2, compiled to WebAssembly). It renders Python-flavoured templates (`.strip()`, `//`, `~`,
- * `loop.index`, `True`) that JavaScript engines get wrong. Unlike cyberian, an undefined variable is
- * an error, never empty text, and evaluation is bounded ("fuel") so a template cannot loop forever.
+ * Jinja-compatible templating, on MiniJinja (Armin Ronacher's Rust port of Jinja2, compiled to
+ * WebAssembly). It renders Python-flavoured templates (`.strip()`, `//`, `~`, `loop.index`, `True`)
+ * that JavaScript engines get wrong. Unlike cyberian, an undefined variable is an error, never empty
+ * text. Templates are untrusted, so every use is bounded: work (MiniJinja's fuel), memory (see
+ * wasm-limits.ts) and output; and each runs in a fresh environment, so that one that traps cannot
+ * leave the engine broken for the next.
  */
+import { TEMPLATE_MEMORY_MB } from "./wasm-limits.ts";
 import minijinja from "minijinja-js";
 
-const FUEL = 5_000_000;
+export const TEMPLATE_LIMITS = {
+  /** MiniJinja's fuel: the instructions one template may execute. */
+  fuel: 5_000_000,
+  memoryMb: TEMPLATE_MEMORY_MB,
+  /** Characters one rendering may produce. */
+  outputChars: 1_000_000,
+} as const;
 
-function environment(): InstanceType<typeof minijinja.Environment> {
-  const env = new minijinja.Environment();
-  env.undefinedBehavior = "strict";
-  env.enablePyCompat();
-  // Jinja2's default: one trailing newline is dropped.
-  env.keepTrailingNewline = false;
-  env.fuel = FUEL;
-  return env;
-}
-
-let shared: InstanceType<typeof minijinja.Environment> | undefined;
-const env = () => {
-  shared ??= environment();
-  return shared;
-};
+type Environment = InstanceType<typeof minijinja.Environment>;
 
 export class TemplateError extends Error {
   override name = "TemplateError";
 }
 
-/** MiniJinja appends a source excerpt after the first line; the first line says it all. */
-function firstLine(error: unknown): string {
-  return String((error as Error)?.message ?? error)
-    .split("\n")[0]!
-    .replace(/ \(in [^)]*\)$/, "");
+/** MiniJinja's reason, in one line, with the template line it names (`... (in <string>:3)`). */
+function reason(error: unknown): string {
+  // A WebAssembly trap: an allocation past the memory cap.
+  if ((error as Error)?.name === "RuntimeError")
+    return `the template needs more than ${TEMPLATE_LIMITS.memoryMb} MB of memory (the limit)`;
+  const text = String((error as Error)?.message ?? error);
+  if (/out of fuel/i.test(text))
+    return `the template takes more than ${TEMPLATE_LIMITS.fuel} steps to render (the limit)`;
+  const [first = ""] = text.split("\n");
+  const line = / \(in [^)]*:(\d+)\)$/.exec(first)?.[1];
+  const message = first.replace(/ \(in [^)]*\)$/, "");
+  return line && line !== "1" ? `${message} (template line ${line})` : message;
+}
+
+function withEnvironment<T>(use: (env: Environment) => T): T {
+  const env = new minijinja.Environment();
+  try {
+    env.undefinedBehavior = "strict";
+    env.enablePyCompat();
+    // Jinja2's default: one trailing newline is dropped.
+    env.keepTrailingNewline = false;
+    env.fuel = TEMPLATE_LIMITS.fuel;
+    return use(env);
+  } catch (error) {
+    throw new TemplateError(reason(error));
+  } finally {
+    try {
+      env.free();
+    } catch {
+      // An environment a trap left broken is dropped all the same.
+    }
+  }
 }
 
 /** Returns a syntax problem in `source`, or null when it compiles. */
 export function templateSyntaxError(source: string): string | null {
   try {
-    env().addTemplate("check", source);
-    env().removeTemplate("check");
+    withEnvironment((env) => env.addTemplate("check", source));
     return null;
   } catch (error) {
-    return firstLine(error);
+    return (error as TemplateError).message;
   }
 }
 
 export function renderTemplate(source: string, context: Record<string, unknown>): string {
-  try {
-    return env().renderStr(source, context);
-  } catch (error) {
-    throw new TemplateError(firstLine(error));
-  }
+  const output = withEnvironment((env) => env.renderStr(source, context));
+  if (output.length > TEMPLATE_LIMITS.outputChars)
+    throw new TemplateError(
+      `the template renders more than ${TEMPLATE_LIMITS.outputChars} characters (the limit)`,
+    );
+  return output;
 }
 
 /** Evaluates one expression to a typed value (numbers stay numbers). */
 export function evaluateExpression(expression: string, context: Record<string, unknown>): unknown {
-  try {
-    return env().evalExpr(expression, context);
-  } catch (error) {
-    throw new TemplateError(firstLine(error));
-  }
+  return withEnvironment((env) => env.evalExpr(expression, context));
 }

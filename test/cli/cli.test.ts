@@ -54,6 +54,20 @@ describe("agentrelay validate", () => {
     ]);
   });
 
+  it("reports a template past its limits at its field, and goes on to the next file unharmed", () => {
+    const hostile = write(
+      "hostile-template.yaml",
+      "name: w\nsubtasks:\n  s:\n    instructions: \"{{ 'x' * 1000000000 }}\"\n",
+    );
+    const fine = write("fine-template.yaml", 'name: w\nsubtasks:\n  s:\n    instructions: "{{ 2 * 3 }}"\n');
+    const { code, stdout, stderr } = agentrelay("validate", hostile, fine);
+    expect(code).toBe(1);
+    expect(stdout.trim().split("\n")).toEqual([
+      `${hostile}:4:19: subtasks.s.instructions: template error: the template needs more than 256 MB of memory (the limit)`,
+    ]);
+    expect(stderr).toContain(`${fine}: ok (cyberian, 1 task)`);
+  });
+
   it("exits 2 on a usage error", () => {
     expect(agentrelay("validate").code).toBe(2);
     expect(agentrelay("frobnicate").code).toBe(2);
