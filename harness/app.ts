@@ -9,9 +9,10 @@ import type { AddressInfo } from "node:net";
 import { sign } from "@octokit/webhooks-methods";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import nock from "nock";
-import { createNodeMiddleware, Probot } from "probot";
+import { Probot } from "probot";
 import { agentrelayApp } from "../src/app/index.ts";
 import { agentrelayOctokit } from "../src/app/octokit.ts";
+import { appRequestHandler } from "../src/app/server.ts";
 import { DEFAULT_CONFIG, type AppConfig } from "../src/github/client.ts";
 import { parseRunGraph, type RunSource } from "../src/protocol/run-source.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
@@ -24,6 +25,7 @@ const ISSUER = "https://oidc.agentrelay.test";
 export interface Harness {
   gh: FakeGitHub;
   url: string;
+  logs: string[];
   deliver(
     name: string,
     payload: object,
@@ -78,14 +80,17 @@ export async function startApp(
     ...(transport === "fetch" ? { request: { fetch: gh.fetch } } : {}),
   });
   const appConfig: AppConfig = { ...DEFAULT_CONFIG, statusIntervalMs: 0, ...config };
+  /** The app's log lines (one per request and delivery). */
+  const logs: string[] = [];
   const app = agentrelayApp({
     config: appConfig,
     verify: oidcVerifier({ issuer: ISSUER, audience: appConfig.oidcAudience }),
   });
-  const middleware = await createNodeMiddleware(app, { probot });
-  const server: Server = createServer((req, res) => {
-    void middleware(req, res, () => res.writeHead(404).end());
+  const handler = await appRequestHandler(probot, app, {
+    secret: WEBHOOK_SECRET,
+    log: (line) => logs.push(line),
   });
+  const server: Server = createServer((req, res) => void handler(req, res));
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   let deliveries = 0;
@@ -93,6 +98,7 @@ export async function startApp(
   const harness: Harness = {
     gh,
     url,
+    logs,
     async pushGraph(path, text, extra = {}) {
       const before = gh.branches.get("main")!;
       const after = gh.commit("main", { [path]: text, ...extra }, `add ${path}`);

@@ -14,9 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { createNodeMiddleware, Probot } from "probot";
+import { Probot } from "probot";
 import { agentrelayApp } from "../src/app/index.ts";
 import { agentrelayOctokit } from "../src/app/octokit.ts";
+import { appRequestHandler } from "../src/app/server.ts";
 import { reconcileRepository } from "../src/app/reconcile.ts";
 import { DEFAULT_CONFIG, type GitHubClient } from "../src/github/client.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
@@ -98,7 +99,11 @@ export class Standin {
             number: pull.number,
             html_url: `https://github.com/octo/demo/pull/${pull.number}`,
             merged: true,
-            head: { ref: pull.head, repo: { full_name: "octo/demo" } },
+            head: {
+              ref: pull.head,
+              sha: this.gh.branches.get(pull.head) ?? "0".repeat(40),
+              repo: { full_name: "octo/demo" },
+            },
             base: { ref: pull.base },
           },
           sender: { login: APP_LOGIN, type: "Bot" },
@@ -196,8 +201,8 @@ export class Standin {
       config,
       verify: oidcVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience }),
     });
-    const middleware = await createNodeMiddleware(app, { probot });
-    const server = createServer((req, res) => void middleware(req, res, () => res.writeHead(404).end()));
+    const handler = await appRequestHandler(probot, app, { secret: SECRET, log: () => {} });
+    const server = createServer((req, res) => void handler(req, res));
     await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
     return Object.assign(replica, {
       probot,

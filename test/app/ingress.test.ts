@@ -213,15 +213,73 @@ describe("job endpoints", () => {
 });
 
 describe("webhook ingress", () => {
-  it("rejects a forged signature with no side effect", async () => {
+  it("rejects a forged signature with no side effect, logging one line and none of the body", async () => {
     const before = h.gh.branches.get("main")!;
     const after = h.gh.commit("main", { ".workflow/diamond.yaml": DIAMOND });
     const status = await h.deliver(
       "push",
       pushPayload(h.gh, before, after, { added: [".workflow/diamond.yaml"] }),
-      { secret: "wrong" },
+      { secret: "wrong", id: "forged-1" },
     );
     expect(status).toBe(400);
+    expect(h.gh.calls).toEqual([]);
+    const lines = h.logs.filter((l) => l.includes("forged-1"));
+    expect(lines).toEqual([
+      "webhook forged-1 (push): refused 400: the signature does not match the body (check the app's webhook secret)",
+    ]);
+    expect(h.logs.join("\n")).not.toContain(after);
+  });
+
+  it("caps a body before reading it: 30 MB is refused at once, declared or streamed", async () => {
+    const big = "x".repeat(30 * 1024 * 1024);
+    const headers = {
+      "x-github-event": "push",
+      "x-github-delivery": "big-1",
+      "x-hub-signature-256": "sha256=00",
+    };
+    const declared = await fetch(`${h.url}/api/github/webhooks`, { method: "POST", headers, body: big });
+    expect(declared.status).toBe(413);
+    const stream = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < 30; i++) controller.enqueue(new TextEncoder().encode(big.slice(0, 1024 * 1024)));
+        controller.close();
+      },
+    });
+    const streamed = await fetch(`${h.url}/api/github/webhooks`, {
+      method: "POST",
+      headers: { ...headers, "x-github-delivery": "big-2" },
+      body: stream,
+      duplex: "half",
+    } as RequestInit).catch(() => null);
+    // The app answers 413 and stops reading; the client may see the answer or a closed connection.
+    if (streamed) expect(streamed.status).toBe(413);
+    expect(h.logs.filter((l) => l.startsWith("webhook big-"))).toEqual([
+      "webhook big-1 (push): refused 413: the body is over the 26214400-byte limit",
+      "webhook big-2 (push): refused 413: the body is over the 26214400-byte limit",
+    ]);
+    expect(h.gh.calls).toEqual([]);
+  });
+
+  it("answers a signed payload it cannot read with 400 and the field at fault, never a 500", async () => {
+    expect(await h.deliver("push", {}, { raw: "null" })).toBe(400);
+    const noCommits = {
+      ref: "refs/heads/main",
+      after: "a".repeat(40),
+      deleted: false,
+      repository: repository(h.gh),
+      sender: user("alice"),
+    };
+    expect(await h.deliver("push", noCommits, { id: "no-commits" })).toBe(400);
+    expect(h.logs).toContain(
+      "webhook no-commits (push): refused 400: push payload: commits: Invalid input: expected array, received undefined",
+    );
+    expect(
+      await h.deliver("issue_comment", {
+        action: "created",
+        repository: repository(h.gh),
+        sender: user("a"),
+      }),
+    ).toBe(400);
     expect(h.gh.calls).toEqual([]);
   });
 });

@@ -95,7 +95,11 @@ describe("a run on GitHub", () => {
         number: integration.number,
         html_url: "https://github.com/octo/demo/pull/x",
         merged: true,
-        head: { ref: integration.head, repo: { full_name: "octo/demo" } },
+        head: {
+          ref: integration.head,
+          sha: h.gh.branches.get(integration.head)!,
+          repo: { full_name: "octo/demo" },
+        },
         base: { ref: "main" },
       },
       repository: { ...(await import("../../harness/app.ts")).repository(h.gh) },

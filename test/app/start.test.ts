@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -49,6 +50,77 @@ describe("npm start", () => {
         metadata: "read",
       });
       expect(manifest.default_permissions).not.toHaveProperty("workflows");
+    } finally {
+      child.kill();
+    }
+  });
+});
+
+describe("npm start with credentials", () => {
+  it("logs one line per request in every format, never a token or a body, and caps bodies", async () => {
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const { privateKey } = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" },
+    });
+    const child = spawn(process.execPath, [join(REPO_ROOT, "lib/app.js")], {
+      cwd: mkdtempSync(join(tmpdir(), "agentrelay-start-")),
+      env: {
+        PATH: process.env.PATH,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        APP_ID: "1",
+        PRIVATE_KEY: privateKey,
+        WEBHOOK_SECRET: "s3cret",
+        LOG_FORMAT: "json",
+        LOG_LEVEL: "debug",
+        AGENTRELAY_RECONCILE_MS: "0",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      for (let i = 0; i < 100; i++) {
+        const up = await fetch(`${url}/ping`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (up) break;
+        await new Promise((done) => setTimeout(done, 100));
+      }
+      const token = `eyJhbGciOiJSUzI1NiJ9.${"e".repeat(40)}.${"s".repeat(40)}`;
+      const job = await fetch(`${url}/agentrelay/token`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ run: "g/1", task: "a", attempt: 1 }),
+      });
+      expect(job.status).toBe(401);
+      const secretBody = `{"marker":"${"m".repeat(64)}"}`;
+      const unsigned = await fetch(`${url}/api/github/webhooks`, {
+        method: "POST",
+        headers: { "x-github-event": "push", "x-github-delivery": "d-1", "x-hub-signature-256": "sha256=00" },
+        body: secretBody,
+      });
+      expect(unsigned.status).toBe(400);
+      const huge = await fetch(`${url}/api/github/webhooks`, {
+        method: "POST",
+        headers: { "x-github-event": "push", "x-github-delivery": "d-2", "x-hub-signature-256": "sha256=00" },
+        body: "x".repeat(200 * 1024 * 1024),
+      }).catch(() => null);
+      if (huge) expect(huge.status).toBe(413);
+      // The 200 MB body was refused before it was read: the app's peak memory stayed small.
+      const peakKb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))![1]);
+      expect(peakKb / 1024).toBeLessThan(200);
+      await new Promise((done) => setTimeout(done, 200));
+      expect(output).not.toContain(token);
+      expect(output).not.toContain("m".repeat(64));
+      expect(output).toContain("webhook d-1 (push): refused 400: the signature does not match");
+      expect(output).toContain("POST /agentrelay/token 401");
+      for (const line of output.trim().split("\n")) expect(() => JSON.parse(line)).not.toThrow();
     } finally {
       child.kill();
     }

@@ -1,0 +1,109 @@
+/**
+ * The webhook endpoint, in front of Probot's handlers: a body is capped before it is read (GitHub
+ * sends at most 25 MB), its signature is checked over the raw bytes before anything of it is
+ * logged or parsed, and a signed payload the handlers cannot read is answered 400 with the field at
+ * fault. Each delivery is logged as one line. The handlers run through Probot (`probot.receive`).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { verify } from "@octokit/webhooks-methods";
+import type { Probot } from "probot";
+import { payloadProblem } from "./payloads.ts";
+
+/** GitHub does not deliver events over 25 MB. */
+export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
+/** GitHub waits 10 s for an answer; a slower handler goes on after a 202. */
+const ANSWER_WITHIN_MS = 9_000;
+
+export interface IngressOptions {
+  path: string;
+  secret: string;
+  log: (line: string) => void;
+  maxBytes?: number;
+}
+
+class Refused extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The raw body, refused past `max` bytes (by its declared length, or as it streams). */
+async function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"] ?? 0);
+  if (declared > max) throw new Refused(413, `the body is over the ${max}-byte limit`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > max) throw new Refused(413, `the body is over the ${max}-byte limit`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+const header = (req: IncomingMessage, name: string): string => {
+  const value = req.headers[name];
+  if (typeof value !== "string" || value === "") throw new Refused(400, `the ${name} header is missing`);
+  return value;
+};
+
+export function webhookIngress(probot: Probot, options: IngressOptions) {
+  const max = options.maxBytes ?? MAX_WEBHOOK_BYTES;
+  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    if ((req.url ?? "").split("?")[0] !== options.path) return false;
+    const answer = (status: number, text: string) => {
+      if (!res.headersSent) res.writeHead(status, { "content-type": "text/plain" }).end(`${text}\n`);
+    };
+    if (req.method !== "POST") {
+      answer(405, "POST only");
+      return true;
+    }
+    const delivery = String(req.headers["x-github-delivery"] ?? "-").slice(0, 80);
+    const event = String(req.headers["x-github-event"] ?? "-").slice(0, 40);
+    const logLine = (outcome: string) => options.log(`webhook ${delivery} (${event}): ${outcome}`);
+    let payload: unknown;
+    try {
+      const name = header(req, "x-github-event");
+      const signature = header(req, "x-hub-signature-256");
+      header(req, "x-github-delivery");
+      const body = await readBody(req, max);
+      if (!(await verify(options.secret, body.toString("utf8"), signature).catch(() => false)))
+        throw new Refused(400, "the signature does not match the body (check the app's webhook secret)");
+      try {
+        payload = JSON.parse(body.toString("utf8"));
+      } catch {
+        throw new Refused(400, "the body is not JSON");
+      }
+      const problem = payloadProblem(name, payload);
+      if (problem) throw new Refused(400, problem);
+    } catch (error) {
+      if (!(error instanceof Refused)) throw error;
+      logLine(`refused ${error.status}: ${error.message}`);
+      answer(error.status, error.message);
+      if (error.status === 413) req.destroy();
+      return true;
+    }
+    const handled = probot.receive({ id: delivery, name: event as never, payload: payload as never }).then(
+      () => {
+        logLine("handled");
+        answer(200, "ok");
+      },
+      (error: unknown) => {
+        const errors = error instanceof AggregateError ? error.errors : [error];
+        logLine(`failed: ${errors.map((e) => (e as Error).message).join("; ")}`);
+        answer(500, "the app failed to handle the event; its log says why");
+      },
+    );
+    const late = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        answer(202, "still processing");
+        resolve();
+      }, ANSWER_WITHIN_MS).unref(),
+    );
+    await Promise.race([handled, late]);
+    return true;
+  };
+}
