@@ -195,6 +195,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const workDir = join(env.RUNNER_TEMP || workspace, "agentrelay", inputs.task, String(inputs.attempt));
   mkdirSync(repoDir, { recursive: true });
   mkdirSync(workDir, { recursive: true });
+  core.setOutput("work-dir", workDir);
   const auth = gitAuth(token);
   const branch = taskBranch(graph.name, task.id);
   const integration = integrationBranch(graph.name, task.workstreamId);

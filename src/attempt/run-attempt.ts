@@ -17,6 +17,13 @@ import type { AttemptReportResult } from "../protocol/report.ts";
 import { type ClaudeResult, runClaudeCode } from "./claude.ts";
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
 import { ParamsError } from "../protocol/cyberian-prompt.ts";
+import {
+  ANTHROPIC_API,
+  CREDENTIAL_VARIABLES,
+  credentialOf,
+  credentialSecrets,
+  startCredentialProxy,
+} from "./credential-proxy.ts";
 import { redactor, secretValues } from "./redact.ts";
 import { readSignals, writeSignalShims } from "./signals.ts";
 
@@ -165,9 +172,23 @@ function prepareWorkDir(ctx: AttemptContext): string {
 }
 
 export async function runAttempt(context: AttemptContext): Promise<AttemptResult> {
+  const given = context.claude.env;
+  const credential = credentialOf(given);
   // Nothing the agent prints leaves the attempt without redaction: not a log line, not a summary.
-  const redact = redactor(secretValues(context.claude.env));
-  const ctx: AttemptContext = { ...context, log: (line) => context.log(redact(line)) };
+  const redact = redactor([...secretValues(given), ...credentialSecrets(credential)]);
+  // The credential stays with the runner: the agent talks to it through the proxy, with a throwaway key.
+  const proxy = credential
+    ? await startCredentialProxy(credential, given.ANTHROPIC_BASE_URL || ANTHROPIC_API)
+    : null;
+  const env = proxy
+    ? { ...withoutCredential(given), ANTHROPIC_BASE_URL: proxy.url, ANTHROPIC_API_KEY: proxy.key }
+    : given;
+  const ctx: RunningAttempt = {
+    ...context,
+    claude: { ...context.claude, env },
+    redact,
+    log: (line) => context.log(redact(line)),
+  };
   let result: AttemptResult;
   try {
     result = await runAttemptUnredacted(ctx);
@@ -175,6 +196,8 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     // A template that cannot render with the run's params fails the attempt before the agent starts.
     if (!(error instanceof ParamsError)) throw error;
     result = failedAttempt(`template error in ${error.message}`);
+  } finally {
+    await proxy?.close();
   }
   return {
     ...result,
@@ -185,7 +208,19 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
   };
 }
 
-async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult> {
+/** An environment without the variables that carry an Anthropic credential. */
+function withoutCredential(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const name of CREDENTIAL_VARIABLES) delete out[name];
+  return out;
+}
+
+/** An attempt while it runs: its log and everything it keeps are masked with `redact`. */
+interface RunningAttempt extends AttemptContext {
+  redact: (text: string) => string;
+}
+
+async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult> {
   const signalDir = prepareWorkDir(ctx);
   const env: NodeJS.ProcessEnv = {
     ...ctx.claude.env,
@@ -287,7 +322,9 @@ async function runAttemptUnredacted(ctx: AttemptContext): Promise<AttemptResult>
     if (!command) return null;
     const max = ctx.task.maxGateAttempts;
     for (let n = 1; n <= max; n++) {
-      const gate = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, env);
+      const run = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, env);
+      // A gate may print the environment: what it wrote is masked before it is kept or shown.
+      const gate = { ...run, output: ctx.redact(run.output) };
       writeFileSync(join(signalDir, "gate_last_output.txt"), gate.output);
       gates.push({ n: gates.length + 1, passed: gate.passed });
       ctx.log(`gate ${n}/${max}: ${gate.passed ? "passed" : "failed"}`);

@@ -9,9 +9,9 @@
  *
  * The same load rules and selection rules as agentrelay, with errors located at their node.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { GraphError, type GraphIssue } from "../graph/errors.ts";
 import type { Graph } from "../graph/model.ts";
 import { loadYaml } from "../graph/yaml.ts";
@@ -151,17 +151,20 @@ export function checkTiers(credentials: Credentials, graph: Graph): void {
   }
 }
 
-/** Environment for Claude Code: an API key as ANTHROPIC_API_KEY; an OAuth file copied into the agent's home. */
-export function anthropicEnvironment(
-  credential: AnthropicCredential | null,
-  agentHome: string,
-): Record<string, string> {
+/**
+ * Environment for the attempt runner: an API key as ANTHROPIC_API_KEY, an OAuth credentials file
+ * as AGENTRELAY_CLAUDE_LOGIN (read by the runner's credential proxy, never copied where the agent is).
+ */
+export function anthropicEnvironment(credential: AnthropicCredential | null): Record<string, string> {
   if (!credential) return {};
   if (credential.type === "api_key") return { ANTHROPIC_API_KEY: credential.key };
   if (!existsSync(credential.path))
     throw new CredentialError(`oauth credentials file '${credential.path}' does not exist`);
-  const target = join(agentHome, ".claude", ".credentials.json");
-  mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
-  copyFileSync(credential.path, target);
-  return {};
+  return { AGENTRELAY_CLAUDE_LOGIN: credential.path };
+}
+
+/** The user's own Claude login, where Claude Code keeps it on Linux and Windows, if there is one. */
+export function userLogin(home = homedir()): string | null {
+  const file = join(home, ".claude", ".credentials.json");
+  return existsSync(file) ? file : null;
 }

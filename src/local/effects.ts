@@ -5,11 +5,12 @@
  * merges are carried out before the write (repeating them changes nothing); attempts start after it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AttemptSpec } from "../attempt/attempt-process.ts";
 import { gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
+import { isSecretName } from "../attempt/redact.ts";
 import { DEFAULT_ALLOWED_TOOLS } from "../attempt/run-attempt.ts";
 import type { LoadedRun, RunHost } from "../engine/driver.ts";
 import type { Engine } from "../engine/engine.ts";
@@ -175,6 +176,8 @@ export class LocalHost implements RunHost {
     const reuse = graph.cyberian?.agentLifecycle === "reuse" && existsSync(sessionFile);
     const { inputFiles, peers } = handoff(state, task);
     const s = this.settings;
+    const claudeEnv = s.claudeEnv(task.primaryAgent.isolation.tokenTier);
+    const secrets = Object.fromEntries(Object.entries(claudeEnv).filter(([name]) => isSecretName(name)));
     const spec: AttemptSpec = {
       graphFile: graph.file,
       graphText: s.graphText,
@@ -189,7 +192,8 @@ export class LocalHost implements RunHost {
       ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
       claude: {
         bin: s.claudeBin,
-        env: s.claudeEnv(task.primaryAgent.isolation.tokenTier),
+        // Secrets reach the attempt process through its environment, never through this file.
+        env: Object.fromEntries(Object.entries(claudeEnv).filter(([name]) => !isSecretName(name))),
         maxTurns: s.maxTurns,
         timeoutMs: s.attemptTimeoutMs,
         allowedTools: DEFAULT_ALLOWED_TOOLS,
@@ -200,11 +204,12 @@ export class LocalHost implements RunHost {
     };
     mkdirSync(join(taskDir, "work"), { recursive: true });
     const specFile = join(taskDir, `attempt-${attempt}.json`);
-    writeFileSync(specFile, JSON.stringify(spec, null, 2));
+    writeFileSync(specFile, JSON.stringify(spec, null, 2), { mode: 0o600 });
     await this.report([{ type: "job_started", task: taskId, attempt, at: Date.now() }]);
     const code = await new Promise<number | null>((done) => {
       const child = spawn(process.execPath, [s.entry, "attempt", specFile], {
         stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, ...secrets },
       });
       this.running.set(`${taskId}/${attempt}`, child);
       const agentLog: string[] = [];
@@ -218,6 +223,7 @@ export class LocalHost implements RunHost {
       child.stderr.on("data", onData);
       child.on("close", (exit) => {
         this.running.delete(`${taskId}/${attempt}`);
+        rmSync(specFile, { force: true });
         writeFileSync(
           join(taskDir, "work", "attempts", String(attempt), "agent.log"),
           `${agentLog.join("\n")}\n`,

@@ -13,7 +13,8 @@ import { createEngine, type Engine } from "../engine/engine.ts";
 import { resumeRun } from "../engine/resume.ts";
 import type { EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
-import { anthropicEnvironment, type AnthropicCredential } from "./credentials.ts";
+import { credentialOf } from "../attempt/credential-proxy.ts";
+import { anthropicEnvironment, type AnthropicCredential, userLogin } from "./credentials.ts";
 import { LocalHost } from "./effects.ts";
 import { GitRefStateStore } from "./git-store.ts";
 
@@ -69,7 +70,14 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   }
   const agentHome = join(workRoot, "home");
   mkdirSync(agentHome, { recursive: true });
-  const credentialEnv = anthropicEnvironment(options.credentials?.anthropic ?? null, agentHome);
+  // The credential: the credentials file's, else the user's own (a key in the environment, which the
+  // attempt inherits, or their Claude login); the attempt's runner holds it, the agent never does.
+  const login = userLogin();
+  const credentialEnv = options.credentials
+    ? anthropicEnvironment(options.credentials.anthropic)
+    : hasCredential(process.env) || hasCredential(options.claudeEnv) || !login
+      ? {}
+      : { AGENTRELAY_CLAUDE_LOGIN: login };
   const runKey = `${graph.name}/1`;
 
   // Work that outlives a write (attempts): the run ends when none is left.
@@ -164,3 +172,5 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   await chain;
   return { state: (await store.load(runKey))?.state ?? state!, drift, workRoot };
 }
+
+const hasCredential = (env: NodeJS.ProcessEnv) => credentialOf(env) !== null;

@@ -213,6 +213,41 @@ describe("the task Action", () => {
     expect(tokenRequests).toBe(1);
   });
 
+  it("keeps the Anthropic credential and the job's tokens out of the agent, its gate output and its work directory", async () => {
+    const gated = `${GRAPH}    completion_gate: printenv && false\n    max_gate_attempts: 1\n`;
+    server = await startScriptedModel(
+      sequence(
+        [
+          bash(
+            'printenv > env.txt; (ls -laR "$HOME"; cat "$HOME"/.claude/* 2>/dev/null) > home.txt; agentrelay-complete',
+          ),
+        ],
+        "Done.",
+      ),
+    );
+    const { bare, url } = await remote();
+    const { outcome } = await runJob(url, 1, {}, gated);
+    expect(outcome.result).toMatchObject({
+      outcome: "failed",
+      reason: "Completion gate failed after 1 attempt(s): printenv && false",
+    });
+    // The failed attempt's work was pushed, so that a retry continues from it: read what the agent saw.
+    const seen = [
+      await git(bare, ["show", "agentrelay/g/greet:env.txt"]),
+      await git(bare, ["show", "agentrelay/g/greet:home.txt"]),
+    ];
+    const workDir = join(process.env.RUNNER_TEMP!, "agentrelay", "greet", "1");
+    const gateOutput = readFileSync(join(workDir, "attempts", "1", "gate_last_output.txt"), "utf8");
+    expect(gateOutput).toContain("ANTHROPIC_BASE_URL=http://127.0.0.1:");
+    for (const text of [...seen, gateOutput]) {
+      expect(text).not.toContain("sk-ant-scripted-credential");
+      expect(text).not.toContain(TOKEN);
+      expect(text).not.toContain("runner-request-token");
+    }
+    // The model was reached with the real credential, through the runner's proxy.
+    expect(server.credentials.filter(Boolean).every((c) => c === "sk-ant-scripted-credential")).toBe(true);
+  });
+
   it("continues a retry on the existing task branch, with agent configuration restored from the default branch", async () => {
     server = await startScriptedModel(
       sequence(

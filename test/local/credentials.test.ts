@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -118,45 +118,89 @@ describe("credentials validation", () => {
 });
 
 describe("credentials in a local run", () => {
-  it("give each task its tier's variables and Claude Code the selected API key", async () => {
-    const server = await startScriptedModel(
-      sequence(
-        [
-          {
-            name: "Bash",
-            input: { command: 'printf %s "$GH_TOKEN" > token.txt && agentrelay-complete', description: "x" },
-          },
-        ],
-        "Done.",
-      ),
-    );
+  /** The agent looks for credentials: its environment, its home, the files there. */
+  const snoop = {
+    name: "Bash",
+    input: {
+      command:
+        'printenv > env.txt && (ls -laR "$HOME" && cat "$HOME"/.claude/* "$HOME"/.claude.json 2>/dev/null || true) > home.txt && printf %s "$GH_TOKEN" > token.txt && agentrelay-complete',
+      description: "look around",
+    },
+  };
+
+  async function run(credentialsYaml: string, extraEnv: Record<string, string> = {}) {
+    const server = await startScriptedModel(sequence([snoop], "Done."));
     try {
       const repo = await tempRepo();
       const text = "name: g\nisolation: {token_tier: read_only}\ntasks:\n  - id: a\n    description: x\n";
-      const credentials = loadCredentials(
-        file(
-          "run.yaml",
-          "token_tiers:\n  read_only: {GH_TOKEN: ghs_readonly_token}\nanthropic:\n  key: {type: api_key, key: sk-ant-from-credentials}\n",
-        ),
-      );
-      const { state } = await runLocal({
+      const credentials = loadCredentials(file("run.yaml", credentialsYaml));
+      const { state, workRoot } = await runLocal({
         graph: parseGraph("g.yaml", text),
         graphText: text,
         repo,
         entry: join(REPO_ROOT, "bin/agentrelay.js"),
         claudeBin: CLAUDE_BIN,
-        claudeEnv: { ANTHROPIC_BASE_URL: server.url, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" },
-        credentials: { anthropic: credentials.anthropic[0]!, tokenTiers: credentials.tokenTiers },
+        claudeEnv: {
+          ANTHROPIC_BASE_URL: server.url,
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+          ...extraEnv,
+        },
+        credentials: { anthropic: credentials.anthropic[0] ?? null, tokenTiers: credentials.tokenTiers },
       });
-      expect(state.tasks.a!.status).toBe("merged");
-      expect(await git(repo, ["show", "agentrelay/g/default/integration:token.txt"])).toBe(
-        "ghs_readonly_token",
-      );
-      expect(server.credentials.filter(Boolean).every((c) => c.includes("sk-ant-from-credentials"))).toBe(
-        true,
-      );
+      const show = (path: string) => git(repo, ["show", `agentrelay/g/default/integration:${path}`]);
+      return { state, workRoot, server, show, files: await allFiles(repo) };
     } finally {
       await server.close();
     }
+  }
+
+  /** Every file the runner left in the repository's .agentrelay folder (not the agent's own checkout). */
+  async function allFiles(repo: string): Promise<string> {
+    const texts: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) {
+          if (entry.name !== "workstreams") walk(path);
+        } else if (entry.isFile()) texts.push(readFileSync(path, "latin1"));
+      }
+    };
+    walk(join(repo, ".agentrelay"));
+    return texts.join("\n");
+  }
+
+  it("give each task its tier's variables; the API key stays with the runner, out of the agent and off the disk", async () => {
+    const { state, server, show, files } = await run(
+      "token_tiers:\n  read_only: {GH_TOKEN: ghs_readonly_token}\nanthropic:\n  key: {type: api_key, key: sk-ant-from-credentials}\n",
+    );
+    expect(state.tasks.a!.status).toBe("merged");
+    expect(await show("token.txt")).toBe("ghs_readonly_token");
+    // The agent sees the proxy's address and a throwaway key, nothing else.
+    const env = await show("env.txt");
+    const home = await show("home.txt");
+    for (const seen of [env, home]) expect(seen).not.toContain("sk-ant-from-credentials");
+    expect(env).toMatch(/^ANTHROPIC_API_KEY=sk-ant-agentrelay-[0-9a-f]{48}$/m);
+    expect(env).toMatch(/^ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:\d+$/m);
+    // The model was reached with the real key, through the runner's proxy.
+    expect(server.credentials.filter(Boolean).every((c) => c === "sk-ant-from-credentials")).toBe(true);
+    // Nothing left on disk holds a secret.
+    expect(files).not.toContain("sk-ant-from-credentials");
+    expect(files).not.toContain("ghs_readonly_token");
+  });
+
+  it("use a Claude login file through the proxy, as a bearer token the agent never sees", async () => {
+    const login = file(
+      "credentials.json",
+      JSON.stringify({
+        claudeAiOauth: { accessToken: "sk-ant-oat01-login-token", expiresAt: Date.now() + 3_600_000 },
+      }),
+    );
+    const { state, server, show, files } = await run(`anthropic:\n  max: {type: oauth, path: ${login}}\n`);
+    expect(state.tasks.a!.status).toBe("merged");
+    for (const seen of [await show("env.txt"), await show("home.txt"), files])
+      expect(seen).not.toContain("sk-ant-oat01-login-token");
+    expect(server.credentials.filter(Boolean).every((c) => c === "Bearer sk-ant-oat01-login-token")).toBe(
+      true,
+    );
   });
 });
