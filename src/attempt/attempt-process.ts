@@ -5,6 +5,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseGraph } from "../graph/load.ts";
+import { recordProcessGroups } from "./bounded.ts";
 import { type AttemptInputs, type AttemptResult, failedAttempt, runAttempt } from "./run-attempt.ts";
 
 export interface AttemptSpec extends AttemptInputs {
@@ -12,10 +13,13 @@ export interface AttemptSpec extends AttemptInputs {
   task: string;
   /** Where the result is written, as JSON. */
   resultFile: string;
+  /** Where the attempt records the process groups it starts (so that a crashed runner's are stopped). */
+  processGroupsFile?: string;
 }
 
 export async function attemptProcess(specFile: string): Promise<number> {
   const spec = JSON.parse(readFileSync(specFile, "utf8")) as AttemptSpec;
+  if (spec.processGroupsFile) recordProcessGroups(spec.processGroupsFile);
   const graph = parseGraph(spec.graphFile, spec.graphText);
   const task = graph.tasks.find((t) => t.id === spec.task);
   if (!task) throw new Error(`no task '${spec.task}' in ${spec.graphFile}`);

@@ -2,7 +2,7 @@
  * Runs Claude Code headless (`claude -p ... --output-format stream-json --verbose`) with a wall-clock
  * limit, streams its progress to a log, and reads turns, cost and the final answer from its result.
  */
-import { spawn } from "node:child_process";
+import { runBounded } from "./bounded.ts";
 
 export interface ClaudeOptions {
   bin: string;
@@ -46,7 +46,7 @@ function describe(message: { type?: string; message?: { content?: unknown[] } })
   });
 }
 
-export function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResult> {
+export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResult> {
   const args = [
     "-p",
     options.prompt,
@@ -64,71 +64,59 @@ export function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResult> {
   if (options.model) args.push("--model", options.model);
   if (options.resume) args.push("--resume", options.resume);
 
-  return new Promise((resolve) => {
-    const child = spawn(options.bin, args, {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let buffer = "";
-    let stderr = "";
-    let result: Record<string, unknown> | null = null;
-    let sessionId: string | null = null;
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill("SIGTERM");
-      setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
-    }, options.timeoutMs);
-
-    const handle = (line: string) => {
-      if (!line.trim()) return;
-      let message: Record<string, unknown>;
-      try {
-        message = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        options.log(line);
-        return;
-      }
-      if (typeof message.session_id === "string") sessionId = message.session_id;
-      if (message.type === "result") result = message;
-      for (const text of describe(message)) options.log(text);
-    };
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (chunk: string) => {
+  let buffer = "";
+  let result: Record<string, unknown> | null = null;
+  let sessionId: string | null = null;
+  const handle = (line: string) => {
+    if (!line.trim()) return;
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      options.log(line);
+      return;
+    }
+    if (typeof message.session_id === "string") sessionId = message.session_id;
+    if (message.type === "result") result = message;
+    for (const text of describe(message)) options.log(text);
+  };
+  const run = await runBounded(options.bin, args, {
+    cwd: options.cwd,
+    env: options.env,
+    timeoutMs: options.timeoutMs,
+    // The stream is read as it comes (for the log); only its tail is kept.
+    maxOutput: 200_000,
+    onStdout: (chunk) => {
       buffer += chunk;
       const lines = buffer.split("\n");
       buffer = lines.pop()!;
       lines.forEach(handle);
-    });
-    child.stderr.on("data", (chunk) => (stderr += chunk));
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      handle(buffer);
-      const r = result as {
-        is_error?: boolean;
-        result?: string;
-        num_turns?: number;
-        total_cost_usd?: number;
-        subtype?: string;
-      } | null;
-      const failed = timedOut || code !== 0 || !r || r.is_error === true;
-      resolve({
-        ok: !failed,
-        timedOut,
-        exitCode: code,
-        sessionId,
-        finalText: r?.result ?? "",
-        turns: r?.num_turns ?? 0,
-        costUsd: r?.total_cost_usd ?? 0,
-        error: failed
-          ? timedOut
-            ? `Claude Code did not finish within ${Math.round(options.timeoutMs / 1000)} s`
-            : r?.subtype && r.subtype !== "success"
-              ? `Claude Code stopped: ${r.subtype}`
-              : `Claude Code exited with code ${code}${stderr.trim() ? `: ${stderr.trim().split("\n").slice(-3).join(" ")}` : ""}`
-          : null,
-      });
-    });
+    },
   });
+  handle(buffer);
+  const r = result as {
+    is_error?: boolean;
+    result?: string;
+    num_turns?: number;
+    total_cost_usd?: number;
+    subtype?: string;
+  } | null;
+  const failed = run.timedOut || run.code !== 0 || !r || r.is_error === true;
+  const stderr = run.stderr.trim();
+  return {
+    ok: !failed,
+    timedOut: run.timedOut,
+    exitCode: run.code,
+    sessionId,
+    finalText: r?.result ?? "",
+    turns: r?.num_turns ?? 0,
+    costUsd: r?.total_cost_usd ?? 0,
+    error: failed
+      ? run.timedOut
+        ? `Claude Code did not finish within ${Math.round(options.timeoutMs / 1000)} s`
+        : r?.subtype && r.subtype !== "success"
+          ? `Claude Code stopped: ${r.subtype}`
+          : `Claude Code exited with code ${run.code}${stderr ? `: ${stderr.split("\n").slice(-3).join(" ")}` : ""}`
+      : null,
+  };
 }

@@ -105,7 +105,9 @@ export async function startCredentialProxy(
     const presented = req.headers["x-api-key"] ?? req.headers.authorization?.replace(/^Bearer /, "");
     if (presented !== key) {
       res.writeHead(401, { "content-type": "application/json" });
-      res.end(JSON.stringify({ type: "error", error: { type: "authentication_error", message: "unknown key" } }));
+      res.end(
+        JSON.stringify({ type: "error", error: { type: "authentication_error", message: "unknown key" } }),
+      );
       return;
     }
     let auth: Record<string, string>;
@@ -122,7 +124,9 @@ export async function startCredentialProxy(
       if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
     Object.assign(headers, auth);
     if (credential.kind !== "api_key") {
-      const betas = String(headers["anthropic-beta"] ?? "").split(",").filter(Boolean);
+      const betas = String(headers["anthropic-beta"] ?? "")
+        .split(",")
+        .filter(Boolean);
       if (!betas.includes(OAUTH_BETA)) headers["anthropic-beta"] = [...betas, OAUTH_BETA].join(",");
     }
     const target = new URL(req.url ?? "/", base);
@@ -134,7 +138,12 @@ export async function startCredentialProxy(
     });
     out.on("error", (error) => {
       if (!res.headersSent) res.writeHead(502, { "content-type": "application/json" });
-      res.end(JSON.stringify({ type: "error", error: { type: "api_error", message: `upstream: ${error.message}` } }));
+      res.end(
+        JSON.stringify({
+          type: "error",
+          error: { type: "api_error", message: `upstream: ${error.message}` },
+        }),
+      );
     });
     req.pipe(out);
   });

@@ -7,9 +7,9 @@
  * split around it (`('' + str(__agentrelay_values[1]) + '/SUMMARY_1.md')`). The values travel as JSON
  * on stdin, so a param such as `'); import os; os.system('x'); ('` stays a string.
  */
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { evaluateExpression } from "../template/jinja.ts";
+import { runBounded } from "./bounded.ts";
 import { insideRepository, OutsideRepositoryError } from "./paths.ts";
 
 const VALUES = "__agentrelay_values";
@@ -111,7 +111,7 @@ export interface CriteriaVerdict {
   error: string;
 }
 
-export function runCriteria(
+export async function runCriteria(
   criteria: { python: string | null; script: string | null },
   params: Record<string, unknown>,
   options: { cwd: string; workflowDir: string; timeoutMs: number; env: NodeJS.ProcessEnv },
@@ -128,33 +128,25 @@ export function runCriteria(
         .find(existsSync);
     } catch (error) {
       if (!(error instanceof OutsideRepositoryError)) throw error;
-      return Promise.resolve({ passed: false, error: error.message });
+      return { passed: false, error: error.message };
     }
-    if (!script)
-      return Promise.resolve({
-        passed: false,
-        error: `success criteria script '${criteria.script}' not found`,
-      });
+    if (!script) return { passed: false, error: `success criteria script '${criteria.script}' not found` };
     input = { code: readFileSync(script, "utf8"), values: [], name: script };
   }
-  return new Promise((resolve) => {
-    const child = spawn("python3", ["-c", HARNESS], {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (d) => (output += d));
-    child.stderr.on("data", (d) => (output += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
-    child.on("error", (error) => resolve({ passed: false, error: `cannot run python3: ${error.message}` }));
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({
-        passed: code === 0,
-        error: code === 0 ? "" : output.trim() || `success criteria exited with code ${code}`,
-      });
-    });
-    child.stdin.end(JSON.stringify({ ...input, params }));
+  const run = await runBounded("python3", ["-c", HARNESS], {
+    cwd: options.cwd,
+    env: options.env,
+    timeoutMs: options.timeoutMs,
+    input: JSON.stringify({ ...input, params }),
   });
+  if (run.code === -1) return { passed: false, error: `cannot run python3: ${run.stderr.trim()}` };
+  if (run.timedOut)
+    return {
+      passed: false,
+      error: `success criteria did not finish within ${Math.round(options.timeoutMs / 1000)} s`,
+    };
+  return {
+    passed: run.code === 0,
+    error: run.code === 0 ? "" : run.output.trim() || `success criteria exited with code ${run.code}`,
+  };
 }

@@ -7,7 +7,6 @@
  * back to the agent in `retry_message`, up to `max_retries`; a `provider_call` runs a command the
  * repository declares in `.workflow/providers.yaml`.
  */
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import type { CyberianStep } from "../graph/model.ts";
@@ -15,6 +14,7 @@ import { loadYaml } from "../graph/yaml.ts";
 import { completionStatus, cyberianPrompt, ParamsError } from "../protocol/cyberian-prompt.ts";
 import { renderTemplate } from "../template/jinja.ts";
 import type { ClaudeResult } from "./claude.ts";
+import { runBounded } from "./bounded.ts";
 import { runCriteria } from "./criteria.ts";
 import { insideRepository, OutsideRepositoryError } from "./paths.ts";
 
@@ -114,24 +114,14 @@ async function providerCall(
   const params = Object.fromEntries(
     Object.entries(call.params).map(([k, v]) => [k, typeof v === "string" ? renderTemplate(v, o.params) : v]),
   );
-  const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(command[0] as string, command.slice(1) as string[], {
-      cwd: o.repoDir,
-      env: o.env,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), o.timeoutMs);
-    child.on("error", (error) => resolve({ code: -1, stdout: "", stderr: error.message }));
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(JSON.stringify({ method: call.method, params }));
+  const output = await runBounded(command[0] as string, command.slice(1) as string[], {
+    cwd: o.repoDir,
+    env: o.env,
+    timeoutMs: o.timeoutMs,
+    input: JSON.stringify({ method: call.method, params }),
   });
+  if (output.timedOut)
+    return `provider '${call.provider}' did not finish within ${Math.round(o.timeoutMs / 1000)} s`;
   if (output.code !== 0)
     return `provider '${call.provider}' failed (exit ${output.code}): ${output.stderr.trim().split("\n").slice(-3).join(" ")}`;
   if (call.outputFile) {

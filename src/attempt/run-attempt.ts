@@ -7,13 +7,13 @@
  * the existing branch) and, afterwards, pushes and reports. The GitHub Action and the local mode
  * share this code.
  */
-import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import type { Graph, Task } from "../graph/model.ts";
 import { git, gitRaw } from "./git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
 import type { AttemptReportResult } from "../protocol/report.ts";
+import { runBounded } from "./bounded.ts";
 import { type ClaudeResult, runClaudeCode } from "./claude.ts";
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
 import { ParamsError } from "../protocol/cyberian-prompt.ts";
@@ -104,36 +104,19 @@ export const DEFAULT_ALLOWED_TOOLS = [
 ];
 
 /** Runs the gate command in the checkout, with a wall-clock limit; output is stdout and stderr together. */
-export function runGate(
+export async function runGate(
   command: string,
   cwd: string,
   timeoutMs: number,
   env: NodeJS.ProcessEnv,
 ): Promise<{ passed: boolean; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn("bash", ["-c", command], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    const collect = (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-      if (output.length > 1_000_000) output = output.slice(-500_000);
-    };
-    child.stdout.on("data", collect);
-    child.stderr.on("data", collect);
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      const note = timedOut
-        ? `\n[agentrelay] the gate did not finish within ${Math.round(timeoutMs / 1000)} s\n`
-        : code !== 0
-          ? `\n[agentrelay] exit code ${code}\n`
-          : "";
-      resolve({ passed: !timedOut && code === 0, output: output + note });
-    });
-  });
+  const run = await runBounded("bash", ["-c", command], { cwd, env, timeoutMs });
+  const note = run.timedOut
+    ? `\n[agentrelay] the gate did not finish within ${Math.round(timeoutMs / 1000)} s\n`
+    : run.code !== 0
+      ? `\n[agentrelay] exit code ${run.code}\n`
+      : "";
+  return { passed: !run.timedOut && run.code === 0, output: run.output + note };
 }
 
 const tail = (text: string, max = 6_000) =>

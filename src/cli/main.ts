@@ -137,6 +137,9 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
+/** Errors that say what to do in their one line: printed as they are, exit code 1. */
+const USER_ERRORS = new Set(["CredentialError", "RunLockedError"]);
+
 export function usage(): string {
   const lines = ["usage: agentrelay <command> [options]", "", "commands:"];
   for (const command of Object.values(COMMANDS)) {
@@ -178,7 +181,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       for (const issue of error.issues) io.out(formatIssue(issue));
       return 1;
     }
-    if ((error as Error).name === "CredentialError") {
+    if (USER_ERRORS.has((error as Error).name)) {
       io.err(`agentrelay: ${(error as Error).message}`);
       return 1;
     }

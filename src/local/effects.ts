@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AttemptSpec } from "../attempt/attempt-process.ts";
+import { killGroup } from "../attempt/bounded.ts";
 import { gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { isSecretName } from "../attempt/redact.ts";
@@ -25,6 +26,7 @@ import {
   workstreamCheckout,
 } from "./branches.ts";
 import type { GitRefStateStore } from "./git-store.ts";
+import { processGroupsFile, stopRecordedProcesses } from "./run-lock.ts";
 
 /** What an attempt process needs besides the run: the agent, its environment and its limits. */
 export interface AttemptSettings {
@@ -42,6 +44,8 @@ export interface AttemptSettings {
 
 export class LocalHost implements RunHost {
   private readonly running = new Map<string, ChildProcess>();
+  /** Set when the runner is interrupted: attempts it stops are not reported (the next run resumes them). */
+  private stopping = false;
 
   constructor(
     private readonly repo: string,
@@ -146,9 +150,11 @@ export class LocalHost implements RunHost {
         case "dispatch":
           this.track(this.runAttempt(state, effect.task, effect.attempt));
           break;
-        case "cancel_attempt":
-          this.running.get(`${effect.task}/${effect.attempt}`)?.kill("SIGTERM");
+        case "cancel_attempt": {
+          const child = this.running.get(`${effect.task}/${effect.attempt}`);
+          if (child) killGroup(child, "SIGTERM");
           break;
+        }
         case "reset_task":
           // The next attempt starts afresh from the integration branch.
           await deleteBranch(this.repo, taskBranch(this.graph.name, effect.task));
@@ -201,6 +207,7 @@ export class LocalHost implements RunHost {
       gateTimeoutMs: s.gateTimeoutMs,
       signalEntry: s.entry,
       resultFile: join(taskDir, `result-${attempt}.json`),
+      processGroupsFile: processGroupsFile(taskDir, attempt),
     };
     mkdirSync(join(taskDir, "work"), { recursive: true });
     const specFile = join(taskDir, `attempt-${attempt}.json`);
@@ -210,7 +217,9 @@ export class LocalHost implements RunHost {
       const child = spawn(process.execPath, [s.entry, "attempt", specFile], {
         stdio: ["ignore", "pipe", "pipe"],
         env: { ...process.env, ...secrets },
+        detached: true, // its own process group: stopped whole, on cancel or after a crash
       });
+      writeFileSync(spec.processGroupsFile!, `${child.pid}\n`, { flag: "a" });
       this.running.set(`${taskId}/${attempt}`, child);
       const agentLog: string[] = [];
       const onData = (chunk: Buffer) => {
@@ -224,6 +233,7 @@ export class LocalHost implements RunHost {
       child.on("close", (exit) => {
         this.running.delete(`${taskId}/${attempt}`);
         rmSync(specFile, { force: true });
+        rmSync(spec.processGroupsFile!, { force: true });
         writeFileSync(
           join(taskDir, "work", "attempts", String(attempt), "agent.log"),
           `${agentLog.join("\n")}\n`,
@@ -231,6 +241,7 @@ export class LocalHost implements RunHost {
         done(exit);
       });
     });
+    if (this.stopping) return;
     const written = readResult(spec.resultFile);
     if (!written) {
       const reason = `the attempt process exited with code ${code} without a result`;
@@ -238,6 +249,12 @@ export class LocalHost implements RunHost {
     }
     if (written.sessionId) writeFileSync(sessionFile, `${written.sessionId}\n`);
     await this.report(eventsOfReport({ task: taskId, attempt, result: written.result }, Date.now()));
+  }
+
+  /** Stops every running attempt (the runner was interrupted); the next run resumes them. */
+  stop(): void {
+    this.stopping = true;
+    stopRecordedProcesses(this.workRoot);
   }
 
   /** An integration "PR" left open is merged by a person merging the branch into its target. */

@@ -17,6 +17,7 @@ import { credentialOf } from "../attempt/credential-proxy.ts";
 import { anthropicEnvironment, type AnthropicCredential, userLogin } from "./credentials.ts";
 import { LocalHost } from "./effects.ts";
 import { GitRefStateStore } from "./git-store.ts";
+import { takeRunLock } from "./run-lock.ts";
 
 export interface LocalRunOptions {
   graph: Graph;
@@ -41,6 +42,8 @@ export interface LocalRunOptions {
   onState?: (state: RunState) => void;
   /** Lines from attempts and from the runner. */
   onLog?: (task: string | null, line: string) => void;
+  /** Stops the run (its attempts with it); running the same command again resumes. */
+  signal?: AbortSignal;
 }
 
 export interface LocalRunResult {
@@ -63,6 +66,26 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const gitDir = resolve(repo, await git(repo, ["rev-parse", "--git-common-dir"]));
   const workRoot = join(repo, ".agentrelay", graph.name);
   mkdirSync(workRoot, { recursive: true });
+  // One live runner per graph and repository; what a dead one left running is stopped first.
+  const lock = takeRunLock(workRoot, `graph '${graph.name}' in ${repo}`);
+  try {
+    return await runLocked(options, { repo, engine, store, gitDir, workRoot });
+  } finally {
+    lock.release();
+  }
+}
+
+async function runLocked(
+  options: LocalRunOptions,
+  {
+    repo,
+    engine,
+    store,
+    gitDir,
+    workRoot,
+  }: { repo: string; engine: Engine; store: GitRefStateStore; gitDir: string; workRoot: string },
+): Promise<LocalRunResult> {
+  const { graph } = options;
   const exclude = join(gitDir, "info", "exclude");
   mkdirSync(dirname(exclude), { recursive: true });
   if (!(existsSync(exclude) ? readFileSync(exclude, "utf8") : "").split("\n").includes("/.agentrelay/")) {
@@ -130,6 +153,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     (facts) => apply(facts),
     (message, task) => options.onLog?.(task ?? null, message),
   );
+  options.signal?.addEventListener("abort", () => host.stop(), { once: true });
 
   // Start, or resume what an earlier invocation left.
   let drift: string[] = [];

@@ -1,7 +1,8 @@
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseReview, runAttempt } from "../../src/attempt/run-attempt.ts";
+import { parseReview, runAttempt, runGate } from "../../src/attempt/run-attempt.ts";
 import { git } from "../../src/attempt/git.ts";
 import {
   phased,
@@ -246,5 +247,43 @@ tasks:
     expect(parseReview("I think it is good")).toEqual([
       "the reviewer gave no verdict (expected REVIEW: APPROVE or REVIEW: CHANGES)",
     ]);
+  });
+});
+
+describe("a gate's deadline", () => {
+  /** Running, as opposed to gone or ended (a zombie waiting for whoever adopted it). */
+  const alive = (pid: number) => {
+    try {
+      return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+    } catch {
+      return false;
+    }
+  };
+
+  it("holds when a grandchild keeps the output open: the gate's exit counts, what it left behind is stopped", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentrelay-gate-"));
+    const started = Date.now();
+    const gate = await runGate("sleep 20 & echo $! > pid.txt; echo done; exit 0", dir, 2_000, process.env);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(gate).toEqual({ passed: true, output: "done\n" });
+    const pid = Number(readFileSync(join(dir, "pid.txt"), "utf8"));
+    await new Promise((done) => setTimeout(done, 100));
+    expect(alive(pid)).toBe(false);
+  });
+
+  it("stops the whole gate at the deadline, grandchildren included", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentrelay-gate-"));
+    const started = Date.now();
+    const gate = await runGate(
+      "(sleep 30; echo late) & echo $! > pid.txt; sleep 30",
+      dir,
+      1_000,
+      process.env,
+    );
+    expect(Date.now() - started).toBeLessThan(2_500);
+    expect(gate.passed).toBe(false);
+    expect(gate.output).toContain("[agentrelay] the gate did not finish within 1 s");
+    await new Promise((done) => setTimeout(done, 100));
+    expect(alive(Number(readFileSync(join(dir, "pid.txt"), "utf8")))).toBe(false);
   });
 });

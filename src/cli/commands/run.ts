@@ -160,12 +160,11 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
       }
     : {};
   const progress = new Progress(io, Boolean(process.stdout.isTTY) && !options.verbose);
-  const interrupt = () => {
-    progress.stop();
-    io.err("\ninterrupted; run the same command again to resume");
-    process.exit(130);
-  };
+  // Interrupted, the run stops its attempts (their agents with them) and ends; the next run resumes.
+  const stop = new AbortController();
+  const interrupt = () => stop.abort();
   process.once("SIGINT", interrupt);
+  process.once("SIGTERM", interrupt);
   try {
     const result = await runLocal({
       graph,
@@ -181,13 +180,19 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
       onLog: (task, line) => {
         if (options.verbose) io.out(`${task ? `[${task}] ` : ""}${line}`);
       },
+      signal: stop.signal,
     });
     progress.stop();
+    if (stop.signal.aborted) {
+      io.err("\ninterrupted; run the same command again to resume");
+      return 130;
+    }
     for (const line of result.drift) io.out(`drift: ${line}`);
     io.out(report(result.state, repo, graph.name, graph.workstreams));
     return result.state.outcome === "succeeded" ? 0 : 1;
   } finally {
     process.removeListener("SIGINT", interrupt);
+    process.removeListener("SIGTERM", interrupt);
     await server?.close();
   }
 }

@@ -1,0 +1,138 @@
+/**
+ * A command run with a deadline that holds: the command gets a process group of its own, and the
+ * whole group is killed at the deadline, and when the command itself has exited. A grandchild that
+ * keeps the output pipe open (`sleep 20 & exit 0`) can neither outlive its command nor keep the caller
+ * waiting. Gates, success criteria, providers and Claude Code itself run this way.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { appendFileSync } from "node:fs";
+
+export interface BoundedOptions {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+  /** Written to the command's stdin (then closed); stdin is empty otherwise. */
+  input?: string;
+  /** Each chunk of stdout, as it comes (Claude Code's stream). */
+  onStdout?: (chunk: string) => void;
+  /** Most characters of output kept (the tail is kept). */
+  maxOutput?: number;
+}
+
+export interface BoundedResult {
+  /** The command's exit code (null when a signal ended it). */
+  code: number | null;
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+  /** stdout and stderr together, in the order they came. */
+  output: string;
+}
+
+let groupsFile: string | null = null;
+
+/**
+ * Records the process group of every command this process starts in `file`, one per line: whoever
+ * finds this process dead (local mode, after a crash) stops the groups it left behind.
+ */
+export function recordProcessGroups(file: string): void {
+  groupsFile = file;
+}
+
+/** How long output may still arrive after the command exited, before its group is stopped. */
+const DRAIN_MS = 200;
+
+/** The processes below `root`, by their parent links (`ps`, so that it works wherever POSIX does). */
+function descendants(root: number): number[] {
+  let listing: string;
+  try {
+    listing = execFileSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
+  } catch {
+    return [];
+  }
+  const children = new Map<number, number[]>();
+  for (const line of listing.split("\n")) {
+    const [pid, ppid] = line.trim().split(/\s+/).map(Number);
+    if (pid && ppid) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  }
+  const found: number[] = [];
+  for (let queue = [root]; queue.length > 0;) {
+    const next = children.get(queue.shift()!) ?? [];
+    found.push(...next);
+    queue.push(...next);
+  }
+  return found;
+}
+
+/**
+ * Stops a process and everything below it: its group, and every descendant and its group. Claude
+ * Code runs each Bash command in a session of its own, which a group signal alone does not reach.
+ */
+export function killTree(pid: number, signal: NodeJS.Signals = "SIGKILL"): void {
+  for (const target of [pid, ...descendants(pid)]) {
+    for (const id of [-target, target]) {
+      try {
+        process.kill(id, signal);
+      } catch {
+        // not a group leader, or already gone
+      }
+    }
+  }
+}
+
+/** Stops a command and all it started. */
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals = "SIGKILL"): void {
+  if (child.pid !== undefined) killTree(child.pid, signal);
+}
+
+export function runBounded(command: string, args: string[], options: BoundedOptions): Promise<BoundedResult> {
+  const max = options.maxOutput ?? 1_000_000;
+  return new Promise((resolve) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true, // a process group of its own
+      stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    });
+    if (groupsFile && child.pid !== undefined) appendFileSync(groupsFile, `${child.pid}\n`);
+    let stdout = "";
+    let stderr = "";
+    let output = "";
+    const keep = (text: string, chunk: string) => {
+      const joined = text + chunk;
+      return joined.length > max ? joined.slice(-Math.floor(max / 2)) : joined;
+    };
+    child.stdout!.setEncoding("utf8");
+    child.stderr!.setEncoding("utf8");
+    child.stdout!.on("data", (chunk: string) => {
+      stdout = keep(stdout, chunk);
+      output = keep(output, chunk);
+      options.onStdout?.(chunk);
+    });
+    child.stderr!.on("data", (chunk: string) => {
+      stderr = keep(stderr, chunk);
+      output = keep(output, chunk);
+    });
+    let timedOut = false;
+    let settled = false;
+    const finish = (code: number | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      killGroup(child);
+      resolve({ code, timedOut, stdout, stderr, output });
+    };
+    const deadline = setTimeout(() => {
+      timedOut = true;
+      finish(null);
+    }, options.timeoutMs);
+    child.on("error", (error) => {
+      stderr += error.message;
+      finish(-1);
+    });
+    // Output still in the pipes is read for a moment; what a leftover grandchild holds open is not awaited.
+    child.on("exit", (code) => setTimeout(() => finish(code), DRAIN_MS).unref());
+    child.on("close", (code) => finish(code));
+    if (options.input !== undefined) child.stdin!.end(options.input);
+  });
+}

@@ -1,0 +1,82 @@
+/**
+ * One live `agentrelay run` per graph and repository. The runner holds a lock file naming its pid;
+ * a second runner while the first is alive is refused with a clear line, and a runner that finds the
+ * lock of a dead one (killed, crashed) takes it over after stopping what the dead one left running:
+ * every process group its attempts recorded (the attempt, Claude Code, gates), so that no old agent
+ * goes on writing in a worktree the new run uses.
+ */
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { killTree } from "../attempt/bounded.ts";
+
+export class RunLockedError extends Error {
+  override name = "RunLockedError";
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+
+/** The files where a running attempt records its process groups (see attempt/bounded.ts). */
+export const processGroupsFile = (taskDir: string, attempt: number): string =>
+  join(taskDir, `processes-${attempt}`);
+
+/** Stops every process group recorded under `workRoot/tasks` and forgets them; how many files it read. */
+export function stopRecordedProcesses(workRoot: string): number {
+  const tasks = join(workRoot, "tasks");
+  if (!existsSync(tasks)) return 0;
+  let files = 0;
+  for (const task of readdirSync(tasks)) {
+    for (const name of readdirSync(join(tasks, task))) {
+      if (!name.startsWith("processes-")) continue;
+      const file = join(tasks, task, name);
+      for (const line of readFileSync(file, "utf8").split("\n")) {
+        const pid = Number(line);
+        if (!Number.isInteger(pid) || pid <= 1) continue;
+        killTree(pid);
+      }
+      rmSync(file, { force: true });
+      files++;
+    }
+  }
+  return files;
+}
+
+export interface RunLock {
+  /** True when the lock was taken from a runner that had died. */
+  tookOver: boolean;
+  release(): void;
+}
+
+export function takeRunLock(workRoot: string, what: string): RunLock {
+  const file = join(workRoot, "run.lock");
+  for (let tries = 0; tries < 3; tries++) {
+    try {
+      writeFileSync(file, `${process.pid} ${hostname()}\n`, { flag: "wx" });
+      return { tookOver: tries > 0, release: () => rmSync(file, { force: true }) };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    const [pid, host] = readFileSync(file, "utf8").trim().split(" ");
+    if (host !== hostname()) {
+      throw new RunLockedError(
+        `a run on host ${host} holds ${what} (${file}); if no run is going on there, remove the file`,
+      );
+    }
+    if (alive(Number(pid))) {
+      throw new RunLockedError(
+        `another \`agentrelay run\` (pid ${pid}) is running ${what}; wait for it to finish, or stop it and run again`,
+      );
+    }
+    // The holder is gone: stop what it left running, then take its place.
+    stopRecordedProcesses(workRoot);
+    rmSync(file, { force: true });
+  }
+  throw new RunLockedError(`could not take the lock of ${what} (${file}); remove it if no run is going on`);
+}
