@@ -10,13 +10,20 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Probot } from "probot";
 import type { z } from "zod";
-import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
+import {
+  type AppConfig,
+  attemptRunName,
+  type GitHubClient,
+  type RepoContext,
+  statusOf,
+} from "../github/client.ts";
 import { type Loaded, RunDriver } from "../github/driver.ts";
 import { type ActionsIdentity, expectedWorkflowRef, OidcError } from "../github/oidc.ts";
 import { tierPermissions } from "../github/tokens.ts";
 import {
   type AttemptReport,
   attemptReportSchema,
+  type AttemptRequest,
   attemptRequestSchema,
   eventsOfReport,
 } from "../protocol/report.ts";
@@ -122,9 +129,48 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     return { identity, request, ctx, installationId, driver, task, loaded };
   }
 
+  type Authenticated = Awaited<ReturnType<typeof authenticate<typeof attemptRequestSchema>>>;
+
+  const notOwnRun = (request: AttemptRequest, dispatched: string, caller: string) =>
+    new HttpError(
+      403,
+      `attempt ${request.attempt} of ${request.task} belongs to workflow run ${dispatched}, not to this job's run ${caller}`,
+    );
+
+  /**
+   * Only the job GitHub created for the attempt's dispatch may act for it: its run id, recorded at
+   * dispatch, must be the OIDC token's; where GitHub gave no id (older GHES), the caller's own run
+   * must carry the attempt's run-name. A request from another job changes nothing.
+   */
+  async function ensureOwnRun({ request, identity, loaded, ctx }: Authenticated): Promise<void> {
+    const record = loaded.run.tasks[request.task]?.attempts[request.attempt - 1];
+    if (record?.job) {
+      if (record.job !== identity.runId) throw notOwnRun(request, record.job, identity.runId);
+      return;
+    }
+    const expected = attemptRunName(request.run, request.task, request.attempt);
+    let title: string | null = null;
+    try {
+      const { data } = await ctx.octokit.rest.actions.getWorkflowRun({
+        owner: ctx.owner,
+        repo: ctx.repo,
+        run_id: Number(identity.runId),
+      });
+      title = data.display_title;
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+    }
+    if (title !== expected)
+      throw new HttpError(
+        403,
+        `this job's run ${identity.runId} was not dispatched for attempt ${request.attempt} of ${request.task}`,
+      );
+  }
+
   async function token(req: IncomingMessage) {
     const authenticated = await authenticate(req, attemptRequestSchema);
     const { identity, request, ctx, installationId, driver, task } = authenticated;
+    await ensureOwnRun(authenticated);
     // Record the answer first: only the writer whose write lands mints a token.
     const started = await driver.driveOnce(
       request.run,
@@ -133,6 +179,8 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     );
     if (!started?.changed) {
       const t = started?.state.tasks[request.task];
+      const record = t?.attempts[request.attempt - 1];
+      if (record?.job && record.job !== identity.runId) throw notOwnRun(request, record.job, identity.runId);
       const running = t?.attempt === request.attempt && t.status === "running";
       throw new HttpError(
         409,

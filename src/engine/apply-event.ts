@@ -32,14 +32,24 @@ export function applyEvent(step: Step, event: EngineEvent): void {
   };
 
   switch (event.type) {
-    case "job_started": {
-      // Once per attempt, for the current one while it runs: the app mints its token only then.
+    case "job_dispatched": {
       const record = runningAttempt(event.task, event.attempt);
-      if (record && record.startedAt === null) {
-        record.startedAt = event.at;
-        if (event.job) record.job = event.job;
+      if (record && !record.job && record.startedAt === null) {
+        record.job = event.job;
         step.changed = true;
+        step.quiet = true;
       }
+      return;
+    }
+    case "job_started": {
+      // Once per attempt, for the current one while it runs, and only by the job dispatched for it:
+      // the app mints the attempt's token only then.
+      const record = runningAttempt(event.task, event.attempt);
+      if (!record || record.startedAt !== null) return;
+      if (record.job && event.job !== record.job) return;
+      record.startedAt = event.at;
+      if (event.job) record.job = event.job;
+      step.changed = true;
       return;
     }
     case "job_succeeded": {

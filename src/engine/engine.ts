@@ -65,7 +65,7 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
     step.completionCheck();
     if (step.changed) {
       step.state.seq++;
-      step.emit({ type: "update_status", key: step.key("status") });
+      if (!step.quiet) step.emit({ type: "update_status", key: step.key("status") });
     }
     return step.effects;
   };

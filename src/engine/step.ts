@@ -12,6 +12,8 @@ import type { EngineEffect, RunState, TaskRun, TimelineEntry, WorkstreamRun } fr
 export class Step {
   readonly effects: EngineEffect[] = [];
   changed = false;
+  /** The change is bookkeeping nobody reads on the status (which job runs an attempt): no status update. */
+  quiet = false;
 
   constructor(
     readonly plan: Plan,

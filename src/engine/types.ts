@@ -126,6 +126,8 @@ export interface RunState {
 
 /** Facts reported by adapters and users. `at` is milliseconds since the epoch (or a simulated clock). */
 export type EngineEvent =
+  /** The host started the attempt's job and knows which it is (an Actions run id): only it may start the attempt. */
+  | { type: "job_dispatched"; task: string; attempt: number; job: string; at: number }
   /** The job began (in GitHub mode: exchanged its OIDC token; `job` is its Actions run id). */
   | { type: "job_started"; task: string; attempt: number; at: number; job?: string }
   | {

@@ -130,15 +130,19 @@ export class GitHubEffects {
     };
     const route = "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches";
     try {
+      let run: number | undefined;
       try {
-        await this.ctx.octokit.request(route, { ...request, return_run_details: true });
+        const { data } = await this.ctx.octokit.request(route, { ...request, return_run_details: true });
+        run = (data as { workflow_run_id?: number } | undefined)?.workflow_run_id;
       } catch (error) {
-        // GitHub Enterprise Server before the run-details change refuses the unknown field: ask without it.
+        // GitHub Enterprise Server before the run-details change refuses the unknown field: ask without it
+        // (the job is then known by its run-name when it asks for its token).
         if (![400, 422].includes(statusOf(error) ?? 0) || !/return_run_details/.test(messageOf(error)))
           throw error;
         await this.ctx.octokit.request(route, request);
       }
-      return [];
+      // The attempt is bound to the run GitHub created: only that job may take its token.
+      return run ? [{ type: "job_dispatched", task, attempt, job: String(run), at }] : [];
     } catch (error) {
       if (statusOf(error) === undefined || statusOf(error)! >= 500) throw error;
       const reason = `could not start ${this.ctx.config.taskWorkflow}: ${messageOf(error)}`;

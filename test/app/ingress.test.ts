@@ -156,6 +156,42 @@ describe("job endpoints", () => {
         expect(t.permissions).not.toHaveProperty(forbidden);
   });
 
+  it.each([
+    ["the run id GitHub returned for the dispatch", true],
+    ["the run-name, where GitHub returns no run id", false],
+  ])(
+    "binds each attempt to its own job, by %s: another job's request is refused and changes nothing",
+    async (_, details) => {
+      h.gh.runDetails = details;
+      await h.pushGraph(".workflow/tiers.yaml", TIERS);
+      const byTask = Object.fromEntries(h.gh.dispatches.map((d) => [d.inputs.task, d]));
+      const readerJob = await h.oidc({ run_id: String(byTask.reader!.runId) });
+      const before = JSON.stringify(h.gh.state("tiers/1"));
+      const stolen = await h.call(
+        "/agentrelay/token",
+        { run: "tiers/1", task: "writer", attempt: 1 },
+        readerJob,
+      );
+      expect(stolen.status).toBe(403);
+      expect(stolen.body.error).toBe(
+        details
+          ? `attempt 1 of writer belongs to workflow run ${byTask.writer!.runId}, not to this job's run ${byTask.reader!.runId}`
+          : `this job's run ${byTask.reader!.runId} was not dispatched for attempt 1 of writer`,
+      );
+      expect(JSON.stringify(h.gh.state("tiers/1"))).toBe(before);
+      expect(h.gh.tokens.filter((t) => t.repositories.length)).toEqual([]);
+      // The writer's own job still gets its token.
+      const writerJob = await h.oidc({ run_id: String(byTask.writer!.runId) });
+      const own = await h.call(
+        "/agentrelay/token",
+        { run: "tiers/1", task: "writer", attempt: 1 },
+        writerJob,
+      );
+      expect(own.status).toBe(200);
+      expect(own.body.tier).toBe("standard");
+    },
+  );
+
   it("refuses forged tokens, other workflows and other branches, and a report from another job", async () => {
     await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     const d = h.gh.dispatches[0]!;

@@ -329,6 +329,7 @@ describe("every request the app makes", () => {
       "POST /graphql", // their ids and the branch written
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // task a
       `PATCH ${repo}/issues/comments/1001`, // the status
+      "POST /graphql", // the run GitHub created for a: only that job may take a's token
     ]);
     expect(h.gh.branches.get("agentrelay/diamond/ws_a/integration")).toBe(h.gh.branches.get("main"));
     const before = h.gh.calls.length;
@@ -348,6 +349,7 @@ describe("every request the app makes", () => {
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // b
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // c
       `PATCH ${repo}/issues/comments/1001`,
+      "POST /graphql", // the runs created for b and c, recorded at once
     ]);
     // The new workstreams start from main as ws_a's merge left it, which has a's work.
     expect(h.gh.branches.get("agentrelay/diamond/ws_b/integration")).toBe(h.gh.branches.get("main"));

@@ -75,6 +75,22 @@ describe("engine", () => {
     expect(d.state.tasks.a).toMatchObject({ status: "running", attempt: 2 });
   });
 
+  it("binds an attempt to the job dispatched for it: another job cannot start it, and nobody starts it twice", () => {
+    const d = driver([{ id: "a" }]).send({ type: "workstream_prepared", workstream: "default" });
+    d.send({ type: "job_dispatched", task: "a", attempt: 1, job: "101" });
+    expect(d.state.tasks.a!.attempts[0]!.job).toBe("101");
+    expect(d.effects).toEqual([]); // bookkeeping: no status update
+    const seq = d.state.seq;
+    d.send({ type: "job_started", task: "a", attempt: 1, job: "202" });
+    expect(d.state.seq).toBe(seq);
+    expect(d.state.tasks.a!.attempts[0]!.startedAt).toBeNull();
+    d.send({ type: "job_started", task: "a", attempt: 1, job: "101" });
+    expect(d.state.tasks.a!.attempts[0]!.startedAt).not.toBeNull();
+    const started = d.state.seq;
+    d.send({ type: "job_started", task: "a", attempt: 1, job: "101" });
+    expect(d.state.seq).toBe(started);
+  });
+
   it("keeps what a failed attempt spent, as its job reported it", () => {
     const d = driver([{ id: "a" }], undefined, "max_task_attempts: 2").send({
       type: "workstream_prepared",
