@@ -134,8 +134,10 @@ function gitAuth(token: string): NodeJS.ProcessEnv {
 
 /** The job's environment without what would let the agent act as the job (tokens, the OIDC endpoint). */
 export function agentEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  // Also the runner's command files: an agent that wrote to GITHUB_ENV could set NODE_OPTIONS for the
+  // steps after it.
   const hidden =
-    /^(ACTIONS_ID_TOKEN_REQUEST_|ACTIONS_RUNTIME_|ACTIONS_CACHE_|ACTIONS_RESULTS_|GITHUB_TOKEN$|GH_TOKEN$|AGENTRELAY_ANTHROPIC_CREDENTIAL$|INPUT_)/;
+    /^(ACTIONS_ID_TOKEN_REQUEST_|ACTIONS_RUNTIME_|ACTIONS_CACHE_|ACTIONS_RESULTS_|GITHUB_TOKEN$|GH_TOKEN$|AGENTRELAY_ANTHROPIC_CREDENTIAL$|INPUT_|GITHUB_ENV$|GITHUB_PATH$|GITHUB_OUTPUT$|GITHUB_STATE$|GITHUB_STEP_SUMMARY$)/;
   return Object.fromEntries(Object.entries(env).filter(([name]) => !hidden.test(name)));
 }
 

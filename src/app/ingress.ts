@@ -5,7 +5,7 @@
  * fault. Each delivery is logged as one line. The handlers run through Probot (`probot.receive`).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { verify } from "@octokit/webhooks-methods";
+import { verifyWithFallback } from "@octokit/webhooks-methods";
 import type { Probot } from "probot";
 import { payloadProblem } from "./payloads.ts";
 
@@ -17,6 +17,8 @@ const ANSWER_WITHIN_MS = 9_000;
 export interface IngressOptions {
   path: string;
   secret: string;
+  /** Secrets still accepted while the webhook secret is being rotated (WEBHOOK_SECRET_PREVIOUS). */
+  previousSecrets?: string[];
   log: (line: string) => void;
   maxBytes?: number;
 }
@@ -70,7 +72,13 @@ export function webhookIngress(probot: Probot, options: IngressOptions) {
       const signature = header(req, "x-hub-signature-256");
       header(req, "x-github-delivery");
       const body = await readBody(req, max);
-      if (!(await verify(options.secret, body.toString("utf8"), signature).catch(() => false)))
+      const verified = await verifyWithFallback(
+        options.secret,
+        body.toString("utf8"),
+        signature,
+        options.previousSecrets ?? [],
+      ).catch(() => false);
+      if (!verified)
         throw new Refused(400, "the signature does not match the body (check the app's webhook secret)");
       try {
         payload = JSON.parse(body.toString("utf8"));

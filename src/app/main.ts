@@ -21,6 +21,8 @@ if (!env.APP_ID || !(env.PRIVATE_KEY || env.PRIVATE_KEY_PATH)) {
   const probot = createProbot({ overrides: { Octokit: agentrelayOctokit() } });
   const handler = await appRequestHandler(probot, app, {
     secret: env.WEBHOOK_SECRET || "development",
+    // While rotating the webhook secret, deliveries signed with the previous one are still accepted.
+    previousSecrets: (env.WEBHOOK_SECRET_PREVIOUS ?? "").split(",").filter(Boolean),
     ...(env.WEBHOOK_PATH ? { webhookPath: env.WEBHOOK_PATH } : {}),
   });
   const port = Number(env.PORT || 3000);

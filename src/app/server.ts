@@ -12,6 +12,7 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => boolean | void | P
 export interface ServerOptions {
   webhookPath?: string;
   secret: string;
+  previousSecrets?: string[];
   log?: (line: string) => void;
 }
 
