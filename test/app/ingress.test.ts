@@ -354,6 +354,26 @@ describe("slash commands", () => {
 });
 
 describe("faults", () => {
+  it("does not count a fork's PR that borrows a task branch's name", async () => {
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
+    const before = JSON.stringify(h.gh.state("diamond/1"));
+    const status = await h.deliver("pull_request", {
+      action: "closed",
+      number: 99,
+      pull_request: {
+        number: 99,
+        html_url: "https://github.com/octo/demo/pull/99",
+        merged: true,
+        head: { ref: "agentrelay/diamond/a", sha: "f".repeat(40), repo: { full_name: "mallory/demo" } },
+        base: { ref: "agentrelay/diamond/ws_a/integration" },
+      },
+      repository: repository(h.gh),
+      sender: user("mallory"),
+    });
+    expect(status).toBe(200);
+    expect(JSON.stringify(h.gh.state("diamond/1"))).toBe(before);
+  });
+
   it("a 5xx while opening a task PR loses nothing: the reconciler finishes the work", async () => {
     await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     let failures = 0;

@@ -177,6 +177,15 @@ describe("engine", () => {
     expect(d.effects).toContainEqual(expect.objectContaining({ type: "dispatch", key: "g/1/a/2" }));
     expect(d.state.tasks.b!.status).toBe("pending");
     expect(d.state.outcome).toBeNull();
+    // A second retry while the attempt runs starts nothing more: it is refused, with the reason.
+    d.send({ type: "command", command: "retry", task: "a", by: "octocat" });
+    expect(d.effects).toEqual([
+      expect.objectContaining({
+        type: "reply",
+        ok: false,
+        message: "task 'a' is running; only failed or cancelled tasks can be retried",
+      }),
+    ]);
     d.finish("a", 2);
     expect(d.state.tasks.b).toMatchObject({ status: "running", attempt: 1 });
   });
