@@ -8,7 +8,8 @@ import { isCanonicalGraphFile } from "./canonical.ts";
 import { GraphError } from "./errors.ts";
 import type { Graph } from "./model.ts";
 import { graphFileSchema } from "./schema.ts";
-import { addZodIssues, defaultZodMessage, IssueList } from "./validate.ts";
+import { addZodIssues, defaultZodMessage } from "./schema-issues.ts";
+import { IssueList } from "./validate.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
 export function compileAgentrelay(yaml: LoadedYaml): Graph {
@@ -16,7 +17,7 @@ export function compileAgentrelay(yaml: LoadedYaml): Graph {
   const parsed = graphFileSchema.safeParse(yaml.value, { error: defaultZodMessage });
   if (!parsed.success) {
     const issues = new IssueList(yaml);
-    addZodIssues(parsed.error, issues);
+    addZodIssues(parsed.error, issues, graphFileSchema);
     throw new GraphError(issues.issues);
   }
   return agentrelayGraph(yaml, parsed.data);

@@ -18,14 +18,8 @@ import {
   type Graph,
   type Task,
 } from "./model.ts";
-import {
-  addZodIssues,
-  defaultZodMessage,
-  IssueList,
-  pathProblem,
-  validateStructure,
-  type Where,
-} from "./validate.ts";
+import { addZodIssues, defaultZodMessage } from "./schema-issues.ts";
+import { IssueList, pathProblem, validateStructure, type Where } from "./validate.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
 /** Id of the root task's own step, when the root itself has instructions. */
@@ -40,7 +34,7 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
   const issues = new IssueList(yaml);
   const parsed = cyberianTaskSchema.safeParse(yaml.value, { error: defaultZodMessage });
   if (!parsed.success) {
-    addZodIssues(parsed.error, issues);
+    addZodIssues(parsed.error, issues, cyberianTaskSchema);
     throw new GraphError(issues.issues);
   }
   const root = parsed.data;

@@ -50,7 +50,12 @@ export const RULE_CASES: RuleCase[] = [
   {
     rule: "unknown task keys",
     yaml: `${T}  - id: a\n    description: x\n    dependancies: [b]\n`,
-    errors: ["5:5: tasks[0]: contains unknown key(s): dependancies"],
+    errors: ["5:5: tasks[0]: contains unknown key(s): dependancies (did you mean `dependencies`?)"],
+  },
+  {
+    rule: "unknown task keys with nothing near: no guess",
+    yaml: `${T}  - id: a\n    description: x\n    colour: red\n`,
+    errors: ["5:5: tasks[0]: contains unknown key(s): colour"],
   },
   { rule: "task must be a mapping", yaml: `${T}  - a\n`, errors: ["3:5: tasks[0]: must be a mapping"] },
   {
@@ -190,6 +195,16 @@ export const RULE_CASES: RuleCase[] = [
     rule: "inputs_from form",
     yaml: `${T}  - id: a\n    description: x\n    inputs_from: a\n`,
     errors: ["5:18: tasks[0].inputs_from: must be a mapping or list of mappings"],
+  },
+  {
+    rule: "inputs_from: the problem inside the mapping, not the union's",
+    yaml: `${T}  - id: a\n    description: x\n  - id: b\n    description: y\n    dependencies: [a]\n    inputs_from: {category: stubs}\n`,
+    errors: ["8:18: tasks[1].inputs_from.task: is required"],
+  },
+  {
+    rule: "inputs_from: the problem inside a list item",
+    yaml: `${T}  - id: a\n    description: x\n  - id: b\n    description: y\n    dependencies: [a]\n    inputs_from: [{task: a, categry: s}]\n`,
+    errors: ["8:29: tasks[1].inputs_from[0]: contains unknown key(s): categry (did you mean `category`?)"],
   },
   {
     rule: "inputs_from unknown task",
@@ -346,7 +361,9 @@ export const RULE_CASES: RuleCase[] = [
   {
     rule: "cyberian: unknown keys are rejected, not dropped",
     yaml: "name: w\nsubtasks:\n  s:\n    instructions: hi\n    loop_until: {status: DONE, message: m, max_iteration: 3}\n",
-    errors: ["5:44: subtasks.s.loop_until: contains unknown key(s): max_iteration"],
+    errors: [
+      "5:44: subtasks.s.loop_until: contains unknown key(s): max_iteration (did you mean `max_iterations`?)",
+    ],
   },
   {
     rule: "cyberian: loop message is required",

@@ -1,0 +1,121 @@
+/**
+ * zod's findings as located issues in agentrelay's wording: the real problem inside a union (a
+ * mapping missing its `task`, not "must be a mapping or list of mappings"), and for an unknown key the
+ * nearest valid one ("did you mean `dependencies`?"). The schemas are read through zod's public
+ * properties (`type`, `shape`, `element`, `options`, `unwrap()`, `valueType`).
+ */
+import { closest, distance } from "fastest-levenshtein";
+import type { PathSegment } from "./errors.ts";
+import type { IssueList } from "./validate.ts";
+
+/** Parse-level zod messages for schema nodes that do not set their own. */
+export function defaultZodMessage(issue: {
+  code?: string;
+  expected?: string;
+  input?: unknown;
+}): string | undefined {
+  if (issue.input === undefined) return "is required";
+  if (issue.code === "invalid_type" && (issue.expected === "object" || issue.expected === "record"))
+    return "must be a mapping";
+  if (issue.code === "invalid_type" && issue.expected === "array") return "must be a list";
+  return undefined;
+}
+
+interface ZodIssueLike {
+  code: string;
+  path: PropertyKey[];
+  message: string;
+  keys?: string[];
+  errors?: ZodIssueLike[][];
+}
+
+/** What this module reads of a zod schema, all of it public API. */
+interface SchemaLike {
+  type: string;
+  shape?: Record<string, SchemaLike>;
+  element?: SchemaLike;
+  options?: SchemaLike[];
+  valueType?: SchemaLike;
+  unwrap?: () => SchemaLike;
+}
+
+/** The object schemas a value at `path` can be checked against (several through a union). */
+function objectsAt(schema: SchemaLike, path: readonly PathSegment[]): SchemaLike[] {
+  let current = [schema];
+  for (let i = 0; i <= path.length; i++) {
+    const expanded: SchemaLike[] = [];
+    const expand = (s: SchemaLike): void => {
+      if (s.type === "optional" || s.type === "nullable" || s.type === "default") expand(s.unwrap!());
+      else if (s.type === "union") s.options!.forEach(expand);
+      else expanded.push(s);
+    };
+    current.forEach(expand);
+    if (i === path.length) return expanded.filter((s) => s.type === "object");
+    const segment = path[i]!;
+    current = expanded.flatMap((s) => {
+      if (s.type === "object" && typeof segment === "string" && s.shape![segment])
+        return [s.shape![segment]!];
+      if (s.type === "array" && typeof segment === "number") return [s.element!];
+      if (s.type === "record" && typeof segment === "string") return [s.valueType!];
+      return [];
+    });
+  }
+  return [];
+}
+
+/** The valid key nearest to a mistyped one, if one is near enough to be meant. */
+export function nearestKey(key: string, valid: readonly string[]): string | null {
+  if (valid.length === 0) return null;
+  const near = closest(key, [...valid]);
+  return distance(key, near) <= Math.max(1, Math.floor(key.length / 3)) ? near : null;
+}
+
+/**
+ * The issues of the union option that fits the value best: one whose own type matched (none of its
+ * issues is at the union's own path), with the fewest issues; located from the root. None fits: null,
+ * and the union's own message stands.
+ */
+function unionInner(issue: ZodIssueLike): ZodIssueLike[] | null {
+  // zod gives an option's issues relative to the union.
+  const fitting = (issue.errors ?? []).filter(
+    (option) => option.length > 0 && option.every((inner) => inner.path.length > 0),
+  );
+  if (fitting.length === 0) return null;
+  const best = fitting.reduce((a, b) => (b.length < a.length ? b : a));
+  return best.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] }));
+}
+
+/** Adds zod issues, located at their nodes, in agentrelay's wording. */
+export function addZodIssues(
+  error: { issues: readonly ZodIssueLike[] },
+  issues: IssueList,
+  /** The schema that found them (a zod schema), for the keys an object takes. */
+  root: unknown,
+): void {
+  const schema = root as SchemaLike;
+  const add = (issue: ZodIssueLike) => {
+    const path = issue.path as PathSegment[];
+    if (issue.code === "unrecognized_keys" && issue.keys) {
+      const keys = [...issue.keys].sort();
+      const valid = [...new Set(objectsAt(schema, path).flatMap((s) => Object.keys(s.shape!)))];
+      const hint = keys.length === 1 ? nearestKey(keys[0]!, valid) : null;
+      issues.add(
+        [...path, issue.keys[0]!],
+        `contains unknown key(s): ${listed(keys)}${hint ? ` (did you mean \`${hint}\`?)` : ""}`,
+        "key",
+        path,
+      );
+      return;
+    }
+    const inner = issue.code === "invalid_union" ? unionInner(issue) : null;
+    if (inner) inner.forEach(add);
+    else issues.add(path, issue.message);
+  };
+  error.issues.forEach(add);
+}
+
+/** Up to 20 names, then how many more: a file with thousands of unknown keys gets a readable line. */
+function listed(names: readonly string[]): string {
+  const shown = names.slice(0, 20).join(", ");
+  return names.length > 20 ? `${shown} and ${names.length - 20} more` : shown;
+}
