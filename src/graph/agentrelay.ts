@@ -5,20 +5,12 @@
  */
 import { agentrelayGraph } from "./agentrelay-model.ts";
 import { isCanonicalGraphFile } from "./canonical.ts";
-import { GraphError } from "./errors.ts";
 import type { Graph } from "./model.ts";
 import { graphFileSchema } from "./schema.ts";
-import { addZodIssues, defaultZodMessage } from "./schema-issues.ts";
-import { IssueList } from "./validate.ts";
+import { parseAndBuild } from "./schema-issues.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
 export function compileAgentrelay(yaml: LoadedYaml): Graph {
   if (isCanonicalGraphFile(yaml.value)) return agentrelayGraph(yaml, yaml.value);
-  const parsed = graphFileSchema.safeParse(yaml.value, { error: defaultZodMessage });
-  if (!parsed.success) {
-    const issues = new IssueList(yaml);
-    addZodIssues(parsed.error, issues, graphFileSchema);
-    throw new GraphError(issues.issues);
-  }
-  return agentrelayGraph(yaml, parsed.data);
+  return parseAndBuild(graphFileSchema, yaml, (file) => agentrelayGraph(yaml, file));
 }

@@ -18,7 +18,7 @@ import {
   type Graph,
   type Task,
 } from "./model.ts";
-import { addZodIssues, defaultZodMessage } from "./schema-issues.ts";
+import { parseAndBuild } from "./schema-issues.ts";
 import { IssueList, pathProblem, validateStructure, type Where } from "./validate.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
@@ -31,13 +31,11 @@ interface Step {
 }
 
 export function compileCyberian(yaml: LoadedYaml): Graph {
+  return parseAndBuild(cyberianTaskSchema, yaml, (root) => cyberianGraph(yaml, root));
+}
+
+function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
   const issues = new IssueList(yaml);
-  const parsed = cyberianTaskSchema.safeParse(yaml.value, { error: defaultZodMessage });
-  if (!parsed.success) {
-    addZodIssues(parsed.error, issues, cyberianTaskSchema);
-    throw new GraphError(issues.issues);
-  }
-  const root = parsed.data;
   const steps: Step[] = [];
   // A container's file preconditions are checked before the first step inside it runs.
   let pendingPatterns: { patterns: string[]; minCount: number | null }[] = [];

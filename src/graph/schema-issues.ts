@@ -5,8 +5,10 @@
  * properties (`type`, `shape`, `element`, `options`, `unwrap()`, `valueType`).
  */
 import { closest, distance } from "fastest-levenshtein";
-import type { PathSegment } from "./errors.ts";
-import type { IssueList } from "./validate.ts";
+import { GraphError, type PathSegment } from "./errors.ts";
+import type { Graph } from "./model.ts";
+import { IssueList } from "./validate.ts";
+import type { LoadedYaml } from "./yaml.ts";
 
 /** Parse-level zod messages for schema nodes that do not set their own. */
 export function defaultZodMessage(issue: {
@@ -118,4 +120,46 @@ export function addZodIssues(
 function listed(names: readonly string[]): string {
   const shown = names.slice(0, 20).join(", ");
   return names.length > 20 ? `${shown} and ${names.length - 20} more` : shown;
+}
+
+/** A copy of `value` without the keys zod did not know, when those are all it found; else null. */
+function withoutUnknownKeys(value: unknown, found: readonly ZodIssueLike[]): unknown {
+  if (!found.every((issue) => issue.code === "unrecognized_keys")) return null;
+  const copy = structuredClone(value);
+  for (const issue of found) {
+    let node = copy as Record<PropertyKey, unknown>;
+    for (const segment of issue.path) node = node[segment] as Record<PropertyKey, unknown>;
+    for (const key of issue.keys ?? []) delete node[key];
+  }
+  return copy;
+}
+
+interface SafeParser<T> {
+  safeParse(
+    value: unknown,
+    params: { error: typeof defaultZodMessage },
+  ): { success: true; data: T } | { success: false; error: { issues: readonly ZodIssueLike[] } };
+}
+
+/**
+ * Parses a file with its dialect's schema and builds its graph, reporting every independent problem
+ * in one pass: when the schema's only findings are unknown keys (a typo), which mean nothing, the rest
+ * of the file is built and checked as well, so that a mistyped key does not hide an unknown dependency.
+ */
+export function parseAndBuild<T>(schema: SafeParser<T>, yaml: LoadedYaml, build: (file: T) => Graph): Graph {
+  const parsed = schema.safeParse(yaml.value, { error: defaultZodMessage });
+  if (parsed.success) return build(parsed.data);
+  const issues = new IssueList(yaml);
+  addZodIssues(parsed.error, issues, schema);
+  const rest = withoutUnknownKeys(yaml.value, parsed.error.issues);
+  const again = rest === null ? null : schema.safeParse(rest, { error: defaultZodMessage });
+  if (again?.success) {
+    try {
+      build(again.data);
+    } catch (error) {
+      if (!(error instanceof GraphError)) throw error;
+      issues.issues.push(...error.issues);
+    }
+  }
+  throw new GraphError(issues.issues);
 }

@@ -91,6 +91,13 @@ export function positionsById(graph: Graph, topo: Topology = topology(graph)): I
   return byId;
 }
 
+/** How many of task i's dependencies name a task (an unknown one, reported by validation, is no edge). */
+function knownDependencies(topo: Topology, i: number): number {
+  let known = 0;
+  for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++) if (topo.deps[k]! >= 0) known++;
+  return known;
+}
+
 /**
  * Each task's longest chain of dependencies (0 without any), or null when the dependencies have a
  * cycle. Validation finds cycles with it and planning makes its waves of it, so it is computed once.
@@ -102,7 +109,7 @@ export function dependencyLevels(graph: Graph, topo: Topology = topology(graph))
   const remaining = new Int32Array(n);
   const ready: number[] = [];
   for (let i = 0; i < n; i++) {
-    remaining[i] = topo.depStart[i + 1]! - topo.depStart[i]!;
+    remaining[i] = knownDependencies(topo, i);
     if (remaining[i] === 0) ready.push(i);
   }
   let seen = 0;
@@ -134,7 +141,7 @@ export function kahnOrder(graph: Graph, topo: Topology = topology(graph)): Int32
   const remaining = new Int32Array(n);
   const heap = new MinHeap(n);
   for (let i = 0; i < n; i++) {
-    remaining[i] = topo.depStart[i + 1]! - topo.depStart[i]!;
+    remaining[i] = knownDependencies(topo, i);
     if (remaining[i] === 0) heap.push(rankOf[i]!);
   }
   const order = new Int32Array(n);

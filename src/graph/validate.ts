@@ -93,6 +93,9 @@ export function validateStructure(
 
   // Tasks: ids, duplicates, collisions with workstream refs. Ids rarely have capitals, so only those
   // are indexed by their lower-case form: with `taskIndex`, that finds ids that differ only by case.
+  // Each later check runs unless an earlier finding makes its question meaningless (a cycle among
+  // tasks that share an id), so that independent problems are all reported in one pass.
+  let duplicateTaskIds = false;
   const taskIndex = new Map<string, number>();
   const capitalised = new Map<string, string>();
   graph.tasks.forEach((task, i) => {
@@ -101,8 +104,10 @@ export function validateStructure(
     const folded = lowerCase ? id : id.toLowerCase();
     const problem = lowerCase ? dotProblem(id) : idProblem(id);
     if (problem) issues.add(where.task(i, "id"), problem);
-    if (taskIndex.has(id)) issues.add(where.task(i, "id"), `duplicate task id '${id}'`);
-    else {
+    if (taskIndex.has(id)) {
+      issues.add(where.task(i, "id"), `duplicate task id '${id}'`);
+      duplicateTaskIds = true;
+    } else {
       const twin = folded !== id && taskIndex.has(folded) ? folded : capitalised.get(folded);
       if (twin !== undefined)
         issues.add(where.task(i, "id"), `task id '${id}' differs from '${twin}' only by case`);
@@ -131,16 +136,14 @@ export function validateStructure(
         issues.add(where.task(i, "dependencies", j), `unknown dependency id '${dep}'`);
     }
   });
-  if (issues.issues.length > 0) return;
-
-  const levels = dependencyLevels(graph, topo);
-  if (!levels) {
+  // Cycles among the known dependencies (with tasks sharing an id, "which task" has no answer).
+  const levels = duplicateTaskIds ? null : dependencyLevels(graph, topo);
+  if (!duplicateTaskIds && !levels) {
     const cycle = findCycle(graph)!;
     issues.add(
       where.task(taskIndex.get(cycle[0]!)!, "dependencies"),
       `contains a dependency cycle: ${cycle.join(" -> ")}`,
     );
-    return;
   }
 
   // inputs_from must name a direct or transitive dependency. The questions are answered together, then
@@ -153,12 +156,13 @@ export function validateStructure(
       refs.push([i, j, other === undefined ? -1 : questions.push([i, other]) - 1]);
     }
   });
-  const answers = dependencyAnswers(topo, levels, questions);
+  // Reachability is defined on an acyclic graph of distinct tasks; otherwise only unknown ids are told.
+  const answers = levels ? dependencyAnswers(topo, levels, questions) : null;
   for (const [i, j, question] of refs) {
     const task = graph.tasks[i]!;
     const ref = task.inputsFrom[j]!.task;
     if (question === -1) issues.add(where.inputRef(i, j), `unknown task id '${ref}'`);
-    else if (!answers[question]) {
+    else if (answers && !answers[question]) {
       issues.add(
         where.inputRef(i, j),
         `task '${ref}' is not a dependency (direct or transitive) of task '${task.id}'`,
@@ -201,10 +205,10 @@ export function validateStructure(
       );
     }
   });
-  if (issues.issues.length > 0) return;
+  // An unknown parent was reported above; the hierarchy is checked as if it had none.
   const { depth, cycle: parentCycle } = hierarchy(
     graph.workstreams.map((w) => w.id),
-    graph.workstreams.map((w) => (w.parentId === null ? -1 : wsIndex.get(w.parentId)!)),
+    graph.workstreams.map((w) => (w.parentId === null ? -1 : (wsIndex.get(w.parentId) ?? -1))),
   );
   graph.workstreams.forEach((ws, i) => {
     if (parentCycle?.at === i) {
@@ -220,7 +224,8 @@ export function validateStructure(
       );
     }
   });
-  if (issues.issues.length > 0) return;
+  // A parent cycle is a wait cycle too: reported once. Unknown tasks and workstreams wait for nothing.
+  if (parentCycle) return;
   const deadlock = workstreamWaitCycle(graph, topo);
   if (deadlock) {
     const at =
@@ -252,16 +257,18 @@ function workstreamWaitCycle(
   for (const ws of wsIds) waits.set(ws, new Map());
   for (let i = 0; i < graph.tasks.length; i++) {
     const own = topo.workstreamOf[i]!;
+    if (own === -1) continue;
     for (let k = topo.depStart[i]!; k < topo.depStart[i + 1]!; k++) {
+      if (topo.deps[k]! === -1) continue;
       const upstream = topo.workstreamOf[topo.deps[k]!]!;
-      if (upstream === own) continue;
+      if (upstream === own || upstream === -1) continue;
       const from = waits.get(wsIds[own]!)!;
       if (!from.has(wsIds[upstream]!))
         from.set(wsIds[upstream]!, { taskIndex: i, dep: k - topo.depStart[i]! });
     }
   }
   for (const ws of graph.workstreams) {
-    if (ws.parentId && !waits.get(ws.id)!.has(ws.parentId))
+    if (ws.parentId && waits.has(ws.parentId) && !waits.get(ws.id)!.has(ws.parentId))
       waits.get(ws.id)!.set(ws.parentId, { taskIndex: -1, dep: -1 });
   }
   const cycle = firstCycle([...wsIds].sort(), (ws) => [...waits.get(ws)!.keys()].sort());

@@ -400,6 +400,31 @@ export const RULE_CASES: RuleCase[] = [
     ],
   },
   {
+    rule: "one pass: a mistyped key does not hide an unknown dependency",
+    yaml: `${T}  - id: a\n    description: x\n    dependancies: [b]\n  - id: c\n    description: y\n    dependencies: [zz]\n`,
+    errors: [
+      "5:5: tasks[0]: contains unknown key(s): dependancies (did you mean `dependencies`?)",
+      "8:20: tasks[1].dependencies[0]: unknown dependency id 'zz'",
+    ],
+  },
+  {
+    rule: "one pass: an id colliding with a workstream does not hide a cycle",
+    yaml: "name: g\nworkstreams:\n  - id: w\ntasks:\n  - id: w\n    workstream_id: w\n    description: x\n    dependencies: [b]\n  - id: b\n    workstream_id: w\n    description: y\n    dependencies: [w]\n",
+    errors: [
+      "5:9: tasks[0].id: task id 'w' collides with workstream 'w': branch agentrelay/g/w cannot coexist with agentrelay/g/w/integration",
+      "12:19: tasks[1].dependencies: contains a dependency cycle: b -> w -> b",
+    ],
+  },
+  {
+    rule: "one pass: an empty workstream does not hide a cycle, nor an unknown dependency",
+    yaml: "name: g\nworkstreams:\n  - id: x\n  - id: empty\ntasks:\n  - id: a\n    workstream_id: x\n    description: x\n    dependencies: [b, nope]\n  - id: b\n    workstream_id: x\n    description: y\n    dependencies: [a]\n",
+    errors: [
+      "4:5: workstreams[1]: workstream 'empty' has no tasks; give it a task or remove it",
+      "9:19: tasks[0].dependencies: contains a dependency cycle: a -> b -> a",
+      "9:23: tasks[0].dependencies[1]: unknown dependency id 'nope'",
+    ],
+  },
+  {
     rule: "cyberian: a criteria script stays in the repository",
     yaml: "name: w\nsubtasks:\n  s:\n    instructions: hi\n    success_criteria: {script: ../../../etc/check.py}\n  t:\n    instructions: hi\n    success_criteria: {script: /usr/bin/check}\n",
     errors: [
