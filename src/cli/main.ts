@@ -4,7 +4,9 @@
  * nothing else. Exit codes: 0 ok, 1 invalid input or a failed run, 2 usage error.
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { closest, distance } from "fastest-levenshtein";
 import { formatIssue, GraphError } from "../graph/errors.ts";
+import pkg from "../../package.json" with { type: "json" };
 import { type Io, parseParams, processIo, UsageError } from "./io.ts";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -137,6 +139,8 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
+const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim();
+
 /** Errors that say what to do in their one line: printed as they are, exit code 1. */
 const USER_ERRORS = new Set(["CredentialError", "RunLockedError"]);
 
@@ -148,7 +152,8 @@ export function usage(): string {
   }
   lines.push(
     "",
-    "`agentrelay COMMAND --help` shows one command; exit codes: 0 ok, 1 invalid input, 2 usage error.",
+    "`agentrelay COMMAND --help` shows one command, `agentrelay --version` the version.",
+    "Exit codes: 0 ok, 1 invalid input or a run that did not succeed, 2 usage error.",
   );
   return `${lines.join("\n")}\n`;
 }
@@ -160,9 +165,17 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.out(usage());
       return name === undefined ? 2 : 0;
     }
+    if (name === "--version" || name === "-v" || name === "version") {
+      io.out(`agentrelay ${pkg.version}`);
+      return 0;
+    }
     if (name === "signal") return (await import("./commands/signal.ts")).signalCommand(rest, io);
     const command = COMMANDS[name];
-    if (!command) throw new UsageError(`unknown command '${name}'`);
+    if (!command) {
+      const near = closest(name, Object.keys(COMMANDS));
+      const hint = distance(name, near) <= 2 ? ` (did you mean \`${near}\`?)` : "";
+      throw new UsageError(`unknown command '${name}'${hint}`);
+    }
     if (rest.includes("--help") || rest.includes("-h")) {
       io.out(`usage: agentrelay ${command.usage}\n\n${command.summary}\n`);
       return 0;
@@ -182,11 +195,12 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return 1;
     }
     if (USER_ERRORS.has((error as Error).name)) {
-      io.err(`agentrelay: ${(error as Error).message}`);
+      io.err(`agentrelay: ${oneLine((error as Error).message)}`);
       return 1;
     }
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      io.err(`agentrelay: ${(error as Error).message}\n\n${usage()}`);
+      const help = name && COMMANDS[name] ? `agentrelay ${name} --help` : "agentrelay --help";
+      io.err(`agentrelay: ${oneLine((error as Error).message)} (see \`${help}\`)`);
       return 2;
     }
     throw error;
