@@ -17,6 +17,8 @@ export interface BoundedOptions {
   onStdout?: (chunk: string) => void;
   /** Most characters of output kept (the tail is kept). */
   maxOutput?: number;
+  /** Stops the command early (its whole tree), as at a deadline. */
+  signal?: AbortSignal;
 }
 
 export interface BoundedResult {
@@ -126,6 +128,7 @@ export function runBounded(command: string, args: string[], options: BoundedOpti
       timedOut = true;
       finish(null);
     }, options.timeoutMs);
+    options.signal?.addEventListener("abort", () => finish(null), { once: true });
     child.on("error", (error) => {
       stderr += error.message;
       finish(-1);

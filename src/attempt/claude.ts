@@ -19,6 +19,8 @@ export interface ClaudeOptions {
   resume?: string | null;
   /** Called with each line of progress, for the job log. */
   log: (line: string) => void;
+  /** Stops Claude Code early; `reason` says why (the credential was refused, say). */
+  stop?: { signal: AbortSignal; reason: () => string | null };
 }
 
 export interface ClaudeResult {
@@ -86,6 +88,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
     timeoutMs: options.timeoutMs,
     // The stream is read as it comes (for the log); only its tail is kept.
     maxOutput: 200_000,
+    ...(options.stop ? { signal: options.stop.signal } : {}),
     onStdout: (chunk) => {
       buffer += chunk;
       const lines = buffer.split("\n");
@@ -103,6 +106,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
   } | null;
   const failed = run.timedOut || run.code !== 0 || !r || r.is_error === true;
   const stderr = run.stderr.trim();
+  const stopped = options.stop?.signal.aborted ? options.stop.reason() : null;
   return {
     ok: !failed,
     timedOut: run.timedOut,
@@ -111,12 +115,16 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
     finalText: r?.result ?? "",
     turns: r?.num_turns ?? 0,
     costUsd: r?.total_cost_usd ?? 0,
-    error: failed
-      ? run.timedOut
-        ? `Claude Code did not finish within ${Math.round(options.timeoutMs / 1000)} s`
-        : r?.subtype && r.subtype !== "success"
-          ? `Claude Code stopped: ${r.subtype}`
-          : `Claude Code exited with code ${run.code}${stderr ? `: ${stderr.split("\n").slice(-3).join(" ")}` : ""}`
-      : null,
+    error: stopped
+      ? stopped
+      : failed
+        ? run.timedOut
+          ? `Claude Code did not finish within ${Math.round(options.timeoutMs / 1000)} s`
+          : r?.subtype && r.subtype !== "success"
+            ? `Claude Code stopped: ${r.subtype}`
+            : r?.is_error && r.result
+              ? `Claude Code failed: ${r.result.trim().split("\n")[0]}`
+              : `Claude Code exited with code ${run.code}${stderr ? `: ${stderr.split("\n").slice(-3).join(" ")}` : ""}`
+        : null,
   };
 }

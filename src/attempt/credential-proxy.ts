@@ -95,9 +95,14 @@ export interface CredentialProxy {
 export const ANTHROPIC_API = "https://api.anthropic.com";
 const OAUTH_BETA = "oauth-2025-04-20";
 
+/**
+ * Starts the proxy. `onRefused` hears at once when the credential cannot be used (a login that
+ * expired, an upstream 401 or 403): Claude Code itself would retry for minutes before saying so.
+ */
 export async function startCredentialProxy(
   credential: Credential,
   upstream: string = ANTHROPIC_API,
+  onRefused: (reason: string) => void = () => {},
 ): Promise<CredentialProxy> {
   const key = `sk-ant-agentrelay-${randomBytes(24).toString("hex")}`;
   const base = new URL(upstream);
@@ -117,6 +122,7 @@ export async function startCredentialProxy(
       res.writeHead(401, { "content-type": "application/json" });
       const message = (error as Error).message;
       res.end(JSON.stringify({ type: "error", error: { type: "authentication_error", message } }));
+      onRefused(message);
       return;
     }
     const headers: Record<string, string | string[]> = {};
@@ -134,6 +140,23 @@ export async function startCredentialProxy(
     const send = target.protocol === "https:" ? httpsRequest : httpRequest;
     const out = send(target, { method: req.method, headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
+      if (answer.statusCode === 401 || answer.statusCode === 403) {
+        let body = "";
+        answer.setEncoding("utf8");
+        answer.on("data", (chunk: string) => (body += chunk.slice(0, 4096)));
+        answer.on("end", () => {
+          let reason = `the Anthropic API refused the credential (${answer.statusCode})`;
+          try {
+            const message = (JSON.parse(body) as { error?: { message?: string } }).error?.message;
+            if (message) reason += `: ${message}`;
+          } catch {
+            // not JSON: the status says enough
+          }
+          onRefused(reason);
+          res.end(body);
+        });
+        return;
+      }
       answer.pipe(res);
     });
     out.on("error", (error) => {

@@ -26,9 +26,9 @@ export function redactor(secrets: readonly (string | undefined)[]): (text: strin
   };
 }
 
-/** Whether a variable holds a secret, by its name (credentials, tokens, keys, a login's location). */
+/** Whether a variable holds a secret, by its name (credentials, tokens, keys). */
 export const isSecretName = (name: string): boolean =>
-  /TOKEN|SECRET|KEY|PASSWORD|CREDENTIAL|LOGIN/i.test(name) && name !== "ANTHROPIC_BASE_URL";
+  /TOKEN|SECRET|KEY|PASSWORD|CREDENTIAL/i.test(name) && name !== "ANTHROPIC_BASE_URL";
 
 /** The values in an environment that are secrets: credentials and tokens by name. */
 export function secretValues(env: NodeJS.ProcessEnv): string[] {

@@ -14,7 +14,7 @@ import { git, gitRaw } from "./git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
 import type { AttemptReportResult } from "../protocol/report.ts";
 import { runBounded } from "./bounded.ts";
-import { type ClaudeResult, runClaudeCode } from "./claude.ts";
+import { type ClaudeOptions, type ClaudeResult, runClaudeCode } from "./claude.ts";
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
 import { ParamsError } from "../protocol/cyberian-prompt.ts";
 import {
@@ -160,8 +160,14 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
   // Nothing the agent prints leaves the attempt without redaction: not a log line, not a summary.
   const redact = redactor([...secretValues(given), ...credentialSecrets(credential)]);
   // The credential stays with the runner: the agent talks to it through the proxy, with a throwaway key.
+  // A credential refused upstream stops the agent at once, with the reason (it would retry for minutes).
+  const refused = new AbortController();
+  let refusal: string | null = null;
   const proxy = credential
-    ? await startCredentialProxy(credential, given.ANTHROPIC_BASE_URL || ANTHROPIC_API)
+    ? await startCredentialProxy(credential, given.ANTHROPIC_BASE_URL || ANTHROPIC_API, (reason) => {
+        refusal ??= reason;
+        refused.abort();
+      })
     : null;
   const env = proxy
     ? { ...withoutCredential(given), ANTHROPIC_BASE_URL: proxy.url, ANTHROPIC_API_KEY: proxy.key }
@@ -171,6 +177,10 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     claude: { ...context.claude, env },
     redact,
     log: (line) => context.log(redact(line)),
+    stop: {
+      signal: refused.signal,
+      reason: () => (refusal ? `Claude Code could not authenticate: ${refusal}` : null),
+    },
   };
   let result: AttemptResult;
   try {
@@ -201,6 +211,8 @@ function withoutCredential(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /** An attempt while it runs: its log and everything it keeps are masked with `redact`. */
 interface RunningAttempt extends AttemptContext {
   redact: (text: string) => string;
+  /** Stops Claude Code early, with the reason (see claude.ts). */
+  stop: NonNullable<ClaudeOptions["stop"]>;
 }
 
 async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult> {
@@ -229,6 +241,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       timeoutMs: ctx.claude.timeoutMs,
       resume,
       log: ctx.log,
+      stop: ctx.stop,
     }).then((r) => {
       turns += r.turns;
       costUsd += r.costUsd;
@@ -368,7 +381,7 @@ const REVIEW_MARKER = "You are reviewing the work of task";
 
 /** One review pass: a fresh, read-only session that answers APPROVE or CHANGES with findings. */
 async function review(
-  ctx: AttemptContext,
+  ctx: RunningAttempt,
   env: NodeJS.ProcessEnv,
   model: string | null,
 ): Promise<{ findings: string[]; turns: number; costUsd: number }> {
@@ -399,6 +412,7 @@ async function review(
     addDirs: [],
     timeoutMs: ctx.claude.timeoutMs,
     log: (line) => ctx.log(`review: ${line}`),
+    stop: ctx.stop,
   });
   const verdict = parseReview(result.ok ? result.finalText : "");
   ctx.log(`review: ${verdict.length === 0 ? "approved" : `${verdict.length} finding(s)`}`);

@@ -1,4 +1,6 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -285,5 +287,46 @@ describe("a gate's deadline", () => {
     expect(gate.output).toContain("[agentrelay] the gate did not finish within 1 s");
     await new Promise((done) => setTimeout(done, 100));
     expect(alive(Number(readFileSync(join(dir, "pid.txt"), "utf8")))).toBe(false);
+  });
+});
+
+describe("an attempt whose credential is refused", () => {
+  it("fails at once with the reason, instead of the agent retrying for minutes", async () => {
+    const refusing = createServer((_req, res) => {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          type: "error",
+          error: { type: "authentication_error", message: "invalid x-api-key" },
+        }),
+      );
+    });
+    await new Promise<void>((done) => refusing.listen(0, "127.0.0.1", done));
+    try {
+      const url = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}`;
+      const ctx = await attemptSetup(GRAPH, "greet", url);
+      const started = Date.now();
+      const result = await runAttempt(ctx);
+      expect(Date.now() - started).toBeLessThan(20_000);
+      expect(result).toMatchObject({
+        outcome: "failed",
+        reason:
+          "Claude Code could not authenticate: the Anthropic API refused the credential (401): invalid x-api-key",
+      });
+
+      const login = join(mkdtempSync(join(tmpdir(), "agentrelay-login-")), ".credentials.json");
+      writeFileSync(
+        login,
+        JSON.stringify({ claudeAiOauth: { accessToken: "sk-ant-oat01-old", expiresAt: 1 } }),
+      );
+      const expired = await attemptSetup(GRAPH, "greet", url);
+      const { ANTHROPIC_API_KEY: _, ...env } = expired.claude.env;
+      expired.claude.env = { ...env, AGENTRELAY_CLAUDE_LOGIN: login };
+      expect((await runAttempt(expired)).reason).toBe(
+        `Claude Code could not authenticate: the Claude login in ${login} has expired: run \`claude\` once to renew it`,
+      );
+    } finally {
+      refusing.close();
+    }
   });
 });
