@@ -30,7 +30,7 @@ export interface SimulationEvent {
 
 export interface SimulationResult {
   state: RunState;
-  outcome: Outcome;
+  outcome: SimulatedOutcome;
   /** Events applied to the engine, and effects executed, for benchmarks. */
   eventCount: number;
   /** Integration PRs the simulated reviewer merged. */
@@ -113,6 +113,9 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
   return { state, outcome: state.outcome ?? outcomeOf(state), eventCount, reviewerMerged };
 }
 
+/** What a simulated run ended as: its outcome, or waiting while an integration PR awaits a person. */
+export type SimulatedOutcome = Outcome | "waiting_for_review";
+
 /** An open integration PR that a pending task waits for, in workstream order. */
 export function neededIntegration(state: RunState, upstream: Map<string, string[]>): string | undefined {
   const waitedFor = new Set<string>();
@@ -123,9 +126,13 @@ export function neededIntegration(state: RunState, upstream: Map<string, string[
   return Object.keys(state.workstreams).find((w) => waitedFor.has(w));
 }
 
-/** The outcome of a run that stopped with work left (agentrelay ignores tasks a stuck loop left pending). */
-export function outcomeOf(state: RunState): Outcome {
+/**
+ * The outcome of a run that stopped with work left (agentrelay ignores tasks a stuck loop left
+ * pending), or that waits for a person to merge an integration PR.
+ */
+export function outcomeOf(state: RunState): SimulatedOutcome {
   if (state.cancelled) return "cancelled";
+  if (Object.values(state.workstreams).some((w) => w.status === "pr_open")) return "waiting_for_review";
   const failed =
     Object.values(state.tasks).some(
       (t) => t.status === "failed" || t.status === "blocked" || t.status === "cancelled",

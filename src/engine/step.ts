@@ -278,19 +278,19 @@ export class Step {
     this.emit({ type: "dispatch", key: this.key(id, t.attempt), task: id, attempt: t.attempt });
   }
 
-  /** Ends the run once every task is terminal and no integration is still in motion. */
+  /** Ends the run once every task is terminal and every integration has landed, failed or been skipped. */
   completionCheck(): void {
     const s = this.state;
     if (s.outcome !== null) return;
     // Every pending task is a candidate or waits on a task that is pending or active (a broken
     // dependency would have blocked it), so nothing active and no candidate means all are terminal.
     if (s.active > 0 || s.candidates.length > 0) return;
+    // An integration PR still open waits for its merge (automatic, or a person's): the run is not
+    // over until it lands or is closed, unless the run was cancelled.
     for (const [wsId] of this.plan.workstreams) {
       const ws = this.workstream(wsId);
       if (ws.integration === "opening") return;
-      const autoMergePending =
-        ws.status === "pr_open" && this.plan.workstreams.get(wsId)!.autoMerge && !ws.autoMergeSkipped;
-      if (autoMergePending) return;
+      if (ws.status === "pr_open" && !s.cancelled) return;
     }
     const failed =
       Object.values(s.tasks).some(

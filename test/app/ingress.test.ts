@@ -52,7 +52,7 @@ describe("plan on pull request", () => {
   it("reports validation errors as annotations at file and line", async () => {
     h.gh.branches.set("feature", h.gh.branches.get("main")!);
     const head = h.gh.commit("feature", {
-      ".workflow/bad.yaml": "name: bad\ntasks:\n  - id: a\n    dependencies: [nope]\n",
+      ".workflow/bad.yaml": "name: bad\ntasks:\n  - id: a\n    description: x\n    dependencies: [nope]\n",
     });
     h.gh.openPull(6, "feature");
     await h.deliver("pull_request", pullRequestEvent("opened", 6, head));
@@ -61,7 +61,7 @@ describe("plan on pull request", () => {
     expect(check.output!.annotations).toEqual([
       expect.objectContaining({
         path: ".workflow/bad.yaml",
-        start_line: 4,
+        start_line: 5,
         annotation_level: "failure",
         message: expect.stringContaining("nope"),
       }),
@@ -73,13 +73,13 @@ describe("run on push", () => {
   it("an invalid graph gets a failed check run and changes nothing else", async () => {
     const sha = await h.pushGraph(
       ".workflow/bad.yaml",
-      "name: bad\ntasks:\n  - id: a\n    dependancies: [b]\n",
+      "name: bad\ntasks:\n  - id: a\n    description: x\n    dependancies: [b]\n",
     );
     expect(h.gh.checkRuns).toMatchObject([
       { name: "agentrelay / .workflow/bad.yaml", head_sha: sha, conclusion: "failure" },
     ]);
     expect(h.gh.checkRuns[0]!.output!.annotations).toEqual([
-      expect.objectContaining({ start_line: 4, title: "tasks[0]" }),
+      expect.objectContaining({ start_line: 5, title: "tasks[0]" }),
     ]);
     expect(h.gh.log(/^(POST|PATCH|PUT|DELETE)/).filter((l) => !l.includes("access_tokens"))).toEqual([
       "POST /repos/octo/demo/check-runs",

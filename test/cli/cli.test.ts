@@ -35,8 +35,10 @@ describe("agentrelay validate", () => {
   it("exits 1 and prints one FILE:LINE:COL: message line per error", () => {
     const { code, stdout } = agentrelay("validate", good, bad);
     expect(code).toBe(1);
+    // Every independent problem, in one pass.
     expect(stdout.trim().split("\n")).toEqual([
       `${bad}:4:20: tasks[0].dependencies[0]: unknown dependency id 'zz'`,
+      `${bad}:6:5: tasks[1]: task 'b' has role 'generic' and no description; the description is its whole assignment`,
     ]);
   });
 

@@ -260,14 +260,20 @@ describe("engine", () => {
     expect(d.types()).toContain("finish_run:");
   });
 
-  it("leaves the PR for a human when auto-merge fails, and still finishes", () => {
+  it("leaves the PR for a person when auto-merge fails, and waits for it rather than calling the run done", () => {
     const d = driver([{ id: "a", ws: "x" }], [{ id: "x", autoMerge: true }]).send({
       type: "workstream_prepared",
       workstream: "x",
     });
     d.finish("a").send({ type: "integration_pr_opened", workstream: "x", pr: { number: 5, url: "u/5" } });
     d.send({ type: "integration_merge_failed", workstream: "x", reason: "review required" });
-    expect(d.state.workstreams.x).toMatchObject({ status: "pr_open", autoMergeSkipped: true });
+    expect(d.state.workstreams.x).toMatchObject({
+      status: "pr_open",
+      autoMergeSkipped: true,
+      reason: "auto-merge failed: review required",
+    });
+    expect(d.state.outcome).toBeNull();
+    d.send({ type: "integration_pr_merged", workstream: "x" });
     expect(d.state.outcome).toBe("succeeded");
   });
 

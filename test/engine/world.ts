@@ -99,8 +99,11 @@ export function runWorld(
       decision.effects.forEach(execute);
     }
     if (state.outcome !== null || deliveries >= maxDeliveries) break;
-    // A reviewer merges an open integration PR that pending work waits for.
-    const waitedFor = neededIntegration(state, engine.plan.upstreamWorkstreams);
+    // A reviewer merges an open integration PR that pending work waits for, then any other one left
+    // for review (the run is not over while one waits).
+    const waitedFor =
+      neededIntegration(state, engine.plan.upstreamWorkstreams) ??
+      Object.keys(state.workstreams).find((w) => state.workstreams[w]!.status === "pr_open");
     if (!waitedFor) break;
     pool.push({ type: "integration_pr_merged", workstream: waitedFor, at: ++clock });
   }

@@ -128,6 +128,12 @@ describe("integration without auto-merge in local runs", () => {
     const second = await runLocal(options(repo, text));
     expect(second.state.workstreams.x!.status).toBe("merged");
     expect(second.state.tasks.b!.status).toBe("merged");
-    expect(second.state.outcome).toBe("succeeded");
+    // y's integration now waits for the person in turn: the run is not `succeeded` until it lands.
+    expect(second.state.outcome).toBeNull();
+    expect(second.state.workstreams.y!.status).toBe("pr_open");
+    await git(repo, ["merge", "-q", "--no-ff", "-m", "review: merge y", "agentrelay/g/y/integration"]);
+    const third = await runLocal(options(repo, text));
+    expect(third.state.workstreams.y!.status).toBe("merged");
+    expect(third.state.outcome).toBe("succeeded");
   });
 });
