@@ -208,6 +208,8 @@ export async function runJob(
     concerns: string[];
     noPr: boolean;
     summary: string;
+    gates: { n: number; passed: boolean }[];
+    gateOutput: string;
   }> = {},
 ): Promise<{ token: Record<string, unknown>; report: { status: number; body: Record<string, unknown> } }> {
   const { run, task, attempt } = dispatch.inputs as { run: string; task: string; attempt: string };
@@ -242,7 +244,8 @@ export async function runJob(
         outputs: [],
         costUsd: 0.25,
         turns: 3,
-        gates: [],
+        gates: result.gates ?? [],
+        ...(result.gateOutput ? { gateOutput: result.gateOutput } : {}),
         commit,
       },
     },

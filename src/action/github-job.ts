@@ -337,6 +337,7 @@ async function writeSummary(
     [{ data: "Gate runs", header: true }, { data: gates }],
     [{ data: "Duration", header: true }, { data: `${Math.round(ms / 1000)} s` }],
   ]);
+  if (result.gateOutput) core.summary.addHeading("Gate output (end)", 4).addCodeBlock(result.gateOutput);
   if (result.concerns.length) core.summary.addHeading("Concerns", 4).addList(result.concerns);
   if (result.opsConcerns.length) core.summary.addHeading("Ops concerns", 4).addList(result.opsConcerns);
   if (stat) core.summary.addHeading("Changes", 4).addCodeBlock(stat);

@@ -86,6 +86,7 @@ export function failedAttempt(reason: string): AttemptResult {
     costUsd: 0,
     turns: 0,
     gates: [],
+    gateOutput: null,
     commit: null,
     sessionId: null,
   };
@@ -112,15 +113,22 @@ export async function runGate(
 ): Promise<{ passed: boolean; output: string }> {
   const run = await runBounded("bash", ["-c", command], { cwd, env, timeoutMs });
   const note = run.timedOut
-    ? `\n[agentrelay] the gate did not finish within ${Math.round(timeoutMs / 1000)} s\n`
+    ? `[agentrelay] the gate did not finish within ${Math.round(timeoutMs / 1000)} s\n`
     : run.code !== 0
-      ? `\n[agentrelay] exit code ${run.code}\n`
+      ? `[agentrelay] exit code ${run.code}\n`
       : "";
-  return { passed: !run.timedOut && run.code === 0, output: run.output + note };
+  const separator = note && run.output && !run.output.endsWith("\n") ? "\n" : "";
+  return { passed: !run.timedOut && run.code === 0, output: run.output + separator + note };
 }
 
 const tail = (text: string, max = 6_000) =>
   text.length > max ? `[... ${text.length - max} characters cut ...]\n${text.slice(-max)}` : text;
+
+/** The end of a failed gate's output, for the report and the check run: its last lines, at most 2,000 characters. */
+export function gateTail(output: string, lines = 30, max = 2_000): string {
+  const last = output.trimEnd().split("\n").slice(-lines).join("\n");
+  return last.length > max ? `…${last.slice(-(max - 1))}` : last;
+}
 
 function prepareWorkDir(ctx: AttemptContext): string {
   const { workDir, attempt } = ctx;
@@ -225,6 +233,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
   let turns = 0;
   let costUsd = 0;
   const gates: AttemptResult["gates"] = [];
+  let gateOutput: string | null = null;
   const extraOps: string[] = [];
   const reviewConcerns: string[] = [];
   let lastSession: string | null = null;
@@ -277,6 +286,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       costUsd,
       turns,
       gates,
+      gateOutput: outcome === "failed" ? gateOutput : null,
       commit,
       sessionId: lastSession,
     };
@@ -324,7 +334,9 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       writeFileSync(join(signalDir, "gate_last_output.txt"), gate.output);
       gates.push({ n: gates.length + 1, passed: gate.passed });
       ctx.log(`gate ${n}/${max}: ${gate.passed ? "passed" : "failed"}`);
+      gateOutput = gate.passed ? null : gateTail(gate.output);
       if (gate.passed) return null;
+      for (const line of gateOutput!.split("\n")) ctx.log(`  | ${line}`);
       if (n === max) break;
       const fix = await agent(
         [

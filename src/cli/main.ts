@@ -26,6 +26,63 @@ interface Command {
 const str = (v: Values[string]) => (typeof v === "string" ? v : undefined);
 const list = (v: Values[string]) => (Array.isArray(v) ? v : []);
 
+/** How a local run is carried out: `run` takes these, and so do the steering commands that resume one. */
+const RUN_OPTIONS: Options = {
+  repo: { type: "string" },
+  "scripted-model": { type: "boolean" },
+  claude: { type: "string" },
+  "max-turns": { type: "string" },
+  verbose: { type: "boolean" },
+  credentials: { type: "string" },
+  "anthropic-credential": { type: "string" },
+  param: { type: "string", multiple: true, default: [] },
+};
+const RUN_FLAGS =
+  "[--scripted-model] [--credentials FILE] [--anthropic-credential NAME]\n" +
+  "      [--param KEY=VALUE]... [--claude PATH] [--max-turns N] [--verbose]";
+
+function repoOf(command: string, values: Values): string {
+  const repo = str(values.repo);
+  if (!repo) throw new UsageError(`${command} needs --repo DIR`);
+  return repo;
+}
+
+function runOptions(command: string, values: Values) {
+  const maxTurns = str(values["max-turns"]);
+  return {
+    repo: repoOf(command, values),
+    scriptedModel: values["scripted-model"] === true,
+    claude: str(values.claude),
+    maxTurns: maxTurns ? Number(maxTurns) : undefined,
+    verbose: values.verbose === true,
+    credentials: str(values.credentials),
+    anthropicCredential: str(values["anthropic-credential"]),
+    params: parseParams(list(values.param)),
+  };
+}
+
+/** `retry|cancel|reset`: to the live runner, else the run resumes here with the command first. */
+function steering(
+  verb: "retry" | "cancel" | "reset",
+  usage: string,
+  summary: string,
+  positionals: [number, number],
+): Command {
+  return {
+    usage: `${usage} --repo DIR ${RUN_FLAGS}`,
+    summary: `${summary} (a live runner applies it; otherwise the run resumes here)`,
+    options: RUN_OPTIONS,
+    positionals,
+    run: async ([file, task], values, io) =>
+      (await import("./commands/steer.ts")).steerCommand(
+        file!,
+        { command: verb, ...(task ? { task } : {}) },
+        runOptions(verb, values),
+        io,
+      ),
+  };
+}
+
 const COMMANDS: Record<string, Command> = {
   validate: {
     usage: "validate FILE...",
@@ -60,41 +117,28 @@ const COMMANDS: Record<string, Command> = {
       ),
   },
   run: {
-    usage:
-      "run FILE --repo DIR [--scripted-model] [--credentials FILE] [--anthropic-credential NAME]\n" +
-      "      [--param KEY=VALUE]... [--claude PATH] [--max-turns N] [--verbose]",
-    summary: "run a graph against a local git repository with Claude Code",
-    options: {
-      repo: { type: "string" },
-      "scripted-model": { type: "boolean" },
-      claude: { type: "string" },
-      "max-turns": { type: "string" },
-      verbose: { type: "boolean" },
-      credentials: { type: "string" },
-      "anthropic-credential": { type: "string" },
-      param: { type: "string", multiple: true, default: [] },
-    },
+    usage: `run FILE --repo DIR [--new-run] ${RUN_FLAGS}`,
+    summary: "run a graph against a local git repository with Claude Code (again: resume it)",
+    options: { ...RUN_OPTIONS, "new-run": { type: "boolean" } },
     positionals: [1, 1],
-    run: async ([file], values, io) => {
-      const repo = str(values.repo);
-      if (!repo) throw new UsageError("run needs --repo DIR");
-      const maxTurns = str(values["max-turns"]);
-      return (await import("./commands/run.ts")).runCommand(
+    run: async ([file], values, io) =>
+      (await import("./commands/run.ts")).runCommand(
         file!,
-        {
-          repo,
-          scriptedModel: values["scripted-model"] === true,
-          claude: str(values.claude),
-          maxTurns: maxTurns ? Number(maxTurns) : undefined,
-          verbose: values.verbose === true,
-          credentials: str(values.credentials),
-          anthropicCredential: str(values["anthropic-credential"]),
-          params: parseParams(list(values.param)),
-        },
+        { ...runOptions("run", values), newRun: values["new-run"] === true },
         io,
-      );
-    },
+      ),
   },
+  status: {
+    usage: "status FILE --repo DIR",
+    summary: "show a local run: each task and workstream, what it waits for, whether a runner is live",
+    options: { repo: { type: "string" } },
+    positionals: [1, 1],
+    run: async ([file], values, io) =>
+      (await import("./commands/steer.ts")).statusCommand(file!, repoOf("status", values), io),
+  },
+  retry: steering("retry", "retry FILE TASK", "run a failed or cancelled task again", [2, 2]),
+  cancel: steering("cancel", "cancel FILE [TASK]", "cancel a task, or the whole run", [1, 2]),
+  reset: steering("reset", "reset FILE TASK", "undo the tip task of a workstream and run it afresh", [2, 2]),
   simulate: {
     usage: "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]",
     summary: "run the engine with simulated agents: what happens if a task fails?",
@@ -142,7 +186,7 @@ const COMMANDS: Record<string, Command> = {
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim();
 
 /** Errors that say what to do in their one line: printed as they are, exit code 1. */
-const USER_ERRORS = new Set(["CredentialError", "RunLockedError"]);
+const USER_ERRORS = new Set(["CredentialError", "RunLockedError", "LocalRunError"]);
 
 export function usage(): string {
   const lines = ["usage: agentrelay <command> [options]", "", "commands:"];
@@ -203,6 +247,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.err(`agentrelay: ${oneLine((error as Error).message)} (see \`${help}\`)`);
       return 2;
     }
-    throw error;
+    // Anything else is still one line; the stack is there for whoever debugs it.
+    if (process.env.AGENTRELAY_DEBUG) io.err(String((error as Error).stack ?? error));
+    io.err(
+      `agentrelay: ${oneLine((error as Error).message ?? String(error))} (AGENTRELAY_DEBUG=1 shows where it happened)`,
+    );
+    return 1;
   }
 }

@@ -20,6 +20,9 @@ function addConcerns(step: Step, task: TaskRun, kind: "design" | "ops", messages
   }
 }
 
+/** How the reason of a workstream whose auto-merge failed begins. */
+export const AUTO_MERGE_FAILED = "auto-merge failed: ";
+
 export function applyEvent(step: Step, event: EngineEvent): void {
   const { state, plan } = step;
   const known = (task: string) => plan.tasks.has(task);
@@ -98,6 +101,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       record.reason = event.reason;
       if (event.costUsd != null) record.costUsd = event.costUsd;
       if (event.turns != null) record.turns = event.turns;
+      if (event.gateOutput) record.gateOutput = event.gateOutput;
       step.failTask(
         event.task,
         event.reason,
@@ -223,7 +227,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       const w = ws(event.workstream);
       if (!w || w.status !== "pr_open" || w.autoMergeSkipped) return;
       w.autoMergeSkipped = true;
-      w.reason = `auto-merge failed: ${event.reason}`;
+      w.reason = `${AUTO_MERGE_FAILED}${event.reason}`;
       step.changed = true;
       return;
     }

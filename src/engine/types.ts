@@ -28,6 +28,8 @@ export interface AttemptRecord {
   pushedSha: string | null;
   /** Completion-gate runs of the attempt, in order. */
   gates: { n: number; passed: boolean }[];
+  /** The end of the output of the gate that failed the attempt. */
+  gateOutput?: string;
 }
 
 export interface TaskRun {
@@ -154,6 +156,8 @@ export type EngineEvent =
       /** What the failed attempt spent, as Claude Code reported it. */
       costUsd?: number | null;
       turns?: number | null;
+      /** The end of the failed gate's output, when a gate failed the attempt. */
+      gateOutput?: string;
     }
   | { type: "task_branch_pushed"; task: string; attempt: number; sha: string; at: number }
   | {

@@ -7,7 +7,14 @@
 import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
-import { attemptRunName, messageOf, type RepoContext, statusOf, validationDetails } from "./client.ts";
+import {
+  attemptRunName,
+  jobUrl,
+  messageOf,
+  type RepoContext,
+  statusOf,
+  validationDetails,
+} from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
 
@@ -59,7 +66,7 @@ export class GitHubEffects {
           taskBranch(graph, task.id),
           integrationBranch(graph, task.workstreamId),
           taskPrTitle(task),
-          taskPrBody(engine.plan, run, task.id),
+          taskPrBody(engine.plan, run, task.id, (job) => jobUrl(this.ctx, job)),
         );
         if (opened === "empty")
           return [

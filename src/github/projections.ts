@@ -3,7 +3,7 @@
  * tracking issue and status comments, and one check run per task on the graph's commit.
  */
 import type { Engine } from "../engine/engine.ts";
-import type { RepoContext } from "./client.ts";
+import { jobUrl, type RepoContext } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { agentText, statusComment, taskCost } from "./render.ts";
 
@@ -89,10 +89,15 @@ export async function taskCheckRun(ctx: RepoContext, run: HostedRun, task: strin
   const attempt = t.attempts[n - 1];
   if (!attempt?.outcome) return;
   const gates = attempt.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ");
+  const job = attempt.job ? jobUrl(ctx, attempt.job) : null;
   const summary = [
     `Attempt ${attempt.n} ${attempt.outcome}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
     "",
     `Cost $${(attempt.costUsd ?? 0).toFixed(2)} (task total $${taskCost(t).toFixed(2)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
+    ...(job ? ["", `[The job's log](${job})`] : []),
+    ...(attempt.gateOutput
+      ? ["", "### Gate output (end)", "```text", agentText(attempt.gateOutput, 2_000), "```"]
+      : []),
     ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),
     ...(t.concerns.length ? ["", "### Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`)] : []),
   ].join("\n");
@@ -105,6 +110,7 @@ export async function taskCheckRun(ctx: RepoContext, run: HostedRun, task: strin
       check_run_id: existing,
       status: "completed",
       conclusion: CONCLUSION[attempt.outcome],
+      ...(job ? { details_url: job } : {}),
       output,
     });
     return;
@@ -116,6 +122,7 @@ export async function taskCheckRun(ctx: RepoContext, run: HostedRun, task: strin
     external_id: `${run.runKey}/${task}`,
     status: "completed",
     conclusion: CONCLUSION[attempt.outcome],
+    ...(job ? { details_url: job } : {}),
     output,
   });
   run.github.checkRuns[task] = data.id;

@@ -118,12 +118,19 @@ export function taskPrTitle(task: Task): string {
   return `agentrelay: ${task.id}: ${first.length > 80 ? `${first.slice(0, 80)}…` : first}`;
 }
 
-export function taskPrBody(plan: Plan, state: RunState, taskId: string): string {
+export function taskPrBody(
+  plan: Plan,
+  state: RunState,
+  taskId: string,
+  jobUrl: (job: string) => string = () => "",
+): string {
   const task = plan.tasks.get(taskId)!;
   const t = state.tasks[taskId]!;
+  const job = t.attempts[t.attempt - 1]?.job;
+  const ranIn = job ? ` ([its job](${jobUrl(job)}))` : "";
   const lines = [
     `<!-- agentrelay:task run=${state.runKey} task=${taskId} -->`,
-    `Task \`${taskId}\` of run \`${state.runKey}\`, workstream \`${task.workstreamId}\`, attempt ${t.attempt}.`,
+    `Task \`${taskId}\` of run \`${state.runKey}\`, workstream \`${task.workstreamId}\`, attempt ${t.attempt}${ranIn}.`,
     "",
     `> ${describe(task).replace(/\n/g, "\n> ")}`,
     "",

@@ -77,7 +77,11 @@ export async function mergeBranch(
   if (worktree) {
     // The user has the target checked out: merge there, so their working tree stays consistent.
     const status = await git(worktree, ["status", "--porcelain", "--untracked-files=no"]);
-    if (status) return { ok: false, reason: `'${target}' is checked out at ${worktree} with local changes` };
+    if (status)
+      return {
+        ok: false,
+        reason: `'${target}' is checked out at ${worktree} with uncommitted changes: commit or stash them, then run again`,
+      };
     const merged = await gitRaw(worktree, ["merge", "--no-ff", "--no-edit", "-m", message, source]);
     if (merged.code !== 0) {
       await gitRaw(worktree, ["merge", "--abort"]);

@@ -46,6 +46,8 @@ export class LocalHost implements RunHost {
   private readonly running = new Map<string, ChildProcess>();
   /** Set when the runner is interrupted: attempts it stops are not reported (the next run resumes them). */
   private stopping = false;
+  /** Who hears the answer to the command being applied (set by the runner around that drive). */
+  onAnswer: ((answer: { ok: boolean; message: string }) => void) | undefined;
 
   constructor(
     private readonly repo: string,
@@ -127,12 +129,7 @@ export class LocalHost implements RunHost {
       }
       case "merge_integration_pr": {
         const ws = plan.workstreams.get(effect.workstream)!;
-        const merged = await mergeBranch(
-          this.repo,
-          integrationBranch(name, ws.id),
-          ws.mergeTargetBranch,
-          `Integrate workstream ${ws.id}`,
-        );
+        const merged = await this.mergeIntegration(ws.id);
         return [
           merged.ok
             ? { type: "integration_pr_merged", workstream: ws.id, at }
@@ -160,7 +157,8 @@ export class LocalHost implements RunHost {
           await deleteBranch(this.repo, taskBranch(this.graph.name, effect.task));
           break;
         case "reply":
-          this.log(effect.message);
+          if (this.onAnswer) this.onAnswer({ ok: effect.ok, message: effect.message });
+          else this.log(effect.message);
           break;
         default:
           break;
@@ -255,6 +253,13 @@ export class LocalHost implements RunHost {
   stop(): void {
     this.stopping = true;
     stopRecordedProcesses(this.workRoot);
+  }
+
+  /** Merges the workstream's integration branch into its target. */
+  mergeIntegration(workstream: string) {
+    const ws = this.engine.plan.workstreams.get(workstream)!;
+    const branch = integrationBranch(this.graph.name, workstream);
+    return mergeBranch(this.repo, branch, ws.mergeTargetBranch, `Integrate workstream ${workstream}`);
   }
 
   /** An integration "PR" left open is merged by a person merging the branch into its target. */

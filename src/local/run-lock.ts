@@ -80,3 +80,11 @@ export function takeRunLock(workRoot: string, what: string): RunLock {
   }
   throw new RunLockedError(`could not take the lock of ${what} (${file}); remove it if no run is going on`);
 }
+
+/** The pid of the live runner holding the lock on this host, or null when no runner is live. */
+export function liveRunner(workRoot: string): number | null {
+  const file = join(workRoot, "run.lock");
+  if (!existsSync(file)) return null;
+  const [pid, host] = readFileSync(file, "utf8").trim().split(" ");
+  return host === hostname() && alive(Number(pid)) ? Number(pid) : null;
+}

@@ -13,11 +13,15 @@ import { createEngine, type Engine } from "../engine/engine.ts";
 import { resumeRun } from "../engine/resume.ts";
 import type { EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
+import { AUTO_MERGE_FAILED } from "../engine/apply-event.ts";
 import { credentialOf } from "../attempt/credential-proxy.ts";
 import { anthropicEnvironment, type AnthropicCredential, userLogin } from "./credentials.ts";
 import { LocalHost } from "./effects.ts";
 import { GitRefStateStore } from "./git-store.ts";
+import { answer, type Answer, type SteeringCommand, take } from "./inbox.ts";
+import { checkRepository } from "./repository.ts";
 import { takeRunLock } from "./run-lock.ts";
+import { latestRunNumber, startOver } from "./runs.ts";
 
 export interface LocalRunOptions {
   graph: Graph;
@@ -44,6 +48,12 @@ export interface LocalRunOptions {
   onLog?: (task: string | null, line: string) => void;
   /** Stops the run (its attempts with it); running the same command again resumes. */
   signal?: AbortSignal;
+  /** Start a new run instead of resuming the latest (the previous run's branches are archived). */
+  newRun?: boolean;
+  /** A steering command to apply first (`agentrelay retry|cancel|reset` when no runner is live). */
+  command?: SteeringCommand;
+  /** The answer to `command`. */
+  onAnswer?: (answer: Answer) => void;
 }
 
 export interface LocalRunResult {
@@ -53,23 +63,32 @@ export interface LocalRunResult {
   workRoot: string;
 }
 
+/** Where a graph's local runs keep worktrees and work directories: `<repo>/.agentrelay/<graph>/`. */
+export const workRootOf = (repo: string, graph: string): string => join(resolve(repo), ".agentrelay", graph);
+
 export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult> {
   const repo = resolve(options.repo);
   const { graph } = options;
-  const engine: Engine = createEngine(graph, {
-    attemptTimeoutMs: options.attemptTimeoutMs ?? 60 * 60_000,
-    timelineLimit: 2000,
-  });
+  await checkRepository(repo, graph);
   const store = new GitRefStateStore(repo);
   // Worktrees and work directories live in <repo>/.agentrelay/<graph>/, excluded from git. (Not under
   // .git/: Claude Code protects .git directories and would not write there.)
   const gitDir = resolve(repo, await git(repo, ["rev-parse", "--git-common-dir"]));
-  const workRoot = join(repo, ".agentrelay", graph.name);
+  const workRoot = workRootOf(repo, graph.name);
   mkdirSync(workRoot, { recursive: true });
   // One live runner per graph and repository; what a dead one left running is stopped first.
   const lock = takeRunLock(workRoot, `graph '${graph.name}' in ${repo}`);
   try {
-    return await runLocked(options, { repo, engine, store, gitDir, workRoot });
+    const latest = await latestRunNumber(repo, graph.name);
+    if (options.newRun && latest !== null) await startOver(repo, graph.name, workRoot, latest);
+    const runNumber = options.newRun ? (latest ?? 0) + 1 : (latest ?? 1);
+    const engine: Engine = createEngine(graph, {
+      attemptTimeoutMs: options.attemptTimeoutMs ?? 60 * 60_000,
+      timelineLimit: 2000,
+      runNumber,
+    });
+    const runKey = `${graph.name}/${runNumber}`;
+    return await runLocked(options, { repo, engine, store, gitDir, workRoot, runKey });
   } finally {
     lock.release();
   }
@@ -83,7 +102,15 @@ async function runLocked(
     store,
     gitDir,
     workRoot,
-  }: { repo: string; engine: Engine; store: GitRefStateStore; gitDir: string; workRoot: string },
+    runKey,
+  }: {
+    repo: string;
+    engine: Engine;
+    store: GitRefStateStore;
+    gitDir: string;
+    workRoot: string;
+    runKey: string;
+  },
 ): Promise<LocalRunResult> {
   const { graph } = options;
   const exclude = join(gitDir, "info", "exclude");
@@ -101,7 +128,6 @@ async function runLocked(
     : hasCredential(process.env) || hasCredential(options.claudeEnv) || !login
       ? {}
       : { AGENTRELAY_CLAUDE_LOGIN: login };
-  const runKey = `${graph.name}/1`;
 
   // Work that outlives a write (attempts): the run ends when none is left.
   const inFlight = new Set<Promise<void>>();
@@ -115,12 +141,18 @@ async function runLocked(
   // One drive at a time: the runner's own writes then never race each other (they would still be
   // correct, by compare-and-swap, but each race costs a write).
   let chain: Promise<unknown> = Promise.resolve();
-  const apply = (facts: EngineEvent[], pending = false): Promise<void> => {
+  const apply = (facts: EngineEvent[], pending = false, onAnswer?: (a: Answer) => void): Promise<void> => {
     const next = chain.then(async () => {
-      const driven = await drive(host, runKey, facts, pending ? { pending } : {});
-      if (driven) {
-        state = driven.state;
-        options.onState?.(driven.state);
+      // Drives run one at a time, so the answer of this drive's command goes to its sender.
+      host.onAnswer = onAnswer;
+      try {
+        const driven = await drive(host, runKey, facts, pending ? { pending } : {});
+        if (driven) {
+          state = driven.state;
+          options.onState?.(driven.state);
+        }
+      } finally {
+        host.onAnswer = undefined;
       }
     });
     chain = next.catch(() => undefined);
@@ -155,6 +187,21 @@ async function runLocked(
   );
   options.signal?.addEventListener("abort", () => host.stop(), { once: true });
 
+  // Commands from other terminals (`agentrelay retry|cancel|reset` while this runner is live).
+  const commandOf = (c: SteeringCommand): EngineEvent => ({
+    type: "command",
+    command: c.command,
+    ...(c.task ? { task: c.task } : {}),
+    at: Date.now(),
+  });
+  const readInbox = () => {
+    for (const { id, command } of take(workRoot))
+      void apply([commandOf(command)], false, (a) => answer(workRoot, id, a)).catch((error) =>
+        answer(workRoot, id, { ok: false, message: (error as Error).message }),
+      );
+  };
+  const inboxTimer = setInterval(readInbox, 250);
+
   // Start, or resume what an earlier invocation left.
   let drift: string[] = [];
   const existing = await store.load(runKey);
@@ -172,12 +219,19 @@ async function runLocked(
       const version = await settle(host, runKey, existing.version, resumed, engine);
       if (version === null) throw new Error("the run's state changed while resuming; try again");
     }
-    const facts: EngineEvent[] = [];
+    // The command comes first: `cancel TASK` of an attempt the last invocation left running cancels
+    // it rather than letting it be retried.
+    const facts: EngineEvent[] = options.command ? [commandOf(options.command)] : [];
     // An integration "PR" left open is merged by a person merging the integration branch into its
     // target (git merge); the next invocation notices and goes on.
-    for (const [id, ws] of Object.entries(state.workstreams))
-      if (ws.status === "pr_open" && (await host.mergedByPerson(id)))
+    // An auto-merge that failed (the target was checked out with uncommitted changes, say) is tried
+    // again: "then run again" is what its reason told the user.
+    for (const [id, ws] of Object.entries(state.workstreams)) {
+      if (ws.status !== "pr_open") continue;
+      const retry = ws.reason?.startsWith(AUTO_MERGE_FAILED) === true;
+      if ((await host.mergedByPerson(id)) || (retry && (await host.mergeIntegration(id)).ok))
         facts.push({ type: "integration_pr_merged", workstream: id, at: Date.now() });
+    }
     // Attempts that were running when the last invocation stopped have no process any more.
     for (const [id, t] of Object.entries(existing.state.tasks))
       if (t.status === "running")
@@ -189,11 +243,17 @@ async function runLocked(
           at: Date.now(),
         });
     // Effects whose answers the last invocation did not see (merges, integration PRs) run again.
-    await apply(facts, true);
+    await apply(facts, true, options.onAnswer);
   }
 
-  while (inFlight.size > 0) await Promise.race(inFlight);
-  await chain;
+  // The run ends when no attempt is left and no command that came meanwhile started another.
+  do {
+    while (inFlight.size > 0) await Promise.race(inFlight);
+    await chain;
+    readInbox();
+    await chain;
+  } while (inFlight.size > 0);
+  clearInterval(inboxTimer);
   return { state: (await store.load(runKey))?.state ?? state!, drift, workRoot };
 }
 

@@ -32,6 +32,8 @@ export const attemptResultSchema = z.object({
   costUsd: z.number().nonnegative(),
   turns: z.number().int().nonnegative(),
   gates: z.array(z.object({ n: z.number().int().positive(), passed: z.boolean() })).max(100),
+  /** The end of the last gate's output when the attempt failed on it (masked). */
+  gateOutput: z.string().max(2_000).nullable().default(null),
   /** The task branch's head as pushed (null when nothing was pushed). */
   commit: z
     .string()
@@ -45,13 +47,38 @@ export type AttemptReport = z.infer<typeof attemptReportSchema>;
 
 /** The report of an attempt: exactly the fields of the wire format, whatever else the result holds. */
 export function toReport(request: AttemptRequest, result: AttemptReportResult): AttemptReport {
-  const { outcome, noPr, reason, concerns, opsConcerns, summary, outputs, costUsd, turns, gates, commit } =
-    result;
+  const {
+    outcome,
+    noPr,
+    reason,
+    concerns,
+    opsConcerns,
+    summary,
+    outputs,
+    costUsd,
+    turns,
+    gates,
+    gateOutput,
+    commit,
+  } = result;
   return {
     run: request.run,
     task: request.task,
     attempt: request.attempt,
-    result: { outcome, noPr, reason, concerns, opsConcerns, summary, outputs, costUsd, turns, gates, commit },
+    result: {
+      outcome,
+      noPr,
+      reason,
+      concerns,
+      opsConcerns,
+      summary,
+      outputs,
+      costUsd,
+      turns,
+      gates,
+      gateOutput,
+      commit,
+    },
   };
 }
 
@@ -77,6 +104,7 @@ export function eventsOfReport(report: Omit<AttemptReport, "run">, at: number): 
       reason: r.reason ?? "failed",
       costUsd: r.costUsd,
       turns: r.turns,
+      ...(r.gateOutput ? { gateOutput: r.gateOutput } : {}),
       at,
     });
     return facts;

@@ -112,10 +112,31 @@ describe("a run on GitHub", () => {
   it("retries a failed job within max_task_attempts, on the same branch", async () => {
     await h.pushGraph(".workflow/diamond.yaml", `max_task_attempts: 2\n${DIAMOND}`);
     const first = h.gh.dispatches[0]!;
-    await runJob(h, first, { outcome: "failed", reason: "tests failed" });
+    await runJob(h, first, {
+      outcome: "failed",
+      reason: "Completion gate failed after 1 attempt(s): pytest -q",
+      gates: [{ n: 1, passed: false }],
+      gateOutput: "FAILED tests/test_calc.py::test_add - assert 3 == 4\n[agentrelay] exit code 1",
+    });
     expect(h.gh.dispatches[1]!.inputs).toMatchObject({ task: "a", attempt: "2" });
-    expect(h.gh.checkRuns[0]).toMatchObject({ name: "agentrelay / a", conclusion: "failure" });
+    // The check run says why, shows the end of the gate's output, and links the job's log.
+    const jobLog = `https://github.com/octo/demo/actions/runs/${first.runId}`;
+    expect(h.gh.checkRuns[0]).toMatchObject({
+      name: "agentrelay / a",
+      conclusion: "failure",
+      details_url: jobLog,
+    });
+    const { summary } = (h.gh.checkRuns[0] as unknown as { output: { summary: string } }).output;
+    expect(summary).toContain("Attempt 1 failed: Completion gate failed after 1 attempt(s): pytest -q.");
+    expect(summary).toContain(
+      "### Gate output (end)\n```text\nFAILED tests/test_calc.py::test_add - assert 3 == 4\n[agentrelay] exit code 1\n```",
+    );
+    expect(summary).toContain(`[The job's log](${jobLog})`);
     await runJob(h, h.gh.dispatches[1]!);
+    const pr = h.gh.pulls.find((p) => p.head === "agentrelay/diamond/a")!;
+    expect(pr.body).toContain(
+      `attempt 2 ([its job](https://github.com/octo/demo/actions/runs/${h.gh.dispatches[1]!.runId}))`,
+    );
     expect(h.gh.checkRuns).toHaveLength(1); // one check run per task, updated
     expect(h.gh.checkRuns[0]).toMatchObject({ conclusion: "success" });
     expect(h.gh.state("diamond/1").tasks.a!.status).toBe("merged");

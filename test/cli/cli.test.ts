@@ -179,7 +179,7 @@ describe("agentrelay simulate", () => {
     expect(code).toBe(0);
     expect(stdout).toContain("task_failed          a (attempt 1): simulated failure (will retry)");
     expect(stdout).toMatch(/a\s+merged\s+attempts 2/);
-    expect(stdout).toContain("Outcome: succeeded");
+    expect(stdout).toContain("Outcome: waiting_for_review");
   });
 
   it("refuses a --fail for an unknown task", () => {
@@ -250,5 +250,18 @@ describe("agentrelay run with a cyberian workflow", () => {
     const result = agentrelay("run", workflow, "--repo", repo, "--scripted-model");
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/study\s+completed/);
+  });
+});
+
+describe("the README's command table", () => {
+  it("lists every command the binary knows", () => {
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const table = readme.slice(readme.indexOf("## Command line"), readme.indexOf("## How a run behaves"));
+    const commands = agentrelay("--help")
+      .stdout.split("\n")
+      .filter((l) => /^ {2}[a-z]/.test(l))
+      .map((l) => l.trim().split(" ")[0]!);
+    expect(commands.length).toBeGreaterThanOrEqual(11);
+    for (const command of commands) expect(table).toMatch(new RegExp(`\`(agentrelay )?${command}[ \`]`));
   });
 });

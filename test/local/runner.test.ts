@@ -15,7 +15,8 @@ import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 
-const GRAPH = "name: g\ntasks:\n  - id: a\n    description: Write a.txt.\n";
+const GRAPH =
+  "name: g\nworkstreams:\n  - id: default\n    auto_merge: true\ntasks:\n  - id: a\n    description: Write a.txt.\n";
 
 /** What the agent does next: take its time (a marked sleep), or finish at once. */
 let behaviour: { sleep: string | null } = { sleep: null };

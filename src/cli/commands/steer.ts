@@ -1,0 +1,64 @@
+/**
+ * Steering a local run as slash commands steer one on GitHub. `status` prints the latest run's
+ * report. `retry|cancel|reset` hand the command to the live runner (through its inbox) and print its
+ * answer; with no runner live, they resume the run here with the command applied first.
+ */
+import { existsSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parseGraph } from "../../graph/load.ts";
+import { readFileSync } from "node:fs";
+import { awaitAnswer, post, type SteeringCommand } from "../../local/inbox.ts";
+import { GitRefStateStore } from "../../local/git-store.ts";
+import { checkRepository, LocalRunError } from "../../local/repository.ts";
+import { liveRunner } from "../../local/run-lock.ts";
+import { workRootOf } from "../../local/run.ts";
+import { latestRunNumber } from "../../local/runs.ts";
+import type { Io } from "../io.ts";
+import { runReport, waitingFor } from "../run-report.ts";
+import { runCommand, type RunCommandOptions } from "./run.ts";
+
+export async function statusCommand(file: string, repoDir: string, io: Io): Promise<number> {
+  const graph = parseGraph(file, readFileSync(file, "utf8"));
+  const repo = resolve(repoDir);
+  await checkRepository(repo, graph);
+  const latest = await latestRunNumber(repo, graph.name);
+  const stored = latest === null ? null : await new GitRefStateStore(repo).load(`${graph.name}/${latest}`);
+  if (!stored)
+    throw new LocalRunError(`graph '${graph.name}' has not run in ${repo}: start it with \`agentrelay run\``);
+  const runner = liveRunner(workRootOf(repo, graph.name));
+  io.out(runReport(stored.state, repo, graph).trimStart());
+  io.out(
+    runner !== null
+      ? `\nA runner is live (pid ${runner}); retry, cancel and reset go to it.`
+      : stored.state.outcome === null
+        ? `\nNo runner is live; ${waitingFor(stored.state, graph).replace("then run again", "then `agentrelay run` again")}.`
+        : "",
+  );
+  return stored.state.outcome === "succeeded" ? 0 : 1;
+}
+
+/** How long a steering command waits for the live runner's answer. */
+const ANSWER_WAIT_MS = 15_000;
+
+export async function steerCommand(
+  file: string,
+  command: SteeringCommand,
+  options: RunCommandOptions,
+  io: Io,
+): Promise<number> {
+  const graph = parseGraph(file, readFileSync(file, "utf8"));
+  const workRoot = workRootOf(options.repo, graph.name);
+  if (liveRunner(workRoot) === null) return runCommand(file, { ...options, command }, io);
+  const id = post(workRoot, command);
+  const answer = await awaitAnswer(workRoot, id, ANSWER_WAIT_MS);
+  if (answer) {
+    io.out(`${answer.ok ? "" : "refused: "}${answer.message}`);
+    return answer.ok ? 0 : 1;
+  }
+  // Not taken in time: withdrawn, so that it does not surprise anyone later.
+  const waiting = join(workRoot, "inbox", `${id}.json`);
+  if (existsSync(waiting)) rmSync(waiting, { force: true });
+  throw new LocalRunError(
+    `the live runner did not answer within ${ANSWER_WAIT_MS / 1000} s; check it with \`agentrelay status\` and try again`,
+  );
+}

@@ -1,0 +1,53 @@
+/**
+ * The report a local run ends with (and `agentrelay status` prints): the outcome, or what the run
+ * waits for and what to do; each task with its cost and reason, and the end of a failed gate's
+ * output; each workstream with where its work is and why it stopped.
+ */
+import type { RunState } from "../engine/types.ts";
+import { type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
+
+const indent = (text: string, prefix: string) =>
+  text
+    .split("\n")
+    .slice(-15)
+    .map((l) => `${prefix}${l}`);
+
+/** What a run that has not finished waits for, as one line that says what to do. */
+export function waitingFor(state: RunState, graph: Graph): string {
+  const open = graph.workstreams.filter((w) => state.workstreams[w.id]?.status === "pr_open");
+  if (open.length === 0) return "not finished: run the same command again to go on";
+  const merges = open.map((w) => `${integrationBranch(graph.name, w.id)} into ${w.mergeTargetBranch}`);
+  return `waiting for you: merge ${merges.join(", ")} (git merge), then run again`;
+}
+
+export function runReport(state: RunState, repo: string, graph: Graph): string {
+  const lines = ["", `Run ${state.runKey}: ${state.outcome ?? waitingFor(state, graph)}`, ""];
+  let cost = 0;
+  for (const [id, t] of Object.entries(state.tasks)) {
+    const spent = t.attempts.reduce((sum, a) => sum + (a.costUsd ?? 0), 0);
+    cost += spent;
+    lines.push(
+      `  ${id.padEnd(24)} ${t.status.padEnd(10)} attempts ${t.attempt}  $${spent.toFixed(4)}${t.reason ? `  (${t.reason})` : ""}`,
+    );
+    const gateOutput = t.status === "failed" ? t.attempts[t.attempt - 1]?.gateOutput : undefined;
+    if (gateOutput) lines.push("      gate output (end):", ...indent(gateOutput, "      | "));
+    for (const c of t.concerns) lines.push(`      design concern: ${c}`);
+    for (const c of t.opsConcerns) lines.push(`      ops concern: ${c}`);
+  }
+  lines.push("", "Workstreams:");
+  for (const ws of graph.workstreams) {
+    const w = state.workstreams[ws.id]!;
+    const where =
+      w.status === "merged" && w.integration === "merged"
+        ? `merged into ${ws.mergeTargetBranch}`
+        : integrationBranch(graph.name, ws.id);
+    lines.push(`  ${ws.id.padEnd(24)} ${w.status.padEnd(10)} ${where}${w.reason ? `  (${w.reason})` : ""}`);
+  }
+  lines.push(
+    "",
+    `Cost: $${cost.toFixed(4)}`,
+    `Work: task branches ${taskBranch(graph.name, "<task>")} in ${repo}`,
+    `State: git log -p refs/agentrelay/runs/${state.runKey} (in ${repo})`,
+  );
+  return lines.join("\n");
+}
