@@ -4,11 +4,11 @@
  * hidden marker and edited in place. Nothing runs from a PR.
  */
 import type { Context } from "probot";
-import { GraphError } from "../graph/errors.ts";
+import { GraphError, printable } from "../graph/errors.ts";
 import { buildPlan } from "../plan/plan.ts";
 import type { AppConfig } from "../github/client.ts";
 import { isGraphPath, parseRunGraph } from "../protocol/run-source.ts";
-import { annotations, PLAN_MARKER, planSummary } from "../github/render.ts";
+import { annotations, PLAN_MARKER, planSummary, takeLines } from "../github/render.ts";
 import { readFileAt, readParams, repoContext } from "./context.ts";
 
 export async function planPullRequest(context: Context<"pull_request">, config: AppConfig): Promise<void> {
@@ -32,13 +32,15 @@ export async function planPullRequest(context: Context<"pull_request">, config: 
     try {
       const params = await readParams(ctx, path, pr.head.sha);
       const plan = buildPlan(parseRunGraph({ path, text, params }));
-      sections.push(`#### \`${path}\`\n\n${planSummary(plan)}`);
+      sections.push(`#### \`${path}\`\n\n${planSummary(plan, Math.floor(60_000 / graphs.length))}`);
     } catch (error) {
       if (!(error instanceof GraphError)) throw error;
       issues.push(...error.issues);
-      sections.push(
-        `#### \`${path}\`: invalid\n\n${error.issues.map((i) => `- line ${i.line}: ${i.path ? `\`${i.path}\`: ` : ""}${i.message}`).join("\n")}`,
+      const problems = error.issues.map(
+        (i) => `- line ${i.line}: ${i.path ? `\`${printable(i.path)}\`: ` : ""}${printable(i.message)}`,
       );
+      const shown = takeLines(problems, Math.floor(60_000 / graphs.length), (n) => `- … and ${n} more`);
+      sections.push(`#### \`${path}\`: invalid\n\n${shown.join("\n")}`);
     }
   }
   const ok = issues.length === 0;
@@ -53,15 +55,11 @@ export async function planPullRequest(context: Context<"pull_request">, config: 
       title: ok
         ? `${graphs.length} graph${graphs.length > 1 ? "s" : ""} valid`
         : `${issues.length} problem${issues.length > 1 ? "s" : ""} in the graph`,
-      summary: summary.slice(0, 65_000),
+      summary,
       ...(ok ? {} : { annotations: annotations(issues) }),
     },
   });
-  const body =
-    `${PLAN_MARKER}\n### agentrelay plan\n\nNothing runs from a pull request; merging into \`${ctx.defaultBranch}\` starts the run.\n\n${summary}`.slice(
-      0,
-      65_000,
-    );
+  const body = `${PLAN_MARKER}\n### agentrelay plan\n\nNothing runs from a pull request; merging into \`${ctx.defaultBranch}\` starts the run.\n\n${summary}`;
   const comments = await context.octokit.paginate(context.octokit.rest.issues.listComments, {
     ...repo,
     issue_number: pr.number,

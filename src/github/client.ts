@@ -57,9 +57,13 @@ export interface RepoContext {
   log: (message: string) => void;
 }
 
-/** The page of an attempt's Actions run (GHE_HOST, as Probot reads it, for GitHub Enterprise Server). */
+/** A page of the repository on the web (GHE_HOST, as Probot reads it, for GitHub Enterprise Server). */
+export const repoPage = (ctx: Pick<RepoContext, "owner" | "repo">, path: string): string =>
+  `https://${process.env.GHE_HOST || "github.com"}/${ctx.owner}/${ctx.repo}/${path}`;
+
+/** The page of an attempt's Actions run. */
 export const jobUrl = (ctx: Pick<RepoContext, "owner" | "repo">, job: string): string =>
-  `https://${process.env.GHE_HOST || "github.com"}/${ctx.owner}/${ctx.repo}/actions/runs/${job}`;
+  repoPage(ctx, `actions/runs/${job}`);
 
 /** The HTTP status of an Octokit error (undefined for other errors). */
 export const statusOf = (error: unknown): number | undefined => (error as { status?: number }).status;

@@ -3,9 +3,17 @@
  * tracking issue and status comments, and one check run per task on the graph's commit.
  */
 import type { Engine } from "../engine/engine.ts";
-import { jobUrl, type RepoContext } from "./client.ts";
+import { jobUrl, type RepoContext, repoPage } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
-import { agentText, statusComment, taskCost } from "./render.ts";
+import { agentText, taskCost } from "./render.ts";
+import { statusComment, type StatusLinks } from "./status-comment.ts";
+
+/** Where the status comment's links point: the tracking issue, job pages, the graph file at the run's commit. */
+const statusLinks = (ctx: RepoContext, run: HostedRun): StatusLinks => ({
+  trackingIssue: run.github.trackingIssue,
+  job: (job) => jobUrl(ctx, job),
+  graph: repoPage(ctx, `blob/${run.source.commit}/${run.source.path}`),
+});
 
 export const trackingMarker = (runKey: string): string => `<!-- agentrelay:run=${runKey} -->`;
 
@@ -29,7 +37,7 @@ export async function openTracking(ctx: RepoContext, run: HostedRun, engine: Eng
     const { data } = await ctx.octokit.rest.issues.createComment({
       ...repo,
       issue_number: run.github.trackingIssue,
-      body: statusComment(engine.plan, run, ctx.now(), run.github),
+      body: statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run)),
     });
     run.github.statusComment = data.id;
   }
@@ -46,7 +54,7 @@ export async function mirrorStatus(ctx: RepoContext, run: HostedRun, engine: Eng
       owner: ctx.owner,
       repo: ctx.repo,
       issue_number: ws.pr.number,
-      body: statusComment(engine.plan, run, ctx.now(), run.github),
+      body: statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run)),
     });
     run.github.workstreamComments[id] = data.id;
   }
@@ -54,7 +62,7 @@ export async function mirrorStatus(ctx: RepoContext, run: HostedRun, engine: Eng
 
 /** Edits the status comment on the tracking issue and on each open integration PR. */
 export async function editStatus(ctx: RepoContext, run: HostedRun, engine: Engine): Promise<void> {
-  const body = statusComment(engine.plan, run, ctx.now(), run.github);
+  const body = statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run));
   const ids = [
     run.github.statusComment,
     ...Object.entries(run.github.workstreamComments)

@@ -6,7 +6,7 @@
 import { redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
-import { mermaidDag } from "../plan/mermaid.ts";
+import { mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/plan.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 
@@ -29,7 +29,20 @@ export function agentText(text: string, max = 4000): string {
 export const statusMarker = (runKey: string): string => `<!-- agentrelay:status run=${runKey} -->`;
 export const PLAN_MARKER = "<!-- agentrelay:plan -->";
 
-const duration = (ms: number): string => {
+/**
+ * As many whole lines as fit in `budget` characters, then a line saying how many were left out: a
+ * table keeps its rows whole and a list its items.
+ */
+export function takeLines(lines: string[], budget: number, more: (left: number) => string): string[] {
+  let size = 0;
+  for (const [i, line] of lines.entries()) {
+    if (size + line.length + 1 > budget - 120) return [...lines.slice(0, i), more(lines.length - i)];
+    size += line.length + 1;
+  }
+  return lines;
+}
+
+export const duration = (ms: number): string => {
   const s = Math.max(0, Math.round(ms / 1000));
   return s < 60
     ? `${s}s`
@@ -39,74 +52,6 @@ const duration = (ms: number): string => {
 };
 
 export const taskCost = (t: TaskRun): number => t.attempts.reduce((sum, a) => sum + (a.costUsd ?? 0), 0);
-
-function taskRow(id: string, ws: string, t: TaskRun, now: number): string {
-  const first = t.attempts[0];
-  const end = t.mergedAt ?? (t.status === "running" || t.status === "pr_open" ? now : null);
-  const time = first && end ? duration(end - (first.startedAt ?? first.dispatchedAt)) : "";
-  const cost = taskCost(t);
-  const pr = t.pr ? `[#${t.pr.number}](${t.pr.url})` : "";
-  const concerns = t.concerns.length + t.opsConcerns.length;
-  const status =
-    t.reason && (t.status === "failed" || t.status === "blocked")
-      ? `${t.status}: ${agentText(t.reason, 120).replace(/\|/g, "\\|").replace(/\n/g, " ")}`
-      : t.status;
-  return `| \`${id}\` | ${ws} | ${status} | ${t.attempt || ""} | ${pr} | ${time} | ${cost ? `$${cost.toFixed(2)}` : ""} | ${concerns || ""} |`;
-}
-
-export function runHeadline(state: RunState): string {
-  const counts = new Map<string, number>();
-  for (const t of Object.values(state.tasks)) counts.set(t.status, (counts.get(t.status) ?? 0) + 1);
-  const parts = [...counts].map(([s, n]) => `${n} ${s}`).join(", ");
-  return `${state.outcome ? state.outcome.replace(/_/g, " ") : state.cancelled ? "cancelling" : "running"} (${parts})`;
-}
-
-/** The run status comment: one table row per task and the DAG with statuses, within GitHub's limit. */
-export function statusComment(
-  plan: Plan,
-  state: RunState,
-  now: number,
-  links: { trackingIssue?: number | null } = {},
-): string {
-  const head = [
-    statusMarker(state.runKey),
-    `### agentrelay run \`${state.runKey}\`: ${runHeadline(state)}`,
-    "",
-    ...(links.trackingIssue
-      ? [
-          `Tracking issue #${links.trackingIssue}. Commands: \`/agentrelay status\`, \`retry TASK\`, \`cancel [TASK]\`, \`reset TASK\`.`,
-          "",
-        ]
-      : []),
-    "| Task | Workstream | Status | Attempt | PR | Duration | Cost | Concerns |",
-    "|---|---|---|---|---|---|---|---|",
-  ].join("\n");
-  const dag = [
-    "",
-    "<details><summary>DAG</summary>",
-    "",
-    "```mermaid",
-    mermaidDag(plan, (id) => state.tasks[id]?.status ?? ""),
-    "```",
-    "</details>",
-  ].join("\n");
-  const rows: string[] = [];
-  let size = head.length;
-  const budget = BODY_LIMIT - 200;
-  for (const [i, id] of plan.order.entries()) {
-    const row = taskRow(id, plan.tasks.get(id)!.workstreamId, state.tasks[id]!, now);
-    if (size + row.length + 1 > budget) {
-      rows.push(
-        `\n… and ${plan.order.length - i} more tasks (the full state is on the \`agentrelay-state/${state.graph}\` branch).`,
-      );
-      break;
-    }
-    rows.push(row);
-    size += row.length + 1;
-  }
-  const body = `${head}\n${rows.join("\n")}`;
-  return body.length + dag.length <= BODY_LIMIT ? body + dag : body;
-}
 
 function describe(task: Task): string {
   if (!task.description) return `${task.id} (${task.role.replace(/_/g, " ")})`;
@@ -149,67 +94,157 @@ export function taskPrBody(
   return lines.join("\n");
 }
 
-/** agentrelay's integration PR body: summary line, tasks with their PRs and summaries, concerns. */
-export function integrationPrBody(plan: Plan, state: RunState, workstream: string): string {
+/** What the integration PR's reader is to do with it, and why the app does or does not merge it. */
+function mergingNote(plan: Plan, state: RunState, workstream: string): string {
+  const ws = plan.workstreams.get(workstream)!;
+  const concerns = (plan.tasksByWorkstream.get(workstream) ?? []).some(
+    (id) => state.tasks[id]!.concerns.length,
+  );
+  const waiting = plan.order.filter(
+    (id) => state.tasks[id]!.status === "pending" && plan.upstreamWorkstreams.get(id)!.includes(workstream),
+  ).length;
+  const yours = "review it, then merge it (the run goes on) or close it (the workstream fails).";
+  const note =
+    ws.autoMerge && !concerns
+      ? "`auto_merge` is on: the app merges this PR once its required checks pass."
+      : ws.autoMerge
+        ? `An agent raised a design concern (below), so the app leaves this PR for you: ${yours}`
+        : `\`auto_merge\` is off for this workstream, so this PR waits for you: ${yours}`;
+  const wait = waiting === 1 ? "1 task of the run waits" : `${waiting} tasks of the run wait`;
+  return waiting ? `${note} ${wait} for this merge.` : note;
+}
+
+/**
+ * agentrelay's integration PR body: summary line, what to do with it, tasks with their PRs and
+ * summaries, concerns; within `budget` characters (a summary left out says so; concerns come first).
+ */
+export function integrationPrBody(
+  plan: Plan,
+  state: RunState,
+  workstream: string,
+  budget = BODY_LIMIT - 1000,
+): string {
   const ws = plan.workstreams.get(workstream)!;
   const ids = plan.tasksByWorkstream.get(workstream) ?? [];
-  const lines = [
+  const head = [
     `<!-- agentrelay:integration run=${state.runKey} workstream=${workstream} -->`,
     "## Summary",
     `Integrates workstream \`${workstream}\` (\`${integrationBranch(state.graph, workstream)}\`) into \`${ws.mergeTargetBranch}\`.`,
     "",
+    mergingNote(plan, state, workstream),
+    "",
     "## Tasks",
   ];
-  for (const id of ids) {
-    const t = state.tasks[id]!;
-    lines.push(`- **${id}**: ${describe(plan.tasks.get(id)!)}${t.pr ? ` (${t.pr.url})` : " (no PR)"}`);
-    if (t.summary)
-      lines.push(
-        `  <details><summary>Summary</summary>\n\n  ${agentText(t.summary).replace(/\n/g, "\n  ")}\n\n  </details>`,
-      );
-  }
+  const concerns: string[] = [];
   for (const [title, pick] of [
     ["Concerns", (t: TaskRun) => t.concerns],
     ["Ops Concerns", (t: TaskRun) => t.opsConcerns],
   ] as const) {
     const withAny = ids.filter((id) => pick(state.tasks[id]!).length > 0);
     if (withAny.length === 0) continue;
-    lines.push("", `## ${title}`);
+    concerns.push("", `## ${title}`);
     for (const id of withAny)
-      lines.push(`### ${id}`, ...pick(state.tasks[id]!).map((c) => `- ${agentText(c, 500)}`));
+      concerns.push(`### ${id}`, ...pick(state.tasks[id]!).map((c) => `- ${agentText(c, 500)}`));
   }
-  return lines.join("\n");
+  let room = budget - head.join("\n").length;
+  const shownConcerns = takeLines(
+    concerns,
+    room / 2,
+    (n) => `\n… ${n} more lines of concerns (see the task PRs).`,
+  );
+  room -= shownConcerns.join("\n").length;
+  const taskLines = ids.map((id) => {
+    const pr = state.tasks[id]!.pr;
+    return `- **${id}**: ${describe(plan.tasks.get(id)!)}${pr ? ` (${pr.url})` : " (no PR)"}`;
+  });
+  const listed = takeLines(taskLines, room, (n) => `- … and ${n} more tasks (see the task PRs).`);
+  room -= listed.join("\n").length;
+  // Summaries fill what is left, in task order; one that does not fit is left to its task PR.
+  const tasks: string[] = [];
+  for (const [i, line] of listed.entries()) {
+    tasks.push(line);
+    const summary = i < ids.length ? state.tasks[ids[i]!]!.summary : null;
+    if (!summary) continue;
+    const block = `  <details><summary>Summary</summary>\n\n  ${agentText(summary, 3000).replace(/\n/g, "\n  ")}\n\n  </details>`;
+    if (block.length + 1 > room) continue;
+    tasks.push(block);
+    room -= block.length + 1;
+  }
+  return [...head, ...tasks, ...shownConcerns].join("\n");
 }
 
 export const integrationPrTitle = (workstream: string): string => `Integrate workstream ${workstream}`;
 
-/** The plan comment and check-run summary of a graph file. */
-export function planSummary(plan: Plan): string {
+/** A list of task ids, the first `max` named. */
+const idList = (ids: string[], max = 20, show = (id: string) => `\`${id}\``) =>
+  ids.slice(0, max).map(show).join(", ") + (ids.length > max ? ` and ${ids.length - max} more` : "");
+
+/**
+ * The plan comment and check-run summary of a graph file, within `budget` characters: what is
+ * dispatched first comes right after the headline (it is what a reviewer checks), then the chart at
+ * the level that fits, the workstreams and the waves, each cut at a line.
+ */
+export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   const { graph } = plan;
-  const lines = [
+  const first = plan.waves[0] ?? [];
+  const head = [
     `**${graph.name}** (${graph.dialect}): ${graph.tasks.length} tasks in ${graph.workstreams.length} workstreams, ${plan.waves.length} waves.`,
     "",
-    "```mermaid",
-    mermaidDag(plan),
-    "```",
-    "",
-    "| Workstream | Integration branch | From | Into | Auto-merge | Tasks |",
-    "|---|---|---|---|---|---|",
-    ...graph.workstreams.map(
-      (w) =>
-        `| \`${w.id}\` | \`${integrationBranch(graph.name, w.id)}\` | \`${w.baseBranch}\` | \`${w.mergeTargetBranch}\` | ${w.autoMerge ? "yes" : "no"} | ${(plan.tasksByWorkstream.get(w.id) ?? []).length} |`,
-    ),
-    "",
-    "**Waves**",
-    ...plan.waves.slice(0, 50).map((wave, i) => `${i + 1}. ${wave.map((id) => `\`${id}\``).join(", ")}`),
-    ...(plan.waves.length > 50 ? [`… ${plan.waves.length - 50} more waves`] : []),
-    "",
-    `**Dispatched first**: ${plan.waves[0]?.map((id) => `\`${id}\` → \`${taskBranch(graph.name, id)}\``).join(", ") ?? "nothing"}`,
+    `**Dispatched first**: ${first.length ? idList(first, 20, (id) => `\`${id}\` → \`${taskBranch(graph.name, id)}\``) : "nothing"}`,
   ];
-  const text = lines.join("\n");
-  return text.length > BODY_LIMIT - 2000
-    ? text.replace(/```mermaid[\s\S]*?```\n/, "_(the DAG is too large to draw here)_\n")
-    : text;
+  let room = budget - head.join("\n").length;
+  const chart = mermaidChart(plan);
+  const chartLines =
+    chart.text === null
+      ? [
+          "",
+          `_The graph is too large to draw (${plan.workstreams.size} workstreams); \`agentrelay plan\` prints it._`,
+        ]
+      : [
+          "",
+          ...(chart.level === "workstreams"
+            ? ["_Drawn by workstream: the graph is too large to draw task by task._", ""]
+            : []),
+          "```mermaid",
+          chart.text,
+          "```",
+        ];
+  const chartFits = chartLines.join("\n").length < room / 2;
+  if (chartFits) room -= chartLines.join("\n").length;
+  // Past a screenful, the workstream table folds away like the waves.
+  const folded = graph.workstreams.length > 20;
+  const workstreams = takeLines(
+    [
+      "",
+      ...(folded ? [`<details><summary>Workstreams (${graph.workstreams.length})</summary>`, ""] : []),
+      "| Workstream | Integration branch | From | Into | Auto-merge | Tasks |",
+      "|---|---|---|---|---|---|",
+      ...graph.workstreams.map(
+        (w) =>
+          `| \`${w.id}\` | \`${integrationBranch(graph.name, w.id)}\` | \`${w.baseBranch}\` | \`${w.mergeTargetBranch}\` | ${w.autoMerge ? "yes" : "no"} | ${(plan.tasksByWorkstream.get(w.id) ?? []).length} |`,
+      ),
+    ],
+    room / 2,
+    (n) => `\n… and ${n} more workstreams.`,
+  );
+  if (folded) workstreams.push("", "</details>");
+  room -= workstreams.join("\n").length;
+  const waves = takeLines(
+    plan.waves.map((wave, i) => `${i + 1}. ${idList(wave)}`),
+    room - 100,
+    (n) => `… and ${n} more waves.`,
+  );
+  return [
+    ...head,
+    ...(chartFits ? chartLines : []),
+    ...workstreams,
+    "",
+    `<details><summary>Waves (${plan.waves.length})</summary>`,
+    "",
+    ...waves,
+    "",
+    "</details>",
+  ].join("\n");
 }
 
 export interface Annotation {

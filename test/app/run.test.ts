@@ -76,7 +76,9 @@ describe("a run on GitHub", () => {
     expect(h.gh.issues[0]!.state).toBe("closed");
     const status = h.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
     expect(status).toContain("succeeded (4 merged)");
-    expect(status).toContain("| `d` | ws_d | merged | 1 |");
+    expect(status).toMatch(
+      /\| `d` \| ws_d \| merged \| \[1\]\(https:\/\/github.com\/octo\/demo\/actions\/runs\/\d+\) \|/,
+    );
   });
 
   it("leaves an integration PR for review when an agent raised a design concern", async () => {

@@ -1,9 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { agentText, BODY_LIMIT, statusComment } from "../../src/github/render.ts";
-import { createEngine } from "../../src/engine/engine.ts";
-import { buildPlan } from "../../src/plan/plan.ts";
-import { parseGraph } from "../../src/graph/load.ts";
 import { generateGraph } from "../../bench/graph-scale.ts";
+import { createEngine } from "../../src/engine/engine.ts";
+import { parseGraph } from "../../src/graph/load.ts";
+import { agentText, BODY_LIMIT, integrationPrBody, planSummary } from "../../src/github/render.ts";
+import { statusComment, waitingFor } from "../../src/github/status-comment.ts";
+import { chartLevel, mermaidChart } from "../../src/plan/mermaid.ts";
+import { buildPlan } from "../../src/plan/plan.ts";
+import { graphYaml } from "../support/graphs.ts";
+import { runAt, workstreamsGraph } from "../support/runs.ts";
+
+const links = { trackingIssue: 7, job: (id: string) => `https://github.com/o/r/actions/runs/${id}` };
 
 describe("text people read on GitHub", () => {
   it("keeps what an agent wrote from leaking secrets, hiding text, breaking the page or pinging people", () => {
@@ -13,14 +19,96 @@ describe("text people read on GitHub", () => {
     expect(text).toBe("done  hidden  ʼʼʼxʼʼʼ *** cc @\u200boctocat and @\u200borg/team");
     expect(agentText("x".repeat(50), 10)).toBe(`${"x".repeat(10)} …`);
   });
+});
 
-  it("fits the status of a 10,000-task run into one comment", () => {
-    const graph = parseGraph("big.yaml", generateGraph(10_000), { limits: { maxBytes: 64 << 20 } });
-    const engine = createEngine(graph);
-    const body = statusComment(buildPlan(graph), engine.start(0).state, 0);
+describe("the status comment", () => {
+  it("shows a failure at row 9,000 of a 10,000-task run, under its workstream, within one comment", () => {
+    const { plan, state } = runAt(generateGraph(10_000), {
+      t9000: { status: "failed", reason: "Completion gate failed after 5 attempt(s): pytest -q" },
+      t9001: { status: "running", job: "991" },
+    });
+    const body = statusComment(plan, state, 120_000, links);
     expect(body.length).toBeLessThanOrEqual(BODY_LIMIT);
+    const attention = body.slice(body.indexOf("#### Needs attention"), body.indexOf("<details>"));
+    expect(attention).toContain("**`ws_90`** (");
+    expect(attention).toContain(
+      "| `t9000` | failed: Completion gate failed after 5 attempt(s): pytest -q | [1](https://github.com/o/r/actions/runs/4242) |",
+    );
+    expect(attention).toContain("| `t9001` | running |");
+    expect(body).toContain(
+      "- **Waiting for you**: `t9000` failed; `/agentrelay retry TASK` runs one again (its dependents are blocked until then).",
+    );
+    expect(body).toContain("- Waiting for 1 job: [`t9001`](https://github.com/o/r/actions/runs/991).");
     expect(body).toMatch(
       /… and \d+ more tasks \(the full state is on the `agentrelay-state\/scale-10000` branch\)/,
     );
+    // 100 workstreams are too many to draw even one node each.
+    expect(body).not.toContain("```mermaid");
+    expect(body).toContain("_The graph is too large to draw (100 workstreams).");
+  });
+
+  it("says who must act on an integration PR left for a person, and why", () => {
+    const text = graphYaml(
+      [
+        { id: "write_concerns", ws: "ws_a" },
+        { id: "later", ws: "ws_b", deps: ["write_concerns"] },
+      ],
+      [{ id: "ws_a", autoMerge: true }, { id: "ws_b" }],
+    );
+    const { plan, state } = runAt(text, { write_concerns: { status: "merged" } });
+    state.tasks.write_concerns!.concerns = ["the API shape is wrong"];
+    Object.assign(state.workstreams.ws_a!, {
+      status: "pr_open",
+      autoMergeSkipped: true,
+      pr: { number: 5, url: "https://github.com/o/r/pull/5" },
+    });
+    expect(waitingFor(plan, state, links)).toEqual([
+      "- **Waiting for you**: merge [#5](https://github.com/o/r/pull/5) (`ws_a` into `main`); a design concern was raised in `write_concerns`. Close it instead to fail the workstream.",
+    ]);
+    expect(statusComment(plan, state, 0, links)).toContain("### agentrelay run `g/1`: waiting for review (");
+    expect(integrationPrBody(plan, state, "ws_a")).toContain(
+      "An agent raised a design concern (below), so the app leaves this PR for you: review it, then merge it (the run goes on) or close it (the workstream fails). 1 task of the run waits for this merge.",
+    );
+  });
+
+  it("draws five tasks task by task, and ten unconnected workstreams of 30 by workstream", () => {
+    const five = runAt(workstreamsGraph(1, 5), { w0_t0: { status: "running" } });
+    expect(chartLevel(five.plan)).toBe("tasks");
+    expect(statusComment(five.plan, five.state, 0, links)).toContain("<details><summary>DAG</summary>");
+    const wide = runAt(workstreamsGraph(10, 30), {});
+    expect(chartLevel(wide.plan)).toBe("workstreams");
+    const chart = mermaidChart(wide.plan, (id) => wide.state.tasks[id]!.status).text!;
+    expect(chart.split("\n").filter((l) => l.includes("w0["))).toEqual([
+      '  w0["ws_0<br/><i>30 pending</i>"]:::ws0',
+    ]);
+  });
+});
+
+describe("bodies within GitHub's limits", () => {
+  it("keeps a 40-task workstream's integration PR body under 65,536 characters, concerns first", () => {
+    const { plan, state } = runAt(workstreamsGraph(1, 40), {});
+    for (const t of Object.values(state.tasks)) {
+      t.status = "merged";
+      t.pr = { number: 1, url: "https://github.com/o/r/pull/1" };
+      t.summary = "A long summary of the work. ".repeat(150);
+      t.opsConcerns = ["the gate is slow ".repeat(20)];
+    }
+    const body = integrationPrBody(plan, state, "ws_0");
+    expect(body.length).toBeLessThanOrEqual(BODY_LIMIT);
+    expect(body.match(/^- \*\*w0_t\d+\*\*/gm)).toHaveLength(40);
+    expect(body.match(/^### w0_t\d+$/gm)).toHaveLength(40);
+    expect(body.match(/<summary>Summary<\/summary>/g)!.length).toBeGreaterThan(10);
+  });
+
+  it("cuts the plan of a 10,000-task graph at a line and keeps what is dispatched first", () => {
+    const graph = parseGraph("big.yaml", generateGraph(10_000), { limits: { maxBytes: 64 << 20 } });
+    const summary = planSummary(buildPlan(graph), 30_000);
+    expect(summary.length).toBeLessThanOrEqual(30_000);
+    expect(summary).toContain("**Dispatched first**: `t0` → `agentrelay/scale-10000/t0`");
+    expect(summary.trimEnd().split("\n").at(-3)).toMatch(/^… and \d+ more waves\.$/);
+    // Every wave line is whole: numbered, with its tasks listed or counted.
+    for (const line of summary.split("\n").filter((l) => /^\d+\. /.test(l)))
+      expect(line).toMatch(/`t\d+`( and \d+ more)?$/);
+    expect(createEngine(graph).plan.order).toHaveLength(10_000);
   });
 });
