@@ -166,12 +166,26 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   init: {
-    usage: "init [--repo DIR] [--force]",
-    summary: "install the task workflow and a sample graph in a repository",
-    options: { repo: { type: "string", default: "." }, force: { type: "boolean" } },
+    usage: "init [--repo DIR] [--action OWNER/REPO@REF] [--image IMAGE] [--force]",
+    summary:
+      "install the task workflow and a small sample graph in your repository (the current one by default)",
+    options: {
+      repo: { type: "string" },
+      action: { type: "string" },
+      image: { type: "string" },
+      force: { type: "boolean" },
+    },
     positionals: [0, 0],
     run: async (_, values, io) =>
-      (await import("./commands/init.ts")).initCommand(str(values.repo) ?? ".", values.force === true, io),
+      (await import("./commands/init.ts")).initCommand(
+        {
+          repo: str(values.repo),
+          action: str(values.action),
+          image: str(values.image),
+          force: values.force === true,
+        },
+        io,
+      ),
   },
   attempt: {
     usage: "attempt SPEC.json",

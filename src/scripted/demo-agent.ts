@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { promptOf, type Script, toolResults } from "./model-server.ts";
+import { promptOf, type Script, toolResults, userPrompts } from "./model-server.ts";
 
 export interface Manifest {
   task: { id: string; description: string | null };
@@ -30,7 +30,9 @@ export const demoAgent: Script = (request) => {
   const manifest = manifestFor(prompt);
   if (!manifest) {
     // A cyberian step: its prompt asks for a completion status line; a loop's own status ends the loop.
-    const loopStatus = /says exactly `COMPLETION_STATUS: (\w+)` instead/.exec(prompt)?.[1];
+    // A step that continues the workflow's session is asked in the latest prompt, not the first.
+    const latest = userPrompts(request).at(-1) ?? prompt;
+    const loopStatus = /says exactly `COMPLETION_STATUS: (\w+)` instead/.exec(latest)?.[1];
     return { text: `Done.\nCOMPLETION_STATUS: ${loopStatus ?? "COMPLETE"}` };
   }
   const { id, description } = manifest.task;

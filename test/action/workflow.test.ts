@@ -15,7 +15,7 @@ const claudeVersion = JSON.parse(read("package.json")).devDependencies["@anthrop
 const WORKFLOWS = [
   "templates/workflows/agentrelay-task.yml",
   ".github/workflows/ci.yml",
-  ".github/workflows/agent-image.yml",
+  ".github/workflows/release.yml",
 ];
 
 describe.each(WORKFLOWS)("%s", (path) => {
@@ -67,8 +67,10 @@ describe("the task workflow users install", () => {
   });
 
   it("runs in the agent image with the Claude Code version the project pins", () => {
-    expect(workflow.jobs.task.container.image).toBe(`ghcr.io/agentrelay/agent:claude-code-${claudeVersion}`);
+    expect(workflow.jobs.task.container.image).toBe(
+      `ghcr.io/agentrelay/agentrelay-agent:claude-code-${claudeVersion}`,
+    );
+    // The release workflow tags the image with the version the Dockerfile installs.
     expect(read("images/agent/Dockerfile")).toContain(`ARG CLAUDE_CODE_VERSION=${claudeVersion}`);
-    expect(read(".github/workflows/agent-image.yml")).toContain(`agent:claude-code-${claudeVersion}`);
   });
 });

@@ -1,5 +1,7 @@
 import { spawn } from "node:child_process";
-import { generateKeyPairSync } from "node:crypto";
+import { createHmac, generateKeyPairSync } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -123,6 +125,99 @@ describe("npm start with credentials", () => {
       for (const line of output.trim().split("\n")) expect(() => JSON.parse(line)).not.toThrow();
     } finally {
       child.kill();
+    }
+  });
+});
+
+/** `npm start` as a process, and its output. */
+function startProcess(env: Record<string, string>, cwd = mkdtempSync(join(tmpdir(), "agentrelay-start-"))) {
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const child = spawn(process.execPath, [join(REPO_ROOT, "lib/app.js")], {
+    cwd,
+    env: { PATH: process.env.PATH, HOME: cwd, PORT: String(port), HOST: "127.0.0.1", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  const until = async (done: () => boolean | Promise<boolean>) => {
+    for (let i = 0; i < 100 && !(await done()); i++) await new Promise((r) => setTimeout(r, 100));
+  };
+  return { url: `http://127.0.0.1:${port}`, output: () => output, until, stop: () => child.kill() };
+}
+
+describe("npm start reachable by GitHub", () => {
+  it("registers the app's public URL as its webhook URL", async () => {
+    const app = startProcess(
+      { AGENTRELAY_PUBLIC_URL: "https://agentrelay.example.com", LOG_LEVEL: "error" },
+      REPO_ROOT,
+    );
+    try {
+      let page = "";
+      await app.until(async () => {
+        page = await fetch(`${app.url}/probot`).then(
+          (r) => r.text(),
+          () => "",
+        );
+        return page !== "";
+      });
+      const manifest = /name="manifest" id="manifest" value='([^']*)'/
+        .exec(page)![1]!
+        .replace(/&quot;/g, '"');
+      expect(JSON.parse(manifest).hook_attributes).toEqual({
+        url: "https://agentrelay.example.com/api/github/webhooks",
+      });
+    } finally {
+      app.stop();
+    }
+  });
+
+  it("takes deliveries from a webhook proxy channel (WEBHOOK_PROXY_URL), signatures checked", async () => {
+    // A loopback stand-in for smee.io: one server-sent event per delivery, as the proxy relays them.
+    const body = { zen: "Keep it logically awesome.", hook_id: 1 };
+    const signature = `sha256=${createHmac("sha256", "s3cret").update(JSON.stringify(body)).digest("hex")}`;
+    const deliveries = [
+      {
+        "x-github-event": "ping",
+        "x-github-delivery": "via-proxy-1",
+        "x-hub-signature-256": signature,
+        body,
+      },
+      {
+        "x-github-event": "ping",
+        "x-github-delivery": "via-proxy-2",
+        "x-hub-signature-256": "sha256=00",
+        body,
+      },
+    ];
+    const channel = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      res.write("event: ready\ndata: {}\n\n");
+      for (const d of deliveries) res.write(`data: ${JSON.stringify(d)}\n\n`);
+    });
+    await new Promise<void>((done) => channel.listen(0, "127.0.0.1", done));
+    const { port } = channel.address() as AddressInfo;
+    const { privateKey } = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" },
+    });
+    const app = startProcess({
+      APP_ID: "1",
+      PRIVATE_KEY: privateKey,
+      WEBHOOK_SECRET: "s3cret",
+      WEBHOOK_PROXY_URL: `http://127.0.0.1:${port}/channel`,
+      AGENTRELAY_RECONCILE_MS: "0",
+    });
+    try {
+      await app.until(() => app.output().includes("via-proxy-2"));
+      expect(app.output()).toContain(`forwarding webhooks from http://127.0.0.1:${port}/channel`);
+      expect(app.output()).toContain("webhook via-proxy-1 (ping): handled");
+      expect(app.output()).toContain("webhook via-proxy-2 (ping): refused 400: the signature does not match");
+    } finally {
+      app.stop();
+      channel.closeAllConnections();
+      channel.close();
     }
   });
 });

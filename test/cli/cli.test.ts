@@ -217,21 +217,6 @@ describe("agentrelay run", () => {
   });
 });
 
-describe("agentrelay init", () => {
-  it("installs the task workflow and a sample graph, and keeps existing files", () => {
-    const repo = mkdtempSync(join(tmpdir(), "agentrelay-init-"));
-    const first = agentrelay("init", "--repo", repo);
-    expect(first.code).toBe(0);
-    expect(readFileSync(join(repo, ".github/workflows/agentrelay-task.yml"), "utf8")).toContain(
-      "workflow_dispatch",
-    );
-    expect(agentrelay("validate", join(repo, ".workflow/example.yaml")).code).toBe(0);
-    const again = agentrelay("init", "--repo", repo);
-    expect(again.code).toBe(1);
-    expect(again.stderr).toContain("exists; leaving it");
-  });
-});
-
 describe("agentrelay run with a cyberian workflow", () => {
   const workflow = write(
     "loop.yaml",
@@ -263,5 +248,29 @@ describe("the README's command table", () => {
       .map((l) => l.trim().split(" ")[0]!);
     expect(commands.length).toBeGreaterThanOrEqual(11);
     for (const command of commands) expect(table).toMatch(new RegExp(`\`(agentrelay )?${command}[ \`]`));
+  });
+});
+
+describe("the cyberian example beside the demo", () => {
+  const example = join(REPO_ROOT, "examples/research-notes.yaml");
+
+  it("takes its params from the params file beside it when rendered", () => {
+    const out = mkdtempSync(join(tmpdir(), "agentrelay-example-"));
+    expect(agentrelay("render", example, "refine", "--out", out).code).toBe(0);
+    expect(readFileSync(join(out, "instructions.md"), "utf8")).toContain(
+      "Improve the notes on the Fibonacci sequence in docs/fibonacci-notes.md",
+    );
+    const given = agentrelay("render", example, "outline", "--out", out, "--param", "topic=owls");
+    expect(given.code).toBe(0);
+    expect(readFileSync(join(out, "instructions.md"), "utf8")).toContain("Write an outline of notes on owls");
+  });
+
+  it("runs with the scripted model: each step in order, the loop to its status", async () => {
+    const repo = await tempRepo();
+    const result = agentrelay("run", example, "--repo", repo, "--scripted-model");
+    expect(result.stdout).toMatch(/outline\s+completed/);
+    expect(result.stdout).toMatch(/refine\s+completed/);
+    expect(result.stdout).toContain("Run research-notes/1: succeeded");
+    expect(result.code).toBe(0);
   });
 });

@@ -1,35 +1,108 @@
-import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+/**
+ * `agentrelay init [--repo DIR] [--action REF] [--image REF] [--force]`: installs the task workflow
+ * and a small sample graph in a repository (the current one, found from where the command was run).
+ * The workflow names the Action and the agent image as the release workflow publishes them: this
+ * project's by default, or a fork's when the tool runs from a clone of one.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import pkg from "../../../package.json" with { type: "json" };
 import { templatesDir } from "../../protocol/templates.ts";
-import type { Io } from "../io.ts";
+import { type Io, UsageError } from "../io.ts";
 
-/** `agentrelay init [--repo DIR] [--force]`: installs the task workflow and a sample graph. */
-export function initCommand(repo: string, force: boolean, io: Io): number {
-  const root = resolve(repo);
+export interface InitOptions {
+  /** The repository; by default the one the command was run in. */
+  repo?: string | undefined;
+  action?: string | undefined;
+  image?: string | undefined;
+  force: boolean;
+}
+
+const git = (dir: string, args: string[]): string | null => {
+  try {
+    return execFileSync("git", ["-C", dir, ...args], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  } catch {
+    return null;
+  }
+};
+
+/** `owner/name` of a GitHub remote URL (https or ssh), or null. */
+export function githubRepository(url: string): string | null {
+  const m = /github\.com[/:]([A-Za-z0-9-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(url.trim());
+  return m ? `${m[1]}/${m[2]}` : null;
+}
+
+/**
+ * Where the release workflow publishes for the repository this tool comes from: a clone of a fork
+ * publishes under its owner, an installed package under the project's repository.
+ */
+export function publication(toolDir: string, version = pkg.version): { action: string; image: string } {
+  // The Claude Code the image installs: the version this package pins (a test holds the two equal).
+  const claudeCode = pkg.devDependencies["@anthropic-ai/claude-code"];
+  const own = git(toolDir, ["remote", "get-url", "origin"]);
+  const repository = (own && githubRepository(own)) ?? githubRepository(pkg.repository.url)!;
+  const owner = repository.split("/")[0]!.toLowerCase();
+  return {
+    action: `${repository}@v${version.split(".")[0]}`,
+    image: `ghcr.io/${owner}/agentrelay-agent:claude-code-${claudeCode}`,
+  };
+}
+
+/** The package's own directory (the one holding templates/). */
+const toolDir = () => dirname(templatesDir());
+
+/** The repository to write into: --repo, else the git repository the command was run in. */
+function targetRepository(explicit: string | undefined): string {
+  if (explicit) return resolve(explicit);
+  // npm runs scripts from the package's directory and keeps the caller's in INIT_CWD.
+  const from = process.env.INIT_CWD ?? process.cwd();
+  const root = git(from, ["rev-parse", "--show-toplevel"]);
+  if (!root)
+    throw new UsageError(
+      `${from} is not in a git repository: run init inside your repository, or pass --repo DIR`,
+    );
+  if (resolve(root) === resolve(toolDir()))
+    throw new UsageError(
+      "this is agentrelay's own repository: run init inside your repository, or pass --repo DIR",
+    );
+  return root;
+}
+
+export function initCommand(options: InitOptions, io: Io): number {
+  const root = targetRepository(options.repo);
+  const published = publication(toolDir());
+  const action = options.action ?? published.action;
+  const image = options.image ?? published.image;
+  const workflow = readFileSync(join(templatesDir(), "workflows", "agentrelay-task.yml"), "utf8")
+    .replace(/^(\s+uses: )agentrelay\/agentrelay@\S+$/m, `$1${action}`)
+    .replace(/^(\s+image: )ghcr\.io\/agentrelay\/agentrelay-agent:\S+$/m, `$1${image}`);
   const files: [string, string][] = [
-    [
-      join(templatesDir(), "workflows", "agentrelay-task.yml"),
-      join(root, ".github", "workflows", "agentrelay-task.yml"),
-    ],
-    [join(templatesDir(), "..", "examples", "demo.yaml"), join(root, ".workflow", "example.yaml")],
+    [join(root, ".github", "workflows", "agentrelay-task.yml"), workflow],
+    [join(root, ".workflow", "hello.yaml"), readFileSync(join(templatesDir(), "sample-graph.yaml"), "utf8")],
   ];
   let refused = false;
-  for (const [from, to] of files) {
-    if (existsSync(to) && !force) {
+  for (const [to, text] of files) {
+    if (existsSync(to) && !options.force) {
       io.err(`${to} exists; leaving it (use --force to replace it)`);
       refused = true;
       continue;
     }
     mkdirSync(dirname(to), { recursive: true });
-    copyFileSync(from, to);
+    writeFileSync(to, text);
     io.out(`wrote ${to}`);
   }
   io.out(
     [
       "",
-      "Next: commit these files, install the agentrelay app on the repository, set the repository",
-      "variable AGENTRELAY_APP_URL to the app's address, and add a secret ANTHROPIC_API_KEY (or",
-      "CLAUDE_CODE_OAUTH_TOKEN). A graph pushed to the default branch under .workflow/ starts a run.",
+      `The workflow runs ${action} in ${image}.`,
+      "Next: try the sample locally for free (npx agentrelay run .workflow/hello.yaml --repo . --scripted-model);",
+      "then install the agentrelay app on the repository, set the repository variable AGENTRELAY_APP_URL",
+      "to the app's address, add a secret ANTHROPIC_API_KEY (or CLAUDE_CODE_OAUTH_TOKEN), and commit.",
+      "A graph on the default branch under .workflow/ starts a run: the sample is one small task.",
     ].join("\n"),
   );
   return refused ? 1 : 0;

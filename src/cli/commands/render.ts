@@ -1,9 +1,11 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { formatIssue, GraphError } from "../../graph/errors.ts";
 import { readGraphFile } from "../../graph/read.ts";
 import type { Graph } from "../../graph/model.ts";
+import { loadYaml } from "../../graph/yaml.ts";
 import { missingParams } from "../../protocol/cyberian-prompt.ts";
+import { paramsFileOf } from "../../protocol/run-source.ts";
 import { renderInstructions, renderManifest, renderPolicies } from "../../protocol/render.ts";
 import { type Io, UsageError } from "../io.ts";
 
@@ -11,6 +13,16 @@ export interface RenderOptions {
   attempt: number;
   out?: string | undefined;
   params: Record<string, unknown>;
+}
+
+/**
+ * A cyberian workflow's param values: its params file beside it (`<workflow>.params.yaml`), then
+ * `--param` values, which win. The file is read with the graph loader's YAML (located errors).
+ */
+export function workflowParams(file: string, given: Record<string, unknown>): Record<string, unknown> {
+  const paramsFile = paramsFileOf(file);
+  const fromFile = existsSync(paramsFile) ? loadYaml(paramsFile, readFileSync(paramsFile, "utf8")).value : {};
+  return { ...(fromFile as Record<string, unknown>), ...given };
 }
 
 /** Required cyberian params without a value, as located errors. */
@@ -41,7 +53,8 @@ export async function renderCommand(
     throw new UsageError(`${file}: no task '${taskId}' (tasks: ${graph.tasks.map((t) => t.id).join(", ")})`);
   if (!Number.isInteger(options.attempt) || options.attempt < 1)
     throw new UsageError("--attempt must be a whole number from 1");
-  const problems = paramErrors(graph, options.params);
+  const params = workflowParams(file, options.params);
+  const problems = paramErrors(graph, params);
   if (problems) {
     for (const issue of problems.issues) io.out(formatIssue(issue));
     return 1;
@@ -54,7 +67,7 @@ export async function renderCommand(
     repoDir: process.cwd(),
     workDir: out,
     inputFiles: [],
-    params: options.params,
+    params,
   };
   const instructions = renderInstructions(ctx);
   mkdirSync(out, { recursive: true });

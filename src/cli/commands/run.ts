@@ -9,8 +9,7 @@ import type { Answer, SteeringCommand } from "../../local/inbox.ts";
 import { LiveView } from "../live-view.ts";
 import { runReport } from "../run-report.ts";
 import { parseGraph } from "../../graph/load.ts";
-import { loadYaml } from "../../graph/yaml.ts";
-import { paramErrors } from "./render.ts";
+import { paramErrors, workflowParams } from "./render.ts";
 import type { Io } from "../io.ts";
 
 export interface RunCommandOptions {
@@ -48,14 +47,7 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
   const graphText = readFileSync(file, "utf8");
   const graph = parseGraph(file, graphText);
   const repo = resolve(options.repo);
-  // A cyberian workflow's params: <workflow>.params.yaml beside the file, then --param values.
-  const paramsFile = file.replace(/\.ya?ml$/i, ".params.yaml");
-  const params = {
-    ...(existsSync(paramsFile)
-      ? (loadYaml(paramsFile, readFileSync(paramsFile, "utf8")).value as Record<string, unknown>)
-      : {}),
-    ...options.params,
-  };
+  const params = workflowParams(file, options.params ?? {});
   const problems = paramErrors(graph, params);
   if (problems) throw problems;
   const credentials = options.credentials ? loadCredentials(options.credentials) : null;

@@ -1,0 +1,72 @@
+/**
+ * The package as a user gets it: `npm pack`, installed into a new project, and the README's
+ * "In your own repository" lines run there as written (the package from the tarball instead of the
+ * registry; Claude Code on the PATH, its model scripted).
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { CLAUDE_BIN } from "../harness/claude.ts";
+import { REPO_ROOT } from "./support/fixtures.ts";
+import { tempRepo } from "./support/git.ts";
+
+/** The shell lines of the README block under "In your own repository", comments dropped. */
+function readmeLines(): string[] {
+  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("### In your own repository"));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
+  return block
+    .split("\n")
+    .map((line) => line.replace(/\s+#.*$/, "").trim())
+    .filter(Boolean);
+}
+
+describe("the packed package in a new repository", () => {
+  it("follows the README: npm init, install, init, validate, run, merge, run again", async () => {
+    const packed = mkdtempSync(join(tmpdir(), "agentrelay-pack-"));
+    execFileSync("npm", ["pack", "--pack-destination", packed], { cwd: REPO_ROOT, stdio: "ignore" });
+    const tarball = join(
+      packed,
+      readdirSync(packed).find((f) => f.endsWith(".tgz"))!,
+    );
+    const project = await tempRepo("agentrelay-user-");
+    const env = {
+      ...process.env,
+      PATH: `${dirname(CLAUDE_BIN)}:${process.env.PATH}`,
+      AGENTRELAY_CLAUDE: "",
+      INIT_CWD: "",
+      GIT_MERGE_AUTOEDIT: "no",
+      npm_config_audit: "false",
+      npm_config_fund: "false",
+      npm_config_prefer_offline: "true",
+    };
+    const lines = readmeLines();
+    expect(lines).toHaveLength(7);
+    const results = lines.map((line) => {
+      const command = line.replace("npm install --save-dev agentrelay", `npm install --save-dev ${tarball}`);
+      const run = spawnSync("bash", ["-c", command], { cwd: project, env, encoding: "utf8" });
+      return { line, code: run.status, out: run.stdout + run.stderr };
+    });
+    const [npmInit, install, init, validate, first, merge, second] = results;
+    expect(npmInit!.code, npmInit!.out).toBe(0);
+    expect(install!.code, install!.out).toBe(0);
+    expect(init!.code, init!.out).toBe(0);
+    expect(init!.out).toContain(`wrote ${join(project, ".workflow/hello.yaml")}`);
+    expect(validate!.out).toContain(".workflow/hello.yaml: ok (agentrelay, 1 task)");
+    expect(first!.code).toBe(1);
+    expect(first!.out).toContain(
+      "Run hello/1: waiting for you: merge agentrelay/hello/hello/integration into main (git merge), then run again",
+    );
+    expect(merge!.code, merge!.out).toBe(0);
+    expect(second!.out).toContain("Run hello/1: succeeded");
+    expect(second!.code).toBe(0);
+    expect(
+      execFileSync("git", ["show", "main:docs/agentrelay-hello.md"], { cwd: project, encoding: "utf8" }),
+    ).toContain("written for task hello_note");
+    // The package carries no tests, fixtures or sources it does not run.
+    const files = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).split("\n");
+    expect(files.some((f) => f.startsWith("package/test/") || f.startsWith("package/src/"))).toBe(false);
+  }, 180_000);
+});
