@@ -274,3 +274,12 @@ describe("the cyberian example beside the demo", () => {
     expect(result.code).toBe(0);
   });
 });
+
+describe("the README's quick start", () => {
+  it("npm run demo runs the embedded graph to the end and shows main's history", () => {
+    const demo = spawnSync("npm", ["run", "demo"], { cwd: REPO_ROOT, encoding: "utf8" });
+    expect(demo.stdout).toContain("Run demo-diamond/1: succeeded");
+    expect(demo.stdout).toMatch(/The work is on main in \S+:\n[\s\S]*Integrate workstream ws_combined/);
+    expect(demo.status).toBe(0);
+  }, 120_000);
+});
