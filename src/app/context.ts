@@ -2,8 +2,7 @@
  * From a Probot webhook context to what the GitHub adapter needs, and reading files at a commit.
  */
 import type { Context } from "probot";
-import { GraphError } from "../graph/errors.ts";
-import { DEFAULT_YAML_LIMITS, loadYaml } from "../graph/yaml.ts";
+import { parseParamsFile } from "../graph/params.ts";
 import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
 import { paramsFileOf } from "../protocol/run-source.ts";
 
@@ -61,17 +60,5 @@ export async function readParams(
   ref: string,
 ): Promise<Record<string, unknown>> {
   const file = paramsFileOf(graphPath);
-  return parseParams(file, await readFileAt(ctx, file, ref));
-}
-
-/** Values for a cyberian workflow's params from its params file (a YAML mapping). */
-export function parseParams(file: string, text: string | null): Record<string, unknown> {
-  if (text === null) return {};
-  const yaml = loadYaml(file, text, DEFAULT_YAML_LIMITS);
-  const value = yaml.value;
-  if (value === null || value === undefined) return {};
-  if (typeof value !== "object" || Array.isArray(value)) {
-    throw new GraphError([yaml.issue([], "", "a params file must be a mapping of param names to values")]);
-  }
-  return value as Record<string, unknown>;
+  return parseParamsFile(file, await readFileAt(ctx, file, ref));
 }

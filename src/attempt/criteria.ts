@@ -1,18 +1,24 @@
 /**
  * cyberian's `success_criteria`, run in the job with the params passed as data, never pasted into code.
  *
- * Inline Python may use `{{ expr }}` (the fixtures do: `open('{{workdir}}/SUMMARY_1.md')`, `<= {{n // 2}}`).
- * Each expression is evaluated with the Jinja engine to a typed value, and the code refers to it as
- * data: `{{ n // 2 }}` becomes `__agentrelay_values[0]`, and inside a string literal the literal is
- * split around it (`('' + str(__agentrelay_values[1]) + '/SUMMARY_1.md')`). The values travel as JSON
- * on stdin, so a param such as `'); import os; os.system('x'); ('` stays a string.
+ * cyberian renders the criteria code with Jinja before running it, so its `{% if %}` blocks, filters
+ * and expressions (`{{ n // 2 }}`, `{{ items.split(',') | length }}`) shape the code, and an undefined
+ * variable renders as nothing. So it is here, with one difference: a value that is text (or holds
+ * text) is never pasted. Rendering prints numbers, booleans and None as Python literals (they cannot
+ * change what the code does) and every other value as a marker; the rendered code then refers to the
+ * marked value as data: `__agentrelay_values[0]`, or, inside a string literal, the literal split
+ * around it (`('' + str(__agentrelay_values[1]) + '/SUMMARY_1.md')`). The values travel as JSON on
+ * stdin, so a param such as `'); import os; os.system('x'); ('` stays a string.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { evaluateExpression } from "../template/jinja.ts";
+import { templateValues } from "../graph/params.ts";
+import { renderTemplate, TemplateError } from "../template/jinja.ts";
+import { pythonTemplate } from "../template/python.ts";
 import { runBounded } from "./bounded.ts";
 import { insideRepository, OutsideRepositoryError } from "./paths.ts";
 
 const VALUES = "__agentrelay_values";
+const MARKER = /__agentrelay_value_(\d+)__/g;
 
 interface Literal {
   start: number;
@@ -49,39 +55,53 @@ function stringLiterals(code: string): Literal[] {
   return literals;
 }
 
-/** Rewrites inline criteria code so that every `{{ expr }}` refers to a value passed as data. */
+/**
+ * What an expression prints into criteria code: nothing when undefined (as Jinja2 prints it), a
+ * Python literal for a number, a boolean or None, else a marker for the value passed as data.
+ */
+const CODE_VALUE = `{%- macro __agentrelay_code(v) -%}{%- if v is undefined -%}{%- elif v is none or v is boolean or v is number -%}{{ __agentrelay_print(v) }}{%- else -%}{{ v | __agentrelay_mark }}{%- endif -%}{%- endmacro -%}`;
+
+/** Renders inline criteria code as cyberian does, with every text value referred to as data. */
 export function criteriaCode(
   template: string,
   params: Record<string, unknown>,
 ): { code: string; values: unknown[] } {
+  const { values: context, floats } = templateValues(params);
   const values: unknown[] = [];
-  const slot = (expression: string) => {
-    values.push(evaluateExpression(expression, params));
-    return `${VALUES}[${values.length - 1}]`;
+  const mark = (value: unknown) => {
+    values.push(value);
+    return `__agentrelay_value_${values.length - 1}__`;
   };
-  const literals = stringLiterals(template);
+  // Printed expressions go through the macro; pythonTemplate then prints its literals as Python does.
+  const source = template.replace(
+    /\{\{(-?)([\s\S]*?)(-?)\}\}/g,
+    (_, open: string, e: string, close: string) => `{{${open} __agentrelay_code(${e.trim()}) ${close}}}`,
+  );
+  const rendered = renderTemplate(CODE_VALUE + pythonTemplate(source, floats), context, {
+    lenient: true,
+    filters: { __agentrelay_mark: mark },
+  });
   let out = "";
   let cursor = 0;
-  const expressions = /\{\{(.*?)\}\}/gs;
-  for (const literal of literals) {
-    out += template.slice(cursor, literal.start).replace(expressions, (_, e: string) => slot(e));
-    const body = template.slice(
+  const refer = (text: string) => text.replace(MARKER, (_, k: string) => `${VALUES}[${k}]`);
+  for (const literal of stringLiterals(rendered)) {
+    out += refer(rendered.slice(cursor, literal.start));
+    const body = rendered.slice(
       literal.start + literal.prefix.length + literal.quote.length,
       literal.end - literal.quote.length,
     );
-    if (literal.quote === "" || !expressions.test(body)) {
-      out += template.slice(literal.start, literal.end);
+    MARKER.lastIndex = 0;
+    if (literal.quote === "" || !MARKER.test(body)) {
+      out += rendered.slice(literal.start, literal.end);
     } else {
-      expressions.lastIndex = 0;
       const open = `${literal.prefix}${literal.quote}`;
-      const parts = body.split(expressions);
-      // Even parts are literal text, odd parts expressions.
-      out += `(${parts.map((part, k) => (k % 2 === 0 ? `${open}${part}${literal.quote}` : `str(${slot(part)})`)).join(" + ")})`;
+      // Even parts are literal text, odd parts the numbers of marked values.
+      const parts = body.split(/__agentrelay_value_(\d+)__/);
+      out += `(${parts.map((part, k) => (k % 2 === 0 ? `${open}${part}${literal.quote}` : `str(${VALUES}[${part}])`)).join(" + ")})`;
     }
-    expressions.lastIndex = 0;
     cursor = literal.end;
   }
-  out += template.slice(cursor).replace(expressions, (_, e: string) => slot(e));
+  out += refer(rendered.slice(cursor));
   return { code: out, values };
 }
 
@@ -118,7 +138,12 @@ export async function runCriteria(
 ): Promise<CriteriaVerdict> {
   let input: { code: string; values: unknown[]; name: string };
   if (criteria.python !== null) {
-    input = { ...criteriaCode(criteria.python, params), name: "<success_criteria.python>" };
+    try {
+      input = { ...criteriaCode(criteria.python, params), name: "<success_criteria.python>" };
+    } catch (error) {
+      if (!(error instanceof TemplateError)) throw error;
+      return { passed: false, error: `success_criteria.python does not render: ${error.message}` };
+    }
   } else {
     // Beside the workflow file, else from the checkout's root; never outside either (links included).
     let script: string | undefined;

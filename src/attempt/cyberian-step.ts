@@ -11,8 +11,12 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { dirname, join, relative } from "node:path";
 import type { CyberianStep } from "../graph/model.ts";
 import { loadYaml } from "../graph/yaml.ts";
-import { completionStatus, cyberianPrompt, ParamsError } from "../protocol/cyberian-prompt.ts";
-import { renderTemplate } from "../template/jinja.ts";
+import {
+  completionStatus,
+  cyberianPrompt,
+  ParamsError,
+  renderCyberian,
+} from "../protocol/cyberian-prompt.ts";
 import type { ClaudeResult } from "./claude.ts";
 import { runBounded } from "./bounded.ts";
 import { runCriteria } from "./criteria.ts";
@@ -112,7 +116,10 @@ async function providerCall(
     return `provider '${call.provider}' is not declared: add it to ${relative(o.repoDir, file)} as providers: {${call.provider}: {command: [program, args...]}}`;
   }
   const params = Object.fromEntries(
-    Object.entries(call.params).map(([k, v]) => [k, typeof v === "string" ? renderTemplate(v, o.params) : v]),
+    Object.entries(call.params).map(([k, v]) => [
+      k,
+      typeof v === "string" ? renderCyberian(v, o.params, `provider_call.params.${k}`) : v,
+    ]),
   );
   const output = await runBounded(command[0] as string, command.slice(1) as string[], {
     cwd: o.repoDir,
@@ -130,7 +137,7 @@ async function providerCall(
       target = insideRepository(
         o.repoDir,
         o.repoDir,
-        renderTemplate(call.outputFile, o.params),
+        renderCyberian(call.outputFile, o.params, "provider_call.output_file"),
         "output_file",
       );
     } catch (error) {

@@ -79,7 +79,7 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
       for (const [key, value] of Object.entries(node.provider_call.params ?? {})) {
         if (typeof value === "string") checkTemplate(value, [...yamlPath, "provider_call", "params", key]);
       }
-      if (node.instructions != null) {
+      if (node.instructions) {
         issues.add(
           [...yamlPath, "provider_call"],
           "a task has either 'instructions' or a 'provider_call', not both",
@@ -87,19 +87,20 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
         );
       }
     }
-    if (node.loop_until && node.instructions == null) {
+    if (node.loop_until && !node.instructions) {
       issues.add([...yamlPath, "loop_until"], "'loop_until' needs 'instructions' on the same task", "key");
     }
 
     const files = node.preconditions?.files_exist;
     if (files) pendingPatterns.push({ patterns: files.patterns, minCount: files.min_count ?? null });
 
-    if (node.instructions != null || node.provider_call) {
+    // Empty instructions are none, as cyberian skips them (`if task.instructions:`).
+    if (node.instructions || node.provider_call) {
       const id = keys.length === 0 ? ROOT_STEP_ID : keys.join(".");
       const previous = steps[steps.length - 1];
       const step: CyberianStep = {
         path: keys,
-        instructions: node.instructions ?? null,
+        instructions: node.instructions || null,
         systemInstructions: system,
         loopUntil: node.loop_until
           ? {
@@ -154,6 +155,13 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
     const rawSubtasks = raw.subtasks as Record<string, unknown> | undefined;
     if (!rawSubtasks || !node.subtasks) return;
     for (const key of yaml.keyOrder([...yamlPath, "subtasks"])) {
+      // cyberian's subtask names are text; PyYAML reads `1:` as a number, which cyberian refuses.
+      if (!yaml.keyIsText([...yamlPath, "subtasks", key]))
+        issues.add(
+          [...yamlPath, "subtasks", key],
+          `subtask name ${key} is not text: quote it ('${key}':)`,
+          "key",
+        );
       const child = node.subtasks[key];
       if (!child) continue;
       visit(

@@ -115,6 +115,8 @@ export interface LoadedYaml {
   locate(path: readonly PathSegment[], which?: "value" | "key"): Position;
   /** Keys of the mapping at `path` in the order they were written (JS objects reorder integer-like keys). */
   keyOrder(path: readonly PathSegment[]): string[];
+  /** False when the last key of `path` was written as a number, boolean or null (`1:`), not as text. */
+  keyIsText(path: readonly PathSegment[]): boolean;
   /** Builds an issue located at `path`. */
   issue(path: readonly PathSegment[], pathText: string, message: string, which?: "value" | "key"): GraphIssue;
 }
@@ -137,7 +139,8 @@ for (const word of ["yes", "true", "on"])
 for (const word of ["no", "false", "off"])
   for (const form of [word, word[0]!.toUpperCase() + word.slice(1), word.toUpperCase()])
     BOOLEANS.set(form, false);
-const NULLS = new Set(["", "~", "null", "Null", "NULL"]);
+/** PyYAML's nulls. */
+export const NULLS = new Set(["", "~", "null", "Null", "NULL"]);
 
 /** Resolves a plain scalar as PyYAML's safe_load does; timestamps stay strings, `<<` is a merge key. */
 function resolvePlain(source: string): unknown {
@@ -266,6 +269,7 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
     value: loaded.value,
     locate: (path, which) => withPositions().locate(path, which),
     keyOrder: (path) => withPositions().keyOrder(path),
+    keyIsText: (path) => withPositions().keyIsText(path),
     issue: (path, pathText, message, which) => withPositions().issue(path, pathText, message, which),
   };
 }
@@ -299,6 +303,8 @@ function loadDocument(file: string, text: string, limits: YamlLimits, positions:
   let root: unknown;
   let rootOffset = 0;
   let aliasCount = 0;
+  /** Offsets of mapping keys written as numbers, booleans or null. */
+  const nonTextKeys = new Set<number>();
 
   const tagOf = (event: { tagStart: number; tagEnd: number }): string | null => {
     if (event.tagStart < 0) return null;
@@ -340,6 +346,7 @@ function loadDocument(file: string, text: string, limits: YamlLimits, positions:
       return;
     }
     if (parent.key === null) {
+      if (typeof value !== "string") nonTextKeys.add(offset);
       parent.key = scalarKey(value, offset);
       parent.keyOffset = offset;
       parent.mergeKey = value === "<<";
@@ -478,17 +485,21 @@ function loadDocument(file: string, text: string, limits: YamlLimits, positions:
     for (const segment of path) current = (current as Record<string, unknown> | null)?.[segment as string];
     return current;
   };
-  const locate = (path: readonly PathSegment[], which: "value" | "key" = "value"): Position => {
+  const locate = (path: readonly PathSegment[], which: "value" | "key" = "value"): Position =>
+    toPosition(offsetOf(path, which));
+  const offsetOf = (path: readonly PathSegment[], which: "value" | "key" = "value"): number => {
     let current: unknown = root;
     let offset = rootOffset;
     for (let i = 0; i < path.length && locations?.has(current); i++) {
       const segment = path[i]!;
       const entry = locations!.entry(current, segment);
       if (!entry) break;
-      offset = entry[i === path.length - 1 && which === "key" ? 0 : 1];
+      // An empty value (`a:` with nothing after it) has no position of its own: its key's stands in.
+      const valueOffset = entry[1] >= 0 ? entry[1] : entry[0];
+      offset = i === path.length - 1 && which === "key" ? entry[0] : valueOffset;
       current = (current as Record<string, unknown>)[segment as string];
     }
-    return toPosition(offset);
+    return offset;
   };
 
   return {
@@ -500,6 +511,7 @@ function loadDocument(file: string, text: string, limits: YamlLimits, positions:
       if (mapping === null || typeof mapping !== "object") return [];
       return locations ? locations.keys(mapping) : Object.keys(mapping);
     },
+    keyIsText: (path) => !nonTextKeys.has(offsetOf(path, "key")),
     issue: (path, pathText, message, which) => ({ file, ...locate(path, which), path: pathText, message }),
   };
 }

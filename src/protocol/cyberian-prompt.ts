@@ -4,7 +4,10 @@
  * a completion paragraph. Templates render with the run's params; an undefined variable is an error.
  */
 import type { CyberianStep, Graph } from "../graph/model.ts";
+import type { Params } from "../graph/params.ts";
+import { templateValues } from "../graph/params.ts";
 import { renderTemplate, TemplateError } from "../template/jinja.ts";
+import { pythonTemplate, undefinedName } from "../template/python.ts";
 
 export const COMPLETION_PREFIX = "COMPLETION_STATUS:";
 
@@ -19,14 +22,27 @@ export function missingParams(graph: Graph, params: Record<string, unknown>): st
     .map((p) => p.name);
 }
 
-function render(source: string, params: Record<string, unknown>, field: string): string {
+/**
+ * A cyberian template rendered as cyberian renders it (Jinja over Python values: `True`, `None`,
+ * `1.0`), except that a variable without a value is an error naming it, not empty text.
+ */
+export function renderCyberian(source: string, params: Params, field: string): string {
+  const { values, floats } = templateValues(params);
   try {
-    return renderTemplate(source, params);
+    return renderTemplate(pythonTemplate(source, floats), values);
   } catch (error) {
-    if (error instanceof TemplateError) throw new ParamsError(`${field}: ${error.message}`);
-    throw error;
+    if (!(error instanceof TemplateError)) throw error;
+    // The engine names no variable, and its line is the printing macro's: the template is searched.
+    const found = /undefined value/.test(error.message) ? undefinedName(source, values) : null;
+    if (!found) throw new ParamsError(`${field}: ${error.message}`);
+    const line = found.line > 1 ? ` (template line ${found.line})` : "";
+    throw new ParamsError(
+      `${field}: undefined variable '${found.name}'${line}; give it a value (--param ${found.name}=VALUE or the params file)`,
+    );
   }
 }
+
+const render = renderCyberian;
 
 export interface CyberianPromptOptions {
   params: Record<string, unknown>;

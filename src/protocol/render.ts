@@ -274,5 +274,5 @@ export function renderInstructions(ctx: RenderContext): string {
   if (task.role !== "generic" && !task.cyberian && task.description)
     sections.push(["Task Details", task.description]);
 
-  return `# Instructions for Task ${task.id}\n\n${sections.map(([title, body]) => `## ${title}\n\n${body.trim()}\n`).join("\n")}`;
+  return `# Instructions for Task ${task.id}\n\n${sections.map(([title, body]) => `## ${title}\n\n${body.trimEnd()}\n`).join("\n")}`;
 }

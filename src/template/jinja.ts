@@ -37,10 +37,18 @@ function reason(error: unknown): string {
   return line && line !== "1" ? `${message} (template line ${line})` : message;
 }
 
-function withEnvironment<T>(use: (env: Environment) => T): T {
+export interface RenderOptions {
+  /** An undefined variable renders as empty text (Jinja2's default) instead of failing. */
+  lenient?: boolean;
+  /** Filters the template may call, implemented in JavaScript. */
+  filters?: Record<string, (value: unknown) => unknown>;
+}
+
+function withEnvironment<T>(use: (env: Environment) => T, options: RenderOptions = {}): T {
   const env = new minijinja.Environment();
   try {
-    env.undefinedBehavior = "strict";
+    env.undefinedBehavior = options.lenient ? "lenient" : "strict";
+    for (const [name, filter] of Object.entries(options.filters ?? {})) env.addFilter(name, filter);
     env.enablePyCompat();
     // Jinja2's default: one trailing newline is dropped.
     env.keepTrailingNewline = false;
@@ -67,8 +75,12 @@ export function templateSyntaxError(source: string): string | null {
   }
 }
 
-export function renderTemplate(source: string, context: Record<string, unknown>): string {
-  const output = withEnvironment((env) => env.renderStr(source, context));
+export function renderTemplate(
+  source: string,
+  context: Record<string, unknown>,
+  options: RenderOptions = {},
+): string {
+  const output = withEnvironment((env) => env.renderStr(source, context), options);
   if (output.length > TEMPLATE_LIMITS.outputChars)
     throw new TemplateError(
       `the template renders more than ${TEMPLATE_LIMITS.outputChars} characters (the limit)`,

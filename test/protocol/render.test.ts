@@ -162,7 +162,9 @@ subtasks:
   });
 
   it("treats an undefined variable as an error, not empty text", () => {
-    expect(() => cyberianPrompt(step, { params: {} })).toThrow(/system_instructions: undefined value/);
+    expect(() => cyberianPrompt(step, { params: {} })).toThrow(
+      /^system_instructions: undefined variable 'n'; give it a value/,
+    );
   });
 
   it("reads the completion status only from an exact final status line", () => {
