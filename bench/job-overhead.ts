@@ -45,7 +45,12 @@ async function once(root: string, dist: string): Promise<number> {
         JSON.stringify({ token: `ghs_${"a".repeat(36)}`, tier: "standard", expires_at: "2099" }),
       );
     if (url.startsWith("/agentrelay/report")) return res.end("{}");
-    if (url.startsWith("/repos/octo/demo/contents/run-1.json")) return res.end(state);
+    // The run's files at the dispatched commit (GraphQL), here in the one-document format.
+    if (url.startsWith("/graphql")) {
+      const files = { dir: null, legacy: { object: { text: state } } };
+      res.setHeader("content-type", "application/json");
+      return res.end(JSON.stringify({ data: { repository: { object: files } } }));
+    }
     res.writeHead(404).end("{}");
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));

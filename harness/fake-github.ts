@@ -5,7 +5,9 @@
  * GitHub's OpenAPI description (the committed subset) and may be failed on purpose (faults).
  * Mounted with nock for handler tests, or counted by the API-budget bench.
  */
+import { createHash } from "node:crypto";
 import nock from "nock";
+import { HOSTED_PER_TASK, partsOfRunFiles, stateOfParts } from "../src/protocol/state-layout.ts";
 import { checkRequest } from "./openapi.ts";
 import { type BranchMap, MemoryStore, type RepoStore } from "./repo-store.ts";
 
@@ -90,7 +92,7 @@ export class FakeGitHub {
   }
 
   /** Adds a commit on `branch` with `files` changed (others kept); returns its sha. */
-  commit(branch: string, files: Record<string, string>, message = "change"): string {
+  commit(branch: string, files: Record<string, string | null>, message = "change"): string {
     const sha = this.store.commit(this.branches.get(branch), files, message);
     this.branches.set(branch, sha);
     return sha;
@@ -472,7 +474,7 @@ export class FakeGitHub {
       const input = variables.input as {
         branch: { branchName: string };
         expectedHeadOid: string;
-        fileChanges: { additions: { path: string; contents: string }[] };
+        fileChanges: { additions?: { path: string; contents: string }[]; deletions?: { path: string }[] };
       };
       const head = this.branches.get(input.branch.branchName);
       if (head !== input.expectedHeadOid) {
@@ -489,36 +491,79 @@ export class FakeGitHub {
           },
         ];
       }
-      const files = Object.fromEntries(
-        input.fileChanges.additions.map((a) => [a.path, Buffer.from(a.contents, "base64").toString("utf8")]),
+      const files: Record<string, string | null> = Object.fromEntries(
+        (input.fileChanges.additions ?? []).map((a) => [
+          a.path,
+          Buffer.from(a.contents, "base64").toString("utf8"),
+        ]),
       );
+      for (const d of input.fileChanges.deletions ?? []) files[d.path] = null;
       const sha = this.commit(input.branch.branchName, files, "state");
       return [200, { data: { createCommitOnBranch: { commit: { oid: sha } } } }];
     }
-    const ref = String(variables.ref).replace(/^refs\/heads\//, "");
-    const sha = this.branches.get(ref);
-    const target = sha
-      ? {
-          oid: sha,
-          tree: {
-            entries: Object.entries(this.store.files(sha)).map(([name, text]) => ({
-              name,
-              object: { text },
-            })),
-          },
-        }
-      : null;
-    return [200, { data: { repository: { ref: target ? { target } : null } } }];
+    // A commit named by id (the task Action), or a branch's head (the app).
+    const sha = variables.oid
+      ? this.store.isCommit(String(variables.oid))
+        ? String(variables.oid)
+        : undefined
+      : this.branches.get(String(variables.ref).replace(/^refs\/heads\//, ""));
+    if (!sha) return [200, { data: { repository: variables.oid ? { object: null } : { ref: null } } }];
+    const files = this.store.files(sha);
+    const target: Record<string, unknown> = { oid: sha };
+    if (query.includes("tree { entries { name } }"))
+      target.tree = {
+        entries: [...new Set(Object.keys(files).map((f) => f.split("/")[0]!))].map((name) => ({ name })),
+      };
+    if (query.includes("dir: file(")) {
+      target.dir = treeAt(files, String(variables.dir));
+      const legacy = files[String(variables.legacy)];
+      target.legacy = legacy === undefined ? null : { object: { text: legacy } };
+    }
+    return [200, { data: { repository: variables.oid ? { object: target } : { ref: { target } } } }];
   }
 
-  /** The stored state of a run, as the app wrote it. */
+  /** The stored state of a run, as the app wrote it (either layout). */
   state(runKey: string): Record<string, unknown> & {
     tasks: Record<string, { status: string; attempt: number }>;
     outcome: string | null;
   } {
     const [graph, n] = [runKey.slice(0, runKey.lastIndexOf("/")), runKey.slice(runKey.lastIndexOf("/") + 1)];
-    const text = this.file(`agentrelay-state/${graph}`, `run-${n}.json`);
-    if (!text) throw new Error(`no state for ${runKey}`);
-    return JSON.parse(text);
+    const files = this.branches.has(`agentrelay-state/${graph}`)
+      ? this.store.files(`agentrelay-state/${graph}`)
+      : {};
+    const parts = partsOfRunFiles({
+      dir: treeAt(files, `run-${n}`),
+      legacy: files[`run-${n}.json`] === undefined ? null : { object: { text: files[`run-${n}.json`]! } },
+    });
+    if (!parts) throw new Error(`no state for ${runKey}`);
+    return stateOfParts(parts, HOSTED_PER_TASK) as unknown as ReturnType<FakeGitHub["state"]>;
   }
 }
+
+/** The GraphQL shape of the folder `dir` in a commit's files (two levels, as the app asks). */
+function treeAt(files: Record<string, string>, dir: string) {
+  const below = Object.keys(files).filter((f) => f.startsWith(`${dir}/`));
+  if (below.length === 0) return null;
+  interface Entry {
+    name: string;
+    oid?: string;
+    object: { text?: string; entries?: Entry[] };
+  }
+  const level = (prefix: string, depth: number): Entry[] => {
+    const names = [
+      ...new Set(below.filter((f) => f.startsWith(prefix)).map((f) => f.slice(prefix.length).split("/")[0]!)),
+    ];
+    return names.map((name) => {
+      const path = `${prefix}${name}`;
+      if (files[path] !== undefined)
+        return { name, oid: blobId(files[path]!), object: { text: files[path] } };
+      return { name, object: depth > 0 ? { entries: level(`${path}/`, depth - 1) } : {} };
+    });
+  };
+  return { object: { entries: level(`${dir}/`, 1) } };
+}
+
+const blobId = (text: string) =>
+  createHash("sha1")
+    .update(`blob ${Buffer.byteLength(text)}\0${text}`)
+    .digest("hex");

@@ -22,8 +22,8 @@ export interface RepoStore {
   files(ref: string): Record<string, string>;
   /** Whether `ref` names a commit. */
   isCommit(ref: string): boolean;
-  /** A commit with `files` changed on top of `parent` (none: a root commit). */
-  commit(parent: string | undefined, files: Record<string, string>, message: string): string;
+  /** A commit with `files` changed (null: deleted) on top of `parent` (none: a root commit). */
+  commit(parent: string | undefined, files: Record<string, string | null>, message: string): string;
   /** Merges `head` into `base` with a merge commit; null on a conflict. */
   merge(base: string, head: string, message: string): string | null;
   /** Commits reachable from `head` and not from `base`. */
@@ -54,12 +54,14 @@ export class MemoryStore implements RepoStore {
   isCommit(ref: string) {
     return this.commits.has(ref);
   }
-  commit(parent: string | undefined, files: Record<string, string>, _message: string) {
+  commit(parent: string | undefined, files: Record<string, string | null>, _message: string) {
     const sha = (this.next++).toString(16).padStart(40, "0");
-    this.commits.set(sha, {
-      parents: parent ? [parent] : [],
-      files: { ...(parent ? this.commits.get(parent)!.files : {}), ...files },
-    });
+    const merged: Record<string, string> = { ...(parent ? this.commits.get(parent)!.files : {}) };
+    for (const [path, text] of Object.entries(files)) {
+      if (text === null) delete merged[path];
+      else merged[path] = text;
+    }
+    this.commits.set(sha, { parents: parent ? [parent] : [], files: merged });
     return sha;
   }
   merge(base: string, head: string, _message: string) {
@@ -178,12 +180,16 @@ export class BareRepoStore implements RepoStore {
   isCommit(ref: string) {
     return /^[0-9a-f]{40}$/.test(ref) && this.gitMaybe(["cat-file", "-t", ref]) === "commit";
   }
-  commit(parent: string | undefined, files: Record<string, string>, message: string) {
+  commit(parent: string | undefined, files: Record<string, string | null>, message: string) {
     const index = `${this.dir}/agentrelay-index-${process.pid}-${Date.now()}`;
     const env = { GIT_INDEX_FILE: index };
     if (parent) this.git(["read-tree", parent], undefined, env);
     else this.git(["read-tree", "--empty"], undefined, env);
     for (const [path, text] of Object.entries(files)) {
+      if (text === null) {
+        this.git(["update-index", "--force-remove", path], undefined, env);
+        continue;
+      }
       const blob = this.git(["hash-object", "-w", "--stdin"], text);
       this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], undefined, env);
     }

@@ -12,7 +12,14 @@ import { Octokit } from "@octokit/rest";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { parseRunGraph } from "../protocol/run-source.ts";
 import { toReport } from "../protocol/report.ts";
-import { runDocument, type StoredRun } from "../protocol/stored-run.ts";
+import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
+import {
+  HOSTED_PER_TASK,
+  partsOfRunFiles,
+  RUN_FILES,
+  type RunFiles,
+  stateOfParts,
+} from "../protocol/state-layout.ts";
 import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
@@ -172,20 +179,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     baseUrl: env.GITHUB_API_URL || "https://api.github.com",
     request: { fetch: globalThis.fetch },
   });
-  const { data } = await retried(
-    () =>
-      octokit.rest.repos.getContent({
-        owner,
-        repo,
-        path: runDocument(inputs.run).file,
-        ref: inputs.stateVersion,
-        mediaType: { format: "raw" },
-      }),
-    githubRetryable,
-    3,
-    500,
-  );
-  const state = JSON.parse(data as unknown as string) as StoredRun;
+  const state = await storedRun(octokit, owner, repo, inputs.run, inputs.stateVersion);
   const graph = parseRunGraph(state.source);
   const task = graph.tasks.find((t) => t.id === inputs.task);
   if (!task) throw new JobError(`run ${inputs.run} has no task '${inputs.task}'`);
@@ -342,4 +336,37 @@ async function writeSummary(
   if (result.opsConcerns.length) core.summary.addHeading("Ops concerns", 4).addList(result.opsConcerns);
   if (stat) core.summary.addHeading("Changes", 4).addCodeBlock(stat);
   await core.summary.write();
+}
+
+/**
+ * The run as it was stored at the dispatched version (a commit of the state branch): its parts in
+ * the layout of protocol/state-layout.ts, or the one document of a run started before that layout.
+ */
+async function storedRun(
+  octokit: Octokit,
+  owner: string,
+  repo: string,
+  run: string,
+  version: string,
+): Promise<StoredRun> {
+  const { dir, legacy } = runFolder(run);
+  const query = `query($owner: String!, $name: String!, $oid: GitObjectID!, $dir: String!, $legacy: String!) {
+    repository(owner: $owner, name: $name) { object(oid: $oid) { ... on Commit { ${RUN_FILES} } } }
+  }`;
+  const data = await retried(
+    () =>
+      octokit.graphql<{ repository: { object: RunFiles | null } }>(query, {
+        owner,
+        name: repo,
+        oid: version,
+        dir,
+        legacy,
+      }),
+    githubRetryable,
+    3,
+    500,
+  );
+  const parts = data.repository.object ? partsOfRunFiles(data.repository.object) : null;
+  if (!parts) throw new JobError(`run ${run} has no state at ${version}`);
+  return stateOfParts<StoredRun>(parts, HOSTED_PER_TASK);
 }

@@ -53,3 +53,42 @@ export async function git(
     throw new GitError(`git ${args.join(" ")}: ${result.stderr.trim() || `exit ${result.code}`}`);
   return result.stdout.trim();
 }
+
+/**
+ * The contents of many objects at once (`rev:path` or object ids), with one `git cat-file --batch`:
+ * null for each one that does not exist.
+ */
+export function catFiles(cwd: string, specs: readonly string[]): Promise<(string | null)[]> {
+  if (specs.length === 0) return Promise.resolve([]);
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      "git",
+      ["cat-file", "--batch"],
+      {
+        cwd,
+        env: process.env,
+        encoding: "buffer",
+        maxBuffer: 1024 * 1024 * 1024,
+      },
+      (error, stdout) => {
+        if (error) return reject(new GitError(`git cat-file --batch: ${error.message}`));
+        const out: (string | null)[] = [];
+        let at = 0;
+        for (let i = 0; i < specs.length; i++) {
+          const end = stdout.indexOf(10, at);
+          const header = stdout.subarray(at, end).toString("utf8");
+          at = end + 1;
+          if (header.endsWith(" missing") || header.endsWith(" ambiguous")) {
+            out.push(null);
+            continue;
+          }
+          const size = Number(header.split(" ")[2]);
+          out.push(stdout.subarray(at, at + size).toString("utf8"));
+          at += size + 1;
+        }
+        resolve(out);
+      },
+    );
+    child.stdin!.end(`${specs.join("\n")}\n`);
+  });
+}

@@ -31,8 +31,8 @@ export class Blocking {
   recompute(): void {
     const { state, plan } = this.step;
     for (const id of plan.order) {
-      const t = state.tasks[id]!;
-      if (t.status !== "blocked") continue;
+      if (state.tasks[id]!.status !== "blocked") continue;
+      const t = this.step.task(id);
       t.status = "pending";
       t.reason = null;
       if (t.waitingOn === 0) this.step.addCandidate(id);

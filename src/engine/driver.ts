@@ -26,6 +26,8 @@ export interface Round {
   changed: EngineEvent[];
   /** The once-only effects the round owes, carried out if its write lands. */
   effects: EngineEffect[];
+  /** Tasks whose records the round may have changed; a host that changes others adds them. */
+  touched: Set<string>;
 }
 
 /**
@@ -48,7 +50,14 @@ export interface RunHost<S extends RunState = RunState> {
    * Writes `state` if the stored version is still `expected` (null: the run must not exist yet); the
    * new version, or null when another writer got there first.
    */
-  compareAndSwap(run: string, expected: string | null, state: S): Promise<string | null>;
+  compareAndSwap(
+    run: string,
+    expected: string | null,
+    state: S,
+    touched?: ReadonlySet<string>,
+  ): Promise<string | null>;
+  /** A round that wrote nothing hands back the state it loaded. */
+  release?(run: string, state: S): void;
   /** Carries out a repeatable effect (see REPEATABLE) and answers with the facts it produced. */
   repeatable(effect: EngineEffect, state: S, engine: Engine): Promise<EngineEvent[]>;
   /** Brings the host's own part of the state (ids of what it shows people) up to date; true if it changed. */
@@ -92,6 +101,7 @@ export async function drive<S extends RunState>(
     const before = state.seq;
     const owed: EngineEffect[] = [];
     const queue = [...facts];
+    const touched = new Set<string>();
     const carryOut = async (effects: EngineEffect[]) => {
       for (const effect of effects) {
         if (!REPEATABLE.has(effect.type)) {
@@ -119,10 +129,10 @@ export async function drive<S extends RunState>(
     for (let i = 0; i < queue.length; i++) {
       const fact = queue[i]!;
       const seq = state.seq;
-      await carryOut(engine.apply(state, fact));
+      await carryOut(engine.apply(state, fact, touched));
       if (state.seq !== seq) changed.push(fact);
     }
-    const own = (await host.beforeSave?.(state, engine, { changed, effects: owed })) ?? false;
+    const own = (await host.beforeSave?.(state, engine, { changed, effects: owed, touched })) ?? false;
     const unsaved = round === 0 && options.unsaved === true;
     if (!unsaved && !own && state.seq === before) {
       // Nothing to write, as far as a remembered state tells: ask the store before concluding so.
@@ -130,10 +140,12 @@ export async function drive<S extends RunState>(
         fresh = true;
         continue;
       }
+      host.release?.(run, state);
       await follow(host, run, await host.afterWrite(owed, state, engine, version));
       return { state, version, changed: false };
     }
-    const written = await host.compareAndSwap(run, version, state);
+    // A handed-over run with changes of its own may have changed any task.
+    const written = await host.compareAndSwap(run, version, state, unsaved ? undefined : touched);
     if (written === null) {
       fresh = true;
       continue;

@@ -45,8 +45,11 @@ export interface Engine {
   plan: Plan;
   /** A new run's state and its first effects. */
   start(at: number): Decision;
-  /** Applies an event to `state` in place and returns the effects (used by the simulator for speed). */
-  apply(state: RunState, event: EngineEvent): EngineEffect[];
+  /**
+   * Applies an event to `state` in place and returns the effects. `touched` collects the ids of the
+   * tasks whose records may have changed (a superset), for stores that write only those.
+   */
+  apply(state: RunState, event: EngineEvent, touched?: Set<string>): EngineEffect[];
   /** Pure: the next state (a copy) and the effects. */
   decide(state: RunState, event: EngineEvent): Decision;
   /**
@@ -119,8 +122,8 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
     return { state, effects: finishStep(step) };
   };
 
-  const apply = (state: RunState, event: EngineEvent): EngineEffect[] => {
-    const step = new Step(plan, state, event.at, children, options.timelineLimit);
+  const apply = (state: RunState, event: EngineEvent, touched?: Set<string>): EngineEffect[] => {
+    const step = new Step(plan, state, event.at, children, options.timelineLimit, touched);
     applyEvent(step, event);
     return finishStep(step);
   };

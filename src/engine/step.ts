@@ -21,9 +21,13 @@ export class Step {
     readonly at: number,
     readonly children: Map<string, string[]>,
     readonly timelineLimit?: number,
+    /** Ids of the tasks this step may change, for stores that write per-task records. */
+    readonly touched?: Set<string>,
   ) {}
 
+  /** A task's record, to read or change: it counts as touched (a read-only scan uses `state.tasks`). */
   task(id: string): TaskRun {
+    this.touched?.add(id);
     return this.state.tasks[id]!;
   }
   workstream(id: string): WorkstreamRun {

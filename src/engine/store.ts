@@ -23,9 +23,17 @@ export interface StateStore {
   load(run: string, options?: { fresh?: boolean }): Promise<Versioned | null>;
   /**
    * Writes `next` if the stored version is still `expected` (null: the run must not exist yet).
-   * Returns the new version, or null when another writer got there first.
+   * Returns the new version, or null when another writer got there first. `touched` names the tasks
+   * whose records may differ from the version read (absent: any may), for stores that write parts.
    */
-  compareAndSwap(run: string, expected: string | null, next: RunState): Promise<string | null>;
+  compareAndSwap(
+    run: string,
+    expected: string | null,
+    next: RunState,
+    touched?: ReadonlySet<string>,
+  ): Promise<string | null>;
+  /** A round that wrote nothing hands back the state it loaded (stores that lend it out). */
+  release?(run: string, state: RunState): void;
 }
 
 export class StateConflictError extends Error {

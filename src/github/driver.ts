@@ -34,9 +34,17 @@ export interface Loaded {
 
 // Parsed graphs by content: a cache of pure results, not run state (every handler still reads the store).
 const engines = new Map<string, Engine>();
-function engineFor(source: RunSource, runNumber: number, config: RepoContext["config"]): Engine {
+function engineFor(
+  source: RunSource,
+  runNumber: number,
+  config: RepoContext["config"],
+  /** Names the graph text (its blob id), so that a large graph is not hashed on every event. */
+  graphKey?: string,
+): Engine {
   const key = createHash("sha256")
-    .update(`${runNumber}\0${source.path}\0${source.text}\0${JSON.stringify(source.params ?? {})}`)
+    .update(
+      `${runNumber}\0${source.path}\0${graphKey ?? source.text}\0${JSON.stringify(source.params ?? {})}`,
+    )
     .digest("hex");
   let engine = engines.get(key);
   if (!engine) {
@@ -64,7 +72,7 @@ export class RunDriver {
     const stored = await this.store.load(runKey, options);
     if (!stored) return null;
     const run = hostedRunOf(stored.state as HostedRun);
-    const engine = engineFor(run.source, run.runNumber, this.ctx.config);
+    const engine = engineFor(run.source, run.runNumber, this.ctx.config, stored.graphKey);
     return { run, version: stored.version, engine, ...(stored.cached ? { cached: true } : {}) };
   }
 
@@ -205,8 +213,13 @@ class GitHubHost implements RunHost<HostedRun> {
     return loaded ? toLoadedRun(loaded) : null;
   }
 
-  async compareAndSwap(run: string, expected: string | null, state: HostedRun): Promise<string | null> {
-    const written = await this.driver.store.compareAndSwap(run, expected, state);
+  async compareAndSwap(
+    run: string,
+    expected: string | null,
+    state: HostedRun,
+    touched?: ReadonlySet<string>,
+  ): Promise<string | null> {
+    const written = await this.driver.store.compareAndSwap(run, expected, state, touched);
     if (written === null) {
       // What this round created stays created: the next round writes its ids.
       this.created.trackingIssue = state.github.trackingIssue;
@@ -217,16 +230,23 @@ class GitHubHost implements RunHost<HostedRun> {
     return written;
   }
 
+  release(run: string, state: HostedRun): void {
+    this.driver.store.release(run, state);
+  }
+
   repeatable(effect: EngineEffect, run: HostedRun, engine: Engine): Promise<EngineEvent[]> {
     return this.driver.effects.repeatable(effect, run, engine);
   }
 
   async beforeSave(run: HostedRun, engine: Engine, round: Round): Promise<boolean> {
-    const before = JSON.stringify(run.github);
-    run.github.trackingIssue ??= this.created.trackingIssue;
-    run.github.statusComment ??= this.created.statusComment;
-    run.github.checkRuns = { ...this.created.checkRuns, ...run.github.checkRuns };
-    run.github.workstreamComments = { ...this.created.workstreamComments, ...run.github.workstreamComments };
+    const { github } = run;
+    // What changes here is compared as it goes: the run's check-run ids grow with its tasks.
+    const before = JSON.stringify({ ...github, checkRuns: undefined });
+    const checkRuns = new Map(Object.entries(github.checkRuns));
+    github.trackingIssue ??= this.created.trackingIssue;
+    github.statusComment ??= this.created.statusComment;
+    for (const [task, id] of Object.entries(this.created.checkRuns)) github.checkRuns[task] ??= id;
+    github.workstreamComments = { ...this.created.workstreamComments, ...github.workstreamComments };
     const verdicts = new Map<string, number>();
     for (const fact of round.changed)
       if (fact.type === "job_succeeded" || fact.type === "job_failed" || fact.type === "job_lost")
@@ -234,8 +254,14 @@ class GitHubHost implements RunHost<HostedRun> {
     for (const [task, attempt] of verdicts) await taskCheckRun(this.ctx, run, task, attempt);
     await mirrorStatus(this.ctx, run, engine);
     this.statusDue = this.refreshStatus || (this.editsStatus && this.driver.statusDue(run, round.effects));
-    if (this.statusDue) run.github.statusAt = this.ctx.now();
-    return JSON.stringify(run.github) !== before;
+    if (this.statusDue) github.statusAt = this.ctx.now();
+    let changed = JSON.stringify({ ...github, checkRuns: undefined }) !== before;
+    for (const [task, id] of Object.entries(github.checkRuns)) {
+      if (checkRuns.get(task) === id) continue;
+      round.touched.add(task); // its record's bucket holds the check run's id
+      changed = true;
+    }
+    return changed;
   }
 
   async afterWrite(

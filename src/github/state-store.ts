@@ -1,46 +1,88 @@
 /**
- * The StateStore on GitHub: each graph's runs live on an orphan branch `agentrelay-state/<graph>`
- * (`run-<n>.json` per run), so the stored run is inspectable with git
- * (`git fetch origin agentrelay-state/<graph> && git show FETCH_HEAD:run-1.json`).
+ * The StateStore on GitHub: each graph's runs live on an orphan branch `agentrelay-state/<graph>`,
+ * one folder per run in the layout of protocol/state-layout.ts (an index, task records in buckets,
+ * and the pinned graph text, written once), so the stored run is inspectable with git
+ * (`git fetch origin agentrelay-state/<graph> && git show FETCH_HEAD:run-1/run.json`).
  *
- * Reads are one GraphQL query (the branch head and its files together); writes are one GraphQL
- * `createCommitOnBranch` with `expectedHeadOid` = the version read, which GitHub refuses when the branch
- * has moved: a real compare-and-swap. The branch holds no workflow files, so its commits start no runs.
+ * Reads are one GraphQL query (the branch head and the run's files, from that one commit); writes
+ * are one GraphQL `createCommitOnBranch` with `expectedHeadOid` = the version read, which GitHub
+ * refuses when the branch has moved: a real compare-and-swap. A write carries only the parts that
+ * changed: the index, and the buckets of the tasks the round touched. The branch holds no workflow
+ * files, so its commits start no runs.
  */
+import { createHash } from "node:crypto";
 import type { Octokit } from "@octokit/rest";
 import type { StateStore, Versioned } from "../engine/store.ts";
 import type { RunState } from "../engine/types.ts";
-import { runDocument } from "../protocol/stored-run.ts";
+import {
+  bucketOf,
+  bucketPath,
+  bucketText,
+  HOSTED_PER_TASK,
+  indexText,
+  keptBuckets,
+  partsOfRunFiles,
+  RUN_FILES,
+  type RunFiles,
+  splitState,
+  stateOfParts,
+  tasksByBucket,
+} from "../protocol/state-layout.ts";
+import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
 
 export const stateBranch = (graph: string): string => `agentrelay-state/${graph}`;
 
+const PER_TASK = HOSTED_PER_TASK;
+
+/** What a replica knows of a run at one version: its parts' texts, and the state they make. */
+interface Entry {
+  version: string;
+  /** Bucket count, or 0 for a run still stored as one document (the earlier format). */
+  buckets: number;
+  index: string;
+  bucketTexts: string[];
+  /** The task ids of each bucket, once worked out. */
+  members: string[][] | null;
+  /** The pinned graph text and a key naming it (its blob id). */
+  graph: { text: string; key: string } | null;
+  /** The state these texts make, lent to one caller at a time (the engine changes it in place). */
+  state: RunState | null;
+  lent: boolean;
+}
+
 /**
- * What one app replica last read or wrote for each run, with its commit id. A commit id names its
- * content, so this is a cache of facts, never the truth: a write from it is a compare-and-swap on
- * that id, which GitHub refuses once the branch has moved (then the writer reads afresh). With one
- * replica it saves every handler its read; with several it costs a refused write now and then.
+ * What one app replica last read or wrote for each run. A commit id names its content, so this is a
+ * cache of facts, never the truth: a write from it is a compare-and-swap on that id, which GitHub
+ * refuses once the branch has moved (then the writer reads afresh). The parsed state is lent to one
+ * handler at a time and taken back with its next write, so a busy run is neither parsed nor
+ * serialised whole on each event.
  */
 export class StateCache {
-  private readonly recent = new Map<string, { version: string; text: string }>();
+  private readonly entries = new Map<string, Entry>();
 
-  get(key: string): { version: string; text: string } | undefined {
-    return this.recent.get(key);
+  get(key: string): Entry | undefined {
+    return this.entries.get(key);
   }
-  set(key: string, version: string, text: string): void {
-    this.recent.delete(key);
-    this.recent.set(key, { version, text });
-    if (this.recent.size > 200) this.recent.delete(this.recent.keys().next().value!);
+  set(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    if (this.entries.size > 200) this.entries.delete(this.entries.keys().next().value!);
   }
-  forget(key: string): void {
-    this.recent.delete(key);
+  /** Forgets what is known at `version` (a write from it failed: it may be stale or half-changed). */
+  forget(key: string, version?: string | null): void {
+    if (version === undefined || this.entries.get(key)?.version === version) this.entries.delete(key);
   }
 }
 
-const READ = `query($owner: String!, $name: String!, $ref: String!) {
+const READ_RUN = `query($owner: String!, $name: String!, $ref: String!, $dir: String!, $legacy: String!) {
   repository(owner: $owner, name: $name) {
-    ref(qualifiedName: $ref) {
-      target { oid ... on Commit { tree { entries { name object { ... on Blob { text } } } } } }
-    }
+    ref(qualifiedName: $ref) { target { oid ... on Commit { ${RUN_FILES} } } }
+  }
+}`;
+
+const READ_RUNS = `query($owner: String!, $name: String!, $ref: String!) {
+  repository(owner: $owner, name: $name) {
+    ref(qualifiedName: $ref) { target { oid ... on Commit { tree { entries { name } } } } }
   }
 }`;
 
@@ -48,17 +90,12 @@ const WRITE = `mutation($input: CreateCommitOnBranchInput!) {
   createCommitOnBranch(input: $input) { commit { oid } }
 }`;
 
-interface Head {
-  oid: string;
-  files: Map<string, string>;
+interface RunRead {
+  repository: { ref: { target: RunFiles & { oid: string } } | null };
 }
 
-interface ReadResult {
-  repository: {
-    ref: {
-      target: { oid: string; tree: { entries: { name: string; object: { text: string | null } | null }[] } };
-    } | null;
-  };
+interface RunsRead {
+  repository: { ref: { target: { oid: string; tree: { entries: { name: string }[] } } } | null };
 }
 
 /** GitHub's answer when `expectedHeadOid` is no longer the head. */
@@ -70,6 +107,23 @@ const isStale = (error: unknown): boolean => {
     ) || /expected branch to point to/i.test(e.message ?? "")
   );
 };
+
+/** Git's id of a blob with this text, as GitHub names the stored graph file. */
+const blobId = (text: string): string => {
+  const bytes = Buffer.from(text);
+  return createHash("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+};
+
+/** The state without its pinned graph text (written once, beside it). */
+const withoutGraphText = (state: RunState): RunState => {
+  const source = (state as Partial<StoredRun>).source;
+  return source ? ({ ...state, source: { ...source, text: undefined } } as RunState) : state;
+};
+
+export interface Loaded extends Versioned {
+  /** Names the pinned graph's content (its blob id), for caches of what is derived from it. */
+  graphKey?: string;
+}
 
 export class GitHubStateStore implements StateStore {
   constructor(
@@ -84,21 +138,7 @@ export class GitHubStateStore implements StateStore {
    * The branch heads this store read, by graph. A store serves one handler: creating a run right after
    * listing the graph's runs starts from that read (a head that moved since makes the write fail).
    */
-  private readonly seen = new Map<string, Head | null>();
-
-  private async head(graph: string): Promise<Head | null> {
-    const data = await this.graphql<ReadResult>(READ, {
-      owner: this.owner,
-      name: this.repo,
-      ref: `refs/heads/${stateBranch(graph)}`,
-    });
-    const target = data.repository.ref?.target;
-    const head = target
-      ? { oid: target.oid, files: new Map(target.tree.entries.map((e) => [e.name, e.object?.text ?? ""])) }
-      : null;
-    this.seen.set(graph, head);
-    return head;
-  }
+  private readonly seen = new Map<string, { oid: string; names: Set<string> } | null>();
 
   /**
    * A GraphQL call whose JSON this store encodes and decodes itself: run documents are large, and
@@ -120,59 +160,150 @@ export class GitHubStateStore implements StateStore {
     return body.data!;
   }
 
-  private cacheKey(run: string): string {
+  private key(run: string): string {
     return `${this.owner}/${this.repo}/${run}`;
   }
 
-  async load(run: string, options: { fresh?: boolean } = {}): Promise<Versioned | null> {
-    const seen = options.fresh ? undefined : this.cache.get(this.cacheKey(run));
-    if (seen) return { state: JSON.parse(seen.text) as RunState, version: seen.version, cached: true };
-    const { graph, file } = runDocument(run);
-    const head = await this.head(graph);
-    const text = head?.files.get(file);
-    if (!head || text === undefined) return null;
-    this.cache.set(this.cacheKey(run), head.oid, text);
-    return { state: JSON.parse(text) as RunState, version: head.oid };
+  /** The state of an entry: lent when it is free, else built afresh from the texts. */
+  private stateOf(entry: Entry): RunState {
+    if (entry.state && !entry.lent) {
+      entry.lent = true;
+      return entry.state;
+    }
+    const { buckets, index, bucketTexts } = entry;
+    const graphText = entry.graph?.text ?? null;
+    return stateOfParts({ buckets, index, bucketTexts, graphText, graphKey: null }, PER_TASK);
   }
 
-  /**
-   * Numbers of the graph's stored runs. The latest run's document came with the same read, so it is
-   * remembered: the caller that asks for the latest run next reads nothing more.
-   */
+  private loaded(entry: Entry, cached: boolean): Loaded {
+    return {
+      state: this.stateOf(entry),
+      version: entry.version,
+      ...(cached ? { cached: true } : {}),
+      ...(entry.graph ? { graphKey: entry.graph.key } : {}),
+    };
+  }
+
+  async load(run: string, options: { fresh?: boolean } = {}): Promise<Loaded | null> {
+    const known = options.fresh ? undefined : this.cache.get(this.key(run));
+    if (known) return this.loaded(known, true);
+    const entry = await this.read(run);
+    if (!entry) return null;
+    this.cache.set(this.key(run), entry);
+    return this.loaded(entry, false);
+  }
+
+  /** Reads a run's parts at the branch head, in either format. */
+  private async read(run: string): Promise<Entry | null> {
+    const { graph, dir, legacy } = runFolder(run);
+    const data = await this.graphql<RunRead>(READ_RUN, {
+      owner: this.owner,
+      name: this.repo,
+      ref: `refs/heads/${stateBranch(graph)}`,
+      dir,
+      legacy,
+    });
+    const target = data.repository.ref?.target;
+    const parts = target ? partsOfRunFiles(target) : null;
+    if (!target || !parts) return null;
+    return {
+      version: target.oid,
+      buckets: parts.buckets,
+      index: parts.index,
+      bucketTexts: parts.bucketTexts,
+      members: null,
+      graph: parts.graphText !== null ? { text: parts.graphText, key: parts.graphKey ?? "" } : null,
+      state: null,
+      lent: false,
+    };
+  }
+
+  /** Numbers of the graph's stored runs (either format). */
   async runNumbers(graph: string): Promise<number[]> {
-    const head = await this.head(graph);
-    const numbers = [...(head?.files.keys() ?? [])].flatMap((name) => {
-      const m = /^run-(\d+)\.json$/.exec(name);
+    const data = await this.graphql<RunsRead>(READ_RUNS, {
+      owner: this.owner,
+      name: this.repo,
+      ref: `refs/heads/${stateBranch(graph)}`,
+    });
+    const target = data.repository.ref?.target;
+    const names = new Set((target?.tree.entries ?? []).map((e) => e.name));
+    this.seen.set(graph, target ? { oid: target.oid, names } : null);
+    return [...names].flatMap((name) => {
+      const m = /^run-(\d+)(\.json)?$/.exec(name);
       return m ? [Number(m[1])] : [];
     });
-    if (head && numbers.length > 0) {
-      const latest = `${graph}/${Math.max(...numbers)}`;
-      this.cache.set(this.cacheKey(latest), head.oid, head.files.get(runDocument(latest).file)!);
-    }
-    return numbers;
   }
 
-  async compareAndSwap(run: string, expected: string | null, next: RunState): Promise<string | null> {
-    const { graph, file } = runDocument(run);
+  async compareAndSwap(
+    run: string,
+    expected: string | null,
+    next: RunState,
+    touched?: ReadonlySet<string>,
+  ): Promise<string | null> {
+    const { graph, dir, legacy } = runFolder(run);
+    const known = expected === null ? undefined : this.cache.get(this.key(run));
+    const from = known?.version === expected ? known : undefined;
+    const plain = withoutGraphText(next);
+    // The parts to write: all of them for a new run, a run still in the earlier format or one this
+    // replica did not read; else the index and the buckets of the tasks the round touched.
+    // A round of events adds no task (a resume, which may, writes everything), so a partial write
+    // keeps the run's buckets and their members.
+    const partial = from !== undefined && from.buckets > 0 && touched !== undefined;
+    const buckets = partial ? from.buckets : keptBuckets(from?.buckets ?? 0, Object.keys(next.tasks).length);
+    const bucketTexts = partial ? [...from.bucketTexts] : [];
+    let members = partial ? from.members : null;
+    const additions: { path: string; contents: string }[] = [];
+    const add = (path: string, text: string) => additions.push({ path: `${dir}/${path}`, contents: text });
+    if (partial) {
+      const changed = new Set([...touched].map((id) => bucketOf(id, buckets)));
+      if (changed.size > 0) members ??= tasksByBucket(next, buckets);
+      for (const b of changed) {
+        const text = bucketText(next, PER_TASK, members![b]!);
+        if (text !== bucketTexts[b]) add(bucketPath(b), (bucketTexts[b] = text));
+      }
+      const index = indexText(plain, PER_TASK, buckets);
+      if (index !== from.index || additions.length > 0) add("run.json", index);
+    } else {
+      const parts = splitState(plain, PER_TASK, buckets);
+      add("run.json", parts.index);
+      for (const [b, text] of parts.buckets) add(bucketPath(b), (bucketTexts[b] = text));
+      members = parts.members;
+    }
+    // The pinned graph is written with the run, and again only when a resume changed it.
+    const graphText = (next as Partial<StoredRun>).source?.text ?? null;
+    let graphEntry = from?.graph ?? null;
+    if (graphText !== null && (!from || from.buckets === 0 || graphEntry?.text !== graphText)) {
+      add("graph.yaml", graphText);
+      graphEntry = { text: graphText, key: blobId(graphText) };
+    }
+    const entry = (version: string): Entry => ({
+      version,
+      buckets,
+      index: additions.find((a) => a.path === `${dir}/run.json`)?.contents ?? from!.index,
+      bucketTexts,
+      members,
+      graph: graphEntry,
+      state: next,
+      lent: false,
+    });
+
     const seen = this.seen.has(graph) ? this.seen.get(graph)! : undefined;
     this.seen.delete(graph); // the head moves with this write, whatever it answers
-    const text = `${JSON.stringify(next)}\n`;
-    const contents = Buffer.from(text).toString("base64");
     let base = expected;
     if (base === null) {
       // Creating the run: it must not exist yet; the branch may, for the graph's other runs. A new
       // branch is created holding the run, so that the graph's first run costs no extra write.
       let head = seen === undefined ? await this.head(graph) : seen;
       if (!head) {
-        const created = await this.createBranch(graph, file, text);
+        const created = await this.createBranch(graph, additions);
         if (created) {
-          this.cache.set(this.cacheKey(run), created, text);
+          this.cache.set(this.key(run), entry(created));
           return created;
         }
         head = await this.head(graph); // another writer created it first
         if (!head) return null;
       }
-      if (head.files.has(file)) return null;
+      if (head.names.has(dir) || head.names.has(legacy)) return null;
       base = head.oid;
     }
     try {
@@ -181,30 +312,57 @@ export class GitHubStateStore implements StateStore {
           branch: { repositoryNameWithOwner: `${this.owner}/${this.repo}`, branchName: stateBranch(graph) },
           expectedHeadOid: base,
           message: { headline: `${run}: state ${next.seq}${next.outcome ? ` (${next.outcome})` : ""}` },
-          fileChanges: { additions: [{ path: file, contents }] },
+          fileChanges: {
+            additions: additions.map((a) => ({
+              path: a.path,
+              contents: Buffer.from(a.contents).toString("base64"),
+            })),
+            // A run read in the earlier format is rewritten in this one, once.
+            ...(from?.buckets === 0 ? { deletions: [{ path: legacy }] } : {}),
+          },
         },
       });
-      this.cache.set(this.cacheKey(run), result.createCommitOnBranch.commit.oid, text);
-      return result.createCommitOnBranch.commit.oid;
+      const version = result.createCommitOnBranch.commit.oid;
+      this.cache.set(this.key(run), entry(version));
+      return version;
     } catch (error) {
-      this.cache.forget(this.cacheKey(run));
+      this.cache.forget(this.key(run), expected);
       if (isStale(error)) return null;
       throw error;
     }
   }
 
+  /** A round that wrote nothing gives the state back unchanged: the next handler borrows it again. */
+  release(run: string, state: RunState): void {
+    const entry = this.cache.get(this.key(run));
+    if (entry?.state === state) entry.lent = false;
+  }
+
+  private async head(graph: string): Promise<{ oid: string; names: Set<string> } | null> {
+    await this.runNumbers(graph);
+    return this.seen.get(graph) ?? null;
+  }
+
   /**
-   * Creates the orphan state branch with a README and the graph's first run document; its commit id,
-   * or null when another writer created the branch first.
+   * Creates the orphan state branch with a README and the graph's first run; its commit id, or null
+   * when another writer created the branch first.
    */
-  private async createBranch(graph: string, file: string, text: string): Promise<string | null> {
+  private async createBranch(
+    graph: string,
+    files: { path: string; contents: string }[],
+  ): Promise<string | null> {
     const readme = `Run state of the agentrelay graph '${graph}', written by the agentrelay app. Do not edit.\n`;
     const { data: tree } = await this.octokit.request("POST /repos/{owner}/{repo}/git/trees", {
       owner: this.owner,
       repo: this.repo,
       tree: [
         { path: "README.md", mode: "100644", type: "blob", content: readme },
-        { path: file, mode: "100644", type: "blob", content: text },
+        ...files.map((f) => ({
+          path: f.path,
+          mode: "100644" as const,
+          type: "blob" as const,
+          content: f.contents,
+        })),
       ],
     });
     const { data: commit } = await this.octokit.request("POST /repos/{owner}/{repo}/git/commits", {

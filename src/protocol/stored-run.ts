@@ -7,8 +7,12 @@ import type { RunSource } from "./run-source.ts";
 
 export type StoredRun = RunState & { source: RunSource };
 
-/** `<graph>/<n>` -> the graph and the run's document on the state branch (`run-<n>.json`). */
-export function runDocument(runKey: string): { graph: string; file: string } {
+/**
+ * `<graph>/<n>` -> the graph, the run's folder on the state branch (`run-<n>`, see state-layout.ts)
+ * and the one document it was stored as before that layout (`run-<n>.json`).
+ */
+export function runFolder(runKey: string): { graph: string; dir: string; legacy: string } {
   const slash = runKey.lastIndexOf("/");
-  return { graph: runKey.slice(0, slash), file: `run-${runKey.slice(slash + 1)}.json` };
+  const n = runKey.slice(slash + 1);
+  return { graph: runKey.slice(0, slash), dir: `run-${n}`, legacy: `run-${n}.json` };
 }

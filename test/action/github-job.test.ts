@@ -19,6 +19,8 @@ import {
   startScriptedModel,
   userPrompts,
 } from "../../src/scripted/model-server.ts";
+import { HOSTED_PER_TASK, type RunFiles, splitState } from "../../src/protocol/state-layout.ts";
+import type { RunState } from "../../src/engine/types.ts";
 import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
@@ -67,6 +69,30 @@ function stateJson(attempt: number, text = GRAPH): string {
   });
 }
 
+/** The run's files at the dispatched commit as GitHub's GraphQL API answers: folders, or one document. */
+function runFiles(document: string, legacy: boolean): RunFiles {
+  if (legacy) return { dir: null, legacy: { object: { text: document } } };
+  const state = JSON.parse(document) as RunState & { source: { text?: string } };
+  const parts = splitState(
+    { ...state, source: { ...state.source, text: undefined } } as RunState,
+    HOSTED_PER_TASK,
+    1,
+  );
+  const blob = (name: string, text: string) => ({ name, oid: `${name}-oid`, object: { text } });
+  return {
+    dir: {
+      object: {
+        entries: [
+          blob("graph.yaml", state.source.text!),
+          blob("run.json", parts.index),
+          { name: "tasks", object: { entries: [blob("000.json", parts.buckets.get(0)!)] } },
+        ],
+      },
+    },
+    legacy: null,
+  };
+}
+
 async function runJob(
   remoteUrl: string,
   attempt: number,
@@ -78,10 +104,15 @@ async function runJob(
   writeFileSync(files.output, "");
   writeFileSync(files.summary, "");
   nock("https://api.github.com")
-    .get("/repos/octo/demo/contents/run-1.json")
-    .query({ ref: `v${attempt}` })
+    .post(
+      "/graphql",
+      (body: { variables: Record<string, string> }) =>
+        body.variables.oid === `v${attempt}` && body.variables.dir === "run-1",
+    )
     .matchHeader("authorization", `token ${TOKEN}`)
-    .reply(200, stateJson(attempt, graphText));
+    // A retry reads a run stored in the earlier one-document format: jobs of runs started before the
+    // change of layout still find their state.
+    .reply(200, { data: { repository: { object: runFiles(stateJson(attempt, graphText), attempt === 2) } } });
   const env: Record<string, string> = {
     HOME: home,
     PATH: process.env.PATH!,

@@ -69,8 +69,52 @@ describe("the git ref store", () => {
     ]);
     const log = await git(repo, ["log", "--format=%s", stateRef("g/1")]);
     expect(log.split("\n")).toEqual(["g/1: state 2", "g/1: state 1"]);
-    const shown = JSON.parse(await git(repo, ["show", `${stateRef("g/1")}:state.json`]));
-    expect(shown.tasks.a.status).toBe("running");
+    // The index and one bucket of task records, each readable with git show.
+    const files = await git(repo, ["ls-tree", "-r", "--name-only", stateRef("g/1")]);
+    expect(files.split("\n")).toEqual(["run.json", "tasks/000.json"]);
+    const index = JSON.parse(await git(repo, ["show", `${stateRef("g/1")}:run.json`]));
+    expect(index.workstreams.x.status).toBe("active");
+    const tasks = JSON.parse(await git(repo, ["show", `${stateRef("g/1")}:tasks/000.json`]));
+    expect(tasks.tasks.a.status).toBe("running");
+  });
+
+  it("resumes a run stored in the earlier one-document format, and converts it on the next write", async () => {
+    const repo = await tempRepo();
+    const engine = createEngine(graph);
+    const { state } = engine.start(0);
+    // What the earlier store wrote: one state.json per commit.
+    const blob = await git(repo, ["hash-object", "-w", "--stdin"], JSON.stringify(state));
+    const tree = await git(repo, ["mktree"], `100644 blob ${blob}\tstate.json\n`);
+    const commit = await git(repo, ["commit-tree", tree, "-m", "g/1: state 1"]);
+    await git(repo, ["update-ref", stateRef("g/1"), commit]);
+
+    const store = new GitRefStateStore(repo);
+    expect((await store.load("g/1"))!.state).toEqual(state);
+    await drive(new RecordingHost(store, engine), "g/1", [
+      { type: "workstream_prepared", workstream: "x", at: 1 },
+    ]);
+    const files = await git(repo, ["ls-tree", "-r", "--name-only", stateRef("g/1")]);
+    expect(files.split("\n")).toEqual(["run.json", "tasks/000.json"]);
+    const resumed = (await new GitRefStateStore(repo).load("g/1"))!.state;
+    expect(resumed.tasks.a!.status).toBe("running");
+    expect(resumed.tasks.d).toEqual(state.tasks.d);
+  });
+
+  it("writes only the buckets whose tasks changed", async () => {
+    const repo = await tempRepo();
+    const wide = graphOf(
+      Array.from({ length: 200 }, (_, i) => ({ id: `t${i}`, ws: "x" })),
+      [{ id: "x", autoMerge: true }],
+    );
+    const engine = createEngine(wide);
+    const store = new GitRefStateStore(repo);
+    await startRun(store, engine, 0);
+    await drive(new RecordingHost(store, engine), "g/1", [
+      { type: "workstream_prepared", workstream: "x", at: 1 },
+    ]);
+    const changed = await git(repo, ["diff", "--name-only", `${stateRef("g/1")}~1`, stateRef("g/1")]);
+    // 200 tasks lie in 7 buckets; starting the first task changes the index and its bucket.
+    expect(changed.split("\n")).toEqual(["run.json", expect.stringMatching(/^tasks\/00\d\.json$/)]);
   });
 });
 

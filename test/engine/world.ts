@@ -93,10 +93,16 @@ export function runWorld(
       const event = pool[index]!;
       if (!delivery.duplicate()) pool.splice(index, 1);
       deliveries++;
-      const decision = engine.decide(state, { ...event, at: ++clock });
-      state = decision.state;
-      check(state, decision.effects);
-      decision.effects.forEach(execute);
+      // Applied as the driver does, so that stores writing only the touched tasks lose nothing.
+      const next = structuredClone(state);
+      const touched = new Set<string>();
+      const effects = engine.apply(next, { ...event, at: ++clock }, touched);
+      for (const id of Object.keys(next.tasks))
+        if (!touched.has(id) && JSON.stringify(next.tasks[id]) !== JSON.stringify(state.tasks[id]))
+          violations.push(`${event.type} changed task ${id} without touching it`);
+      state = next;
+      check(state, effects);
+      effects.forEach(execute);
     }
     if (state.outcome !== null || deliveries >= maxDeliveries) break;
     // A reviewer merges an open integration PR that pending work waits for, then any other one left

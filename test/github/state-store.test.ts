@@ -41,7 +41,15 @@ describe("the GitHub state store", () => {
     const started = await startRun(store, engine, 0);
     expect(started.created).toBe(true);
     expect(github.calls.find((c) => c.path.endsWith("/git/commits"))!.body).toMatchObject({ parents: [] });
-    expect(JSON.parse(github.file("agentrelay-state/g", "run-1.json")!)).toEqual(started.state);
+    // The run's folder: its index and its task records, readable with git show.
+    expect(JSON.parse(github.file("agentrelay-state/g", "run-1/run.json")!)).toMatchObject({
+      $layout: { version: 2, buckets: 1 },
+      tasks: {},
+    });
+    expect(JSON.parse(github.file("agentrelay-state/g", "run-1/tasks/000.json")!).tasks.a).toEqual(
+      started.state.tasks.a,
+    );
+    expect(github.state("g/1")).toEqual(started.state);
     // Read from GitHub, and from what this process just wrote (the version names the content).
     const loaded = await store.load("g/1", { fresh: true });
     expect(loaded).toEqual({ state: started.state, version: started.version });
@@ -82,6 +90,41 @@ describe("the GitHub state store", () => {
       ),
     );
     expect(hosts.flatMap((h) => h.once).filter((e) => e.type === "dispatch")).toHaveLength(1);
+  });
+
+  it("resumes a run stored as one document (the earlier format) and rewrites it in folders once", async () => {
+    const github = fakeGitHub();
+    const engine = createEngine(graph);
+    const { state } = engine.start(0);
+    github.commit("agentrelay-state/g", { "run-1.json": JSON.stringify(state) });
+    const store = new GitHubStateStore(octokit(), "octo", "demo");
+    expect((await store.load("g/1"))!.state).toEqual(state);
+    expect(await store.runNumbers("g")).toEqual([1]);
+    await drive(new RecordingHost(store, engine), "g/1", [
+      { type: "workstream_prepared", workstream: "default", at: 1 },
+    ]);
+    expect(writes(github).at(-1)!.fileChanges).toMatchObject({ deletions: [{ path: "run-1.json" }] });
+    expect(github.file("agentrelay-state/g", "run-1.json")).toBeUndefined();
+    const resumed = (await new GitHubStateStore(octokit(), "octo", "demo").load("g/1"))!.state;
+    expect(resumed.tasks.a!.status).toBe("running");
+    expect(resumed.tasks.b).toEqual(state.tasks.b);
+  });
+
+  it("writes the index and the touched task's bucket, not the run", async () => {
+    const github = fakeGitHub();
+    const wide = graphOf(Array.from({ length: 300 }, (_, i) => ({ id: `t${i}` })));
+    const engine = createEngine(wide);
+    const store = new GitHubStateStore(octokit(), "octo", "demo");
+    await startRun(store, engine, 0);
+    await drive(new RecordingHost(store, engine), "g/1", [
+      { type: "workstream_prepared", workstream: "default", at: 1 },
+    ]);
+    const paths = (writes(github).at(-1)!.fileChanges as { additions: { path: string }[] }).additions.map(
+      (a) => a.path,
+    );
+    // 300 tasks lie in 10 buckets: t0 started, so its bucket and the index change.
+    expect(paths).toEqual([expect.stringMatching(/^run-1\/tasks\/00\d\.json$/), "run-1/run.json"]);
+    expect(github.state("g/1").tasks.t0!.status).toBe("running");
   });
 
   it("does not create a run twice", async () => {

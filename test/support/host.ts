@@ -25,8 +25,17 @@ export class RecordingHost implements RunHost {
     return stored ? { ...stored, engine: this.engine } : null;
   }
 
-  compareAndSwap(run: string, expected: string | null, state: RunState): Promise<string | null> {
-    return this.store.compareAndSwap(run, expected, state);
+  compareAndSwap(
+    run: string,
+    expected: string | null,
+    state: RunState,
+    touched?: ReadonlySet<string>,
+  ): Promise<string | null> {
+    return this.store.compareAndSwap(run, expected, state, touched);
+  }
+
+  release(run: string, state: RunState): void {
+    this.store.release?.(run, state);
   }
 
   async repeatable(effect: EngineEffect): Promise<EngineEvent[]> {

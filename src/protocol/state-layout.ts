@@ -1,0 +1,186 @@
+/**
+ * How a run's state is laid out in git, so that an event reads and writes what it changes, not the
+ * whole run: a small index (everything but the per-task records) and the per-task records in
+ * buckets of about 32 tasks (a task's bucket is a hash of its id), all in one commit, written by one
+ * compare-and-swap. A 10,000-task run rewrites the index and a bucket or two per event, as a 300-task
+ * run does. Both hosts use it: the GitHub app on the state branch, local mode on its git ref.
+ *
+ *     run-<n>/run.json           the index (with the layout: format version and bucket count)
+ *     run-<n>/tasks/007.json     the records of the tasks in bucket 7, each per-task map by name
+ *
+ * Runs stored before (one `run-<n>.json` document) still load, and are rewritten in this layout by
+ * their next write.
+ */
+import type { RunState } from "../engine/types.ts";
+
+export const TASKS_PER_BUCKET = 32;
+
+/** The per-task maps of a local run: the engine's records and the fingerprints resume compares. */
+export const LOCAL_PER_TASK: PerTaskMaps = [["tasks"], ["taskFingerprints"]];
+/** A run the GitHub app hosts has those and its check runs' ids. */
+export const HOSTED_PER_TASK: PerTaskMaps = [...LOCAL_PER_TASK, ["github", "checkRuns"]];
+const LAYOUT_KEY = "$layout";
+
+/** Paths of the objects in a run state that are keyed by task id (`tasks`, and hosts' own). */
+export type PerTaskMaps = readonly (readonly string[])[];
+
+export interface Parts {
+  index: string;
+  /** Bucket number to its text. */
+  buckets: Map<number, string>;
+  /** The task ids in each bucket (fixed while the run's tasks are). */
+  members: string[][];
+}
+
+/** Buckets for a run of `tasks` tasks (fixed when the run is created). */
+export const bucketCount = (tasks: number): number => Math.max(1, Math.ceil(tasks / TASKS_PER_BUCKET));
+
+/**
+ * The bucket count to write a run with, given the count it has (0: none yet) and its tasks now: kept
+ * while the run has not outgrown it (a graph changed on resume may add tasks), else recounted, which
+ * rewrites every bucket once.
+ */
+export const keptBuckets = (current: number, tasks: number): number =>
+  current > 0 && bucketCount(tasks) <= 2 * current ? current : bucketCount(tasks);
+
+/** FNV-1a: a task's bucket, stable for its id. */
+export function bucketOf(id: string, count: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % count;
+}
+
+export const bucketPath = (bucket: number): string => `tasks/${String(bucket).padStart(3, "0")}.json`;
+
+const at = (root: unknown, path: readonly string[]): Record<string, unknown> | undefined => {
+  let node = root as Record<string, unknown> | undefined;
+  for (const key of path) node = node?.[key] as Record<string, unknown> | undefined;
+  return node;
+};
+
+/** The index: the state with its per-task maps emptied, and the layout it was written in. */
+export function indexText(state: RunState, perTask: PerTaskMaps, buckets: number): string {
+  return `${JSON.stringify(state, (_key, value: unknown) => {
+    // Each per-task map is written as {} here; its entries live in the buckets.
+    if (value !== null && typeof value === "object" && perTask.some((p) => at(state, p) === value)) return {};
+    return value;
+  }).replace(/^\{/, `{"${LAYOUT_KEY}":{"version":2,"buckets":${buckets}},`)}\n`;
+}
+
+/** The text of one bucket: each per-task map's entries for the bucket's tasks, in a stable order. */
+export function bucketText(state: RunState, perTask: PerTaskMaps, ids: readonly string[]): string {
+  const maps: Record<string, Record<string, unknown>> = {};
+  for (const path of perTask) {
+    const map = at(state, path) ?? {};
+    const entries: Record<string, unknown> = {};
+    for (const id of ids) if (map[id] !== undefined) entries[id] = map[id];
+    maps[path.join(".")] = entries;
+  }
+  return `${JSON.stringify(maps)}\n`;
+}
+
+/** Task ids by bucket, in the state's order. */
+export function tasksByBucket(state: RunState, buckets: number): string[][] {
+  const byBucket: string[][] = Array.from({ length: buckets }, () => []);
+  for (const id of Object.keys(state.tasks)) byBucket[bucketOf(id, buckets)]!.push(id);
+  return byBucket;
+}
+
+/** Every part of a state: its index and all its buckets. */
+export function splitState(state: RunState, perTask: PerTaskMaps, buckets: number): Parts {
+  const members = tasksByBucket(state, buckets);
+  return {
+    index: indexText(state, perTask, buckets),
+    buckets: new Map(members.map((ids, b) => [b, bucketText(state, perTask, ids)])),
+    members,
+  };
+}
+
+/** The layout an index was written in (null for a whole-state document of the earlier format). */
+export function layoutOf(text: string): { version: 2; buckets: number } | null {
+  const head = text.slice(0, 80);
+  const m = /^\{"\$layout":\{"version":2,"buckets":(\d+)\}/.exec(head);
+  return m ? { version: 2, buckets: Number(m[1]) } : null;
+}
+
+/** A state from its index and bucket texts. */
+export function joinState<S extends RunState>(
+  index: string,
+  buckets: Iterable<string>,
+  perTask: PerTaskMaps,
+): S {
+  const state = JSON.parse(index) as S & { [LAYOUT_KEY]?: unknown };
+  delete state[LAYOUT_KEY];
+  for (const text of buckets) {
+    const maps = JSON.parse(text) as Record<string, Record<string, unknown>>;
+    for (const path of perTask) Object.assign(at(state, path) ?? {}, maps[path.join(".")]);
+  }
+  return state;
+}
+
+/** A run's stored parts, as read: either layout. */
+export interface StoredParts {
+  /** Bucket count, or 0 for the earlier format's one document (then `index` is that document). */
+  buckets: number;
+  index: string;
+  bucketTexts: string[];
+  /** The pinned graph text, where the host stores one (the GitHub app does). */
+  graphText: string | null;
+  /** Names the pinned graph's content (its blob id), where known. */
+  graphKey: string | null;
+}
+
+/** The state the parts make, with the pinned graph text put back into its source where there is one. */
+export function stateOfParts<S extends RunState>(parts: StoredParts, perTask: PerTaskMaps): S {
+  if (parts.buckets === 0) return JSON.parse(parts.index) as S;
+  const state = joinState<S>(parts.index, parts.bucketTexts, perTask);
+  const source = (state as { source?: { text?: string } }).source;
+  if (source && parts.graphText !== null) source.text = parts.graphText;
+  return state;
+}
+
+/**
+ * The GraphQL selection of a run's files in a commit (GitHub's API), with `$dir` = `run-<n>` and
+ * `$legacy` = `run-<n>.json`: the app reads it at the branch head, the task Action at the commit it
+ * was dispatched at. Both read the answer with partsOfRunFiles.
+ */
+export const RUN_FILES = `dir: file(path: $dir) { object { ... on Tree { entries { name oid object {
+  ... on Blob { text } ... on Tree { entries { name object { ... on Blob { text } } } } } } } } }
+  legacy: file(path: $legacy) { object { ... on Blob { text } } }`;
+
+interface FileEntry {
+  name: string;
+  oid?: string;
+  object: { text?: string | null; entries?: FileEntry[] } | null;
+}
+
+export interface RunFiles {
+  dir?: { object: { entries?: FileEntry[] } | null } | null;
+  legacy?: { object: { text?: string | null } | null } | null;
+}
+
+export function partsOfRunFiles(files: RunFiles): StoredParts | null {
+  const entries = files.dir?.object?.entries;
+  const index = entries?.find((f) => f.name === "run.json")?.object?.text;
+  const layout = index ? layoutOf(index) : null;
+  if (entries && index && layout) {
+    const graph = entries.find((f) => f.name === "graph.yaml");
+    const buckets = new Map(
+      (entries.find((f) => f.name === "tasks")?.object?.entries ?? []).map((e) => [
+        `tasks/${e.name}`,
+        e.object?.text,
+      ]),
+    );
+    return {
+      buckets: layout.buckets,
+      index,
+      bucketTexts: Array.from({ length: layout.buckets }, (_, b) => buckets.get(bucketPath(b)) ?? "{}"),
+      graphText: graph?.object?.text ?? null,
+      graphKey: graph?.oid ?? null,
+    };
+  }
+  const document = files.legacy?.object?.text;
+  return document == null
+    ? null
+    : { buckets: 0, index: document, bucketTexts: [], graphText: null, graphKey: null };
+}
