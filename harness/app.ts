@@ -210,6 +210,8 @@ export async function runJob(
     summary: string;
     gates: { n: number; passed: boolean }[];
     gateOutput: string;
+    costUsd: number;
+    overBudget: boolean;
   }> = {},
 ): Promise<{ token: Record<string, unknown>; report: { status: number; body: Record<string, unknown> } }> {
   const { run, task, attempt } = dispatch.inputs as { run: string; task: string; attempt: string };
@@ -242,10 +244,11 @@ export async function runJob(
         opsConcerns: [],
         summary: result.summary ?? `did ${task}`,
         outputs: [],
-        costUsd: 0.25,
+        costUsd: result.costUsd ?? 0.25,
         turns: 3,
         gates: result.gates ?? [],
         ...(result.gateOutput ? { gateOutput: result.gateOutput } : {}),
+        ...(result.overBudget ? { overBudget: true } : {}),
         commit,
       },
     },

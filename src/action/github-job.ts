@@ -250,6 +250,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
       inputFiles,
       peers,
       ...(state.source.params ? { params: state.source.params } : {}),
+      capUsd: state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capUsd ?? null,
       claude: {
         bin: inputs.claudePath,
         env: { ...agentEnv(env), ...credentialEnv, DISABLE_AUTOUPDATER: "1" },
@@ -300,7 +301,8 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay"),
   );
 
-  await writeSummary(repoDir, inputs, result, pushed, Date.now() - started);
+  const capUsd = state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capUsd ?? null;
+  await writeSummary(repoDir, inputs, result, pushed, Date.now() - started, capUsd);
   core.setOutput("outcome", result.outcome);
   core.setOutput("cost-usd", result.costUsd.toFixed(4));
   core.setOutput("turns", String(result.turns));
@@ -315,6 +317,8 @@ async function writeSummary(
   result: AttemptResult,
   pushed: boolean,
   ms: number,
+  /** What the attempt was allowed to spend, when a budget applied. */
+  capUsd: number | null,
 ): Promise<void> {
   const stat = pushed ? (await gitRaw(repoDir, ["diff", "--stat", "HEAD~1", "HEAD"])).stdout.trim() : "";
   const gates = result.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ") || "none";
@@ -326,7 +330,10 @@ async function writeSummary(
           result.outcome + (result.reason ? `: ${result.reason}` : "") + (result.noPr ? " (no changes)" : ""),
       },
     ],
-    [{ data: "Cost", header: true }, { data: `$${result.costUsd.toFixed(4)}` }],
+    [
+      { data: "Cost", header: true },
+      { data: `$${result.costUsd.toFixed(4)}${capUsd != null ? ` of its cap $${capUsd.toFixed(4)}` : ""}` },
+    ],
     [{ data: "Turns", header: true }, { data: String(result.turns) }],
     [{ data: "Gate runs", header: true }, { data: gates }],
     [{ data: "Duration", header: true }, { data: `${Math.round(ms / 1000)} s` }],

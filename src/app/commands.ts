@@ -1,6 +1,6 @@
 /**
  * Slash commands in comments (`/agentrelay status | retry TASK | cancel [TASK] | reset TASK |
- * run FILE key=value...`), accepted only from people with write access (asked of the API; bots are
+ * budget +USD [WORKSTREAM|TASK] | run FILE key=value...`), accepted only from people with write access (asked of the API; bots are
  * ignored unless allow-listed), answered with a reaction and a reply; and a task check run's
  * "Re-run" button, which retries the task.
  */
@@ -14,11 +14,17 @@ import { startGraph } from "./push.ts";
 import { reconcileRun } from "./reconcile.ts";
 
 export interface SlashCommand {
-  verb: "status" | "retry" | "cancel" | "reset" | "run";
+  verb: "status" | "retry" | "cancel" | "reset" | "run" | "budget";
   args: string[];
 }
 
-const VERBS = new Set(["status", "retry", "cancel", "reset", "run"]);
+const VERBS = new Set(["status", "retry", "cancel", "reset", "run", "budget"]);
+
+/** `+5`, `+$0.50`: an amount to add, or null. */
+const amountOf = (text: string | undefined): number | null => {
+  const m = /^\+\$?(\d+(?:\.\d+)?)$/.exec(text ?? "");
+  return m && Number(m[1]) > 0 ? Number(m[1]) : null;
+};
 
 /** Commands on their own lines, outside code fences and quotes (quoted text is someone else's). */
 export function parseCommands(body: string): SlashCommand[] {
@@ -113,13 +119,34 @@ export async function onComment(context: Context<"issue_comment.created">, confi
       );
       continue;
     }
-    const event: EngineEvent = {
-      type: "command",
-      command: command.verb,
-      ...(command.args[0] ? { task: command.args[0] } : {}),
-      by: sender.login,
-      at: Date.now(),
-    };
+    let event: EngineEvent;
+    if (command.verb === "budget") {
+      const usd = amountOf(command.args[0]);
+      if (usd === null) {
+        await reply("Usage: `/agentrelay budget +USD [WORKSTREAM|TASK]`, e.g. `/agentrelay budget +5`");
+        continue;
+      }
+      const target = command.args[1];
+      // Named by the comment, so that a delivery GitHub repeats raises the budget once.
+      const id = `comment-${comment.id}-${commands.indexOf(command)}`;
+      event = {
+        type: "command",
+        command: "budget",
+        usd,
+        ...(target ? { target } : {}),
+        id,
+        by: sender.login,
+        at: Date.now(),
+      };
+    } else {
+      event = {
+        type: "command",
+        command: command.verb,
+        ...(command.args[0] ? { task: command.args[0] } : {}),
+        by: sender.login,
+        at: Date.now(),
+      };
+    }
     await driver.drive(runKey, [event], { origin: { issueNumber: issue.number } });
   }
 }

@@ -2,6 +2,7 @@
  * Runs Claude Code headless (`claude -p ... --output-format stream-json --verbose`) with a wall-clock
  * limit, streams its progress to a log, and reads turns, cost and the final answer from its result.
  */
+import { usd } from "../engine/budget.ts";
 import { runBounded } from "./bounded.ts";
 
 export interface ClaudeOptions {
@@ -17,6 +18,8 @@ export interface ClaudeOptions {
   timeoutMs: number;
   /** Continue this session (the same conversation) instead of starting a new one. */
   resume?: string | null;
+  /** What this call may spend, in US dollars (`--max-budget-usd`); absent: no cap. */
+  maxBudgetUsd?: number | null;
   /** Called with each line of progress, for the job log. */
   log: (line: string) => void;
   /** Stops Claude Code early; `reason` says why (the credential was refused, say). */
@@ -33,6 +36,8 @@ export interface ClaudeResult {
   turns: number;
   costUsd: number;
   error: string | null;
+  /** Stopped because its budget (--max-budget-usd) was spent. */
+  overBudget: boolean;
 }
 
 function describe(message: { type?: string; message?: { content?: unknown[] } }): string[] {
@@ -65,6 +70,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
   for (const dir of options.addDirs) args.push("--add-dir", dir);
   if (options.model) args.push("--model", options.model);
   if (options.resume) args.push("--resume", options.resume);
+  if (options.maxBudgetUsd != null) args.push("--max-budget-usd", options.maxBudgetUsd.toFixed(6));
 
   let buffer = "";
   let result: Record<string, unknown> | null = null;
@@ -115,16 +121,19 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
     finalText: r?.result ?? "",
     turns: r?.num_turns ?? 0,
     costUsd: r?.total_cost_usd ?? 0,
+    overBudget: r?.subtype === "error_max_budget_usd",
     error: stopped
       ? stopped
       : failed
         ? run.timedOut
           ? `Claude Code did not finish within ${Math.round(options.timeoutMs / 1000)} s`
-          : r?.subtype && r.subtype !== "success"
-            ? `Claude Code stopped: ${r.subtype}`
-            : r?.is_error && r.result
-              ? `Claude Code failed: ${r.result.trim().split("\n")[0]}`
-              : `Claude Code exited with code ${run.code}${stderr ? `: ${stderr.split("\n").slice(-3).join(" ")}` : ""}`
+          : r?.subtype === "error_max_budget_usd"
+            ? `stopped at its budget of ${usd(options.maxBudgetUsd ?? 0)} (Claude Code spent ${usd(r.total_cost_usd ?? 0)})`
+            : r?.subtype && r.subtype !== "success"
+              ? `Claude Code stopped: ${r.subtype}`
+              : r?.is_error && r.result
+                ? `Claude Code failed: ${r.result.trim().split("\n")[0]}`
+                : `Claude Code exited with code ${run.code}${stderr ? `: ${stderr.split("\n").slice(-3).join(" ")}` : ""}`
         : null,
   };
 }

@@ -9,6 +9,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
+import { MIN_ATTEMPT_USD, usd } from "../engine/budget.ts";
 import type { Graph, Task } from "../graph/model.ts";
 import { git, gitRaw } from "./git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
@@ -62,6 +63,8 @@ export interface AttemptInputs {
   loopCap?: number;
   /** A Claude session to continue (cyberian's agent_lifecycle `reuse`), instead of starting a new one. */
   resumeSession?: string | null;
+  /** What the whole attempt may spend, in US dollars (every Claude Code call of it together). */
+  capUsd?: number | null;
 }
 
 export interface AttemptContext extends AttemptInputs {
@@ -72,6 +75,19 @@ export interface AttemptContext extends AttemptInputs {
 
 /** What the attempt reports (the wire format), and the agent's session for a later step that continues it. */
 export type AttemptResult = AttemptReportResult & { sessionId: string | null };
+
+/** A Claude Code call not made (the attempt's budget has nothing left for it). */
+const NOT_RUN: ClaudeResult = {
+  ok: false,
+  timedOut: false,
+  exitCode: null,
+  sessionId: null,
+  finalText: "",
+  turns: 0,
+  costUsd: 0,
+  error: null,
+  overBudget: true,
+};
 
 /** The result of an attempt that failed before the agent could hand anything back. */
 export function failedAttempt(reason: string): AttemptResult {
@@ -87,6 +103,7 @@ export function failedAttempt(reason: string): AttemptResult {
     turns: 0,
     gates: [],
     gateOutput: null,
+    overBudget: false,
     commit: null,
     sessionId: null,
   };
@@ -237,8 +254,17 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
   const extraOps: string[] = [];
   const reviewConcerns: string[] = [];
   let lastSession: string | null = null;
-  const agent = (prompt: string, resume: string | null): Promise<ClaudeResult> =>
-    runClaudeCode({
+  let overBudget = false;
+  const agent = async (prompt: string, resume: string | null): Promise<ClaudeResult> => {
+    const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
+    if (left !== null && left < MIN_ATTEMPT_USD) {
+      overBudget = true;
+      return {
+        ...NOT_RUN,
+        error: `stopped at its budget of ${usd(ctx.capUsd!)}: nothing left for another agent call`,
+      };
+    }
+    return runClaudeCode({
       bin: ctx.claude.bin,
       cwd: ctx.repoDir,
       env,
@@ -249,14 +275,17 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       addDirs: [ctx.workDir],
       timeoutMs: ctx.claude.timeoutMs,
       resume,
+      maxBudgetUsd: left,
       log: ctx.log,
       stop: ctx.stop,
     }).then((r) => {
       turns += r.turns;
       costUsd += r.costUsd;
+      overBudget ||= r.overBudget;
       lastSession = r.sessionId ?? lastSession;
       return r;
     });
+  };
 
   const finish = async (outcome: "succeeded" | "failed", reason: string | null): Promise<AttemptResult> => {
     const signals = readSignals(ctx.workDir, ctx.attempt);
@@ -287,6 +316,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       turns,
       gates,
       gateOutput: outcome === "failed" ? gateOutput : null,
+      overBudget: outcome === "failed" && overBudget,
       commit,
       sessionId: lastSession,
     };

@@ -3,6 +3,7 @@
  * command's module is loaded when it runs, so that `agentrelay validate` loads the graph loader and
  * nothing else. Exit codes: 0 ok, 1 invalid input or a failed run, 2 usage error.
  */
+import { randomUUID } from "node:crypto";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { closest, distance } from "fastest-levenshtein";
 import { formatIssue, GraphError } from "../graph/errors.ts";
@@ -83,6 +84,25 @@ function steering(
   };
 }
 
+/** An amount of US dollars given on the command line (`5`, `+5`, `$0.50`), or undefined if absent. */
+function dollars(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const amount = Number(text.replace(/^\+?\$?/, ""));
+  if (!(amount > 0) || !Number.isFinite(amount))
+    throw new UsageError(
+      `${flag} expects an amount of US dollars greater than 0, e.g. 5 or 0.50, got '${text}'`,
+    );
+  return amount;
+}
+
+/** `budget +USD [TARGET]` as a steering command, named once so that it applies once. */
+function budgetCommand(amount: string, target: string | undefined) {
+  if (!amount.startsWith("+"))
+    throw new UsageError(`say how much to add with a plus sign, e.g. +5 (got '${amount}')`);
+  const usd = dollars("budget", amount)!;
+  return { command: "budget" as const, usd, ...(target ? { target } : {}), id: randomUUID() };
+}
+
 const COMMANDS: Record<string, Command> = {
   validate: {
     usage: "validate FILE...",
@@ -139,19 +159,39 @@ const COMMANDS: Record<string, Command> = {
   retry: steering("retry", "retry FILE TASK", "run a failed or cancelled task again", [2, 2]),
   cancel: steering("cancel", "cancel FILE [TASK]", "cancel a task, or the whole run", [1, 2]),
   reset: steering("reset", "reset FILE TASK", "undo the tip task of a workstream and run it afresh", [2, 2]),
+  budget: {
+    usage: `budget FILE +USD [WORKSTREAM|TASK] --repo DIR ${RUN_FLAGS}`,
+    summary:
+      "raise the run's budget (or a workstream's or task's) and go on (a live runner applies it; otherwise the run resumes here)",
+    options: RUN_OPTIONS,
+    positionals: [2, 3],
+    run: async ([file, amount, target], values, io) =>
+      (await import("./commands/steer.ts")).steerCommand(
+        file!,
+        budgetCommand(amount!, target),
+        runOptions("budget", values),
+        io,
+      ),
+  },
   simulate: {
-    usage: "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]",
+    usage: "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--cost-per-attempt USD] [--json]",
     summary: "run the engine with simulated agents: what happens if a task fails?",
     options: {
       fail: { type: "string", multiple: true, default: [] },
       concern: { type: "string", multiple: true, default: [] },
+      "cost-per-attempt": { type: "string" },
       json: { type: "boolean" },
     },
     positionals: [1, 1],
     run: async ([file], values, io) =>
       (await import("./commands/simulate.ts")).simulateCommand(
         file!,
-        { fail: list(values.fail), concern: list(values.concern), json: values.json === true },
+        {
+          fail: list(values.fail),
+          concern: list(values.concern),
+          json: values.json === true,
+          costPerAttempt: dollars("--cost-per-attempt", str(values["cost-per-attempt"])),
+        },
         io,
       ),
   },

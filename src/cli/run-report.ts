@@ -3,6 +3,7 @@
  * waits for and what to do; each task with its cost and reason, and the end of a failed gate's
  * output; each workstream with where its work is and why it stopped.
  */
+import { spendLine, waitsOnBudget } from "../engine/budget.ts";
 import type { RunState } from "../engine/types.ts";
 import { type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
 
@@ -14,6 +15,9 @@ const indent = (text: string, prefix: string) =>
 
 /** What a run that has not finished waits for, as one line that says what to do. */
 export function waitingFor(state: RunState, graph: Graph): string {
+  const budgets = waitsOnBudget(state);
+  if (budgets.length > 0 && state.candidates.length > 0)
+    return `waiting for budget: ${budgets.join("; ")}; raise it with \`agentrelay budget FILE +USD [WORKSTREAM|TASK] --repo DIR\``;
   const open = graph.workstreams.filter((w) => state.workstreams[w.id]?.status === "pr_open");
   if (open.length === 0) return "not finished: run the same command again to go on";
   const merges = open.map((w) => `${integrationBranch(graph.name, w.id)} into ${w.mergeTargetBranch}`);
@@ -45,7 +49,9 @@ export function runReport(state: RunState, repo: string, graph: Graph): string {
   }
   lines.push(
     "",
-    `Cost: $${cost.toFixed(4)}`,
+    state.budget || graph.settings.maxCostUsd !== null
+      ? spendLine(state, graph)
+      : `Cost: $${cost.toFixed(4)}`,
     `Work: task branches ${taskBranch(graph.name, "<task>")} in ${repo}`,
     `State: git log -p refs/agentrelay/runs/${state.runKey} (in ${repo})`,
   );

@@ -3,6 +3,7 @@
  * than the current one, and facts already recorded, change nothing.
  */
 import { Blocking } from "./blocking.ts";
+import { budgetSpentFor, charge, unreserve } from "./budget.ts";
 import { applyCommand } from "./commands.ts";
 import type { Step } from "./step.ts";
 import type { EngineEvent, TaskRun } from "./types.ts";
@@ -73,8 +74,9 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       }
       if (record.outcome === null) {
         record.outcome = "succeeded";
-        record.costUsd = event.costUsd ?? null;
+        charge(step, event.task, record, event.costUsd);
         record.turns = event.turns ?? null;
+        unreserve(step, event.task, record);
         step.changed = true;
       }
       if (t.status !== "running") return;
@@ -95,13 +97,20 @@ export function applyEvent(step: Step, event: EngineEvent): void {
     }
     case "job_failed": {
       const record = runningAttempt(event.task, event.attempt);
-      if (!record) return;
+      if (!record) {
+        // An attempt stopped before it reported (cancelled) still spent what it spent.
+        const stopped = known(event.task) ? step.task(event.task).attempts[event.attempt - 1] : undefined;
+        if (stopped) charge(step, event.task, stopped, event.costUsd);
+        return;
+      }
       const kind = event.kind ?? "failed";
       record.outcome = kind;
       record.reason = event.reason;
-      if (event.costUsd != null) record.costUsd = event.costUsd;
+      charge(step, event.task, record, event.costUsd);
       if (event.turns != null) record.turns = event.turns;
       if (event.gateOutput) record.gateOutput = event.gateOutput;
+      // Stopped by a budget that is now spent: not the task's failure; it waits for the budget.
+      if (event.overBudget && budgetSpentFor(step, event.task, record)) step.task(event.task).attemptBase++;
       step.failTask(
         event.task,
         event.reason,

@@ -1,9 +1,10 @@
 /**
- * User commands as events: `retry TASK`, `cancel [TASK]`, `reset TASK`. Each answers with a `reply`
+ * User commands as events: `retry TASK`, `cancel [TASK]`, `reset TASK`, `budget +USD [TARGET]`. Each answers with a `reply`
  * effect; a command that does not apply changes nothing and says why.
  */
 import { isTaskActive, isTaskTerminal } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
+import { raiseBudget } from "./budget.ts";
 import type { Step } from "./step.ts";
 import type { EngineEvent } from "./types.ts";
 
@@ -11,14 +12,21 @@ type Command = Extract<EngineEvent, { type: "command" }>;
 
 export function applyCommand(step: Step, event: Command): void {
   const { state, plan } = step;
+  const target = event.command === "budget" ? event.target : event.task;
   const reply = (ok: boolean, message: string) =>
     step.emit({
       type: "reply",
-      key: step.key("command", event.at, event.command, event.task ?? "run"),
+      key: step.key("command", event.at, event.command, target ?? "run"),
       ok,
       message,
     });
   const who = event.by ? ` by @${event.by}` : "";
+
+  if (event.command === "budget") {
+    const answer = raiseBudget(step, event);
+    if (answer) reply(...answer);
+    return;
+  }
 
   if (event.command === "cancel" && event.task === undefined) {
     if (state.cancelled || state.outcome !== null) return reply(false, "the run has already finished");

@@ -36,9 +36,14 @@ export interface Decision {
 }
 
 /** Stable content hash of a graph, to tell whether a run still follows the same definition. */
+/** Budget keys left unset are not part of a fingerprint, so runs from before budgets keep theirs. */
+const BUDGET_KEYS = new Set(["maxCostUsd", "maxAttemptCostUsd"]);
+const unsetBudgetsLeftOut = (key: string, value: unknown) =>
+  value === null && BUDGET_KEYS.has(key) ? undefined : value;
+
 export function graphFingerprint(graph: Graph): string {
   const { file: _file, ...content } = graph;
-  return createHash("sha256").update(JSON.stringify(content)).digest("hex").slice(0, 16);
+  return createHash("sha256").update(JSON.stringify(content, unsetBudgetsLeftOut)).digest("hex").slice(0, 16);
 }
 
 export interface Engine {
@@ -172,7 +177,7 @@ export function childWorkstreams(graph: Graph): Map<string, string[]> {
 }
 
 export function taskFingerprint(task: Task): string {
-  return createHash("sha256").update(JSON.stringify(task)).digest("hex").slice(0, 12);
+  return createHash("sha256").update(JSON.stringify(task, unsetBudgetsLeftOut)).digest("hex").slice(0, 12);
 }
 
 export function newTaskRun(waitingOn: number): TaskRun {

@@ -6,6 +6,7 @@
  * when, and only when, a pending task needs it merged to go on, as a person watching the run would.
  */
 import type { Graph } from "../graph/model.ts";
+import { usd, waitsOnBudget } from "./budget.ts";
 import { createEngine, type EngineOptions } from "./engine.ts";
 import type { EngineEffect, EngineEvent, Outcome, PullRequest, RunState } from "./types.ts";
 
@@ -18,6 +19,8 @@ export interface SimulateOptions {
   noChanges?: Set<string>;
   /** Let a simulated reviewer merge integration PRs that block pending work (default true). */
   reviewerMerges?: boolean;
+  /** What each attempt spends, in US dollars (an attempt whose cap is less is stopped at its cap). */
+  costPerAttempt?: number;
   engine?: EngineOptions;
 }
 
@@ -42,7 +45,12 @@ const MINUTE = 60_000;
 /** What a simulated world answers to an effect: the facts an adapter would report back. */
 export function simulatedResponse(
   effect: EngineEffect,
-  world: { failures: Map<string, number>; concerns: Set<string>; noChanges?: Set<string> | undefined },
+  world: {
+    failures: Map<string, number>;
+    concerns: Set<string>;
+    noChanges?: Set<string> | undefined;
+    costPerAttempt?: number | undefined;
+  },
   at: number,
   pullRequest: (key: string) => PullRequest,
 ): EngineEvent[] {
@@ -50,17 +58,21 @@ export function simulatedResponse(
     case "prepare_workstream":
       return [{ type: "workstream_prepared", workstream: effect.workstream, at }];
     case "dispatch": {
-      const { task, attempt } = effect;
+      const { task, attempt, capUsd } = effect;
       const started: EngineEvent = { type: "job_started", task, attempt, at };
+      const cost = world.costPerAttempt;
+      const spent = cost === undefined ? {} : { costUsd: Math.min(cost, capUsd ?? Infinity) };
+      if (cost !== undefined && capUsd !== undefined && cost > capUsd) {
+        const reason = `stopped at its budget of ${usd(capUsd)}`;
+        return [started, { type: "job_failed", task, attempt, reason, overBudget: true, ...spent, at }];
+      }
       if (attempt <= (world.failures.get(task) ?? 0)) {
-        return [started, { type: "job_failed", task, attempt, reason: "simulated failure", at }];
+        return [started, { type: "job_failed", task, attempt, reason: "simulated failure", ...spent, at }];
       }
       const concerns = world.concerns.has(task) ? ["simulated design concern"] : [];
       const noPr = world.noChanges?.has(task) ?? false;
-      return [
-        started,
-        { type: "job_succeeded", task, attempt, concerns, noPr, summary: `simulated work for ${task}`, at },
-      ];
+      const summary = `simulated work for ${task}`;
+      return [started, { type: "job_succeeded", task, attempt, concerns, noPr, summary, ...spent, at }];
     }
     case "open_task_pr":
       return [{ type: "task_pr_opened", task: effect.task, pr: pullRequest(effect.key), at }];
@@ -83,6 +95,7 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
     failures: options.failures ?? new Map<string, number>(),
     concerns: options.concerns ?? new Set<string>(),
     noChanges: options.noChanges,
+    costPerAttempt: options.costPerAttempt,
   };
   let clock = 0;
   let eventCount = 0;
@@ -113,8 +126,11 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
   return { state, outcome: state.outcome ?? outcomeOf(state), eventCount, reviewerMerged };
 }
 
-/** What a simulated run ended as: its outcome, or waiting while an integration PR awaits a person. */
-export type SimulatedOutcome = Outcome | "waiting_for_review";
+/**
+ * What a simulated run ended as: its outcome, or waiting while an integration PR awaits a person or
+ * while a spent budget holds work back.
+ */
+export type SimulatedOutcome = Outcome | "waiting_for_review" | "waiting_for_budget";
 
 /** An open integration PR that a pending task waits for, in workstream order. */
 export function neededIntegration(state: RunState, upstream: Map<string, string[]>): string | undefined {
@@ -132,6 +148,7 @@ export function neededIntegration(state: RunState, upstream: Map<string, string[
  */
 export function outcomeOf(state: RunState): SimulatedOutcome {
   if (state.cancelled) return "cancelled";
+  if (state.candidates.length > 0 && waitsOnBudget(state).length > 0) return "waiting_for_budget";
   if (Object.values(state.workstreams).some((w) => w.status === "pr_open")) return "waiting_for_review";
   const failed =
     Object.values(state.tasks).some(
@@ -150,7 +167,9 @@ export function simulationJson(result: SimulationResult): object {
       ...(e.task !== undefined ? { task: e.task } : {}),
       ...(e.workstream !== undefined ? { workstream: e.workstream } : {}),
       ...(e.attempt !== undefined ? { attempt: e.attempt } : {}),
+      ...(e.type.startsWith("budget_") ? { detail: e.detail } : {}),
     })),
+    ...(state.budget ? { spentUsd: Math.round(state.budget.run.spentUsd * 10_000) / 10_000 } : {}),
     tasks: Object.fromEntries(
       Object.entries(state.tasks).map(([id, t]) => [id, { status: t.status, attempts: t.attempt }]),
     ),

@@ -6,6 +6,7 @@
 import type { Plan } from "../plan/plan.ts";
 import { isTaskActive, isTaskTerminal, mayStart, type StatusView } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
+import { allowance, noteSpent, reserve, unreserve } from "./budget.ts";
 import type { EngineEffect, RunState, TaskRun, TimelineEntry, WorkstreamRun } from "./types.ts";
 
 /** Mutable view of one `apply` call: collects effects and records whether anything changed. */
@@ -104,6 +105,7 @@ export class Step {
   release(id: string): void {
     const t = this.task(id);
     if (!isTaskActive(t.status)) return;
+    unreserve(this, id, t.attempts[t.attempt - 1]);
     this.state.active--;
     const ws = this.workstreamOf(id);
     if (ws.activeTask === id) ws.activeTask = null;
@@ -246,11 +248,17 @@ export class Step {
         }
         continue;
       }
-      this.dispatch(id);
+      const allowed = allowance(this, id);
+      if ("spent" in allowed) {
+        noteSpent(this, allowed.scope, allowed.spent, id);
+        continue;
+      }
+      if ("waits" in allowed) continue; // until running attempts give back what they hold
+      this.dispatch(id, allowed.capUsd);
     }
   }
 
-  dispatch(id: string): void {
+  dispatch(id: string, capUsd: number | null = null): void {
     const t = this.task(id);
     const ws = this.workstreamOf(id);
     this.removeCandidate(id);
@@ -269,6 +277,7 @@ export class Step {
       pushedSha: null,
       gates: [],
     });
+    reserve(this, id, t.attempts[t.attempt - 1]!, capUsd);
     ws.activeTask = id;
     if (ws.status === "pending") ws.status = "active";
     this.state.active++;
@@ -279,7 +288,13 @@ export class Step {
       attempt: t.attempt,
       workstream: this.plan.tasks.get(id)!.workstreamId,
     });
-    this.emit({ type: "dispatch", key: this.key(id, t.attempt), task: id, attempt: t.attempt });
+    this.emit({
+      type: "dispatch",
+      key: this.key(id, t.attempt),
+      task: id,
+      attempt: t.attempt,
+      ...(capUsd !== null ? { capUsd } : {}),
+    });
   }
 
   /** Ends the run once every task is terminal and every integration has landed, failed or been skipped. */

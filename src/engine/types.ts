@@ -2,6 +2,7 @@
  * Run state, events (facts) and effects (commands for adapters). All plain serialisable data.
  */
 import type { TaskStatus, WorkstreamStatus } from "../plan/readiness.ts";
+import type { BudgetState } from "./budget.ts";
 
 export type { TaskStatus, WorkstreamStatus };
 
@@ -30,6 +31,10 @@ export interface AttemptRecord {
   gates: { n: number; passed: boolean }[];
   /** The end of the output of the gate that failed the attempt. */
   gateOutput?: string;
+  /** What the attempt may spend (Claude Code's --max-budget-usd); null or absent: no cap. */
+  capUsd?: number | null;
+  /** The part of the cap still held against the budgets while the attempt runs. */
+  reservedUsd?: number;
 }
 
 export interface TaskRun {
@@ -52,6 +57,8 @@ export interface TaskRun {
   summary: string | null;
   outputs: { path: string; action: string; category: string }[];
   mergedAt: number | null;
+  /** Added to the task's max_cost_usd by `budget` commands. */
+  budgetRaisedUsd?: number;
 }
 
 export type IntegrationState = "none" | "opening" | "open" | "merged" | "skipped" | "closed";
@@ -93,7 +100,9 @@ export type TimelineType =
   | "integration_opened"
   | "integration_merged"
   | "integration_skipped"
-  | "run_finished";
+  | "run_finished"
+  | "budget_exhausted"
+  | "budget_raised";
 
 export interface RunState {
   schemaVersion: 1;
@@ -124,6 +133,8 @@ export interface RunState {
   outcome: Outcome | null;
   finishedAt: number | null;
   timeline: TimelineEntry[];
+  /** Spend against budgets (absent until an attempt has a cap or a cost). */
+  budget?: BudgetState;
 }
 
 /** Facts reported by adapters and users. `at` is milliseconds since the epoch (or a simulated clock). */
@@ -158,6 +169,8 @@ export type EngineEvent =
       turns?: number | null;
       /** The end of the failed gate's output, when a gate failed the attempt. */
       gateOutput?: string;
+      /** Stopped because it spent its cap: when a budget is then spent, the task waits, not fails. */
+      overBudget?: boolean;
     }
   | { type: "task_branch_pushed"; task: string; attempt: number; sha: string; at: number }
   | {
@@ -184,11 +197,17 @@ export type EngineEvent =
   | { type: "integration_failed"; workstream: string; reason: string; at: number }
   | { type: "integration_merge_failed"; workstream: string; reason: string; at: number }
   | { type: "command"; command: "retry" | "cancel" | "reset"; task?: string; by?: string; at: number }
+  /**
+   * Raises a budget by `usd`: the run's, or a workstream's or task's (`target`). `id` names the
+   * request (a comment), so that one delivered twice raises once.
+   */
+  | { type: "command"; command: "budget"; usd: number; target?: string; id: string; by?: string; at: number }
   | { type: "tick"; at: number };
 
 export type EngineEffect =
   | { type: "prepare_workstream"; key: string; workstream: string }
-  | { type: "dispatch"; key: string; task: string; attempt: number }
+  /** `capUsd`: what the attempt may spend (Claude Code's --max-budget-usd), when a budget applies. */
+  | { type: "dispatch"; key: string; task: string; attempt: number; capUsd?: number }
   | { type: "cancel_attempt"; key: string; task: string; attempt: number }
   | { type: "open_task_pr"; key: string; task: string; attempt: number }
   | { type: "merge_task_pr"; key: string; task: string; pr: PullRequest }

@@ -251,7 +251,8 @@ class GitHubHost implements RunHost<HostedRun> {
     for (const fact of round.changed)
       if (fact.type === "job_succeeded" || fact.type === "job_failed" || fact.type === "job_lost")
         verdicts.set(fact.task, fact.attempt);
-    for (const [task, attempt] of verdicts) await taskCheckRun(this.ctx, run, task, attempt);
+    for (const [task, attempt] of verdicts)
+      await taskCheckRun(this.ctx, run, task, attempt, engine.plan.graph);
     await mirrorStatus(this.ctx, run, engine);
     this.statusDue = this.refreshStatus || (this.editsStatus && this.driver.statusDue(run, round.effects));
     if (this.statusDue) github.statusAt = this.ctx.now();

@@ -2,7 +2,9 @@
  * What the app shows people, projected from the run state (never read back as truth): the run's
  * tracking issue and status comments, and one check run per task on the graph's commit.
  */
+import { spendLine } from "../engine/budget.ts";
 import type { Engine } from "../engine/engine.ts";
+import type { Graph } from "../graph/model.ts";
 import { jobUrl, type RepoContext, repoPage } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { agentText, taskCost } from "./render.ts";
@@ -92,7 +94,13 @@ const CONCLUSION = {
 } as const;
 
 /** Creates or updates the task's check run with its latest attempt's verdict. */
-export async function taskCheckRun(ctx: RepoContext, run: HostedRun, task: string, n: number): Promise<void> {
+export async function taskCheckRun(
+  ctx: RepoContext,
+  run: HostedRun,
+  task: string,
+  n: number,
+  graph: Graph,
+): Promise<void> {
   const t = run.tasks[task]!;
   const attempt = t.attempts[n - 1];
   if (!attempt?.outcome) return;
@@ -101,7 +109,7 @@ export async function taskCheckRun(ctx: RepoContext, run: HostedRun, task: strin
   const summary = [
     `Attempt ${attempt.n} ${attempt.outcome}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
     "",
-    `Cost $${(attempt.costUsd ?? 0).toFixed(2)} (task total $${taskCost(t).toFixed(2)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
+    `Cost $${(attempt.costUsd ?? 0).toFixed(2)}${attempt.capUsd != null ? ` of its cap $${attempt.capUsd.toFixed(2)}` : ""} (task total $${taskCost(t).toFixed(2)}; run: ${spendLine(run, graph)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
     ...(job ? ["", `[The job's log](${job})`] : []),
     ...(attempt.gateOutput
       ? ["", "### Gate output (end)", "```text", agentText(attempt.gateOutput, 2_000), "```"]

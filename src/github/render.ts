@@ -8,6 +8,7 @@ import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/plan.ts";
+import { budgetsText } from "../engine/budget.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 
 /** GitHub refuses comment and check-run bodies over 65,536 characters. */
@@ -192,6 +193,12 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
     "",
     `**Dispatched first**: ${first.length ? idList(first, 20, (id) => `\`${id}\` → \`${taskBranch(graph.name, id)}\``) : "nothing"}`,
   ];
+  const budgets = budgetsText(graph);
+  if (budgets)
+    head.push(
+      "",
+      `**${budgets.replace(": ", "**: ")}. A spent budget holds the run until \`/agentrelay budget +USD\`.`,
+    );
   let room = budget - head.join("\n").length;
   const chart = mermaidChart(plan);
   const chartLines =

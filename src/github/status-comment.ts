@@ -8,6 +8,7 @@
 import type { RunState, TaskRun } from "../engine/types.ts";
 import { type ChartLevel, mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/plan.ts";
+import { spendLine, waitsOnBudget } from "../engine/budget.ts";
 import { agentText, BODY_LIMIT, duration, statusMarker, taskCost, takeLines } from "./render.ts";
 
 export interface StatusLinks {
@@ -32,10 +33,12 @@ export function runHeadline(state: RunState): string {
     ? state.outcome.replace(/_/g, " ")
     : state.cancelled
       ? "cancelling"
-      : Object.values(state.workstreams).some((w) => w.status === "pr_open") &&
-          !Object.values(state.tasks).some((t) => t.status === "running" || t.status === "pr_open")
-        ? "waiting for review"
-        : "running";
+      : state.active === 0 && state.candidates.length > 0 && waitsOnBudget(state).length > 0
+        ? "waiting for budget"
+        : Object.values(state.workstreams).some((w) => w.status === "pr_open") &&
+            !Object.values(state.tasks).some((t) => t.status === "running" || t.status === "pr_open")
+          ? "waiting for review"
+          : "running";
   return `${phase} (${parts})`;
 }
 
@@ -65,6 +68,11 @@ export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {})
         : agentText(ws.reason ?? "the automatic merge did not happen", 300);
     lines.push(`- **Waiting for you**: ${merge}; ${why}. Close it instead to fail the workstream.`);
   }
+  const budgets = waitsOnBudget(state);
+  if (budgets.length > 0 && state.candidates.length > 0 && !state.cancelled)
+    lines.push(
+      `- **Waiting for you**: ${budgets.join("; ")}. \`/agentrelay budget +USD [WORKSTREAM|TASK]\` raises it and goes on.`,
+    );
   const failed = plan.order.filter((id) => state.tasks[id]!.status === "failed");
   if (failed.length > 0 && !state.cancelled)
     lines.push(
@@ -137,10 +145,13 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
     statusMarker(state.runKey),
     `### agentrelay run \`${state.runKey}\`: ${runHeadline(state)}`,
     ...(waits.length ? ["", ...waits] : []),
+    ...(state.budget || plan.graph.settings.maxCostUsd !== null
+      ? ["", `${spendLine(state, plan.graph)}.`]
+      : []),
     "",
     links.trackingIssue
-      ? `Tracking issue #${links.trackingIssue}. Commands: \`/agentrelay status\`, \`retry TASK\`, \`cancel [TASK]\`, \`reset TASK\`.`
-      : "Commands: `/agentrelay status`, `retry TASK`, `cancel [TASK]`, `reset TASK`.",
+      ? `Tracking issue #${links.trackingIssue}. Commands: \`/agentrelay status\`, \`retry TASK\`, \`cancel [TASK]\`, \`reset TASK\`, \`budget +USD\`.`
+      : "Commands: `/agentrelay status`, `retry TASK`, `cancel [TASK]`, `reset TASK`, `budget +USD`.",
   ];
   const stateBranch = `the full state is on the \`agentrelay-state/${state.graph}\` branch`;
   let budget = BODY_LIMIT - 500 - head.join("\n").length;

@@ -90,8 +90,18 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
         baseBranch: w.base_branch ?? "main",
         mergeTargetBranch: w.merge_target_branch ?? "main",
         autoMerge: w.auto_merge ?? false,
+        maxCostUsd: w.max_cost_usd ?? null,
       }))
-    : [{ id: "default", parentId: null, baseBranch: "main", mergeTargetBranch: "main", autoMerge: false }];
+    : [
+        {
+          id: "default",
+          parentId: null,
+          baseBranch: "main",
+          mergeTargetBranch: "main",
+          autoMerge: false,
+          maxCostUsd: null,
+        },
+      ];
 
   const defaultModel = file.model ?? null;
   // Tasks that configure nothing of their own share their workstream's agent config and empty lists
@@ -128,6 +138,8 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
         : null,
       workstreamId,
       inputsFrom: inputs.length ? inputs.map((r) => ({ task: r.task, category: r.category ?? null })) : NONE,
+      maxCostUsd: t.max_cost_usd ?? null,
+      maxAttemptCostUsd: t.max_attempt_cost_usd ?? null,
     };
   });
 
@@ -145,6 +157,8 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
       failFastOnWorkstreamError:
         file.fail_fast_on_workstream_error ?? DEFAULT_SETTINGS.failFastOnWorkstreamError,
       failFastOnInternalError: file.fail_fast_on_internal_error ?? DEFAULT_SETTINGS.failFastOnInternalError,
+      maxCostUsd: file.max_cost_usd ?? null,
+      maxAttemptCostUsd: file.max_attempt_cost_usd ?? null,
     },
     maxWorkstreamDepth: file.max_workstream_depth ?? 1,
     workstreams,

@@ -138,6 +138,8 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
           taggedPaths: [],
           completionGate: null,
           maxGateAttempts: 5,
+          maxCostUsd: null,
+          maxAttemptCostUsd: null,
           primaryAgent: {
             framework: "claude_code",
             model: null,
@@ -216,7 +218,14 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
     settings: { ...DEFAULT_SETTINGS },
     maxWorkstreamDepth: 1,
     workstreams: [
-      { id: "default", parentId: null, baseBranch: "main", mergeTargetBranch: "main", autoMerge: false },
+      {
+        id: "default",
+        parentId: null,
+        baseBranch: "main",
+        mergeTargetBranch: "main",
+        autoMerge: false,
+        maxCostUsd: null,
+      },
     ],
     tasks: steps.map((s) => s.task),
     cyberian: {

@@ -46,6 +46,9 @@ export interface Task {
   review: { agent: AgentConfig; reviewOnAttempt: number } | null;
   workstreamId: string;
   inputsFrom: InputRef[];
+  /** Budgets in US dollars: all of the task's attempts, and each one (null: none of its own). */
+  maxCostUsd: number | null;
+  maxAttemptCostUsd: number | null;
   /** Present for tasks compiled from a cyberian workflow. */
   cyberian?: CyberianStep;
 }
@@ -56,6 +59,8 @@ export interface Workstream {
   baseBranch: string;
   mergeTargetBranch: string;
   autoMerge: boolean;
+  /** What the workstream's tasks may spend together, in US dollars (null: no limit of its own). */
+  maxCostUsd: number | null;
 }
 
 export interface RunSettings {
@@ -67,6 +72,9 @@ export interface RunSettings {
   teardownMode: "always" | "never" | "on_success";
   failFastOnWorkstreamError: boolean;
   failFastOnInternalError: boolean;
+  /** What the run may spend, and each attempt, in US dollars (null: no limit). */
+  maxCostUsd: number | null;
+  maxAttemptCostUsd: number | null;
 }
 
 export interface Graph {
@@ -134,6 +142,8 @@ export const DEFAULT_SETTINGS: RunSettings = {
   teardownMode: "always",
   failFastOnWorkstreamError: false,
   failFastOnInternalError: true,
+  maxCostUsd: null,
+  maxAttemptCostUsd: null,
 };
 
 /** The empty list tasks share (frozen, so no one appends to it): most tasks have no paths or inputs. */

@@ -37,6 +37,13 @@ const positiveInt = () =>
     .positive({ error: "must be greater than 0" })
     .max(1_000_000, { error: "must be at most 1000000" });
 
+/** An amount of US dollars a budget allows (an operational key of ours). */
+const usd = () =>
+  z
+    .number({ error: says("must be a number of US dollars") })
+    .positive({ error: "must be greater than 0" })
+    .max(1_000_000, { error: "must be at most 1000000" });
+
 /**
  * An enum accepted by value or by (Python) enum name, case-insensitively, as agentrelay does; the
  * result is the canonical value. The JSON Schema lists the value and upper-case name spellings.
@@ -126,6 +133,8 @@ export const taskSchema = z.strictObject({
   inputs_from: z
     .union([inputRefSchema, z.array(inputRefSchema)], { error: "must be a mapping or list of mappings" })
     .nullish(),
+  max_cost_usd: usd().nullish().meta({ description: "What the task's attempts may spend together." }),
+  max_attempt_cost_usd: usd().nullish().meta({ description: "What one attempt of the task may spend." }),
 });
 
 export const workstreamSchema = z.strictObject({
@@ -135,6 +144,7 @@ export const workstreamSchema = z.strictObject({
   merge_target_branch: text().optional(),
   auto_merge: boolean().optional(),
   isolation: isolationSchema.nullish(),
+  max_cost_usd: usd().nullish().meta({ description: "What the workstream's tasks may spend together." }),
 });
 
 export const graphFileSchema = z
@@ -159,6 +169,10 @@ export const graphFileSchema = z
     teardown_mode: choice("teardown_mode", TEARDOWN_MODES).nullish(),
     fail_fast_on_workstream_error: boolean().nullish(),
     fail_fast_on_internal_error: boolean().nullish(),
+    max_cost_usd: usd().nullish().meta({ description: "What the whole run may spend." }),
+    max_attempt_cost_usd: usd()
+      .nullish()
+      .meta({ description: "What one attempt may spend (a task may say less)." }),
   })
   .meta({
     title: "agentrelay task graph",

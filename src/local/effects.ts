@@ -194,6 +194,7 @@ export class LocalHost implements RunHost {
       peers,
       ...(s.params ? { params: s.params } : {}),
       ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
+      capUsd: state.tasks[taskId]!.attempts[attempt - 1]?.capUsd ?? null,
       claude: {
         bin: s.claudeBin,
         // Secrets reach the attempt process through its environment, never through this file.

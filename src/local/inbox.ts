@@ -7,10 +7,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 
-export interface SteeringCommand {
-  command: "retry" | "cancel" | "reset";
-  task?: string;
-}
+export type SteeringCommand =
+  | { command: "retry" | "cancel" | "reset"; task?: string }
+  /** `id` names the request, so that one taken twice raises the budget once. */
+  | { command: "budget"; usd: number; target?: string; id: string };
 
 export interface Answer {
   ok: boolean;

@@ -188,12 +188,10 @@ async function runLocked(
   options.signal?.addEventListener("abort", () => host.stop(), { once: true });
 
   // Commands from other terminals (`agentrelay retry|cancel|reset` while this runner is live).
-  const commandOf = (c: SteeringCommand): EngineEvent => ({
-    type: "command",
-    command: c.command,
-    ...(c.task ? { task: c.task } : {}),
-    at: Date.now(),
-  });
+  const commandOf = (c: SteeringCommand): EngineEvent =>
+    c.command === "budget"
+      ? { type: "command", ...c, at: Date.now() }
+      : { type: "command", command: c.command, ...(c.task ? { task: c.task } : {}), at: Date.now() };
   const readInbox = () => {
     for (const { id, command } of take(workRoot))
       void apply([commandOf(command)], false, (a) => answer(workRoot, id, a)).catch((error) =>

@@ -34,6 +34,8 @@ export const attemptResultSchema = z.object({
   gates: z.array(z.object({ n: z.number().int().positive(), passed: z.boolean() })).max(100),
   /** The end of the last gate's output when the attempt failed on it (masked). */
   gateOutput: z.string().max(2_000).nullable().default(null),
+  /** The attempt failed because it spent what it was allowed (its cap, --max-budget-usd). */
+  overBudget: z.boolean().default(false),
   /** The task branch's head as pushed (null when nothing was pushed). */
   commit: z
     .string()
@@ -59,6 +61,7 @@ export function toReport(request: AttemptRequest, result: AttemptReportResult): 
     turns,
     gates,
     gateOutput,
+    overBudget,
     commit,
   } = result;
   return {
@@ -77,6 +80,7 @@ export function toReport(request: AttemptRequest, result: AttemptReportResult): 
       turns,
       gates,
       gateOutput,
+      overBudget,
       commit,
     },
   };
@@ -105,6 +109,7 @@ export function eventsOfReport(report: Omit<AttemptReport, "run">, at: number): 
       costUsd: r.costUsd,
       turns: r.turns,
       ...(r.gateOutput ? { gateOutput: r.gateOutput } : {}),
+      ...(r.overBudget ? { overBudget: true } : {}),
       at,
     });
     return facts;

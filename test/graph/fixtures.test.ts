@@ -87,7 +87,14 @@ describe.skipIf(!hasFixtures)("agentrelay's documentation examples", () => {
   it("loads the minimal graph with its implicit default workstream", () => {
     const graph = loadGraphFile(fixture("agentrelay/docs-examples/minimal.yaml"));
     expect(graph.workstreams).toEqual([
-      { id: "default", parentId: null, baseBranch: "main", mergeTargetBranch: "main", autoMerge: false },
+      {
+        id: "default",
+        parentId: null,
+        baseBranch: "main",
+        mergeTargetBranch: "main",
+        autoMerge: false,
+        maxCostUsd: null,
+      },
     ]);
     expect(canonicalOrder(graph)).toEqual(["plan", "implement"]);
   });

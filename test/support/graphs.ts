@@ -13,6 +13,7 @@ export interface WorkstreamSpec {
   id: string;
   parent?: string;
   autoMerge?: boolean;
+  extra?: string;
 }
 
 export function graphYaml(tasks: TaskSpec[], workstreams?: WorkstreamSpec[], head = ""): string {
@@ -23,6 +24,7 @@ export function graphYaml(tasks: TaskSpec[], workstreams?: WorkstreamSpec[], hea
       lines.push(`  - id: ${w.id}`);
       if (w.parent) lines.push(`    parent_workstream_id: ${w.parent}`);
       if (w.autoMerge) lines.push("    auto_merge: true");
+      if (w.extra) lines.push(...w.extra.split("\n").map((l) => `    ${l}`));
     }
   }
   lines.push("tasks:");

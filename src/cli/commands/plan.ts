@@ -1,3 +1,4 @@
+import { budgetsText } from "../../engine/budget.ts";
 import { readGraphFile } from "../../graph/read.ts";
 import { integrationBranch } from "../../graph/model.ts";
 import { mermaidDag } from "../../plan/mermaid.ts";
@@ -39,6 +40,8 @@ export function planText(plan: Plan): string {
   }
   const s = graph.settings;
   lines.push("", `Settings: max_concurrency ${s.maxConcurrency}, max_task_attempts ${s.maxTaskAttempts}`);
+  const budgets = budgetsText(graph);
+  if (budgets) lines.push(budgets);
   if (graph.cyberian?.params.length) {
     lines.push("", "Params:");
     for (const p of graph.cyberian.params)

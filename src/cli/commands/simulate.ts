@@ -1,4 +1,6 @@
 import { simulate, simulationJson, type SimulationResult } from "../../engine/simulate.ts";
+import { spendLine } from "../../engine/budget.ts";
+import type { Graph } from "../../graph/model.ts";
 import { readGraphFile } from "../../graph/read.ts";
 import { type Io, UsageError } from "../io.ts";
 
@@ -6,6 +8,8 @@ export interface SimulateCommandOptions {
   fail: string[];
   concern: string[];
   json: boolean;
+  /** What each attempt spends, to see where a budget stops the run. */
+  costPerAttempt?: number | undefined;
 }
 
 /** `--fail TASK[:N]`: the first N attempts of TASK fail (every attempt when N is omitted). */
@@ -26,7 +30,7 @@ function minutes(ms: number): string {
   return `t+${String(Math.floor(m / 60)).padStart(2, "0")}:${String(m % 60).padStart(2, "0")}`;
 }
 
-function timelineText(result: SimulationResult): string {
+function timelineText(result: SimulationResult, graph: Graph): string {
   const { state } = result;
   const lines = [`Simulated run of ${state.graph}`, ""];
   for (const e of state.timeline) {
@@ -46,11 +50,12 @@ function timelineText(result: SimulationResult): string {
   }
   lines.push("", "Workstreams:");
   for (const [id, w] of Object.entries(state.workstreams)) lines.push(`  ${id.padEnd(24)} ${w.status}`);
+  if (state.budget) lines.push("", spendLine(state, graph));
   lines.push("", `Outcome: ${result.outcome}`);
   return lines.join("\n");
 }
 
-/** `agentrelay simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--json]`. */
+/** `agentrelay simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--cost-per-attempt USD] [--json]`. */
 export async function simulateCommand(
   file: string,
   options: SimulateCommandOptions,
@@ -63,7 +68,8 @@ export async function simulateCommand(
   const result = simulate(graph, {
     failures: parseFailures(options.fail, known),
     concerns: new Set(options.concern),
+    ...(options.costPerAttempt !== undefined ? { costPerAttempt: options.costPerAttempt } : {}),
   });
-  io.out(options.json ? JSON.stringify(simulationJson(result)) : timelineText(result));
+  io.out(options.json ? JSON.stringify(simulationJson(result)) : timelineText(result, graph));
   return 0;
 }

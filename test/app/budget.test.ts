@@ -1,0 +1,79 @@
+/**
+ * Budgets on GitHub: a run whose budget is spent dispatches nothing more and says so on its status
+ * comment; `/agentrelay budget +USD` from a writer raises it and the run goes on, once, however
+ * often GitHub delivers the comment.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Harness, repository, runJob, startApp, user } from "../../harness/app.ts";
+import { DIAMOND } from "../../harness/graphs.ts";
+import type { RunState } from "../../src/engine/types.ts";
+
+let h: Harness;
+beforeEach(async () => {
+  h = await startApp({ statusIntervalMs: 0 });
+});
+afterEach(() => h.close());
+
+const BUDGETED = DIAMOND.replace("max_concurrency: 2", "max_concurrency: 2\nmax_cost_usd: 0.25");
+
+async function comment(body: string, login: string, id = 500) {
+  const issue = h.gh.issues[0]!;
+  return h.deliver("issue_comment", {
+    action: "created",
+    issue: { number: issue.number, body: issue.body },
+    comment: { id, body, user: user(login) },
+    repository: repository(h.gh),
+    sender: user(login),
+  });
+}
+
+const statusBody = () => h.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+
+describe("a run with a budget on GitHub", () => {
+  it("waits when the budget is spent and goes on once when a writer raises it", async () => {
+    await h.pushGraph(".workflow/diamond.yaml", BUDGETED);
+    expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a"]);
+    await runJob(h, h.gh.dispatches[0]!, { costUsd: 0.25 });
+    // a spent the whole budget: b and c wait, and the status says what to do.
+    expect(h.gh.dispatches).toHaveLength(1);
+    expect(statusBody()).toContain("**Waiting for you**: budget spent: $0.25 of $0.25 for the run.");
+    expect(statusBody()).toContain("Spent $0.25 of $0.25.");
+    expect(h.gh.state("diamond/1").outcome).toBeNull();
+
+    h.gh.permissions.set("mallory", "read");
+    await comment("/agentrelay budget +1", "mallory", 499);
+    expect(h.gh.dispatches).toHaveLength(1);
+
+    h.gh.permissions.set("alice", "write");
+    await comment("/agentrelay budget +1", "alice");
+    await comment("/agentrelay budget +1", "alice"); // GitHub delivers it again
+    expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a", "b", "c"]);
+    const state = h.gh.state("diamond/1") as unknown as RunState;
+    expect(state.budget!.run.raisedUsd).toBe(1);
+    expect(
+      h.gh.comments.filter((c) => c.body.includes("raised the budget of the run by $1.00")),
+    ).toHaveLength(1);
+    // The two new attempts share what is left.
+    expect(state.tasks.b!.attempts[0]!.capUsd).toBe(0.5);
+    expect(state.tasks.c!.attempts[0]!.capUsd).toBe(0.5);
+    for (const d of h.gh.dispatches.slice(1)) await runJob(h, d, { costUsd: 0.2 });
+    await runJob(h, h.gh.dispatches[3]!, { costUsd: 0.2 });
+    expect(h.gh.state("diamond/1").outcome).toBe("succeeded");
+    expect(statusBody()).toContain("Spent $0.85 of $1.25.");
+  });
+
+  it("an attempt stopped by its cap when the budget is then spent waits instead of failing", async () => {
+    await h.pushGraph(".workflow/diamond.yaml", BUDGETED);
+    await runJob(h, h.gh.dispatches[0]!, {
+      outcome: "failed",
+      reason: "stopped at its budget of $0.25",
+      costUsd: 0.25,
+      overBudget: true,
+    });
+    const a = (h.gh.state("diamond/1") as unknown as RunState).tasks.a!;
+    expect(a.status).toBe("pending");
+    expect(a.reason).toBe("stopped at its budget of $0.25");
+    expect(statusBody()).toContain("budget spent: $0.25 of $0.25 for the run");
+    expect(statusBody()).toContain("run `diamond/1`: waiting for budget (4 pending)");
+  });
+});

@@ -1,0 +1,64 @@
+/**
+ * A local run with a budget, through the real binary and the real Claude Code CLI against the scripted
+ * model (whose turns cost what its token counts cost): the run stops dispatching when the budget is
+ * spent, says so, and `agentrelay budget` raises it and finishes the run.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { GitRefStateStore } from "../../src/local/git-store.ts";
+import { REPO_ROOT } from "../support/fixtures.ts";
+import { tempRepo } from "../support/git.ts";
+import { graphYaml } from "../support/graphs.ts";
+
+const BIN = join(REPO_ROOT, "bin/agentrelay.js");
+
+function agentrelay(...args: string[]) {
+  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe("a local run with a budget", () => {
+  it("stops when the budget is spent, says so, and goes on when it is raised", async () => {
+    const repo = await tempRepo();
+    const graph = join(mkdtempSync(join(tmpdir(), "agentrelay-graph-")), "g.yaml");
+    writeFileSync(
+      graph,
+      graphYaml(
+        [
+          { id: "one", ws: "w" },
+          { id: "two", deps: ["one"], ws: "w" },
+          { id: "three", deps: ["two"], ws: "w" },
+        ],
+        [{ id: "w", autoMerge: true }],
+        "max_cost_usd: 0.005",
+      ),
+    );
+    const first = agentrelay("run", graph, "--repo", repo, "--scripted-model");
+    expect(first.stderr).toBe("");
+    expect(first.code).toBe(1);
+    expect(first.stdout).toMatch(
+      /Run g\/1: waiting for budget: budget spent: \$0\.00\d+ of \$0\.005 for the run; raise it with `agentrelay budget FILE \+USD/,
+    );
+    const store = new GitRefStateStore(repo);
+    const stopped = (await store.load("g/1"))!.state;
+    const spent = Object.values(stopped.tasks).flatMap((t) => t.attempts.map((a) => a.costUsd ?? 0));
+    // Each attempt ran with a cap (--max-budget-usd), and the run spent no more than its budget
+    // and the last attempt's overshoot of one model turn.
+    expect(Object.values(stopped.tasks).flatMap((t) => t.attempts.map((a) => a.capUsd))).not.toContain(null);
+    expect(spent.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(0.005 + 0.001);
+    expect(stopped.tasks.three!.status).not.toBe("merged");
+
+    const raised = agentrelay("budget", graph, "+0.05", "--repo", repo, "--scripted-model");
+    expect(raised.stderr).toBe("");
+    expect(raised.stdout).toMatch(/Run g\/1: succeeded/);
+    expect(raised.code).toBe(0);
+    const done = (await new GitRefStateStore(repo).load("g/1"))!.state;
+    expect(done.budget!.raises).toHaveLength(1);
+    expect(done.timeline.filter((e) => e.type === "budget_raised")).toHaveLength(1);
+    expect(done.budget!.run.spentUsd).toBeGreaterThan(0.005);
+    expect(raised.stdout).toMatch(/Spent \$0\.\d+ of \$0\.055/);
+  });
+});
