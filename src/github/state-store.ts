@@ -15,18 +15,13 @@ import type { Octokit } from "@octokit/rest";
 import type { StateStore, Versioned } from "../engine/store.ts";
 import type { RunState } from "../engine/types.ts";
 import {
-  bucketOf,
   bucketPath,
-  bucketText,
   HOSTED_PER_TASK,
-  indexText,
-  keptBuckets,
+  nextParts,
   partsOfRunFiles,
   RUN_FILES,
   type RunFiles,
-  splitState,
   stateOfParts,
-  tasksByBucket,
 } from "../protocol/state-layout.ts";
 import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
 
@@ -243,32 +238,16 @@ export class GitHubStateStore implements StateStore {
     const { graph, dir, legacy } = runFolder(run);
     const known = expected === null ? undefined : this.cache.get(this.key(run));
     const from = known?.version === expected ? known : undefined;
-    const plain = withoutGraphText(next);
-    // The parts to write: all of them for a new run, a run still in the earlier format or one this
-    // replica did not read; else the index and the buckets of the tasks the round touched.
-    // A round of events adds no task (a resume, which may, writes everything), so a partial write
-    // keeps the run's buckets and their members.
-    const partial = from !== undefined && from.buckets > 0 && touched !== undefined;
-    const buckets = partial ? from.buckets : keptBuckets(from?.buckets ?? 0, Object.keys(next.tasks).length);
-    const bucketTexts = partial ? [...from.bucketTexts] : [];
-    let members = partial ? from.members : null;
-    const additions: { path: string; contents: string }[] = [];
+    // The parts to write: the index and the buckets of the tasks the round touched, or all of them
+    // (a new run, a resume, a run in the earlier format or one this replica did not read).
+    const parts = nextParts(from, next, PER_TASK, touched, withoutGraphText(next));
+    const { buckets, bucketTexts, members } = parts;
+    const additions = parts.changed.map((b) => ({
+      path: `${dir}/${bucketPath(b)}`,
+      contents: bucketTexts[b]!,
+    }));
     const add = (path: string, text: string) => additions.push({ path: `${dir}/${path}`, contents: text });
-    if (partial) {
-      const changed = new Set([...touched].map((id) => bucketOf(id, buckets)));
-      if (changed.size > 0) members ??= tasksByBucket(next, buckets);
-      for (const b of changed) {
-        const text = bucketText(next, PER_TASK, members![b]!);
-        if (text !== bucketTexts[b]) add(bucketPath(b), (bucketTexts[b] = text));
-      }
-      const index = indexText(plain, PER_TASK, buckets);
-      if (index !== from.index || additions.length > 0) add("run.json", index);
-    } else {
-      const parts = splitState(plain, PER_TASK, buckets);
-      add("run.json", parts.index);
-      for (const [b, text] of parts.buckets) add(bucketPath(b), (bucketTexts[b] = text));
-      members = parts.members;
-    }
+    if (!parts.partial || parts.index !== from!.index || additions.length > 0) add("run.json", parts.index);
     // The pinned graph is written with the run, and again only when a resume changed it.
     const graphText = (next as Partial<StoredRun>).source?.text ?? null;
     let graphEntry = from?.graph ?? null;
@@ -279,7 +258,7 @@ export class GitHubStateStore implements StateStore {
     const entry = (version: string): Entry => ({
       version,
       buckets,
-      index: additions.find((a) => a.path === `${dir}/run.json`)?.contents ?? from!.index,
+      index: parts.index,
       bucketTexts,
       members,
       graph: graphEntry,

@@ -8,6 +8,7 @@ import {
   type AgentConfig,
   DEFAULT_ISOLATION,
   DEFAULT_SETTINGS,
+  defaultWorkstream,
   type Graph,
   type Isolation,
   type TaggedPath,
@@ -92,16 +93,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
         autoMerge: w.auto_merge ?? false,
         maxCostUsd: w.max_cost_usd ?? null,
       }))
-    : [
-        {
-          id: "default",
-          parentId: null,
-          baseBranch: "main",
-          mergeTargetBranch: "main",
-          autoMerge: false,
-          maxCostUsd: null,
-        },
-      ];
+    : [defaultWorkstream()];
 
   const defaultModel = file.model ?? null;
   // Tasks that configure nothing of their own share their workstream's agent config and empty lists

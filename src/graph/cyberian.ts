@@ -15,6 +15,7 @@ import {
   type CyberianStep,
   DEFAULT_ISOLATION,
   DEFAULT_SETTINGS,
+  defaultWorkstream,
   type Graph,
   type Task,
 } from "./model.ts";
@@ -217,16 +218,7 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
     file: yaml.file,
     settings: { ...DEFAULT_SETTINGS },
     maxWorkstreamDepth: 1,
-    workstreams: [
-      {
-        id: "default",
-        parentId: null,
-        baseBranch: "main",
-        mergeTargetBranch: "main",
-        autoMerge: false,
-        maxCostUsd: null,
-      },
-    ],
+    workstreams: [defaultWorkstream()],
     tasks: steps.map((s) => s.task),
     cyberian: {
       description: root.description ?? null,

@@ -146,6 +146,16 @@ export const DEFAULT_SETTINGS: RunSettings = {
   maxAttemptCostUsd: null,
 };
 
+/** The workstream of a graph that declares none. */
+export const defaultWorkstream = (): Workstream => ({
+  id: "default",
+  parentId: null,
+  baseBranch: "main",
+  mergeTargetBranch: "main",
+  autoMerge: false,
+  maxCostUsd: null,
+});
+
 /** The empty list tasks share (frozen, so no one appends to it): most tasks have no paths or inputs. */
 export const NONE = Object.freeze([]) as unknown as never[];
 

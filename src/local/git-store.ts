@@ -13,17 +13,12 @@ import type { StateStore, Versioned } from "../engine/store.ts";
 import type { RunState } from "../engine/types.ts";
 import { catFiles, git, gitRaw } from "../attempt/git.ts";
 import {
-  bucketOf,
   bucketPath,
-  bucketText,
-  indexText,
-  keptBuckets,
   layoutOf,
   LOCAL_PER_TASK,
-  splitState,
+  nextParts,
   type StoredParts,
   stateOfParts,
-  tasksByBucket,
 } from "../protocol/state-layout.ts";
 
 const ZERO = "0".repeat(40);
@@ -89,30 +84,9 @@ export class GitRefStateStore implements StateStore {
   ): Promise<string | null> {
     const known = this.known.get(run);
     const from = expected !== null && known?.version === expected ? known : undefined;
-    // A round of events adds no task (a resume, which may, writes everything).
-    const partial = from !== undefined && from.parts.buckets > 0 && touched !== undefined;
-    const buckets = partial
-      ? from.parts.buckets
-      : keptBuckets(from?.parts.buckets ?? 0, Object.keys(next.tasks).length);
-    const texts = partial ? [...from.parts.bucketTexts] : [];
-    const blobs = partial ? [...from.bucketBlobs] : [];
-    let members = partial ? from.members : null;
-    let changed: number[];
-    if (partial) {
-      const all = (members ??= tasksByBucket(next, buckets));
-      changed = [...new Set([...touched].map((id) => bucketOf(id, buckets)))].filter((b) => {
-        const text = bucketText(next, LOCAL_PER_TASK, all[b]!);
-        if (text === texts[b]) return false;
-        texts[b] = text;
-        return true;
-      });
-    } else {
-      const parts = splitState(next, LOCAL_PER_TASK, buckets);
-      for (const [b, text] of parts.buckets) texts[b] = text;
-      changed = [...parts.buckets.keys()];
-      members = parts.members;
-    }
-    const index = indexText(next, LOCAL_PER_TASK, buckets);
+    const parts = nextParts(from && { ...from.parts, members: from.members }, next, LOCAL_PER_TASK, touched);
+    const { buckets, bucketTexts: texts, members, changed, index } = parts;
+    const blobs = parts.partial ? [...from!.bucketBlobs] : [];
     const written = await this.hashObjects([index, ...changed.map((b) => texts[b]!)]);
     changed.forEach((b, i) => (blobs[b] = written[i + 1]!));
     const tasksTree = await git(

@@ -96,6 +96,69 @@ export function splitState(state: RunState, perTask: PerTaskMaps, buckets: numbe
   };
 }
 
+/** What a store knows of a run's parts at the version it read. */
+export interface KnownParts {
+  /** 0 for a run still in the earlier one-document format. */
+  buckets: number;
+  bucketTexts: string[];
+  members: string[][] | null;
+}
+
+/** The parts a write of a state carries, and the texts of every bucket after it. */
+export interface NextParts {
+  buckets: number;
+  bucketTexts: string[];
+  /** Task ids by bucket, where worked out. */
+  members: string[][] | null;
+  /** Buckets whose text changed (every bucket for a full write). */
+  changed: number[];
+  index: string;
+  /** Written from what was read: the index and the changed buckets only. */
+  partial: boolean;
+}
+
+/**
+ * What writing `next` over the parts read (`from`) changes. With the tasks a round touched, only their
+ * buckets are rewritten (a round of events adds no task); without them (a new run, a resume, a run in
+ * the earlier format or not read by this store), all of it. `indexOf` is the state the index is made
+ * of, where a host leaves something out of it (the GitHub app, the pinned graph text).
+ */
+export function nextParts(
+  from: KnownParts | undefined,
+  next: RunState,
+  perTask: PerTaskMaps,
+  touched: ReadonlySet<string> | undefined,
+  indexOf: RunState = next,
+): NextParts {
+  if (from && from.buckets > 0 && touched) {
+    const { buckets } = from;
+    const bucketTexts = [...from.bucketTexts];
+    let members = from.members;
+    const changed: number[] = [];
+    for (const b of new Set([...touched].map((id) => bucketOf(id, buckets)))) {
+      members ??= tasksByBucket(next, buckets);
+      const text = bucketText(next, perTask, members[b]!);
+      if (text === bucketTexts[b]) continue;
+      bucketTexts[b] = text;
+      changed.push(b);
+    }
+    const index = indexText(indexOf, perTask, buckets);
+    return { buckets, bucketTexts, members, changed, index, partial: true };
+  }
+  const buckets = keptBuckets(from?.buckets ?? 0, Object.keys(next.tasks).length);
+  // The index's state leaves out host data, never task records: its buckets are those of `next`.
+  const parts = splitState(indexOf, perTask, buckets);
+  const bucketTexts = parts.members.map((_, b) => parts.buckets.get(b)!);
+  return {
+    buckets,
+    bucketTexts,
+    members: parts.members,
+    changed: bucketTexts.map((_, b) => b),
+    index: parts.index,
+    partial: false,
+  };
+}
+
 /** The layout an index was written in (null for a whole-state document of the earlier format). */
 export function layoutOf(text: string): { version: 2; buckets: number } | null {
   const head = text.slice(0, 80);
