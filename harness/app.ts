@@ -199,6 +199,18 @@ export function pushPayload(
 }
 
 /** A simulated task job: takes its token, pushes a commit to its task branch, reports. */
+// Parsed graphs by text: a stand-in job parses its run's graph once, as the app's engine cache does.
+const parsed = new Map<string, ReturnType<typeof parseRunGraph>>();
+function graphOf(source: RunSource): ReturnType<typeof parseRunGraph> {
+  const key = `${source.path}\0${JSON.stringify(source.params ?? {})}\0${source.text}`;
+  let graph = parsed.get(key);
+  if (!graph) {
+    if (parsed.size > 8) parsed.clear();
+    parsed.set(key, (graph = parseRunGraph(source)));
+  }
+  return graph;
+}
+
 export async function runJob(
   h: Harness,
   dispatch: { inputs: Record<string, string>; runId: number },
@@ -219,8 +231,7 @@ export async function runJob(
   const token = await h.call("/agentrelay/token", { run, task, attempt: Number(attempt) }, oidc);
   if (token.status !== 200) throw new Error(`token refused: ${JSON.stringify(token.body)}`);
   // The branch the Action checks out: the task's, new from its workstream's integration branch.
-  const state = h.gh.state(run) as unknown as { source: RunSource };
-  const graph = parseRunGraph(state.source);
+  const graph = graphOf(h.gh.runSource(run));
   const branch = taskBranch(graph.name, task);
   const workstream = graph.tasks.find((t) => t.id === task)!.workstreamId;
   if (!h.gh.branches.has(branch)) {

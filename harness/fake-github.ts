@@ -5,6 +5,7 @@
  * GitHub's OpenAPI description (the committed subset) and may be failed on purpose (faults).
  * Mounted with nock for handler tests, or counted by the API-budget bench.
  */
+import type { RunSource } from "../src/protocol/run-source.ts";
 import { createHash } from "node:crypto";
 import nock from "nock";
 import { HOSTED_PER_TASK, partsOfRunFiles, stateOfParts } from "../src/protocol/state-layout.ts";
@@ -537,6 +538,16 @@ export class FakeGitHub {
     });
     if (!parts) throw new Error(`no state for ${runKey}`);
     return stateOfParts(parts, HOSTED_PER_TASK) as unknown as ReturnType<FakeGitHub["state"]>;
+  }
+
+  /** What a job reads of its run first: where the graph came from and its text (not the task records). */
+  runSource(runKey: string): RunSource {
+    const [graph, n] = [runKey.slice(0, runKey.lastIndexOf("/")), runKey.slice(runKey.lastIndexOf("/") + 1)];
+    const branch = `agentrelay-state/${graph}`;
+    const index = this.file(branch, `run-${n}/run.json`);
+    if (index === undefined) return (this.state(runKey) as unknown as { source: RunSource }).source;
+    const { source } = JSON.parse(index) as { source: RunSource };
+    return { ...source, text: this.file(branch, `run-${n}/graph.yaml`)! };
   }
 }
 

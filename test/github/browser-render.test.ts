@@ -58,16 +58,28 @@ interface Rendered {
   errors: string[];
   charts: { width: number; height: number }[];
   closedHeight: number;
+  /** The page's text as shown. */
+  shown: string;
 }
 
 const CASES: [string, () => string][] = [
   [
     "5 tasks",
     () => {
-      const { plan, state } = runAt(workstreamsGraph(1, 5, "five"), {
+      // With a budget, spent: the status says so, and the plan lists it.
+      const text = workstreamsGraph(1, 5, "five").replace("workstreams:", "max_cost_usd: 2\nworkstreams:");
+      const { plan, state } = runAt(text, {
         w0_t0: { status: "merged" },
         w0_t1: { status: "failed", reason: "Completion gate failed after 5 attempt(s): pytest -q" },
       });
+      state.budget = {
+        run: { spentUsd: 2.01, reservedUsd: 0, raisedUsd: 0 },
+        holding: 0,
+        workstreams: {},
+        raises: [],
+        spent: { run: "budget spent: $2.01 of $2.00 for the run" },
+      };
+      state.candidates = ["w0_t2"];
       return `${statusComment(plan, state, 90_000)}\n\n---\n\n${PLAN_MARKER}\n${planSummary(plan)}`;
     },
   ],
@@ -124,6 +136,7 @@ describe.skipIf(!chromium && !required)("comments rendered in a browser", () => 
       const file = name.replace(/\W+/g, "-");
       await tab.screenshot({ path: join(ARTIFACTS, `${file}.png`), fullPage: true });
       const closedHeight = (await tab.evaluate("document.documentElement.scrollHeight")) as number;
+      const shown = (await tab.evaluate("document.body.innerText")) as string;
       await tab.evaluate(`document.querySelectorAll("details").forEach((d) => (d.open = true))`);
       const charts = await tab.$$eval("pre.mermaid svg", (svgs) =>
         svgs.map((s) => {
@@ -133,7 +146,7 @@ describe.skipIf(!chromium && !required)("comments rendered in a browser", () => 
       );
       for (const [i, chart] of (await tab.$$("pre.mermaid")).entries())
         await chart.screenshot({ path: join(ARTIFACTS, `${file}-chart-${i}.png`) });
-      return { errors, charts, closedHeight };
+      return { errors, charts, closedHeight, shown };
     } finally {
       await tab.close();
     }
@@ -143,8 +156,13 @@ describe.skipIf(!chromium && !required)("comments rendered in a browser", () => 
     "%s: every chart draws, readably, and the page stays bounded",
     async (name, markdown) => {
       const text = markdown();
-      const { errors, charts, closedHeight } = await render(name, text);
+      const { errors, charts, closedHeight, shown } = await render(name, text);
       expect(errors).toEqual([]);
+      if (name === "5 tasks") {
+        expect(shown).toContain("Waiting for you: budget spent: $2.01 of $2.00 for the run.");
+        expect(shown).toContain("Spent $2.01 of $2.00.");
+        expect(shown).toContain("Budgets: the run $2.00.");
+      }
       const blocks = text.split("```mermaid").length - 1;
       expect(charts).toHaveLength(blocks);
       for (const chart of charts) {
