@@ -28,6 +28,8 @@ export function resumeRun(engine: Engine, graph: Graph, previous: RunState, at: 
     seq: previous.seq,
     timeline: [...previous.timeline],
     taskFingerprints: fresh.taskFingerprints,
+    // What was spent stays spent; which budgets are spent is worked out again against the new limits.
+    ...(previous.budget ? { budget: { ...structuredClone(previous.budget), spent: {} } } : {}),
   };
   const { plan } = engine;
 

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
+import { resumeRun } from "../../src/engine/resume.ts";
 import { simulate, simulationJson } from "../../src/engine/simulate.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../../src/engine/types.ts";
 import { graphOf } from "../support/graphs.ts";
@@ -97,6 +98,17 @@ describe("budgets", () => {
     expect(again).toEqual([]);
     expect(first).toContainEqual(expect.objectContaining({ type: "reply", ok: true }));
     expect(state.budget!.spent).toEqual({});
+  });
+
+  it("keeps what was spent when a changed graph resumes the run, and goes on under its new limits", () => {
+    const yaml = (limit: number) =>
+      graphOf([{ id: "t1" }, { id: "t2", deps: ["t1"] }], undefined, `max_cost_usd: ${limit}`);
+    const stopped = simulate(yaml(0.25), { costPerAttempt: 0.25 }).state;
+    expect(stopped.tasks.t2!.status).toBe("pending");
+    const raised = yaml(1);
+    const { state, effects } = resumeRun(createEngine(raised), raised, stopped, 10);
+    expect(state.budget!.run.spentUsd).toBe(0.25);
+    expect(dispatches(effects).map((d) => [d.task, d.capUsd])).toEqual([["t2", 0.75]]);
   });
 
   it("refuses raises that cannot apply, changing nothing", () => {
