@@ -27,6 +27,7 @@ import { tempRepo } from "../support/git.ts";
 
 const GRAPH = `name: g
 max_task_attempts: 2
+max_cost_usd: 1
 tasks:
   - id: greet
     description: Create greet.txt saying hello.
@@ -60,6 +61,8 @@ function stateJson(attempt: number, text = GRAPH): string {
   const graph = parseGraph(".workflow/g.yaml", text);
   const engine = createEngine(graph, { runNumber: 1 });
   const { state } = engine.start(1000);
+  // As dispatched: the workstream's branch made, then attempt 1 (and each retry) recorded.
+  engine.apply(state, { type: "workstream_prepared", workstream: "default", at: 1500 });
   for (let n = 1; n < attempt; n++)
     engine.apply(state, { type: "job_failed", task: "greet", attempt: n, reason: "tests failed", at: 2000 });
   return JSON.stringify({
@@ -232,6 +235,8 @@ describe("the task Action", () => {
     expect(output).toContain("outcome<<");
     expect(output).toMatch(/commit<<\S+\n[0-9a-f]{40}\n/);
     expect(summary).toContain("agentrelay: greet, attempt 1");
+    // The attempt ran under the cap the app gave it (the run's budget, all of it).
+    expect(summary).toMatch(/\$0\.0\d+ of its cap \$1\.0000/);
     expect(summary).toContain("greet.txt | 1 +");
     const log = stdout.join("");
     expect(log).toContain(`::add-mask::${TOKEN}`);

@@ -60,6 +60,9 @@ describe("a run with a budget on GitHub", () => {
     await runJob(h, h.gh.dispatches[3]!, { costUsd: 0.2 });
     expect(h.gh.state("diamond/1").outcome).toBe("succeeded");
     expect(statusBody()).toContain("Spent $0.85 of $1.25.");
+    // Each task's check run shows its spend against its cap and the run's budget.
+    const check = h.gh.checkRuns.find((c) => c.external_id === "diamond/1/b")!;
+    expect(check.output!.summary).toContain("Cost $0.20 of its cap $0.50 (task total $0.20; run: Spent $");
   });
 
   it("an attempt stopped by its cap when the budget is then spent waits instead of failing", async () => {

@@ -312,6 +312,16 @@ export const RULE_CASES: RuleCase[] = [
     errors: ["5:18: max_concurrency: must be greater than 0"],
   },
   {
+    rule: "budgets are positive amounts of dollars, at every level",
+    yaml: `name: g\nmax_cost_usd: -1\nmax_attempt_cost_usd: "5"\nworkstreams:\n  - id: w\n    max_cost_usd: 0\ntasks:\n  - id: a\n    description: x\n    workstream_id: w\n    max_cost_usd: 0.5\n    max_attempt_cost_usd: true\n`,
+    errors: [
+      "2:15: max_cost_usd: must be greater than 0",
+      "3:23: max_attempt_cost_usd: must be a number of US dollars",
+      "6:19: workstreams[0].max_cost_usd: must be greater than 0",
+      "12:27: tasks[0].max_attempt_cost_usd: must be a number of US dollars",
+    ],
+  },
+  {
     rule: "booleans are not integers",
     yaml: `${T}  - id: a\n    description: x\nmax_task_attempts: true\n`,
     errors: ["5:20: max_task_attempts: must be an integer"],
