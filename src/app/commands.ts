@@ -1,8 +1,8 @@
 /**
  * Slash commands in comments (`/agentrelay status | retry TASK | cancel [TASK] | reset TASK |
- * budget +USD [WORKSTREAM|TASK] | run FILE key=value...`), accepted only from people with write access (asked of the API; bots are
- * ignored unless allow-listed), answered with a reaction and a reply; and a task check run's
- * "Re-run" button, which retries the task.
+ * budget +USD [WORKSTREAM|TASK] | run FILE key=value...`), accepted only from people with write
+ * access (asked of the API; bots are ignored unless allow-listed), answered with a reaction and a
+ * reply; and a task check run's "Re-run" button, which retries the task.
  */
 import type { Context } from "probot";
 import type { EngineEvent } from "../engine/types.ts";

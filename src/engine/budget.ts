@@ -3,7 +3,7 @@
  *
  * Each attempt is dispatched with a cap (Claude Code's `--max-budget-usd`): the least of its task's
  * remaining budget, its workstream's, its share of the run's (the run's remainder divided among the
- * slots that may fill now) and the per-attempt limit. The cap is reserved until the attempt ends, then
+ * workstreams that may start an agent now, at most the free slots) and the per-attempt limit. The cap is reserved until the attempt ends, then
  * what it really spent is charged, so what is spent never passes a budget by more than the in-flight
  * attempts' own overshoot of their caps. When a budget has nothing left, nothing more of it is
  * dispatched: the run waits, saying so, until `budget +USD` raises it.
@@ -49,7 +49,7 @@ const workstreamSpend = (budget: BudgetState, ws: string): Spend => (budget.work
 export const usd = (amount: number): string =>
   `$${amount >= 1 ? amount.toFixed(2) : amount.toFixed(4).replace(/(\.\d{2}\d*?)0+$/, "$1")}`;
 
-/** What a task's attempts spent, and what it was raised by. */
+/** What a task's attempts spent. */
 export const taskSpent = (t: TaskRun): number =>
   exact(t.attempts.reduce((sum, a) => sum + (a.costUsd ?? 0), 0));
 
@@ -239,16 +239,19 @@ export function raiseBudget(step: Step, event: BudgetCommand): [boolean, string]
   return [true, `raised the budget of ${name} by ${usd(amount)}`];
 }
 
-/** One line on what the run spent against its budget, and each workstream with a budget of its own. */
+/**
+ * One line on what the run spent against its budget, and each workstream with a budget of its own
+ * (the first ten: the line stays short at any size).
+ */
 export function spendLine(state: RunState, graph: Graph): string {
   const budget = state.budget;
   const of = (limit: number | null, raised: number) => (limit === null ? "" : ` of ${usd(limit + raised)}`);
-  const workstreams = graph.workstreams
-    .filter((w) => w.maxCostUsd !== null)
-    .map((w) => {
-      const spend = budget?.workstreams[w.id] ?? none();
-      return `${w.id} ${usd(spend.spentUsd)}${of(w.maxCostUsd, spend.raisedUsd)}`;
-    });
+  const budgeted = graph.workstreams.filter((w) => w.maxCostUsd !== null);
+  const workstreams = budgeted.slice(0, 10).map((w) => {
+    const spend = budget?.workstreams[w.id] ?? none();
+    return `${w.id} ${usd(spend.spentUsd)}${of(w.maxCostUsd, spend.raisedUsd)}`;
+  });
+  if (budgeted.length > 10) workstreams.push(`${budgeted.length - 10} more workstreams`);
   const run = `Spent ${usd(budget?.run.spentUsd ?? 0)}${of(graph.settings.maxCostUsd, budget?.run.raisedUsd ?? 0)}`;
   return workstreams.length ? `${run} (${workstreams.join(", ")})` : run;
 }

@@ -1,6 +1,7 @@
 /**
- * User commands as events: `retry TASK`, `cancel [TASK]`, `reset TASK`, `budget +USD [TARGET]`. Each answers with a `reply`
- * effect; a command that does not apply changes nothing and says why.
+ * User commands as events: `retry TASK`, `cancel [TASK]`, `reset TASK`, `budget +USD [TARGET]`. Each
+ * answers with a `reply` effect; a command that does not apply changes nothing and says why (a budget
+ * raise asked again by the same request answers nothing: it was answered).
  */
 import { isTaskActive, isTaskTerminal } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
