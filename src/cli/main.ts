@@ -174,12 +174,14 @@ const COMMANDS: Record<string, Command> = {
       ),
   },
   simulate: {
-    usage: "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--cost-per-attempt USD] [--json]",
+    usage:
+      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--json]",
     summary: "run the engine with simulated agents: what happens if a task fails?",
     options: {
       fail: { type: "string", multiple: true, default: [] },
       concern: { type: "string", multiple: true, default: [] },
       "cost-per-attempt": { type: "string" },
+      "conflict-integration": { type: "string", multiple: true, default: [] },
       json: { type: "boolean" },
     },
     positionals: [1, 1],
@@ -191,6 +193,7 @@ const COMMANDS: Record<string, Command> = {
           concern: list(values.concern),
           json: values.json === true,
           costPerAttempt: dollars("--cost-per-attempt", str(values["cost-per-attempt"])),
+          conflictIntegration: list(values["conflict-integration"]),
         },
         io,
       ),

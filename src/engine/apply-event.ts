@@ -5,6 +5,7 @@
 import { Blocking } from "./blocking.ts";
 import { budgetSpentFor, charge, unreserve } from "./budget.ts";
 import { applyCommand } from "./commands.ts";
+import { integrationConflicted, resolutionFinished } from "./conflicts.ts";
 import type { Step } from "./step.ts";
 import type { EngineEvent, TaskRun } from "./types.ts";
 
@@ -76,7 +77,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
         record.outcome = "succeeded";
         charge(step, event.task, record, event.costUsd);
         record.turns = event.turns ?? null;
-        unreserve(step, event.task, record);
+        unreserve(step, plan.tasks.get(event.task)!.workstreamId, record);
         step.changed = true;
       }
       if (t.status !== "running") return;
@@ -240,6 +241,12 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       step.changed = true;
       return;
     }
+    case "integration_conflicted":
+      integrationConflicted(step, event);
+      return;
+    case "resolution_finished":
+      resolutionFinished(step, event);
+      return;
     case "integration_pr_closed": {
       const w = ws(event.workstream);
       if (!w || w.integration === "merged" || w.integration === "closed") return;

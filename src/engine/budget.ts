@@ -60,8 +60,13 @@ export const taskSpent = (t: TaskRun): number =>
 export type Allowance = { capUsd: number | null } | { waits: true } | { spent: string; scope: string };
 
 export function allowance(step: Step, id: string): Allowance {
+  return allowanceIn(step, step.plan.tasks.get(id)!.workstreamId, id);
+}
+
+/** The allowance of an attempt in a workstream: a task's (`id`), or one of the workstream's own. */
+export function allowanceIn(step: Step, wsId: string, id: string | null): Allowance {
   const { plan, state } = step;
-  const task = plan.tasks.get(id)!;
+  const task = id === null ? null : plan.tasks.get(id)!;
   const settings = plan.graph.settings;
   const budget = state.budget;
   const limits: { scope: string; name: string; limit: number; spent: number; held: number; share: number }[] =
@@ -78,7 +83,7 @@ export function allowance(step: Step, id: string): Allowance {
       share: free,
     });
   }
-  const ws = plan.workstreams.get(task.workstreamId)!;
+  const ws = plan.workstreams.get(wsId)!;
   if (ws.maxCostUsd !== null) {
     const spend = budget?.workstreams[ws.id] ?? none();
     limits.push({
@@ -90,7 +95,7 @@ export function allowance(step: Step, id: string): Allowance {
       share: 1,
     });
   }
-  if (task.maxCostUsd !== null) {
+  if (task && id !== null && task.maxCostUsd !== null) {
     const t = state.tasks[id]!;
     limits.push({
       scope: `task:${id}`,
@@ -101,7 +106,7 @@ export function allowance(step: Step, id: string): Allowance {
       share: 1,
     });
   }
-  let capUsd = task.maxAttemptCostUsd ?? settings.maxAttemptCostUsd;
+  let capUsd = task?.maxAttemptCostUsd ?? settings.maxAttemptCostUsd;
   let waits = false;
   for (const { scope, name, limit: given, spent, held, share } of limits) {
     const limit = Math.floor(given * 1e6) / 1e6; // counted in millionths of a dollar, as spend is
@@ -132,12 +137,15 @@ function contenders(step: Step, freeSlots: number): number {
   return Math.max(1, workstreams.size);
 }
 
+/** An attempt's record as budgets see it: its cap, and the part of it still held. */
+type Held = { capUsd?: number | null; reservedUsd?: number };
+
 /** Holds the attempt's cap against the run's and its workstream's budgets while it runs. */
-export function reserve(step: Step, id: string, record: AttemptRecord, capUsd: number | null): void {
+export function reserve(step: Step, wsId: string, record: Held, capUsd: number | null): void {
   record.capUsd = capUsd;
   if (capUsd === null) return;
   const budget = budgetOf(step.state);
-  const ws = workstreamSpend(budget, step.plan.tasks.get(id)!.workstreamId);
+  const ws = workstreamSpend(budget, wsId);
   budget.run.reservedUsd = exact(budget.run.reservedUsd + capUsd);
   ws.reservedUsd = exact(ws.reservedUsd + capUsd);
   budget.holding++;
@@ -145,10 +153,10 @@ export function reserve(step: Step, id: string, record: AttemptRecord, capUsd: n
 }
 
 /** The attempt ended (or was stopped): its cap is no longer held. Safe to call more than once. */
-export function unreserve(step: Step, id: string, record: AttemptRecord | undefined): void {
+export function unreserve(step: Step, wsId: string, record: Held | undefined): void {
   if (!record?.reservedUsd) return;
   const budget = budgetOf(step.state);
-  const ws = workstreamSpend(budget, step.plan.tasks.get(id)!.workstreamId);
+  const ws = workstreamSpend(budget, wsId);
   budget.run.reservedUsd = Math.max(0, exact(budget.run.reservedUsd - record.reservedUsd));
   ws.reservedUsd = Math.max(0, exact(ws.reservedUsd - record.reservedUsd));
   budget.holding = Math.max(0, budget.holding - 1);
@@ -157,8 +165,17 @@ export function unreserve(step: Step, id: string, record: AttemptRecord | undefi
 
 /** Whether, with this attempt ended, one of the task's budgets has nothing left. */
 export function budgetSpentFor(step: Step, id: string, record: AttemptRecord): boolean {
-  unreserve(step, id, record);
+  unreserve(step, step.plan.tasks.get(id)!.workstreamId, record);
   return "spent" in allowance(step, id);
+}
+
+/** Records what a workstream's own attempt (a conflict resolution) spent. */
+export function chargeWorkstream(step: Step, wsId: string, costUsd: number): void {
+  const budget = budgetOf(step.state);
+  budget.run.spentUsd = exact(budget.run.spentUsd + costUsd);
+  const ws = workstreamSpend(budget, wsId);
+  ws.spentUsd = exact(ws.spentUsd + costUsd);
+  step.changed = true;
 }
 
 /** Records what an attempt spent, once (its first reported cost). */
@@ -169,12 +186,8 @@ export function charge(
   costUsd: number | null | undefined,
 ): void {
   if (costUsd == null || record.costUsd != null) return;
-  costUsd = record.costUsd = exact(costUsd);
-  const budget = budgetOf(step.state);
-  budget.run.spentUsd = exact(budget.run.spentUsd + costUsd);
-  const ws = workstreamSpend(budget, step.plan.tasks.get(id)!.workstreamId);
-  ws.spentUsd = exact(ws.spentUsd + costUsd);
-  step.changed = true;
+  record.costUsd = exact(costUsd);
+  chargeWorkstream(step, step.plan.tasks.get(id)!.workstreamId, record.costUsd);
 }
 
 /** Notes a budget found spent, once until it is raised: the timeline and the status say so. */

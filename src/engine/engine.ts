@@ -17,6 +17,7 @@ import { createHash } from "node:crypto";
 import type { Graph, Task } from "../graph/model.ts";
 import { buildPlan, type Plan } from "../plan/plan.ts";
 import { applyEvent } from "./apply-event.ts";
+import { resumeResolution } from "./conflicts.ts";
 import { Step } from "./step.ts";
 import type { EngineEffect, EngineEvent, RunState, TaskRun } from "./types.ts";
 
@@ -36,8 +37,8 @@ export interface Decision {
 }
 
 /** Stable content hash of a graph, to tell whether a run still follows the same definition. */
-/** Budget keys left unset are not part of a fingerprint, so runs from before budgets keep theirs. */
-const BUDGET_KEYS = new Set(["maxCostUsd", "maxAttemptCostUsd"]);
+/** Operational keys left unset are not part of a fingerprint, so runs from before them keep theirs. */
+const BUDGET_KEYS = new Set(["maxCostUsd", "maxAttemptCostUsd", "maxResolutionAttempts"]);
 const unsetBudgetsLeftOut = (key: string, value: unknown) =>
   value === null && BUDGET_KEYS.has(key) ? undefined : value;
 
@@ -149,7 +150,7 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
     for (const [wsId, ws] of Object.entries(state.workstreams)) {
       if (ws.integration === "opening") {
         step.requestIntegration(wsId);
-      } else if (ws.status === "pr_open") {
+      } else if (ws.status === "pr_open" && !resumeResolution(step, wsId)) {
         step.maybeAutoMerge(wsId);
       }
     }

@@ -21,6 +21,8 @@ export interface SimulateOptions {
   reviewerMerges?: boolean;
   /** What each attempt spends, in US dollars (an attempt whose cap is less is stopped at its cap). */
   costPerAttempt?: number;
+  /** Workstream id -> number of first merges of its integration PR that conflict with the target. */
+  integrationConflicts?: Map<string, number>;
   engine?: EngineOptions;
 }
 
@@ -50,6 +52,8 @@ export function simulatedResponse(
     concerns: Set<string>;
     noChanges?: Set<string> | undefined;
     costPerAttempt?: number | undefined;
+    /** Workstream -> resolutions its integration branch needs before it merges cleanly. */
+    integrationConflicts?: Map<string, number> | undefined;
   },
   at: number,
   pullRequest: (key: string) => PullRequest,
@@ -82,8 +86,23 @@ export function simulatedResponse(
       return [
         { type: "integration_pr_opened", workstream: effect.workstream, pr: pullRequest(effect.key), at },
       ];
-    case "merge_integration_pr":
-      return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
+    case "merge_integration_pr": {
+      // The branch conflicts until it has had that many resolutions: the first N merges conflict.
+      const { workstream, resolutions = 0 } = effect;
+      if (resolutions < (world.integrationConflicts?.get(workstream) ?? 0)) {
+        return [{ type: "integration_conflicted", workstream, files: ["simulated.txt"], resolutions, at }];
+      }
+      return [{ type: "integration_pr_merged", workstream, at }];
+    }
+    case "resolve_conflicts": {
+      const cost =
+        world.costPerAttempt === undefined
+          ? {}
+          : { costUsd: Math.min(world.costPerAttempt, effect.capUsd ?? Infinity) };
+      return [
+        { type: "resolution_finished", workstream: effect.workstream, n: effect.n, ok: true, ...cost, at },
+      ];
+    }
     default:
       return [];
   }
@@ -96,6 +115,7 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
     concerns: options.concerns ?? new Set<string>(),
     noChanges: options.noChanges,
     costPerAttempt: options.costPerAttempt,
+    integrationConflicts: options.integrationConflicts,
   };
   let clock = 0;
   let eventCount = 0;
@@ -167,7 +187,7 @@ export function simulationJson(result: SimulationResult): object {
       ...(e.task !== undefined ? { task: e.task } : {}),
       ...(e.workstream !== undefined ? { workstream: e.workstream } : {}),
       ...(e.attempt !== undefined ? { attempt: e.attempt } : {}),
-      ...(e.type.startsWith("budget_") ? { detail: e.detail } : {}),
+      ...(e.type.startsWith("budget_") || e.type === "conflict" ? { detail: e.detail } : {}),
     })),
     ...(state.budget ? { spentUsd: Math.round(state.budget.run.spentUsd * 10_000) / 10_000 } : {}),
     tasks: Object.fromEntries(

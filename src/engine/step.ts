@@ -105,7 +105,7 @@ export class Step {
   release(id: string): void {
     const t = this.task(id);
     if (!isTaskActive(t.status)) return;
-    unreserve(this, id, t.attempts[t.attempt - 1]);
+    unreserve(this, this.plan.tasks.get(id)!.workstreamId, t.attempts[t.attempt - 1]);
     this.state.active--;
     const ws = this.workstreamOf(id);
     if (ws.activeTask === id) ws.activeTask = null;
@@ -179,6 +179,7 @@ export class Step {
       key: this.key("ws", wsId, "merge"),
       workstream: wsId,
       pr: ws.pr,
+      ...(ws.conflict ? { resolutions: ws.conflict.resolutions.length } : {}),
     });
   }
 
@@ -277,7 +278,7 @@ export class Step {
       pushedSha: null,
       gates: [],
     });
-    reserve(this, id, t.attempts[t.attempt - 1]!, capUsd);
+    reserve(this, this.plan.tasks.get(id)!.workstreamId, t.attempts[t.attempt - 1]!, capUsd);
     ws.activeTask = id;
     if (ws.status === "pending") ws.status = "active";
     this.state.active++;

@@ -61,6 +61,19 @@ export interface TaskRun {
   budgetRaisedUsd?: number;
 }
 
+/** An agent's attempt at the conflicts between a workstream's integration branch and its target. */
+export interface ResolutionRecord {
+  n: number;
+  dispatchedAt: number;
+  outcome: "succeeded" | "failed" | null;
+  reason: string | null;
+  costUsd: number | null;
+  turns: number | null;
+  /** What it may spend, where a budget applies, and the part of that still held while it runs. */
+  capUsd?: number | null;
+  reservedUsd?: number;
+}
+
 export type IntegrationState = "none" | "opening" | "open" | "merged" | "skipped" | "closed";
 
 export interface WorkstreamRun {
@@ -77,6 +90,8 @@ export interface WorkstreamRun {
   /** The task holding the workstream (running or PR open), if any. */
   activeTask: string | null;
   autoMergeSkipped: boolean;
+  /** The integration PR conflicted with its target: the files, and the resolution attempts so far. */
+  conflict?: { files: string[]; resolutions: ResolutionRecord[] };
 }
 
 export type Outcome = "succeeded" | "completed_with_failures" | "cancelled";
@@ -102,7 +117,10 @@ export type TimelineType =
   | "integration_skipped"
   | "run_finished"
   | "budget_exhausted"
-  | "budget_raised";
+  | "budget_raised"
+  | "conflict"
+  | "resolution"
+  | "resolution_failed";
 
 export interface RunState {
   schemaVersion: 1;
@@ -196,6 +214,26 @@ export type EngineEvent =
   | { type: "integration_pr_closed"; workstream: string; at: number }
   | { type: "integration_failed"; workstream: string; reason: string; at: number }
   | { type: "integration_merge_failed"; workstream: string; reason: string; at: number }
+  /** The integration PR cannot merge: its branch and its target change the same lines of `files`. */
+  | {
+      type: "integration_conflicted";
+      workstream: string;
+      files: string[];
+      /** The merge effect's `resolutions`: a report about a merge before the latest resolution is stale. */
+      resolutions?: number;
+      at: number;
+    }
+  /** A resolution attempt ended: the integration branch now holds its target (or not, and why). */
+  | {
+      type: "resolution_finished";
+      workstream: string;
+      n: number;
+      ok: boolean;
+      reason?: string | null;
+      costUsd?: number | null;
+      turns?: number | null;
+      at: number;
+    }
   | { type: "command"; command: "retry" | "cancel" | "reset"; task?: string; by?: string; at: number }
   /**
    * Raises a budget by `usd`: the run's, or a workstream's or task's (`target`). `id` names the
@@ -213,7 +251,20 @@ export type EngineEffect =
   | { type: "merge_task_pr"; key: string; task: string; pr: PullRequest }
   | { type: "reset_task"; key: string; task: string; pr: PullRequest | null }
   | { type: "open_integration_pr"; key: string; workstream: string }
-  | { type: "merge_integration_pr"; key: string; workstream: string; pr: PullRequest }
+  /** `resolutions`: how many resolution attempts came before this merge (echoed by a conflict). */
+  | { type: "merge_integration_pr"; key: string; workstream: string; pr: PullRequest; resolutions?: number }
+  /**
+   * Starts resolution attempt `n`: an agent merges the workstream's target into its integration
+   * branch, resolves `files`, runs the workstream's gates and commits the merge (never a rebase).
+   */
+  | {
+      type: "resolve_conflicts";
+      key: string;
+      workstream: string;
+      n: number;
+      files: string[];
+      capUsd?: number;
+    }
   | { type: "reply"; key: string; ok: boolean; message: string }
   | { type: "update_status"; key: string }
   | { type: "finish_run"; key: string; outcome: Outcome };

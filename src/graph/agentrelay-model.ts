@@ -92,6 +92,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
         mergeTargetBranch: w.merge_target_branch ?? "main",
         autoMerge: w.auto_merge ?? false,
         maxCostUsd: w.max_cost_usd ?? null,
+        maxResolutionAttempts: w.max_resolution_attempts ?? null,
       }))
     : [defaultWorkstream()];
 
@@ -151,6 +152,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
       failFastOnInternalError: file.fail_fast_on_internal_error ?? DEFAULT_SETTINGS.failFastOnInternalError,
       maxCostUsd: file.max_cost_usd ?? null,
       maxAttemptCostUsd: file.max_attempt_cost_usd ?? null,
+      maxResolutionAttempts: file.max_resolution_attempts ?? null,
     },
     maxWorkstreamDepth: file.max_workstream_depth ?? 1,
     workstreams,

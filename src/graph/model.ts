@@ -61,6 +61,8 @@ export interface Workstream {
   autoMerge: boolean;
   /** What the workstream's tasks may spend together, in US dollars (null: no limit of its own). */
   maxCostUsd: number | null;
+  /** Agent attempts at its integration PR's conflicts (null: the graph's). */
+  maxResolutionAttempts: number | null;
 }
 
 export interface RunSettings {
@@ -75,6 +77,8 @@ export interface RunSettings {
   /** What the run may spend, and each attempt, in US dollars (null: no limit). */
   maxCostUsd: number | null;
   maxAttemptCostUsd: number | null;
+  /** Agent attempts at an integration PR's conflicts, per workstream (0: none; null: the default, 2). */
+  maxResolutionAttempts: number | null;
 }
 
 export interface Graph {
@@ -144,7 +148,11 @@ export const DEFAULT_SETTINGS: RunSettings = {
   failFastOnInternalError: true,
   maxCostUsd: null,
   maxAttemptCostUsd: null,
+  maxResolutionAttempts: null,
 };
+
+/** Resolution attempts per workstream when the graph does not say. */
+export const DEFAULT_RESOLUTION_ATTEMPTS = 2;
 
 /** The workstream of a graph that declares none. */
 export const defaultWorkstream = (): Workstream => ({
@@ -154,6 +162,7 @@ export const defaultWorkstream = (): Workstream => ({
   mergeTargetBranch: "main",
   autoMerge: false,
   maxCostUsd: null,
+  maxResolutionAttempts: null,
 });
 
 /** The empty list tasks share (frozen, so no one appends to it): most tasks have no paths or inputs. */

@@ -37,6 +37,13 @@ const positiveInt = () =>
     .positive({ error: "must be greater than 0" })
     .max(1_000_000, { error: "must be at most 1000000" });
 
+/** A count that may be zero (an operational key of ours). */
+const count = () =>
+  z
+    .int({ error: says("must be an integer") })
+    .min(0, { error: "must be 0 or more" })
+    .max(100, { error: "must be at most 100" });
+
 /** An amount of US dollars a budget allows (an operational key of ours). */
 const usd = () =>
   z
@@ -145,6 +152,11 @@ export const workstreamSchema = z.strictObject({
   auto_merge: boolean().optional(),
   isolation: isolationSchema.nullish(),
   max_cost_usd: usd().nullish().meta({ description: "What the workstream's tasks may spend together." }),
+  max_resolution_attempts: count()
+    .nullish()
+    .meta({
+      description: "Agent attempts to resolve the integration PR's conflicts (0: leave them to a person).",
+    }),
 });
 
 export const graphFileSchema = z
@@ -170,6 +182,9 @@ export const graphFileSchema = z
     fail_fast_on_workstream_error: boolean().nullish(),
     fail_fast_on_internal_error: boolean().nullish(),
     max_cost_usd: usd().nullish().meta({ description: "What the whole run may spend." }),
+    max_resolution_attempts: count()
+      .nullish()
+      .meta({ description: "Agent attempts to resolve an integration PR's conflicts (default 2; 0: none)." }),
     max_attempt_cost_usd: usd()
       .nullish()
       .meta({ description: "What one attempt may spend (a task may say less)." }),

@@ -16,10 +16,13 @@ const scenarioArb = fc
     fc.record({
       maxConcurrency: fc.constant(maxConcurrency),
       maxAttempts: fc.constant(maxAttempts),
-      wsIds: fc.array(fc.record({ autoMerge: fc.boolean(), child: fc.boolean() }), {
-        minLength: wsIds,
-        maxLength: wsIds,
-      }),
+      wsIds: fc.array(
+        fc.record({ autoMerge: fc.boolean(), child: fc.boolean(), conflicts: fc.nat({ max: 3 }) }),
+        {
+          minLength: wsIds,
+          maxLength: wsIds,
+        },
+      ),
       tasks: fc.array(
         fc.record({
           ws: fc.nat({ max: wsIds - 1 }),
@@ -61,6 +64,7 @@ const scenarioArb = fc
     const world = {
       failures: Object.fromEntries(s.tasks.map((t, i) => [`t${i}`, t.failures])),
       concerns: s.tasks.flatMap((t, i) => (t.concern ? [`t${i}`] : [])),
+      integrationConflicts: Object.fromEntries(s.wsIds.map((w, i) => [`w${i}`, w.conflicts])),
     };
     return { graph, world };
   })

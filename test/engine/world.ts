@@ -11,6 +11,8 @@ export interface WorldSpec {
   /** Task -> number of first attempts that fail. */
   failures: Record<string, number>;
   concerns: string[];
+  /** Workstream -> number of first merges of its integration PR that conflict. */
+  integrationConflicts?: Record<string, number>;
 }
 
 export interface Delivery {
@@ -61,6 +63,10 @@ export function runWorld(
       violations.push(`${active} active tasks, limit ${state.settings.maxConcurrency}`);
     for (const [ws, n] of perLane) if (n > 1) violations.push(`${n} active tasks in workstream ${ws}`);
     for (const effect of effects) {
+      if (effect.type === "resolve_conflicts") {
+        if (dispatchKeys.includes(effect.key)) violations.push(`resolution ${effect.key} twice`);
+        dispatchKeys.push(effect.key);
+      }
       if (effect.type !== "dispatch") continue;
       if (dispatchKeys.includes(effect.key)) violations.push(`dispatched ${effect.key} twice`);
       dispatchKeys.push(effect.key);
@@ -79,6 +85,7 @@ export function runWorld(
   const simulated = {
     failures: new Map(Object.entries(spec.failures)),
     concerns: new Set(spec.concerns),
+    integrationConflicts: new Map(Object.entries(spec.integrationConflicts ?? {})),
   };
   const execute = (effect: EngineEffect) => pool.push(...simulatedResponse(effect, simulated, ++clock, pr));
 

@@ -94,6 +94,7 @@ describe.skipIf(!hasFixtures)("agentrelay's documentation examples", () => {
         mergeTargetBranch: "main",
         autoMerge: false,
         maxCostUsd: null,
+        maxResolutionAttempts: null,
       },
     ]);
     expect(canonicalOrder(graph)).toEqual(["plan", "implement"]);

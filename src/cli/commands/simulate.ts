@@ -10,19 +10,30 @@ export interface SimulateCommandOptions {
   json: boolean;
   /** What each attempt spends, to see where a budget stops the run. */
   costPerAttempt?: number | undefined;
+  /** `WS[:N]`: the first N merges of the workstream's integration PR conflict (1 without N). */
+  conflictIntegration?: string[];
 }
 
-/** `--fail TASK[:N]`: the first N attempts of TASK fail (every attempt when N is omitted). */
-function parseFailures(specs: string[], known: Set<string>): Map<string, number> {
-  const failures = new Map<string, number>();
+/**
+ * `ID[:N]` options: `--fail TASK[:N]` (the first N attempts fail; every one without N) and
+ * `--conflict-integration WS[:N]` (the first N merges conflict; one without N).
+ */
+function parseCounts(
+  flag: string,
+  what: string,
+  specs: string[],
+  known: Set<string>,
+  whenOmitted: number,
+): Map<string, number> {
+  const counts = new Map<string, number>();
   for (const spec of specs) {
     const match = /^([^:]+)(?::(\d+))?$/.exec(spec);
-    if (!match) throw new UsageError(`--fail expects TASK or TASK:N, got '${spec}'`);
-    const [, task, count] = match;
-    if (!known.has(task!)) throw new UsageError(`--fail: no task '${task}'`);
-    failures.set(task!, count === undefined ? Number.POSITIVE_INFINITY : Number(count));
+    if (!match) throw new UsageError(`${flag} expects ${what} or ${what}:N, got '${spec}'`);
+    const [, id, count] = match;
+    if (!known.has(id!)) throw new UsageError(`${flag}: no ${what.toLowerCase()} '${id}'`);
+    counts.set(id!, count === undefined ? whenOmitted : Number(count));
   }
-  return failures;
+  return counts;
 }
 
 function minutes(ms: number): string {
@@ -55,7 +66,10 @@ function timelineText(result: SimulationResult, graph: Graph): string {
   return lines.join("\n");
 }
 
-/** `agentrelay simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--cost-per-attempt USD] [--json]`. */
+/**
+ * `agentrelay simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict-integration WS[:N]]...
+ * [--cost-per-attempt USD] [--json]`.
+ */
 export async function simulateCommand(
   file: string,
   options: SimulateCommandOptions,
@@ -65,8 +79,16 @@ export async function simulateCommand(
   const known = new Set(graph.tasks.map((t) => t.id));
   for (const task of options.concern)
     if (!known.has(task)) throw new UsageError(`--concern: no task '${task}'`);
+  const workstreams = new Set(graph.workstreams.map((w) => w.id));
   const result = simulate(graph, {
-    failures: parseFailures(options.fail, known),
+    failures: parseCounts("--fail", "TASK", options.fail, known, Number.POSITIVE_INFINITY),
+    integrationConflicts: parseCounts(
+      "--conflict-integration",
+      "WORKSTREAM",
+      options.conflictIntegration ?? [],
+      workstreams,
+      1,
+    ),
     concerns: new Set(options.concern),
     ...(options.costPerAttempt !== undefined ? { costPerAttempt: options.costPerAttempt } : {}),
   });
