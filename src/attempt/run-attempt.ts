@@ -17,6 +17,7 @@ import type { AttemptReportResult } from "../protocol/report.ts";
 import { runBounded } from "./bounded.ts";
 import { type ClaudeOptions, type ClaudeResult, runClaudeCode } from "./claude.ts";
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
+import { resolveConflicts, type ResolutionInputs } from "./resolve.ts";
 import { ParamsError } from "../protocol/cyberian-prompt.ts";
 import {
   ANTHROPIC_API,
@@ -65,6 +66,8 @@ export interface AttemptInputs {
   resumeSession?: string | null;
   /** What the whole attempt may spend, in US dollars (every Claude Code call of it together). */
   capUsd?: number | null;
+  /** A resolution attempt: `repoDir` has the integration branch, which takes its target by a merge. */
+  resolution?: ResolutionInputs;
 }
 
 export interface AttemptContext extends AttemptInputs {
@@ -209,7 +212,7 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
   };
   let result: AttemptResult;
   try {
-    result = await runAttemptUnredacted(ctx);
+    result = ctx.resolution ? await runResolution(ctx, ctx.resolution) : await runAttemptUnredacted(ctx);
   } catch (error) {
     // A template that cannot render with the run's params fails the attempt before the agent starts.
     if (!(error instanceof ParamsError)) throw error;
@@ -238,6 +241,60 @@ interface RunningAttempt extends AttemptContext {
   redact: (text: string) => string;
   /** Stops Claude Code early, with the reason (see claude.ts). */
   stop: NonNullable<ClaudeOptions["stop"]>;
+}
+
+/** A resolution attempt (see resolve.ts), with the attempt's agent, limits and masking. */
+async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs): Promise<AttemptResult> {
+  let turns = 0;
+  let costUsd = 0;
+  let overBudget = false;
+  let gateOutput: string | null = null;
+  const outcome = await resolveConflicts(
+    ctx.repoDir,
+    resolution,
+    async (prompt) => {
+      const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
+      const r = await runClaudeCode({
+        bin: ctx.claude.bin,
+        cwd: ctx.repoDir,
+        env: ctx.claude.env,
+        prompt,
+        model: ctx.task.primaryAgent.model,
+        maxTurns: ctx.claude.maxTurns,
+        allowedTools: ctx.claude.allowedTools,
+        addDirs: [],
+        timeoutMs: ctx.claude.timeoutMs,
+        maxBudgetUsd: left,
+        log: ctx.log,
+        stop: ctx.stop,
+      });
+      turns += r.turns;
+      costUsd += r.costUsd;
+      overBudget ||= r.overBudget;
+      return r.ok ? null : (r.error ?? "Claude Code failed");
+    },
+    async (command) => {
+      ctx.log(`gate: ${command}`);
+      const gate = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, ctx.claude.env);
+      if (gate.passed) return null;
+      gateOutput = gateTail(ctx.redact(gate.output));
+      return `the gate failed on the merged result: ${command}`;
+    },
+  );
+  const result = failedAttempt(outcome.reason ?? "");
+  return {
+    ...result,
+    outcome: outcome.ok ? "succeeded" : "failed",
+    reason: outcome.reason,
+    summary: outcome.files.length
+      ? `Resolved conflicts in ${outcome.files.join(", ")}.`
+      : "Merged without conflicts.",
+    costUsd,
+    turns,
+    gateOutput,
+    overBudget: !outcome.ok && overBudget,
+    commit: outcome.commit,
+  };
 }
 
 async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult> {

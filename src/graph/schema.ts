@@ -152,11 +152,9 @@ export const workstreamSchema = z.strictObject({
   auto_merge: boolean().optional(),
   isolation: isolationSchema.nullish(),
   max_cost_usd: usd().nullish().meta({ description: "What the workstream's tasks may spend together." }),
-  max_resolution_attempts: count()
-    .nullish()
-    .meta({
-      description: "Agent attempts to resolve the integration PR's conflicts (0: leave them to a person).",
-    }),
+  max_resolution_attempts: count().nullish().meta({
+    description: "Agent attempts to resolve the integration PR's conflicts (0: leave them to a person).",
+  }),
 });
 
 export const graphFileSchema = z

@@ -59,7 +59,8 @@ export async function deleteBranch(repo: string, branch: string): Promise<void> 
   if (await branchExists(repo, branch)) await git(repo, ["branch", "-D", branch]);
 }
 
-export type MergeResult = { ok: true; sha: string } | { ok: false; reason: string };
+/** A merge done, or why not (with the files that conflict, when that is why). */
+export type MergeResult = { ok: true; sha: string } | { ok: false; reason: string; conflicts?: string[] };
 
 /**
  * Merges `source` into `target` with a merge commit. Fails (changing nothing) on a conflict; a
@@ -84,18 +85,23 @@ export async function mergeBranch(
       };
     const merged = await gitRaw(worktree, ["merge", "--no-ff", "--no-edit", "-m", message, source]);
     if (merged.code !== 0) {
+      const conflicts = (await git(worktree, ["diff", "--name-only", "--diff-filter=U"]))
+        .split("\n")
+        .filter(Boolean);
       await gitRaw(worktree, ["merge", "--abort"]);
-      return { ok: false, reason: `merge conflict: ${merged.stdout.trim().split("\n").pop() ?? ""}` };
+      return { ok: false, reason: `merge conflict in ${conflicts.join(", ") || "the branches"}`, conflicts };
     }
     return { ok: true, sha: await git(worktree, ["rev-parse", "HEAD"]) };
   }
   const old = await git(repo, ["rev-parse", `refs/heads/${target}`]);
-  const tree = await gitRaw(repo, ["merge-tree", "--write-tree", target, source]);
-  if (tree.code !== 0)
-    return {
-      ok: false,
-      reason: `merge conflict in ${tree.stdout.split("\n").slice(1).filter(Boolean).join(", ") || "the branches"}`,
-    };
+  const tree = await gitRaw(repo, ["merge-tree", "--write-tree", "--name-only", target, source]);
+  if (tree.code !== 0) {
+    // The tree, then the conflicted files, then a blank line and git's messages.
+    const lines = tree.stdout.split("\n");
+    const end = lines.indexOf("", 1);
+    const conflicts = lines.slice(1, end === -1 ? undefined : end).filter(Boolean);
+    return { ok: false, reason: `merge conflict in ${conflicts.join(", ") || "the branches"}`, conflicts };
+  }
   const head = await git(repo, ["rev-parse", `refs/heads/${source}`]);
   const commit = await git(repo, [
     "commit-tree",

@@ -71,8 +71,13 @@ export class LocalHost implements RunHost {
     return stored ? { ...stored, engine: this.engine } : null;
   }
 
-  compareAndSwap(run: string, expected: string | null, state: RunState): Promise<string | null> {
-    return this.store.compareAndSwap(run, expected, state);
+  compareAndSwap(
+    run: string,
+    expected: string | null,
+    state: RunState,
+    touched?: ReadonlySet<string>,
+  ): Promise<string | null> {
+    return this.store.compareAndSwap(run, expected, state, touched);
   }
 
   /** A "PR" is the branch itself; its number is fixed by the plan, so a repeated open is the same PR. */
@@ -130,11 +135,21 @@ export class LocalHost implements RunHost {
       case "merge_integration_pr": {
         const ws = plan.workstreams.get(effect.workstream)!;
         const merged = await this.mergeIntegration(ws.id);
-        return [
-          merged.ok
-            ? { type: "integration_pr_merged", workstream: ws.id, at }
-            : { type: "integration_merge_failed", workstream: ws.id, reason: merged.reason, at },
-        ];
+        if (merged.ok) return [{ type: "integration_pr_merged", workstream: ws.id, at }];
+        if (merged.conflicts) {
+          const { resolutions } = effect;
+          const files = merged.conflicts;
+          return [
+            {
+              type: "integration_conflicted",
+              workstream: ws.id,
+              files,
+              ...(resolutions !== undefined ? { resolutions } : {}),
+              at,
+            },
+          ];
+        }
+        return [{ type: "integration_merge_failed", workstream: ws.id, reason: merged.reason, at }];
       }
       default:
         return [];
@@ -146,6 +161,9 @@ export class LocalHost implements RunHost {
       switch (effect.type) {
         case "dispatch":
           this.track(this.runAttempt(state, effect.task, effect.attempt));
+          break;
+        case "resolve_conflicts":
+          this.track(this.runResolution(state, effect));
           break;
         case "cancel_attempt": {
           const child = this.running.get(`${effect.task}/${effect.attempt}`);
@@ -180,11 +198,9 @@ export class LocalHost implements RunHost {
     const reuse = graph.cyberian?.agentLifecycle === "reuse" && existsSync(sessionFile);
     const { inputFiles, peers } = handoff(state, task);
     const s = this.settings;
-    const claudeEnv = s.claudeEnv(task.primaryAgent.isolation.tokenTier);
-    const secrets = Object.fromEntries(Object.entries(claudeEnv).filter(([name]) => isSecretName(name)));
+    const { agent, secrets } = this.agentOf(task.primaryAgent.isolation.tokenTier);
     const spec: AttemptSpec = {
-      graphFile: graph.file,
-      graphText: s.graphText,
+      ...agent,
       task: taskId,
       attempt,
       repoDir: checkout,
@@ -195,51 +211,11 @@ export class LocalHost implements RunHost {
       ...(s.params ? { params: s.params } : {}),
       ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
       capUsd: state.tasks[taskId]!.attempts[attempt - 1]?.capUsd ?? null,
-      claude: {
-        bin: s.claudeBin,
-        // Secrets reach the attempt process through its environment, never through this file.
-        env: Object.fromEntries(Object.entries(claudeEnv).filter(([name]) => !isSecretName(name))),
-        maxTurns: s.maxTurns,
-        timeoutMs: s.attemptTimeoutMs,
-        allowedTools: DEFAULT_ALLOWED_TOOLS,
-      },
-      gateTimeoutMs: s.gateTimeoutMs,
-      signalEntry: s.entry,
       resultFile: join(taskDir, `result-${attempt}.json`),
       processGroupsFile: processGroupsFile(taskDir, attempt),
     };
-    mkdirSync(join(taskDir, "work"), { recursive: true });
-    const specFile = join(taskDir, `attempt-${attempt}.json`);
-    writeFileSync(specFile, JSON.stringify(spec, null, 2), { mode: 0o600 });
     await this.report([{ type: "job_started", task: taskId, attempt, at: Date.now() }]);
-    const code = await new Promise<number | null>((done) => {
-      const child = spawn(process.execPath, [s.entry, "attempt", specFile], {
-        stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, ...secrets },
-        detached: true, // its own process group: stopped whole, on cancel or after a crash
-      });
-      writeFileSync(spec.processGroupsFile!, `${child.pid}\n`, { flag: "a" });
-      this.running.set(`${taskId}/${attempt}`, child);
-      const agentLog: string[] = [];
-      const onData = (chunk: Buffer) => {
-        for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) {
-          agentLog.push(line);
-          this.log(line, taskId);
-        }
-      };
-      child.stdout.on("data", onData);
-      child.stderr.on("data", onData);
-      child.on("close", (exit) => {
-        this.running.delete(`${taskId}/${attempt}`);
-        rmSync(specFile, { force: true });
-        rmSync(spec.processGroupsFile!, { force: true });
-        writeFileSync(
-          join(taskDir, "work", "attempts", String(attempt), "agent.log"),
-          `${agentLog.join("\n")}\n`,
-        );
-        done(exit);
-      });
-    });
+    const code = await this.spawnAttempt(spec, taskDir, `${taskId}/${attempt}`, secrets, taskId);
     if (this.stopping) return;
     const written = readResult(spec.resultFile);
     if (!written) {
@@ -248,6 +224,132 @@ export class LocalHost implements RunHost {
     }
     if (written.sessionId) writeFileSync(sessionFile, `${written.sessionId}\n`);
     await this.report(eventsOfReport({ task: taskId, attempt, result: written.result }, Date.now()));
+  }
+
+  /**
+   * What every attempt process of a token tier gets: the graph, the agent and its limits. Secrets
+   * reach the process through its environment, never through the spec file.
+   */
+  private agentOf(tokenTier: string) {
+    const s = this.settings;
+    const claudeEnv = s.claudeEnv(tokenTier);
+    const secrets = Object.fromEntries(Object.entries(claudeEnv).filter(([name]) => isSecretName(name)));
+    const agent = {
+      graphFile: this.graph.file,
+      graphText: s.graphText,
+      claude: {
+        bin: s.claudeBin,
+        env: Object.fromEntries(Object.entries(claudeEnv).filter(([name]) => !isSecretName(name))),
+        maxTurns: s.maxTurns,
+        timeoutMs: s.attemptTimeoutMs,
+        allowedTools: DEFAULT_ALLOWED_TOOLS,
+      },
+      gateTimeoutMs: s.gateTimeoutMs,
+      signalEntry: s.entry,
+    };
+    return { agent, secrets };
+  }
+
+  /**
+   * Runs an attempt process with `spec` (written beside it in `dir`, secrets only in its environment)
+   * until it exits; its progress goes to the log, and to `agent.log` in its work directory.
+   */
+  private async spawnAttempt(
+    spec: AttemptSpec,
+    dir: string,
+    key: string,
+    secrets: NodeJS.ProcessEnv,
+    logAs: string,
+  ): Promise<number | null> {
+    mkdirSync(spec.workDir, { recursive: true });
+    const specFile = join(dir, `attempt-${spec.attempt}.json`);
+    writeFileSync(specFile, JSON.stringify(spec, null, 2), { mode: 0o600 });
+    return new Promise<number | null>((done) => {
+      const child = spawn(process.execPath, [this.settings.entry, "attempt", specFile], {
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, ...secrets },
+        detached: true, // its own process group: stopped whole, on cancel or after a crash
+      });
+      writeFileSync(spec.processGroupsFile!, `${child.pid}\n`, { flag: "a" });
+      this.running.set(key, child);
+      const agentLog: string[] = [];
+      const onData = (chunk: Buffer) => {
+        for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) {
+          agentLog.push(line);
+          this.log(line, logAs);
+        }
+      };
+      child.stdout.on("data", onData);
+      child.stderr.on("data", onData);
+      child.on("close", (exit) => {
+        this.running.delete(key);
+        rmSync(specFile, { force: true });
+        rmSync(spec.processGroupsFile!, { force: true });
+        const logDir = join(spec.workDir, "attempts", String(spec.attempt));
+        mkdirSync(logDir, { recursive: true });
+        writeFileSync(join(logDir, "agent.log"), `${agentLog.join("\n")}\n`);
+        done(exit);
+      });
+    });
+  }
+
+  /**
+   * Runs resolution attempt `n` of a workstream: the attempt process merges the target into the
+   * integration branch (checked out in the workstream's worktree) with the agent of the workstream's
+   * last task, under its token tier, and the workstream's gates; it reports how that ended.
+   */
+  private async runResolution(
+    state: RunState,
+    effect: Extract<EngineEffect, { type: "resolve_conflicts" }>,
+  ): Promise<void> {
+    const { plan } = this.engine;
+    const ws = plan.workstreams.get(effect.workstream)!;
+    const own = plan.tasksByWorkstream.get(ws.id)!;
+    const tip = plan.tasks.get(own.at(-1)!)!;
+    const branch = integrationBranch(this.graph.name, ws.id);
+    const dir = join(this.workRoot, "resolutions", ws.id);
+    const checkout = join(this.workRoot, "workstreams", ws.id);
+    await workstreamCheckout(this.repo, checkout, branch, branch);
+    const { agent, secrets } = this.agentOf(tip.primaryAgent.isolation.tokenTier);
+    const spec: AttemptSpec = {
+      ...agent,
+      task: tip.id,
+      attempt: effect.n,
+      repoDir: checkout,
+      baseRef: branch,
+      workDir: join(dir, "work"),
+      inputFiles: [],
+      peers: {},
+      capUsd: effect.capUsd ?? null,
+      resolution: {
+        target: ws.mergeTargetBranch,
+        intents: intentsOf(
+          plan,
+          ws.id,
+          Object.fromEntries(Object.entries(state.tasks).map(([id, t]) => [id, t.summary])),
+        ),
+        gates: own.flatMap((id) => plan.tasks.get(id)!.completionGate ?? []),
+      },
+      resultFile: join(dir, `result-${effect.n}.json`),
+      processGroupsFile: processGroupsFile(dir, effect.n),
+    };
+    mkdirSync(dir, { recursive: true });
+    const code = await this.spawnAttempt(spec, dir, `${ws.id}/resolve/${effect.n}`, secrets, ws.id);
+    if (this.stopping) return;
+    const written = readResult(spec.resultFile);
+    const r = written?.result;
+    await this.report([
+      {
+        type: "resolution_finished",
+        workstream: ws.id,
+        n: effect.n,
+        ok: r?.outcome === "succeeded",
+        reason: r ? r.reason : `the resolution process exited with code ${code} without a result`,
+        costUsd: r?.costUsd ?? null,
+        turns: r?.turns ?? null,
+        at: Date.now(),
+      },
+    ]);
   }
 
   /** Stops every running attempt (the runner was interrupted); the next run resumes them. */
@@ -271,6 +373,32 @@ export class LocalHost implements RunHost {
       (await gitRaw(this.repo, ["merge-base", "--is-ancestor", branch, ws.mergeTargetBranch])).code === 0
     );
   }
+}
+
+/**
+ * What each side of a workstream's integration meant: its tasks' descriptions and summaries, and the
+ * work that reached the target meanwhile (the other workstreams' tasks already merged there).
+ */
+export function intentsOf(
+  plan: Engine["plan"],
+  wsId: string,
+  summaries: Record<string, string | null> = {},
+): string {
+  const describe = (id: string) => {
+    const t = plan.tasks.get(id)!;
+    const summary = summaries[id];
+    return `  - ${id}: ${t.description ?? "(no description)"}${summary ? ` (done: ${summary})` : ""}`;
+  };
+  const ws = plan.workstreams.get(wsId)!;
+  const others = [...plan.workstreams.values()].filter(
+    (w) => w.id !== wsId && w.mergeTargetBranch === ws.mergeTargetBranch,
+  );
+  return [
+    `- This workstream (\`${wsId}\`):`,
+    ...plan.tasksByWorkstream.get(wsId)!.map(describe),
+    `- Workstreams that also merge into \`${ws.mergeTargetBranch}\`:`,
+    ...others.flatMap((w) => plan.tasksByWorkstream.get(w.id)!.map(describe)),
+  ].join("\n");
 }
 
 /** The attempt process's result file, read with the report's schema (null when missing or malformed). */

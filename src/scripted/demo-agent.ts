@@ -2,7 +2,8 @@
  * The built-in scripted agent of the demo and of `--scripted-model`: it reads the attempt's
  * manifest (its path is in the opening prompt), writes each file the task names (its tagged paths,
  * or a note), then hands back a summary, its declared outputs, and completes. A cyberian step gets
- * the completion status line its prompt asks for. Claude Code runs every
+ * the completion status line its prompt asks for; a resolution keeps both sides of each conflict.
+ * Claude Code runs every
  * step for real; only the model's decisions are scripted.
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -25,8 +26,32 @@ export function manifestFor(prompt: string): Manifest | null {
 
 const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
 
+/**
+ * A resolution's prompt names the conflicted files: the scripted agent keeps both sides of each
+ * conflict (ours, then theirs), removing the markers, as an agent that means both intents would.
+ */
+function resolve(prompt: string, done: number): ReturnType<Script> {
+  const files = [...prompt.matchAll(/^- `([^`]+)`$/gm)].map((m) => m[1]!);
+  if (done < files.length) {
+    const file = quote(files[done]!);
+    return {
+      tools: [
+        {
+          name: "Bash",
+          input: {
+            command: `sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' ${file}`,
+            description: `keep both sides in ${files[done]}`,
+          },
+        },
+      ],
+    };
+  }
+  return { text: `Resolved ${files.join(", ")}, keeping both sides.` };
+}
+
 export const demoAgent: Script = (request) => {
   const prompt = promptOf(request);
+  if (prompt.includes("Resolve the merge conflicts:")) return resolve(prompt, toolResults(request).length);
   const manifest = manifestFor(prompt);
   if (!manifest) {
     // A cyberian step: its prompt asks for a completion status line; a loop's own status ends the loop.

@@ -1,0 +1,84 @@
+/**
+ * A resolution attempt: the integration branch (checked out in `repoDir`) takes its target by a
+ * merge, never a rebase. A clean merge needs no agent. Otherwise Claude Code resolves the conflicted
+ * files, told what each side meant to do; the runner checks that no conflict marker is left, runs the
+ * workstream's gates, and commits the merge. Anything short of that aborts the merge: the branch is
+ * left as it was, and the attempt fails with the reason.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { git, gitRaw } from "./git.ts";
+
+export interface ResolutionInputs {
+  /** The branch merged in (the integration PR's target). */
+  target: string;
+  /** What each side intended: the workstream's tasks and what landed on the target meanwhile. */
+  intents: string;
+  /** The gates the merged result must pass (the workstream's tasks' completion gates). */
+  gates: string[];
+}
+
+export interface ResolutionOutcome {
+  ok: boolean;
+  reason: string | null;
+  commit: string | null;
+  /** Conflicted files, as the merge found them. */
+  files: string[];
+}
+
+/** The prompt of a resolution: which branches, which files, what each side meant. */
+export function resolutionPrompt(branch: string, resolution: ResolutionInputs, files: string[]): string {
+  return [
+    `Resolve the merge conflicts: \`${resolution.target}\` is being merged into \`${branch}\` (checked out here), and git stopped on conflicts.`,
+    "",
+    "Conflicted files:",
+    ...files.map((f) => `- \`${f}\``),
+    "",
+    "What each side meant to do:",
+    resolution.intents,
+    "",
+    "Edit each conflicted file so that it keeps what both sides meant, and remove every conflict marker",
+    "(`<<<<<<<`, `=======`, `>>>>>>>`). Do not commit, rebase, reset or switch branches: the runner checks",
+    "the files, runs the gates and commits the merge.",
+  ].join("\n");
+}
+
+const MARKER = /^(<{7}|>{7})( |$)/m;
+
+/**
+ * Merges the target into the checked-out branch; `agent` resolves what conflicts, `gate` runs each
+ * gate (returning its failure, or null).
+ */
+export async function resolveConflicts(
+  repoDir: string,
+  resolution: ResolutionInputs,
+  agent: (prompt: string) => Promise<string | null>,
+  gate: (command: string) => Promise<string | null>,
+): Promise<ResolutionOutcome> {
+  const branch = await git(repoDir, ["rev-parse", "--abbrev-ref", "HEAD"]);
+  const merge = await gitRaw(repoDir, ["merge", "--no-ff", "--no-edit", "--no-verify", resolution.target]);
+  if (merge.code === 0)
+    return { ok: true, reason: null, commit: await git(repoDir, ["rev-parse", "HEAD"]), files: [] };
+  const files = (await git(repoDir, ["diff", "--name-only", "--diff-filter=U"])).split("\n").filter(Boolean);
+  const fail = async (reason: string): Promise<ResolutionOutcome> => {
+    await gitRaw(repoDir, ["merge", "--abort"]);
+    return { ok: false, reason, commit: null, files };
+  };
+  if (files.length === 0)
+    return fail(
+      `merging ${resolution.target} failed: ${`${merge.stdout}${merge.stderr}`.trim().split("\n").pop()}`,
+    );
+  const failure = await agent(resolutionPrompt(branch, resolution, files));
+  if (failure) return fail(failure);
+  const left = files.filter((f) => MARKER.test(readFileSync(join(repoDir, f), "utf8")));
+  if (left.length > 0) return fail(`conflict markers are left in ${left.join(", ")}`);
+  await git(repoDir, ["add", "--", ...files]);
+  if ((await git(repoDir, ["diff", "--name-only", "--diff-filter=U"])) !== "")
+    return fail("files are still unmerged");
+  for (const command of resolution.gates) {
+    const failed = await gate(command);
+    if (failed) return fail(failed);
+  }
+  await git(repoDir, ["commit", "-q", "--no-edit", "--no-verify"]);
+  return { ok: true, reason: null, commit: await git(repoDir, ["rev-parse", "HEAD"]), files };
+}

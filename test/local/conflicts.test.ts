@@ -1,0 +1,83 @@
+/**
+ * Two workstreams change the same lines of one file in parallel. The first merges into main; the
+ * second's merge conflicts, and a resolution attempt (the real Claude Code CLI, the scripted model
+ * keeping both sides) merges main into its integration branch and commits; both land in main.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { git } from "../../src/attempt/git.ts";
+import { GitRefStateStore } from "../../src/local/git-store.ts";
+import { REPO_ROOT } from "../support/fixtures.ts";
+import { tempRepo } from "../support/git.ts";
+
+const BIN = join(REPO_ROOT, "bin/agentrelay.js");
+
+const GRAPH = (resolutions: number) => `name: g
+max_concurrency: 2
+max_resolution_attempts: ${resolutions}
+workstreams:
+  - id: left
+    auto_merge: true
+  - id: right
+    auto_merge: true
+tasks:
+  - id: a
+    workstream_id: left
+    description: Greet from the left in shared.txt.
+    tagged_paths: [{ path: shared.txt, category: src }]
+  - id: b
+    workstream_id: right
+    description: Greet from the right in shared.txt.
+    tagged_paths: [{ path: shared.txt, category: src }]
+    completion_gate: test -s shared.txt
+`;
+
+function run(graph: string, repo: string) {
+  const result = spawnSync(process.execPath, [BIN, "run", graph, "--repo", repo, "--scripted-model"], {
+    encoding: "utf8",
+  });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+function graphFile(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), "agentrelay-graph-")), "g.yaml");
+  writeFileSync(file, text);
+  return file;
+}
+
+describe("conflicts between parallel workstreams, locally", () => {
+  it("an agent resolves the second workstream's conflict with main, and both intents land", async () => {
+    const repo = await tempRepo();
+    const result = run(graphFile(GRAPH(2)), repo);
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toMatch(/Run g\/1: succeeded/);
+    expect(result.code).toBe(0);
+    const shared = await git(repo, ["show", "main:shared.txt"]);
+    expect(shared).toContain("written for task a");
+    expect(shared).toContain("written for task b");
+    expect(shared).not.toMatch(/^(<{7}|={7}|>{7})/m);
+    const state = (await new GitRefStateStore(repo).load("g/1"))!.state;
+    const [first, second] = ["left", "right"].map((w) => state.workstreams[w]!);
+    const resolved = first!.conflict ?? second!.conflict;
+    expect(resolved).toMatchObject({ files: ["shared.txt"], resolutions: [{ n: 1, outcome: "succeeded" }] });
+    expect(resolved!.resolutions[0]!.costUsd).toBeGreaterThan(0);
+    expect(state.timeline.filter((e) => e.type === "resolution")).toHaveLength(1);
+    // A merge, never a rewrite: main's history keeps both workstreams' merges and the resolution.
+    const log = await git(repo, ["log", "--format=%s", "main"]);
+    expect(log).toMatch(/Integrate workstream left/);
+    expect(log).toMatch(/Integrate workstream right/);
+    expect(log).toMatch(/Merge branch 'main' into agentrelay\/g\/(left|right)\/integration/);
+  });
+
+  it("with resolution off, the conflict waits for a person, and says which file", async () => {
+    const repo = await tempRepo();
+    const result = run(graphFile(GRAPH(0)), repo);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(
+      /conflicts with main in shared\.txt \(resolution is off \(max_resolution_attempts: 0\)\): merge main into the integration branch by hand/,
+    );
+  });
+});
