@@ -116,9 +116,11 @@ describe("steering a local run", () => {
 
   it("cancel reaches the live runner from another terminal and stops the attempt", async () => {
     const repo = await tempRepo();
+    // A duration of its own, so that another test run's gate on this machine is not counted.
+    const sleep = `sleep 120.${process.pid}`;
     const graph = graphFile(
       graphYaml([
-        { id: "slow", extra: 'completion_gate: "sleep 120"' },
+        { id: "slow", extra: `completion_gate: "${sleep}"` },
         { id: "after", deps: ["slow"] },
       ]),
     );
@@ -140,7 +142,7 @@ describe("steering a local run", () => {
     expect(output).toMatch(/slow\s+cancelled\s+attempts 1 .*\(cancelled\)/);
     expect(output).toMatch(/after\s+blocked/);
     // Nothing of the attempt is left running.
-    expect(spawnSync("pgrep", ["-f", "sleep 120"]).status).toBe(1);
+    expect(spawnSync("pgrep", ["-f", sleep]).status).toBe(1);
   });
 
   it("run --new-run starts over and keeps the previous run's branches", async () => {
