@@ -20,6 +20,18 @@ const graphWith = (head = "", ws = "") =>
 
 const resolutions = (state: RunState) => state.workstreams.right!.conflict?.resolutions ?? [];
 
+/** A run whose `right` integration PR is open: the moment its merge is asked for. */
+function withOpenPr() {
+  const engine = createEngine(graphWith());
+  const { state } = engine.start(0);
+  Object.assign(state.workstreams.right!, {
+    status: "pr_open",
+    integration: "open",
+    pr: { number: 9, url: "u" },
+  });
+  return { engine, state };
+}
+
 describe("conflicts between an integration branch and its target", () => {
   it.each([
     // conflicting merges, graph key, workstream key -> resolutions run, outcome
@@ -50,17 +62,7 @@ describe("conflicts between an integration branch and its target", () => {
   );
 
   it("dispatches one resolution however often the conflict is reported, and merges again when it ends", () => {
-    const engine = createEngine(graphWith());
-    const state = simulate(graphWith(), { integrationConflicts: new Map([["right", 1]]) }).state;
-    // Rewind to the moment the conflict is reported: a fresh run where right's PR is open.
-    const open = structuredClone(state);
-    delete open.workstreams.right!.conflict;
-    Object.assign(open.workstreams.right!, {
-      status: "pr_open",
-      integration: "open",
-      pr: { number: 9, url: "u" },
-    });
-    open.outcome = null;
+    const { engine, state: open } = withOpenPr();
     const conflicted: EngineEvent = {
       type: "integration_conflicted",
       workstream: "right",
@@ -100,13 +102,7 @@ describe("conflicts between an integration branch and its target", () => {
   });
 
   it("after a failed resolution asks for the merge again: a person who resolved first wins", () => {
-    const engine = createEngine(graphWith());
-    const { state } = engine.start(0);
-    Object.assign(state.workstreams.right!, {
-      status: "pr_open",
-      integration: "open",
-      pr: { number: 9, url: "u" },
-    });
+    const { engine, state } = withOpenPr();
     engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 1 });
     const after = engine.apply(state, {
       type: "resolution_finished",
@@ -125,13 +121,7 @@ describe("conflicts between an integration branch and its target", () => {
   });
 
   it("asks again for a resolution whose answer was lost (the reconciler, a resumed local run)", () => {
-    const engine = createEngine(graphWith());
-    const { state } = engine.start(0);
-    Object.assign(state.workstreams.right!, {
-      status: "pr_open",
-      integration: "open",
-      pr: { number: 9, url: "u" },
-    });
+    const { engine, state } = withOpenPr();
     engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 1 });
     expect(engine.pendingEffects(state)).toContainEqual(
       expect.objectContaining({ type: "resolve_conflicts", key: "g/1/ws/right/resolve/1" }),
