@@ -49,40 +49,13 @@ export type AttemptReport = z.infer<typeof attemptReportSchema>;
 
 /** The report of an attempt: exactly the fields of the wire format, whatever else the result holds. */
 export function toReport(request: AttemptRequest, result: AttemptReportResult): AttemptReport {
-  const {
-    outcome,
-    noPr,
-    reason,
-    concerns,
-    opsConcerns,
-    summary,
-    outputs,
-    costUsd,
-    turns,
-    gates,
-    gateOutput,
-    overBudget,
-    commit,
-  } = result;
+  // The schema names the fields, so a new one is sent as soon as it is declared.
+  const fields = Object.keys(attemptResultSchema.shape) as (keyof AttemptReportResult)[];
   return {
     run: request.run,
     task: request.task,
     attempt: request.attempt,
-    result: {
-      outcome,
-      noPr,
-      reason,
-      concerns,
-      opsConcerns,
-      summary,
-      outputs,
-      costUsd,
-      turns,
-      gates,
-      gateOutput,
-      overBudget,
-      commit,
-    },
+    result: Object.fromEntries(fields.map((key) => [key, result[key]])) as AttemptReportResult,
   };
 }
 
