@@ -3,7 +3,7 @@
  * than the current one, and facts already recorded, change nothing.
  */
 import { Blocking } from "./blocking.ts";
-import { budgetSpentFor, charge, unreserve } from "./budget.ts";
+import { allowance, charge, unreserve } from "./budget.ts";
 import { applyCommand } from "./commands.ts";
 import { integrationConflicted, resolutionFinished } from "./conflicts.ts";
 import type { Step } from "./step.ts";
@@ -111,7 +111,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       if (event.turns != null) record.turns = event.turns;
       if (event.gateOutput) record.gateOutput = event.gateOutput;
       // Stopped by a budget that is now spent: not the task's failure; it waits for the budget.
-      if (event.overBudget && budgetSpentFor(step, event.task, record)) step.task(event.task).attemptBase++;
+      if (event.overBudget && "spent" in allowance(step, event.task)) step.task(event.task).attemptBase++;
       step.failTask(
         event.task,
         event.reason,

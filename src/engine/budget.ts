@@ -36,6 +36,9 @@ export const MIN_ATTEMPT_USD = 0.001;
 /** Amounts are kept to a millionth of a dollar, so that adding and taking back leaves no residue. */
 const exact = (amount: number): number => Math.round(amount * 1e6) / 1e6;
 
+/** Rounded down to a millionth (past float noise), so that caps never add up to more than a budget. */
+const downToMillionth = (amount: number): number => Math.floor(amount * 1e6 + 1e-6) / 1e6;
+
 const none = (): Spend => ({ spentUsd: 0, reservedUsd: 0, raisedUsd: 0 });
 
 /** The run's budget record, created on first use (runs started before budgets have none). */
@@ -109,7 +112,7 @@ export function allowanceIn(step: Step, wsId: string, id: string | null): Allowa
   let capUsd = task?.maxAttemptCostUsd ?? settings.maxAttemptCostUsd;
   let waits = false;
   for (const { scope, name, limit: given, spent, held, share } of limits) {
-    const limit = Math.floor(given * 1e6) / 1e6; // counted in millionths of a dollar, as spend is
+    const limit = downToMillionth(given); // counted in millionths of a dollar, as spend is
     if (limit - spent < MIN_ATTEMPT_USD) {
       return { scope, spent: `budget spent: ${usd(spent)} of ${usd(limit)} for ${name}` };
     }
@@ -117,8 +120,7 @@ export function allowanceIn(step: Step, wsId: string, id: string | null): Allowa
     if (left < MIN_ATTEMPT_USD) waits = true;
     capUsd = Math.min(capUsd ?? Infinity, left / share);
   }
-  // Rounded down, so that caps never add up to more than a budget.
-  return waits ? { waits } : { capUsd: capUsd === null ? null : Math.floor(capUsd * 1e6 + 1e-6) / 1e6 };
+  return waits ? { waits } : { capUsd: capUsd === null ? null : downToMillionth(capUsd) };
 }
 
 /**
@@ -161,12 +163,6 @@ export function unreserve(step: Step, wsId: string, record: Held | undefined): v
   ws.reservedUsd = Math.max(0, exact(ws.reservedUsd - record.reservedUsd));
   budget.holding = Math.max(0, budget.holding - 1);
   delete record.reservedUsd;
-}
-
-/** Whether, with this attempt ended, one of the task's budgets has nothing left. */
-export function budgetSpentFor(step: Step, id: string, record: AttemptRecord): boolean {
-  unreserve(step, step.plan.tasks.get(id)!.workstreamId, record);
-  return "spent" in allowance(step, id);
 }
 
 /** Records what a workstream's own attempt (a conflict resolution) spent. */
