@@ -22,9 +22,9 @@ import {
   startScriptedModel,
   userPrompts,
 } from "../../src/scripted/model-server.ts";
-import { CLAUDE_BIN } from "../../harness/claude.ts";
-import { fixture, hasFixtures, REPO_ROOT } from "../support/fixtures.ts";
+import { fixture, hasFixtures } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
+import { scriptedRun } from "../support/local-run.ts";
 
 const workflow = (body: string) => `name: w\n${body}`;
 const errorsOf = (text: string): string[] => {
@@ -397,18 +397,8 @@ describe.skipIf(!hasFixtures)("every cyberian fixture workflow, end to end", () 
       const path = join(repo, ".workflow", basename(file));
       copyFileSync(fixture("cyberian", file), path);
       const text = readFileSync(path, "utf8");
-      const graph = parseGraph(path, text);
       const { state } = await runLocal({
-        graph,
-        graphText: text,
-        repo,
-        entry: join(REPO_ROOT, "bin/agentrelay.js"),
-        claudeBin: CLAUDE_BIN,
-        claudeEnv: {
-          ANTHROPIC_BASE_URL: server.url,
-          ANTHROPIC_API_KEY: "sk-ant-scripted",
-          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        },
+        ...scriptedRun(repo, path, text, server.url),
         params: parseParamPairs(PARAMS),
         attemptTimeoutMs: 120_000,
         gateTimeoutMs: 20_000,

@@ -8,9 +8,9 @@ import { checkTiers, loadCredentials, selectAnthropic } from "../../src/local/cr
 import { git } from "../../src/attempt/git.ts";
 import { runLocal } from "../../src/local/run.ts";
 import { sequence, startScriptedModel } from "../../src/scripted/model-server.ts";
-import { CLAUDE_BIN } from "../../harness/claude.ts";
-import { fixture, hasFixtures, REPO_ROOT } from "../support/fixtures.ts";
+import { fixture, hasFixtures } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
+import { scriptedRun } from "../support/local-run.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "agentrelay-creds-"));
 const file = (name: string, text: string) => {
@@ -135,11 +135,8 @@ describe("credentials in a local run", () => {
       const text = "name: g\nisolation: {token_tier: read_only}\ntasks:\n  - id: a\n    description: x\n";
       const credentials = loadCredentials(file("run.yaml", credentialsYaml));
       const { state, workRoot } = await runLocal({
-        graph: parseGraph("g.yaml", text),
-        graphText: text,
-        repo,
-        entry: join(REPO_ROOT, "bin/agentrelay.js"),
-        claudeBin: CLAUDE_BIN,
+        ...scriptedRun(repo, "g.yaml", text, server.url),
+        // The key comes from the credentials file here, not the environment.
         claudeEnv: {
           ANTHROPIC_BASE_URL: server.url,
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",

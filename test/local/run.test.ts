@@ -9,10 +9,9 @@ import {
   startScriptedModel,
   userPrompts,
 } from "../../src/scripted/model-server.ts";
-import { parseGraph } from "../../src/graph/load.ts";
-import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
+import { scriptedRun } from "../support/local-run.ts";
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -22,16 +21,7 @@ afterAll(() => server.close());
 
 function options(repo: string, text: string) {
   return {
-    graph: parseGraph(".workflow/g.yaml", text),
-    graphText: text,
-    repo,
-    entry: join(REPO_ROOT, "bin/agentrelay.js"),
-    claudeBin: CLAUDE_BIN,
-    claudeEnv: {
-      ANTHROPIC_BASE_URL: server.url,
-      ANTHROPIC_API_KEY: "sk-ant-scripted",
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    },
+    ...scriptedRun(repo, ".workflow/g.yaml", text, server.url),
     attemptTimeoutMs: 60_000,
     gateTimeoutMs: 10_000,
   };
