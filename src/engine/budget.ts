@@ -118,7 +118,9 @@ export function allowanceIn(step: Step, wsId: string, id: string | null): Allowa
     }
     const left = limit - spent - held;
     if (left < MIN_ATTEMPT_USD) waits = true;
-    capUsd = Math.min(capUsd ?? Infinity, left / share);
+    // A share too small for one model turn would fail at once: the first to start takes a turn's
+    // worth, and the others wait for what it gives back.
+    capUsd = Math.min(capUsd ?? Infinity, Math.min(left, Math.max(left / share, MIN_ATTEMPT_USD)));
   }
   return waits ? { waits } : { capUsd: capUsd === null ? null : downToMillionth(capUsd) };
 }

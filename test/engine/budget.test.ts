@@ -42,6 +42,33 @@ describe("budgets", () => {
     expect(state.tasks.b1!.attempts[0]!.capUsd).toBe(0.6);
   });
 
+  it("never gives an attempt a share too small for one model turn: it waits for the running one", () => {
+    const tight = graphOf(
+      [
+        { id: "a1", ws: "x" },
+        { id: "b1", ws: "y" },
+      ],
+      [{ id: "x" }, { id: "y" }],
+      "max_concurrency: 2\nmax_cost_usd: 0.0015",
+    );
+    const engine = createEngine(tight);
+    const { state } = engine.start(0);
+    const first = ["x", "y"].flatMap((workstream) =>
+      engine.apply(state, { type: "workstream_prepared", workstream, at: 1 }),
+    );
+    // Half of $0.0015 is less than a turn: a1 gets a turn's worth, b1 waits.
+    expect(dispatches(first).map((d) => [d.task, d.capUsd])).toEqual([["a1", 0.001]]);
+    const after = engine.apply(state, {
+      type: "job_failed",
+      task: "a1",
+      attempt: 1,
+      reason: "x",
+      costUsd: 0.0002,
+      at: 2,
+    });
+    expect(dispatches(after).map((d) => [d.task, d.capUsd])).toEqual([["b1", 0.0013]]);
+  });
+
   it("counts what failed and cancelled attempts spent, and gives back what running ones held", () => {
     const engine = createEngine(graph);
     const { state } = engine.start(0);
