@@ -66,7 +66,7 @@ export interface AttemptInputs {
   resumeSession?: string | null;
   /** What the whole attempt may spend, in US dollars (every Claude Code call of it together). */
   capUsd?: number | null;
-  /** A resolution attempt: `repoDir` has the integration branch, which takes its target by a merge. */
+  /** A resolution attempt: `repoDir` has the PR's branch, which takes its target by a merge. */
   resolution?: ResolutionInputs;
 }
 
@@ -107,6 +107,7 @@ export function failedAttempt(reason: string): AttemptResult {
     gates: [],
     gateOutput: null,
     overBudget: false,
+    conflicted: [],
     commit: null,
     sessionId: null,
   };
@@ -293,6 +294,7 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
     turns,
     gateOutput,
     overBudget: !outcome.ok && overBudget,
+    conflicted: outcome.files,
     commit: outcome.commit,
   };
 }
@@ -362,6 +364,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       commit = await commitWork(ctx, " (failed)");
     }
     return {
+      conflicted: [],
       outcome,
       noPr,
       reason,

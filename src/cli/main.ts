@@ -175,12 +175,13 @@ const COMMANDS: Record<string, Command> = {
   },
   simulate: {
     usage:
-      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--json]",
+      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--json]",
     summary: "run the engine with simulated agents: what happens if a task fails?",
     options: {
       fail: { type: "string", multiple: true, default: [] },
       concern: { type: "string", multiple: true, default: [] },
       "cost-per-attempt": { type: "string" },
+      conflict: { type: "string", multiple: true, default: [] },
       "conflict-integration": { type: "string", multiple: true, default: [] },
       json: { type: "boolean" },
     },
@@ -194,6 +195,7 @@ const COMMANDS: Record<string, Command> = {
           json: values.json === true,
           costPerAttempt: dollars("--cost-per-attempt", str(values["cost-per-attempt"])),
           conflictIntegration: list(values["conflict-integration"]),
+          conflict: list(values.conflict),
         },
         io,
       ),

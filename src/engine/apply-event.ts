@@ -5,7 +5,7 @@
 import { Blocking } from "./blocking.ts";
 import { allowance, charge, unreserve } from "./budget.ts";
 import { applyCommand } from "./commands.ts";
-import { integrationConflicted, resolutionFinished } from "./conflicts.ts";
+import { conflicted, resolutionDeadlines, resolutionFact } from "./conflicts.ts";
 import type { Step } from "./step.ts";
 import type { EngineEvent, TaskRun } from "./types.ts";
 
@@ -242,10 +242,14 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       return;
     }
     case "integration_conflicted":
-      integrationConflicted(step, event);
+    case "task_conflicted":
+      conflicted(step, event);
       return;
+    case "resolution_dispatched":
+    case "resolution_started":
+    case "resolution_lost":
     case "resolution_finished":
-      resolutionFinished(step, event);
+      resolutionFact(step, event);
       return;
     case "integration_pr_closed": {
       const w = ws(event.workstream);
@@ -278,6 +282,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
         step.cancelAttempt(id);
         step.failTask(id, `attempt ${t.attempt} timed out`, "failed", true);
       }
+      resolutionDeadlines(step);
       return;
     }
   }

@@ -52,9 +52,9 @@ const workstreamSpend = (budget: BudgetState, ws: string): Spend => (budget.work
 export const usd = (amount: number): string =>
   `$${amount >= 1 ? amount.toFixed(2) : amount.toFixed(4).replace(/(\.\d{2}\d*?)0+$/, "$1")}`;
 
-/** What a task's attempts spent. */
+/** What a task's attempts spent, and the resolutions of its PR's conflicts. */
 export const taskSpent = (t: TaskRun): number =>
-  exact(t.attempts.reduce((sum, a) => sum + (a.costUsd ?? 0), 0));
+  exact([...t.attempts, ...(t.conflict?.resolutions ?? [])].reduce((sum, a) => sum + (a.costUsd ?? 0), 0));
 
 /**
  * The attempt's cap; or that it waits, for running attempts to give back what they hold; or why it

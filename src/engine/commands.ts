@@ -98,6 +98,7 @@ export function applyCommand(step: Step, event: Command): void {
         mergedAt: null,
       });
       Object.assign(t, { concerns: [], opsConcerns: [], summary: null, outputs: [] });
+      delete t.conflict; // its PR is closed: a new one starts with no conflict
       if (wasDone) {
         ws.unfinished++;
         for (const dependent of plan.dependents.get(id)!) {

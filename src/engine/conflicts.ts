@@ -1,21 +1,28 @@
 /**
- * Conflicts between a workstream's integration branch and its target (`main` moved: a sibling
- * workstream merged first and changed the same lines). When the merge the engine asked for cannot
- * happen, an agent gets a resolution attempt: it merges the target into the integration branch
- * (never a rebase, never a force-push), resolves the files, runs the workstream's gates and commits;
- * then the engine asks for the merge again. At most `max_resolution_attempts` per workstream (default
- * 2; 0 leaves every conflict to a person); then, or when the budget is spent, the PR waits for a
- * person with the files named. A person who resolves first wins: the next merge simply succeeds.
+ * Conflicts of the merges the engine asks for: a task PR into its integration branch, an integration
+ * PR into its target (`main` moved: a sibling workstream merged first and changed the same lines).
+ * When such a merge cannot happen, an agent gets a resolution attempt: it merges the branch merged
+ * into into the PR's branch (never a rebase, never a force-push), resolves the files, runs the gates
+ * and commits; then the engine asks for the merge again. At most `max_resolution_attempts` per PR
+ * (task, workstream or graph; default 2; 0 keeps the behaviour from before resolutions: a task PR's
+ * conflict fails the task, an integration PR's waits for a person). Past the bound, or when the budget
+ * is spent, the PR waits for a person with the files named. A person who resolves first wins: the next
+ * merge simply succeeds.
  */
 import { DEFAULT_RESOLUTION_ATTEMPTS } from "../graph/model.ts";
+import { maxResolutions, type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
 import type { Step } from "./step.ts";
-import type { EngineEvent, ResolutionRecord } from "./types.ts";
+import type { Plan } from "../plan/plan.ts";
+import type { Conflict, EngineEvent, ResolutionRecord, RunState } from "./types.ts";
 
-type Conflicted = Extract<EngineEvent, { type: "integration_conflicted" }>;
-type Finished = Extract<EngineEvent, { type: "resolution_finished" }>;
+type Conflicted = Extract<EngineEvent, { type: "integration_conflicted" | "task_conflicted" }>;
+type About = Extract<
+  EngineEvent,
+  { type: "resolution_dispatched" | "resolution_started" | "resolution_lost" | "resolution_finished" }
+>;
 
-/** How the reason of a workstream whose conflicts wait for a person begins. */
+/** How the reason of a PR whose conflicts wait for a person begins. */
 export const CONFLICTS = "conflicts with ";
 
 const fileList = (files: string[]) =>
@@ -23,102 +30,214 @@ const fileList = (files: string[]) =>
     ? "its files"
     : files.slice(0, 10).join(", ") + (files.length > 10 ? ` and ${files.length - 10} more` : "");
 
-/** The integration PR conflicts: dispatch a resolution attempt, once, or leave it to a person. */
-export function integrationConflicted(step: Step, event: Conflicted): void {
-  const { workstream: wsId, files } = event;
-  const w = step.state.workstreams[wsId];
-  if (!w || w.status !== "pr_open" || w.autoMergeSkipped) return;
-  const conflict = (w.conflict ??= { files, resolutions: [] });
+/** Resolutions that count against the bound (a lost job's does not). */
+const counted = (conflict: Conflict) => conflict.resolutions.filter((r) => r.outcome !== "lost").length;
+
+/** The record a subject's conflict is kept on, if the subject still waits on that merge. */
+function holderOf(step: Step, subject: ResolutionSubject) {
+  if (subject.task !== undefined) {
+    if (!step.plan.tasks.has(subject.task)) return null;
+    const t = step.task(subject.task);
+    return { record: t, open: t.status === "pr_open" && t.pr !== null };
+  }
+  const w = step.state.workstreams[subject.workstream];
+  return w ? { record: w, open: w.status === "pr_open" && !w.autoMergeSkipped } : null;
+}
+
+const subjectOf = (event: About): ResolutionSubject => ({
+  workstream: event.workstream,
+  ...(event.task !== undefined ? { task: event.task } : {}),
+});
+
+/** A merge conflicts: dispatch a resolution attempt, once, or leave it to a person. */
+export function conflicted(step: Step, event: Conflicted): void {
+  const { plan } = step;
+  if (event.type === "task_conflicted" && !plan.tasks.has(event.task)) return;
+  const subject: ResolutionSubject =
+    event.type === "task_conflicted"
+      ? { workstream: plan.tasks.get(event.task)!.workstreamId, task: event.task }
+      : { workstream: event.workstream };
+  const { task } = subject;
+  const holder = holderOf(step, subject);
+  if (!holder?.open) return;
+  const resolver = resolverOf(plan, subject);
+  const max = maxResolutions(plan, subject, DEFAULT_RESOLUTION_ATTEMPTS);
+  const { files } = event;
+  if (max === 0 && task !== undefined) {
+    // Resolution off: the task fails on its conflict, as it did before resolutions existed.
+    const reason = `merging the task PR failed: it has conflicts with ${resolver.target} in ${fileList(files)}`;
+    step.failTask(task, reason, "failed", true);
+    return;
+  }
+  const conflict = (holder.record.conflict ??= { files, resolutions: [] });
   // A report about a merge asked before the latest resolution, or while one runs, is about a
-  // conflict already being dealt with.
+  // conflict already being dealt with; one left to a person was said once.
   if (event.resolutions !== undefined && event.resolutions !== conflict.resolutions.length) return;
-  if (conflict.resolutions.at(-1)?.outcome === null) return;
-  conflict.files = files;
-  const def = step.plan.workstreams.get(wsId)!;
-  const max =
-    def.maxResolutionAttempts ??
-    step.plan.graph.settings.maxResolutionAttempts ??
-    DEFAULT_RESOLUTION_ATTEMPTS;
-  const target = def.mergeTargetBranch;
-  const allowed = allowanceIn(step, wsId, null);
+  if (resolving(conflict) || conflict.toPerson) return;
+  // GitHub does not say which files conflict; a resolution that found them keeps them.
+  if (files.length > 0) conflict.files = files;
   step.changed = true;
-  if (conflict.resolutions.length >= max || !("capUsd" in allowed)) {
+  const allowed = allowanceIn(step, subject.workstream, task ?? null);
+  const readOnly = resolver.agentTask.primaryAgent.isolation.tokenTier === "read_only";
+  if (counted(conflict) >= max || readOnly || !("capUsd" in allowed)) {
     const why =
       max === 0
         ? "resolution is off (max_resolution_attempts: 0)"
-        : "capUsd" in allowed
-          ? `${conflict.resolutions.length} resolution attempt(s) did not settle them`
-          : "spent" in allowed
-            ? allowed.spent
-            : "the budget is held by running attempts";
-    w.autoMergeSkipped = true;
-    w.reason = `${CONFLICTS}${target} in ${fileList(files)} (${why}): merge ${target} into the integration branch by hand`;
-    step.log({ type: "conflict", workstream: wsId, detail: w.reason });
+        : readOnly
+          ? `task '${resolver.agentTask.id}' is read_only, so no agent may push a resolution`
+          : "capUsd" in allowed
+            ? `${counted(conflict)} resolution attempt(s) did not settle them`
+            : "spent" in allowed
+              ? allowed.spent
+              : "the budget is held by running attempts";
+    const reason = `${CONFLICTS}${resolver.target} in ${fileList(conflict.files)} (${why}): merge ${resolver.target} into ${resolver.branch} by hand`;
+    conflict.toPerson = true;
+    if (task !== undefined) step.task(task).reason = reason;
+    else Object.assign(step.workstream(subject.workstream), { autoMergeSkipped: true, reason });
+    step.log({ type: "conflict", workstream: subject.workstream, ...(task ? { task } : {}), detail: reason });
     return;
   }
   const n = conflict.resolutions.length + 1;
   const record: ResolutionRecord = {
     n,
     dispatchedAt: step.at,
+    deadline: step.at + step.state.settings.attemptTimeoutMs,
+    job: null,
+    startedAt: null,
     outcome: null,
     reason: null,
     costUsd: null,
     turns: null,
   };
   conflict.resolutions.push(record);
-  reserve(step, wsId, record, allowed.capUsd);
+  reserve(step, subject.workstream, record, allowed.capUsd);
   step.log({
     type: "resolution",
-    workstream: wsId,
+    workstream: subject.workstream,
+    ...(task ? { task } : {}),
     attempt: n,
-    detail: `conflicts with ${target} in ${fileList(files)}`,
+    detail: `conflicts with ${resolver.target} in ${fileList(conflict.files)}`,
   });
   step.emit({
     type: "resolve_conflicts",
-    key: step.key("ws", wsId, "resolve", n),
-    workstream: wsId,
+    key: resolutionKey(step, subject, n),
+    ...subject,
     n,
-    files,
+    files: conflict.files,
     ...(allowed.capUsd !== null ? { capUsd: allowed.capUsd } : {}),
   });
 }
 
-/** A resolution attempt ended: merge again (a failed one may have been overtaken by a person). */
-export function resolutionFinished(step: Step, event: Finished): void {
-  const w = step.state.workstreams[event.workstream];
-  const record = w?.conflict?.resolutions[event.n - 1];
-  if (!w || !record || record.outcome !== null) return;
-  record.outcome = event.ok ? "succeeded" : "failed";
-  record.reason = event.reason ?? null;
-  record.turns = event.turns ?? null;
-  unreserve(step, event.workstream, record);
-  if (event.costUsd != null) {
-    record.costUsd = event.costUsd;
-    chargeWorkstream(step, event.workstream, event.costUsd);
+const resolutionKey = (step: Step, subject: ResolutionSubject, n: number) =>
+  subject.task !== undefined
+    ? step.key(subject.task, "resolve", n)
+    : step.key("ws", subject.workstream, "resolve", n);
+
+/** A resolution's job was named, started, lost or finished: recorded once, for the running one. */
+export function resolutionFact(step: Step, event: About): void {
+  const subject = subjectOf(event);
+  const holder = holderOf(step, subject);
+  const record = holder?.record.conflict?.resolutions[event.n - 1];
+  if (!holder || !record || record.outcome !== null) return;
+  switch (event.type) {
+    case "resolution_dispatched":
+      if (record.job || record.startedAt) return;
+      record.job = event.job;
+      step.changed = true;
+      step.quiet = true;
+      return;
+    case "resolution_started":
+      // Once, and only by the job dispatched for it: the app mints the resolution's token only then.
+      if (record.startedAt || (record.job && event.job !== record.job)) return;
+      record.startedAt = event.at;
+      if (event.job) record.job = event.job;
+      step.changed = true;
+      return;
+    case "resolution_lost":
+    case "resolution_finished": {
+      const lost = event.type === "resolution_lost";
+      record.outcome = lost ? "lost" : event.ok ? "succeeded" : "failed";
+      record.reason = event.reason ?? null;
+      unreserve(step, subject.workstream, record);
+      if (!lost && event.files?.length) holder.record.conflict!.files = event.files;
+      if (!lost) {
+        record.turns = event.turns ?? null;
+        if (event.costUsd != null) {
+          record.costUsd = event.costUsd;
+          chargeWorkstream(step, subject.workstream, event.costUsd);
+        }
+      }
+      step.changed = true;
+      if (!lost && !event.ok)
+        step.log({
+          type: "resolution_failed",
+          workstream: subject.workstream,
+          ...(subject.task !== undefined ? { task: subject.task } : {}),
+          attempt: event.n,
+          detail: record.reason ?? "failed",
+        });
+      // Merge again: a failed resolution may have been overtaken by a person.
+      if (subject.task !== undefined) {
+        if (holder.open) step.requestTaskPr(subject.task);
+      } else step.maybeAutoMerge(subject.workstream);
+    }
   }
-  step.changed = true;
-  if (!event.ok)
-    step.log({
-      type: "resolution_failed",
-      workstream: event.workstream,
-      attempt: event.n,
-      detail: record.reason ?? "failed",
-    });
-  step.maybeAutoMerge(event.workstream);
 }
 
-/** Asks again for the resolution a workstream has running (its answer was lost); false if none runs. */
-export function resumeResolution(step: Step, wsId: string): boolean {
-  const conflict = step.state.workstreams[wsId]?.conflict;
-  const last = conflict?.resolutions.at(-1);
-  if (!conflict || !last || last.outcome !== null) return false;
-  step.emit({
-    type: "resolve_conflicts",
-    key: step.key("ws", wsId, "resolve", last.n),
-    workstream: wsId,
-    n: last.n,
-    files: conflict.files,
-    ...(last.capUsd != null ? { capUsd: last.capUsd } : {}),
-  });
-  return true;
+/** Resolutions that did not report before their deadline fail (the reconciler's tick). */
+export function resolutionDeadlines(step: Step): void {
+  const late = (conflict: Conflict | undefined) =>
+    conflict?.resolutions.find(
+      (r) => r.outcome === null && r.deadline !== undefined && step.at >= r.deadline,
+    );
+  const expire = (subject: ResolutionSubject, n: number) =>
+    resolutionFact(step, {
+      type: "resolution_finished",
+      ...subject,
+      n,
+      ok: false,
+      reason: "the resolution did not report before its deadline",
+      at: step.at,
+    });
+  for (const [workstream, w] of Object.entries(step.state.workstreams)) {
+    const record = late(w.conflict);
+    if (record) expire({ workstream }, record.n);
+  }
+  for (const [task, t] of Object.entries(step.state.tasks)) {
+    if (t.status !== "pr_open") continue;
+    const record = late(t.conflict);
+    if (record) expire({ workstream: step.plan.tasks.get(task)!.workstreamId, task }, record.n);
+  }
 }
+
+/** A running resolution of the subject (the merge waits for it rather than being asked again). */
+export const resolving = (conflict: Conflict | undefined): boolean =>
+  conflict?.resolutions.at(-1)?.outcome === null;
+
+/** The resolutions running in a run, with their subjects (for hosts that look for their jobs). */
+export function runningResolutions(
+  state: RunState,
+  plan: Plan,
+): { subject: ResolutionSubject; record: ResolutionRecord }[] {
+  const running: { subject: ResolutionSubject; record: ResolutionRecord }[] = [];
+  for (const [workstream, w] of Object.entries(state.workstreams)) {
+    const record = w.conflict?.resolutions.at(-1);
+    if (record?.outcome === null) running.push({ subject: { workstream }, record });
+  }
+  for (const [task, t] of Object.entries(state.tasks)) {
+    const record = t.conflict?.resolutions.at(-1);
+    if (record?.outcome === null)
+      running.push({ subject: { workstream: plan.tasks.get(task)!.workstreamId, task }, record });
+  }
+  return running;
+}
+
+/** Facts for resolutions whose jobs are gone (a local runner that was interrupted). */
+export const lostResolutions = (state: RunState, plan: Plan, reason: string, at: number): EngineEvent[] =>
+  runningResolutions(state, plan).map(({ subject, record }) => ({
+    type: "resolution_lost",
+    ...subject,
+    n: record.n,
+    reason,
+    at,
+  }));

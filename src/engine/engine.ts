@@ -17,7 +17,7 @@ import { createHash } from "node:crypto";
 import type { Graph, Task } from "../graph/model.ts";
 import { buildPlan, type Plan } from "../plan/plan.ts";
 import { applyEvent } from "./apply-event.ts";
-import { resumeResolution } from "./conflicts.ts";
+import { resolving } from "./conflicts.ts";
 import { Step } from "./step.ts";
 import type { EngineEffect, EngineEvent, RunState, TaskRun } from "./types.ts";
 
@@ -36,15 +36,18 @@ export interface Decision {
   effects: EngineEffect[];
 }
 
-/** Stable content hash of a graph, to tell whether a run still follows the same definition. */
 /** Operational keys left unset are not part of a fingerprint, so runs from before them keep theirs. */
-const BUDGET_KEYS = new Set(["maxCostUsd", "maxAttemptCostUsd", "maxResolutionAttempts"]);
-const unsetBudgetsLeftOut = (key: string, value: unknown) =>
-  value === null && BUDGET_KEYS.has(key) ? undefined : value;
+const LATER_KEYS = new Set(["maxCostUsd", "maxAttemptCostUsd", "maxResolutionAttempts", "integrationGate"]);
+const unsetLaterKeysLeftOut = (key: string, value: unknown) =>
+  value === null && LATER_KEYS.has(key) ? undefined : value;
 
+/** Stable content hash of a graph, to tell whether a run still follows the same definition. */
 export function graphFingerprint(graph: Graph): string {
   const { file: _file, ...content } = graph;
-  return createHash("sha256").update(JSON.stringify(content, unsetBudgetsLeftOut)).digest("hex").slice(0, 16);
+  return createHash("sha256")
+    .update(JSON.stringify(content, unsetLaterKeysLeftOut))
+    .digest("hex")
+    .slice(0, 16);
 }
 
 export interface Engine {
@@ -145,12 +148,13 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
     }
     for (const id of plan.order) {
       const t = state.tasks[id]!;
-      if (t.status === "pr_open") step.requestTaskPr(id);
+      // A merge that waits for a running resolution is asked again when it ends.
+      if (t.status === "pr_open" && !resolving(t.conflict)) step.requestTaskPr(id);
     }
     for (const [wsId, ws] of Object.entries(state.workstreams)) {
       if (ws.integration === "opening") {
         step.requestIntegration(wsId);
-      } else if (ws.status === "pr_open" && !resumeResolution(step, wsId)) {
+      } else if (ws.status === "pr_open" && !resolving(ws.conflict)) {
         step.maybeAutoMerge(wsId);
       }
     }
@@ -178,7 +182,7 @@ export function childWorkstreams(graph: Graph): Map<string, string[]> {
 }
 
 export function taskFingerprint(task: Task): string {
-  return createHash("sha256").update(JSON.stringify(task, unsetBudgetsLeftOut)).digest("hex").slice(0, 12);
+  return createHash("sha256").update(JSON.stringify(task, unsetLaterKeysLeftOut)).digest("hex").slice(0, 12);
 }
 
 export function newTaskRun(waitingOn: number): TaskRun {

@@ -23,6 +23,8 @@ export interface SimulateOptions {
   costPerAttempt?: number;
   /** Workstream id -> number of first merges of its integration PR that conflict with the target. */
   integrationConflicts?: Map<string, number>;
+  /** Task id -> number of first merges of its PR that conflict with the integration branch. */
+  taskConflicts?: Map<string, number>;
   engine?: EngineOptions;
 }
 
@@ -54,6 +56,8 @@ export function simulatedResponse(
     costPerAttempt?: number | undefined;
     /** Workstream -> resolutions its integration branch needs before it merges cleanly. */
     integrationConflicts?: Map<string, number> | undefined;
+    /** Task -> resolutions its branch needs before its PR merges cleanly. */
+    taskConflicts?: Map<string, number> | undefined;
   },
   at: number,
   pullRequest: (key: string) => PullRequest,
@@ -80,8 +84,12 @@ export function simulatedResponse(
     }
     case "open_task_pr":
       return [{ type: "task_pr_opened", task: effect.task, pr: pullRequest(effect.key), at }];
-    case "merge_task_pr":
-      return [{ type: "task_pr_merged", task: effect.task, pr: effect.pr, at }];
+    case "merge_task_pr": {
+      const { task, resolutions = 0 } = effect;
+      if (resolutions < (world.taskConflicts?.get(task) ?? 0))
+        return [{ type: "task_conflicted", task, files: ["simulated.txt"], resolutions, at }];
+      return [{ type: "task_pr_merged", task, pr: effect.pr, at }];
+    }
     case "open_integration_pr":
       return [
         { type: "integration_pr_opened", workstream: effect.workstream, pr: pullRequest(effect.key), at },
@@ -99,8 +107,9 @@ export function simulatedResponse(
         world.costPerAttempt === undefined
           ? {}
           : { costUsd: Math.min(world.costPerAttempt, effect.capUsd ?? Infinity) };
+      const { workstream, task, n } = effect;
       return [
-        { type: "resolution_finished", workstream: effect.workstream, n: effect.n, ok: true, ...cost, at },
+        { type: "resolution_finished", workstream, ...(task ? { task } : {}), n, ok: true, ...cost, at },
       ];
     }
     default:
@@ -116,6 +125,7 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
     noChanges: options.noChanges,
     costPerAttempt: options.costPerAttempt,
     integrationConflicts: options.integrationConflicts,
+    taskConflicts: options.taskConflicts,
   };
   let clock = 0;
   let eventCount = 0;
@@ -169,7 +179,11 @@ export function neededIntegration(state: RunState, upstream: Map<string, string[
 export function outcomeOf(state: RunState): SimulatedOutcome {
   if (state.cancelled) return "cancelled";
   if (state.candidates.length > 0 && waitsOnBudget(state).length > 0) return "waiting_for_budget";
-  if (Object.values(state.workstreams).some((w) => w.status === "pr_open")) return "waiting_for_review";
+  if (
+    Object.values(state.workstreams).some((w) => w.status === "pr_open") ||
+    Object.values(state.tasks).some((t) => t.status === "pr_open")
+  )
+    return "waiting_for_review";
   const failed =
     Object.values(state.tasks).some(
       (t) => t.status === "failed" || t.status === "blocked" || t.status === "cancelled",
@@ -187,7 +201,9 @@ export function simulationJson(result: SimulationResult): object {
       ...(e.task !== undefined ? { task: e.task } : {}),
       ...(e.workstream !== undefined ? { workstream: e.workstream } : {}),
       ...(e.attempt !== undefined ? { attempt: e.attempt } : {}),
-      ...(e.type.startsWith("budget_") || e.type === "conflict" ? { detail: e.detail } : {}),
+      ...(e.type.startsWith("budget_") || e.type === "conflict" || e.type.startsWith("resolution")
+        ? { detail: e.detail }
+        : {}),
     })),
     ...(state.budget ? { spentUsd: Math.round(state.budget.run.spentUsd * 10_000) / 10_000 } : {}),
     tasks: Object.fromEntries(

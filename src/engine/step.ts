@@ -73,7 +73,14 @@ export class Step {
   /** Asks for the task's PR: merged when it is known, opened otherwise. */
   requestTaskPr(id: string): void {
     const t = this.task(id);
-    if (t.pr) this.emit({ type: "merge_task_pr", key: this.key(id, "merge"), task: id, pr: t.pr });
+    if (t.pr)
+      this.emit({
+        type: "merge_task_pr",
+        key: this.key(id, "merge"),
+        task: id,
+        pr: t.pr,
+        ...(t.conflict ? { resolutions: t.conflict.resolutions.length } : {}),
+      });
     else this.emit({ type: "open_task_pr", key: this.key(id, "pr"), task: id, attempt: t.attempt });
   }
 

@@ -59,13 +59,29 @@ export interface TaskRun {
   mergedAt: number | null;
   /** Added to the task's max_cost_usd by `budget` commands. */
   budgetRaisedUsd?: number;
+  /** The task PR conflicted with the integration branch: the files, and the resolution attempts so far. */
+  conflict?: Conflict;
 }
 
-/** An agent's attempt at the conflicts between a workstream's integration branch and its target. */
+/** A merge that conflicted: the files, the resolution attempts so far, and whether a person has it now. */
+export interface Conflict {
+  files: string[];
+  resolutions: ResolutionRecord[];
+  /** Left to a person (resolution off, exhausted or unaffordable): reported once. */
+  toPerson?: boolean;
+}
+
+/** An agent's attempt at the conflicts between a branch and the branch it merges into. */
 export interface ResolutionRecord {
   n: number;
   dispatchedAt: number;
-  outcome: "succeeded" | "failed" | null;
+  /** It fails as timed out if it has not reported by then (absent in runs from before deadlines). */
+  deadline?: number;
+  /** The job running it (an Actions run id), once GitHub named it or the job asked for its token. */
+  job?: string | null;
+  startedAt?: number | null;
+  /** `lost`: its job vanished without a verdict; it does not count against the bound. */
+  outcome: "succeeded" | "failed" | "lost" | null;
   reason: string | null;
   costUsd: number | null;
   turns: number | null;
@@ -91,7 +107,7 @@ export interface WorkstreamRun {
   activeTask: string | null;
   autoMergeSkipped: boolean;
   /** The integration PR conflicted with its target: the files, and the resolution attempts so far. */
-  conflict?: { files: string[]; resolutions: ResolutionRecord[] };
+  conflict?: Conflict;
 }
 
 export type Outcome = "succeeded" | "completed_with_failures" | "cancelled";
@@ -223,15 +239,29 @@ export type EngineEvent =
       resolutions?: number;
       at: number;
     }
-  /** A resolution attempt ended: the integration branch now holds its target (or not, and why). */
+  /** The task PR cannot merge: the task branch and the integration branch change the same lines. */
+  | { type: "task_conflicted"; task: string; files: string[]; resolutions?: number; at: number }
+  /**
+   * Resolution facts name their subject: a workstream's integration PR, or with `task` that task's PR.
+   * `resolution_dispatched`: the host knows the job (an Actions run id); only it may start the attempt.
+   */
+  | { type: "resolution_dispatched"; workstream: string; task?: string; n: number; job: string; at: number }
+  /** The resolution's job began (in GitHub mode: took its token). */
+  | { type: "resolution_started"; workstream: string; task?: string; n: number; job?: string; at: number }
+  /** Its job vanished without a verdict (the runner was interrupted): the merge is asked again, free. */
+  | { type: "resolution_lost"; workstream: string; task?: string; n: number; reason: string; at: number }
+  /** A resolution attempt ended: the branch now holds what it merges into (or not, and why). */
   | {
       type: "resolution_finished";
       workstream: string;
+      task?: string;
       n: number;
       ok: boolean;
       reason?: string | null;
       costUsd?: number | null;
       turns?: number | null;
+      /** The files the merge found conflicting (GitHub's merge answer does not name them). */
+      files?: string[];
       at: number;
     }
   | { type: "command"; command: "retry" | "cancel" | "reset"; task?: string; by?: string; at: number }
@@ -248,19 +278,22 @@ export type EngineEffect =
   | { type: "dispatch"; key: string; task: string; attempt: number; capUsd?: number }
   | { type: "cancel_attempt"; key: string; task: string; attempt: number }
   | { type: "open_task_pr"; key: string; task: string; attempt: number }
-  | { type: "merge_task_pr"; key: string; task: string; pr: PullRequest }
+  /** `resolutions`: how many resolution attempts came before this merge (echoed by a conflict). */
+  | { type: "merge_task_pr"; key: string; task: string; pr: PullRequest; resolutions?: number }
   | { type: "reset_task"; key: string; task: string; pr: PullRequest | null }
   | { type: "open_integration_pr"; key: string; workstream: string }
   /** `resolutions`: how many resolution attempts came before this merge (echoed by a conflict). */
   | { type: "merge_integration_pr"; key: string; workstream: string; pr: PullRequest; resolutions?: number }
   /**
    * Starts resolution attempt `n`: an agent merges the workstream's target into its integration
-   * branch, resolves `files`, runs the workstream's gates and commits the merge (never a rebase).
+   * branch (with `task`: the integration branch into the task branch), resolves `files`, runs the
+   * gates and commits the merge (never a rebase).
    */
   | {
       type: "resolve_conflicts";
       key: string;
       workstream: string;
+      task?: string;
       n: number;
       files: string[];
       capUsd?: number;

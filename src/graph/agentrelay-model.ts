@@ -93,6 +93,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
         autoMerge: w.auto_merge ?? false,
         maxCostUsd: w.max_cost_usd ?? null,
         maxResolutionAttempts: w.max_resolution_attempts ?? null,
+        integrationGate: w.integration_gate ?? null,
       }))
     : [defaultWorkstream()];
 
@@ -133,6 +134,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
       inputsFrom: inputs.length ? inputs.map((r) => ({ task: r.task, category: r.category ?? null })) : NONE,
       maxCostUsd: t.max_cost_usd ?? null,
       maxAttemptCostUsd: t.max_attempt_cost_usd ?? null,
+      maxResolutionAttempts: t.max_resolution_attempts ?? null,
     };
   });
 

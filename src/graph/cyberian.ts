@@ -141,6 +141,7 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
           maxGateAttempts: 5,
           maxCostUsd: null,
           maxAttemptCostUsd: null,
+          maxResolutionAttempts: null,
           primaryAgent: {
             framework: "claude_code",
             model: null,

@@ -49,6 +49,8 @@ export interface Task {
   /** Budgets in US dollars: all of the task's attempts, and each one (null: none of its own). */
   maxCostUsd: number | null;
   maxAttemptCostUsd: number | null;
+  /** Agent attempts at its PR's conflicts with the integration branch (null: the workstream's). */
+  maxResolutionAttempts: number | null;
   /** Present for tasks compiled from a cyberian workflow. */
   cyberian?: CyberianStep;
 }
@@ -63,6 +65,8 @@ export interface Workstream {
   maxCostUsd: number | null;
   /** Agent attempts at its integration PR's conflicts (null: the graph's). */
   maxResolutionAttempts: number | null;
+  /** What a resolved integration branch must pass (null: the completion gates of its tasks). */
+  integrationGate: string | null;
 }
 
 export interface RunSettings {
@@ -77,7 +81,7 @@ export interface RunSettings {
   /** What the run may spend, and each attempt, in US dollars (null: no limit). */
   maxCostUsd: number | null;
   maxAttemptCostUsd: number | null;
-  /** Agent attempts at an integration PR's conflicts, per workstream (0: none; null: the default, 2). */
+  /** Agent attempts at a PR's conflicts, per PR (0: none; null: the default, 2). */
   maxResolutionAttempts: number | null;
 }
 
@@ -151,7 +155,7 @@ export const DEFAULT_SETTINGS: RunSettings = {
   maxResolutionAttempts: null,
 };
 
-/** Resolution attempts per workstream when the graph does not say. */
+/** Resolution attempts per conflicting PR when the graph does not say. */
 export const DEFAULT_RESOLUTION_ATTEMPTS = 2;
 
 /** The workstream of a graph that declares none. */
@@ -163,6 +167,7 @@ export const defaultWorkstream = (): Workstream => ({
   autoMerge: false,
   maxCostUsd: null,
   maxResolutionAttempts: null,
+  integrationGate: null,
 });
 
 /** The empty list tasks share (frozen, so no one appends to it): most tasks have no paths or inputs. */

@@ -142,6 +142,9 @@ export const taskSchema = z.strictObject({
     .nullish(),
   max_cost_usd: usd().nullish().meta({ description: "What the task's attempts may spend together." }),
   max_attempt_cost_usd: usd().nullish().meta({ description: "What one attempt of the task may spend." }),
+  max_resolution_attempts: count().nullish().meta({
+    description: "Agent attempts to resolve the task PR's conflicts with the integration branch (0: none).",
+  }),
 });
 
 export const workstreamSchema = z.strictObject({
@@ -154,6 +157,10 @@ export const workstreamSchema = z.strictObject({
   max_cost_usd: usd().nullish().meta({ description: "What the workstream's tasks may spend together." }),
   max_resolution_attempts: count().nullish().meta({
     description: "Agent attempts to resolve the integration PR's conflicts (0: leave them to a person).",
+  }),
+  integration_gate: text().nullish().meta({
+    description:
+      "Shell command a resolved integration branch must pass (default: its tasks' completion gates).",
   }),
 });
 
@@ -182,7 +189,7 @@ export const graphFileSchema = z
     max_cost_usd: usd().nullish().meta({ description: "What the whole run may spend." }),
     max_resolution_attempts: count()
       .nullish()
-      .meta({ description: "Agent attempts to resolve an integration PR's conflicts (default 2; 0: none)." }),
+      .meta({ description: "Agent attempts to resolve a PR's conflicts (default 2; 0: none)." }),
     max_attempt_cost_usd: usd()
       .nullish()
       .meta({ description: "What one attempt may spend (a task may say less)." }),

@@ -17,7 +17,9 @@ import type { LoadedRun, RunHost } from "../engine/driver.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
+import { resolverOf } from "../plan/resolution.ts";
 import { attemptResultSchema, eventsOfReport } from "../protocol/report.ts";
+import { intentsOf, resolutionInput } from "../protocol/resolution.ts";
 import {
   commitsAhead,
   deleteBranch,
@@ -118,10 +120,18 @@ export class LocalHost implements RunHost {
           integrationBranch(name, task.workstreamId),
           `Merge task ${task.id} into ${task.workstreamId}`,
         );
+        if (merged.ok) return [{ type: "task_pr_merged", task: task.id, pr: effect.pr, at }];
+        if (!merged.conflicts)
+          return [{ type: "task_merge_failed", task: task.id, reason: merged.reason, at }];
+        const { resolutions } = effect;
         return [
-          merged.ok
-            ? { type: "task_pr_merged", task: task.id, pr: effect.pr, at }
-            : { type: "task_merge_failed", task: task.id, reason: merged.reason, at },
+          {
+            type: "task_conflicted",
+            task: task.id,
+            files: merged.conflicts,
+            ...(resolutions !== undefined ? { resolutions } : {}),
+            at,
+          },
         ];
       }
       case "open_integration_pr": {
@@ -129,6 +139,14 @@ export class LocalHost implements RunHost {
         const branch = integrationBranch(name, ws.id);
         if ((await commitsAhead(this.repo, branch, ws.mergeTargetBranch)) === 0)
           return [{ type: "integration_skipped", workstream: ws.id, at }];
+        // Up to date with its target before it is offered, by a merge (no agent); a conflict is left
+        // for the integration merge, which starts a resolution.
+        await mergeBranch(
+          this.repo,
+          ws.mergeTargetBranch,
+          branch,
+          `Merge ${ws.mergeTargetBranch} into ${branch}`,
+        );
         const pr = { number: this.prNumber("workstream", ws.id), url: `local:${branch}` };
         return [{ type: "integration_pr_opened", workstream: ws.id, pr, at }];
       }
@@ -294,59 +312,56 @@ export class LocalHost implements RunHost {
   }
 
   /**
-   * Runs resolution attempt `n` of a workstream: the attempt process merges the target into the
-   * integration branch (checked out in the workstream's worktree) with the agent of the workstream's
-   * last task, under its token tier, and the workstream's gates; it reports how that ended.
+   * Runs resolution attempt `n`: the attempt process merges the target into the PR's branch (checked
+   * out in the workstream's worktree) with the resolver's agent, under its token tier, and the
+   * resolver's gates (plan/resolution.ts); it reports how that ended.
    */
   private async runResolution(
     state: RunState,
     effect: Extract<EngineEffect, { type: "resolve_conflicts" }>,
   ): Promise<void> {
     const { plan } = this.engine;
-    const ws = plan.workstreams.get(effect.workstream)!;
-    const own = plan.tasksByWorkstream.get(ws.id)!;
-    const tip = plan.tasks.get(own.at(-1)!)!;
-    const branch = integrationBranch(this.graph.name, ws.id);
-    const dir = join(this.workRoot, "resolutions", ws.id);
-    const checkout = join(this.workRoot, "workstreams", ws.id);
-    await workstreamCheckout(this.repo, checkout, branch, branch);
-    const { agent, secrets } = this.agentOf(tip.primaryAgent.isolation.tokenTier);
+    const subject = { workstream: effect.workstream, ...(effect.task ? { task: effect.task } : {}) };
+    const resolver = resolverOf(plan, subject);
+    const dir = join(this.workRoot, "resolutions", resolutionInput(subject));
+    const checkout = join(this.workRoot, "workstreams", effect.workstream);
+    const integration = integrationBranch(this.graph.name, effect.workstream);
+    await workstreamCheckout(this.repo, checkout, resolver.branch, integration);
+    const { agent, secrets } = this.agentOf(resolver.agentTask.primaryAgent.isolation.tokenTier);
+    const summaries = Object.fromEntries(Object.entries(state.tasks).map(([id, t]) => [id, t.summary]));
     const spec: AttemptSpec = {
       ...agent,
-      task: tip.id,
+      task: resolver.agentTask.id,
       attempt: effect.n,
       repoDir: checkout,
-      baseRef: branch,
+      baseRef: resolver.branch,
       workDir: join(dir, "work"),
       inputFiles: [],
       peers: {},
       capUsd: effect.capUsd ?? null,
       resolution: {
-        target: ws.mergeTargetBranch,
-        intents: intentsOf(
-          plan,
-          ws.id,
-          Object.fromEntries(Object.entries(state.tasks).map(([id, t]) => [id, t.summary])),
-        ),
-        gates: own.flatMap((id) => plan.tasks.get(id)!.completionGate ?? []),
+        target: resolver.target,
+        intents: intentsOf(plan, subject, summaries),
+        gates: resolver.gates,
       },
       resultFile: join(dir, `result-${effect.n}.json`),
       processGroupsFile: processGroupsFile(dir, effect.n),
     };
     mkdirSync(dir, { recursive: true });
-    const code = await this.spawnAttempt(spec, dir, `${ws.id}/resolve/${effect.n}`, secrets, ws.id);
+    const label = `${resolutionInput(subject)}/${effect.n}`;
+    const code = await this.spawnAttempt(spec, dir, label, secrets, effect.workstream);
     if (this.stopping) return;
-    const written = readResult(spec.resultFile);
-    const r = written?.result;
+    const r = readResult(spec.resultFile)?.result;
     await this.report([
       {
         type: "resolution_finished",
-        workstream: ws.id,
+        ...subject,
         n: effect.n,
         ok: r?.outcome === "succeeded",
         reason: r ? r.reason : `the resolution process exited with code ${code} without a result`,
         costUsd: r?.costUsd ?? null,
         turns: r?.turns ?? null,
+        ...(r?.conflicted.length ? { files: r.conflicted } : {}),
         at: Date.now(),
       },
     ]);
@@ -373,32 +388,6 @@ export class LocalHost implements RunHost {
       (await gitRaw(this.repo, ["merge-base", "--is-ancestor", branch, ws.mergeTargetBranch])).code === 0
     );
   }
-}
-
-/**
- * What each side of a workstream's integration meant: its tasks' descriptions and summaries, and the
- * work that reached the target meanwhile (the other workstreams' tasks already merged there).
- */
-export function intentsOf(
-  plan: Engine["plan"],
-  wsId: string,
-  summaries: Record<string, string | null> = {},
-): string {
-  const describe = (id: string) => {
-    const t = plan.tasks.get(id)!;
-    const summary = summaries[id];
-    return `  - ${id}: ${t.description ?? "(no description)"}${summary ? ` (done: ${summary})` : ""}`;
-  };
-  const ws = plan.workstreams.get(wsId)!;
-  const others = [...plan.workstreams.values()].filter(
-    (w) => w.id !== wsId && w.mergeTargetBranch === ws.mergeTargetBranch,
-  );
-  return [
-    `- This workstream (\`${wsId}\`):`,
-    ...plan.tasksByWorkstream.get(wsId)!.map(describe),
-    `- Workstreams that also merge into \`${ws.mergeTargetBranch}\`:`,
-    ...others.flatMap((w) => plan.tasksByWorkstream.get(w.id)!.map(describe)),
-  ].join("\n");
 }
 
 /** The attempt process's result file, read with the report's schema (null when missing or malformed). */

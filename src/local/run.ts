@@ -14,6 +14,7 @@ import { resumeRun } from "../engine/resume.ts";
 import type { EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { AUTO_MERGE_FAILED } from "../engine/apply-event.ts";
+import { lostResolutions } from "../engine/conflicts.ts";
 import { credentialOf } from "../attempt/credential-proxy.ts";
 import { anthropicEnvironment, type AnthropicCredential, userLogin } from "./credentials.ts";
 import { LocalHost } from "./effects.ts";
@@ -240,6 +241,8 @@ async function runLocked(
           reason: "the runner was interrupted",
           at: Date.now(),
         });
+    // So were resolutions: their merges are asked again, and conflict again if nobody resolved them.
+    facts.push(...lostResolutions(existing.state, engine.plan, "the runner was interrupted", Date.now()));
     // Effects whose answers the last invocation did not see (merges, integration PRs) run again.
     await apply(facts, true, options.onAnswer);
   }

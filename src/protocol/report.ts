@@ -6,11 +6,10 @@
 import { z } from "zod";
 import type { EngineEvent } from "../engine/types.ts";
 
-const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/);
-
 export const attemptRequestSchema = z.object({
   run: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}\/\d+$/),
-  task: id,
+  /** A task id, or a resolution's subject (protocol/resolution.ts). */
+  task: z.string().regex(/^(?:resolve-(?:pr|integration)@)?[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/),
   attempt: z.number().int().positive(),
 });
 export type AttemptRequest = z.infer<typeof attemptRequestSchema>;
@@ -36,6 +35,8 @@ export const attemptResultSchema = z.object({
   gateOutput: z.string().max(2_000).nullable().default(null),
   /** The attempt failed because it spent what it was allowed (its cap, --max-budget-usd). */
   overBudget: z.boolean().default(false),
+  /** The files a resolution's merge found conflicting. */
+  conflicted: z.array(z.string().max(1000)).max(1000).default([]),
   /** The task branch's head as pushed (null when nothing was pushed). */
   commit: z
     .string()

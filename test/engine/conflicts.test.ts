@@ -54,7 +54,7 @@ describe("conflicts between an integration branch and its target", () => {
       if (outcome === "waiting_for_review") {
         const reason = result.state.workstreams.right!.reason!;
         expect(reason).toMatch(
-          /^conflicts with main in simulated\.txt \(.+\): merge main into the integration branch by hand$/,
+          /^conflicts with main in simulated\.txt \(.+\): merge main into agentrelay\/g\/right\/integration by hand$/,
         );
         expect(events.at(-1)).toEqual({ type: "conflict", workstream: "right", detail: reason });
       }
@@ -120,12 +120,61 @@ describe("conflicts between an integration branch and its target", () => {
     expect(state.timeline.map((e) => e.type)).toContain("resolution_failed");
   });
 
-  it("asks again for a resolution whose answer was lost (the reconciler, a resumed local run)", () => {
+  it("waits for a running resolution, times it out at its deadline, and does not count a lost one", () => {
     const { engine, state } = withOpenPr();
     engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 1 });
-    expect(engine.pendingEffects(state)).toContainEqual(
-      expect.objectContaining({ type: "resolve_conflicts", key: "g/1/ws/right/resolve/1" }),
+    // The reconciler asks for no merge (and no second resolution) while one runs.
+    expect(engine.pendingEffects(state).filter((e) => e.type !== "prepare_workstream")).toEqual([]);
+    const deadline = resolutions(state)[0]!.deadline!;
+    expect(engine.apply(state, { type: "tick", at: deadline - 1 })).toEqual([]);
+    expect(engine.apply(state, { type: "tick", at: deadline })).toContainEqual(
+      expect.objectContaining({ type: "merge_integration_pr", resolutions: 1 }),
     );
+    expect(resolutions(state)[0]).toMatchObject({
+      outcome: "failed",
+      reason: expect.stringMatching(/deadline/),
+    });
+    // The next conflict starts resolution 2; its job vanishes, which costs no attempt.
+    engine.apply(state, {
+      type: "integration_conflicted",
+      workstream: "right",
+      files: ["x"],
+      resolutions: 1,
+      at: 2,
+    });
+    const lost = {
+      type: "resolution_lost",
+      workstream: "right",
+      n: 2,
+      reason: "interrupted",
+      at: 3,
+    } as const;
+    expect(engine.apply(state, lost)).toContainEqual(
+      expect.objectContaining({ type: "merge_integration_pr" }),
+    );
+    const third = engine.apply(state, {
+      type: "integration_conflicted",
+      workstream: "right",
+      files: ["x"],
+      resolutions: 2,
+      at: 4,
+    });
+    expect(third).toContainEqual(expect.objectContaining({ type: "resolve_conflicts", n: 3 }));
+    expect(resolutions(state).map((r) => r.outcome)).toEqual(["failed", "lost", null]);
+  });
+
+  it("lets only the job dispatched for a resolution start it, once", () => {
+    const { engine, state } = withOpenPr();
+    engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 1 });
+    const about = { workstream: "right", n: 1 };
+    engine.apply(state, { type: "resolution_dispatched", ...about, job: "77", at: 2 });
+    engine.apply(state, { type: "resolution_dispatched", ...about, job: "78", at: 2 });
+    const seq = state.seq;
+    engine.apply(state, { type: "resolution_started", ...about, job: "78", at: 3 });
+    expect(state.seq).toBe(seq); // another job: nothing
+    engine.apply(state, { type: "resolution_started", ...about, job: "77", at: 4 });
+    engine.apply(state, { type: "resolution_started", ...about, job: "77", at: 5 });
+    expect(resolutions(state)[0]).toMatchObject({ job: "77", startedAt: 4, outcome: null });
   });
 
   it("a spent budget leaves the conflict to a person instead of starting an agent", () => {
@@ -136,5 +185,81 @@ describe("conflicts between an integration branch and its target", () => {
     });
     expect(resolutions(result.state)).toEqual([]);
     expect(result.state.workstreams.right!.reason).toMatch(/budget spent: \$0\.50 of \$0\.50 for the run/);
+  });
+});
+
+describe("conflicts between a task PR and its integration branch", () => {
+  const taskResolutions = (state: RunState) => state.tasks.b!.conflict?.resolutions ?? [];
+
+  it.each([
+    // conflicting merges, task key -> resolutions run, outcome, task status
+    [1, "", 1, "succeeded", "merged"],
+    [3, "", 2, "waiting_for_review", "pr_open"],
+    [3, "max_resolution_attempts: 3", 3, "succeeded", "merged"],
+  ] as const)(
+    "%i conflicting merge(s) with %j: %i resolution(s), %s",
+    (conflicts, key, expected, outcome, status) => {
+      const graph = graphOf(
+        [
+          { id: "a", ws: "left" },
+          { id: "b", ws: "right", ...(key ? { extra: key } : {}) },
+        ],
+        [
+          { id: "left", autoMerge: true },
+          { id: "right", autoMerge: true },
+        ],
+        "max_concurrency: 2",
+      );
+      const result = simulate(graph, { taskConflicts: new Map([["b", conflicts]]), reviewerMerges: false });
+      expect(taskResolutions(result.state)).toHaveLength(expected);
+      expect(result.outcome).toBe(outcome);
+      expect(result.state.tasks.b!.status).toBe(status);
+      const events = (
+        simulationJson(result) as { events: { type: string; task?: string; detail?: string }[] }
+      ).events;
+      expect(events.filter((e) => e.type === "resolution")).toEqual(
+        Array.from({ length: expected }, (_, i) => ({
+          type: "resolution",
+          task: "b",
+          workstream: "right",
+          attempt: i + 1,
+          detail: "conflicts with agentrelay/g/right/integration in simulated.txt",
+        })),
+      );
+      if (status === "pr_open")
+        expect(result.state.tasks.b!.reason).toBe(
+          "conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s) did not settle them): merge agentrelay/g/right/integration into agentrelay/g/b by hand",
+        );
+    },
+  );
+
+  it("with max_resolution_attempts: 0 fails the task on its conflict, as before resolutions", () => {
+    const graph = graphOf([{ id: "b", ws: "right", extra: "max_resolution_attempts: 0" }], [{ id: "right" }]);
+    const result = simulate(graph, { taskConflicts: new Map([["b", 1]]) });
+    expect(result.state.tasks.b).toMatchObject({
+      status: "failed",
+      reason:
+        "merging the task PR failed: it has conflicts with agentrelay/g/right/integration in simulated.txt",
+    });
+  });
+
+  it("charges a task's resolution to the task's budget", () => {
+    const graph = graphOf([{ id: "b", ws: "right", extra: "max_cost_usd: 0.5" }], [{ id: "right" }]);
+    const result = simulate(graph, { taskConflicts: new Map([["b", 5]]), costPerAttempt: 0.2 });
+    // One attempt ($0.20) and one resolution ($0.20); the second resolution would pass $0.50 at most
+    // by its cap, which is what is left ($0.10).
+    expect(taskResolutions(result.state).map((r) => r.costUsd)).toEqual([0.2, 0.1]);
+    expect(result.state.tasks.b!.reason).toMatch(
+      /^conflicts with .*budget spent: \$0\.50 of \$0\.50 for task 'b'/,
+    );
+  });
+
+  it("leaves a read_only workstream's conflict to a person: no agent of it may push", () => {
+    const graph = graphOf(
+      [{ id: "b", ws: "right", extra: "isolation: {token_tier: read_only}" }],
+      [{ id: "right", autoMerge: true }],
+    );
+    const result = simulate(graph, { integrationConflicts: new Map([["right", 1]]), reviewerMerges: false });
+    expect(result.state.workstreams.right!.reason).toMatch(/task 'b' is read_only, so no agent may push/);
   });
 });

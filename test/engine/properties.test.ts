@@ -29,6 +29,7 @@ const scenarioArb = fc
           deps: fc.array(fc.nat(), { maxLength: 3 }),
           failures: fc.integer({ min: 0, max: 3 }),
           concern: fc.boolean(),
+          conflicts: fc.nat({ max: 3 }),
         }),
         { minLength: size, maxLength: size },
       ),
@@ -65,6 +66,7 @@ const scenarioArb = fc
       failures: Object.fromEntries(s.tasks.map((t, i) => [`t${i}`, t.failures])),
       concerns: s.tasks.flatMap((t, i) => (t.concern ? [`t${i}`] : [])),
       integrationConflicts: Object.fromEntries(s.wsIds.map((w, i) => [`w${i}`, w.conflicts])),
+      taskConflicts: Object.fromEntries(s.tasks.map((t, i) => [`t${i}`, t.conflicts])),
     };
     return { graph, world };
   })

@@ -13,6 +13,8 @@ export interface WorldSpec {
   concerns: string[];
   /** Workstream -> number of first merges of its integration PR that conflict. */
   integrationConflicts?: Record<string, number>;
+  /** Task -> number of first merges of its PR that conflict. */
+  taskConflicts?: Record<string, number>;
 }
 
 export interface Delivery {
@@ -86,6 +88,7 @@ export function runWorld(
     failures: new Map(Object.entries(spec.failures)),
     concerns: new Set(spec.concerns),
     integrationConflicts: new Map(Object.entries(spec.integrationConflicts ?? {})),
+    taskConflicts: new Map(Object.entries(spec.taskConflicts ?? {})),
   };
   const execute = (effect: EngineEffect) => pool.push(...simulatedResponse(effect, simulated, ++clock, pr));
 
@@ -112,6 +115,15 @@ export function runWorld(
       effects.forEach(execute);
     }
     if (state.outcome !== null || deliveries >= maxDeliveries) break;
+    // A person merges a task PR whose conflicts were left to them.
+    const leftToPerson = Object.entries(state.tasks).find(
+      ([, t]) => t.status === "pr_open" && t.conflict?.toPerson,
+    );
+    if (leftToPerson) {
+      const [task, t] = leftToPerson;
+      pool.push({ type: "task_pr_merged", task, pr: t.pr!, at: ++clock });
+      continue;
+    }
     // A reviewer merges an open integration PR that pending work waits for, then any other one left
     // for review (the run is not over while one waits).
     const waitedFor =

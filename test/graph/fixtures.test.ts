@@ -95,6 +95,7 @@ describe.skipIf(!hasFixtures)("agentrelay's documentation examples", () => {
         autoMerge: false,
         maxCostUsd: null,
         maxResolutionAttempts: null,
+        integrationGate: null,
       },
     ]);
     expect(canonicalOrder(graph)).toEqual(["plan", "implement"]);

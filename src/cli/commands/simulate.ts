@@ -12,11 +12,13 @@ export interface SimulateCommandOptions {
   costPerAttempt?: number | undefined;
   /** `WS[:N]`: the first N merges of the workstream's integration PR conflict (1 without N). */
   conflictIntegration?: string[];
+  /** `TASK[:N]`: the first N merges of the task's PR conflict (1 without N). */
+  conflict?: string[];
 }
 
 /**
- * `ID[:N]` options: `--fail TASK[:N]` (the first N attempts fail; every one without N) and
- * `--conflict-integration WS[:N]` (the first N merges conflict; one without N).
+ * `ID[:N]` options: `--fail TASK[:N]` (the first N attempts fail; every one without N),
+ * `--conflict TASK[:N]` and `--conflict-integration WS[:N]` (the first N merges conflict; one without N).
  */
 function parseCounts(
   flag: string,
@@ -67,7 +69,8 @@ function timelineText(result: SimulationResult, graph: Graph): string {
 }
 
 /**
- * `agentrelay simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict-integration WS[:N]]...
+ * `agentrelay simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]...
+ * [--conflict-integration WS[:N]]...
  * [--cost-per-attempt USD] [--json]`.
  */
 export async function simulateCommand(
@@ -89,6 +92,7 @@ export async function simulateCommand(
       workstreams,
       1,
     ),
+    taskConflicts: parseCounts("--conflict", "TASK", options.conflict ?? [], known, 1),
     concerns: new Set(options.concern),
     ...(options.costPerAttempt !== undefined ? { costPerAttempt: options.costPerAttempt } : {}),
   });

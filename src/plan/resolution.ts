@@ -1,0 +1,63 @@
+/**
+ * What a resolution attempt works on. Two merges the engine asks for can conflict: a task's PR into
+ * its workstream's integration branch (the integration branch moved under it), and a workstream's
+ * integration PR into its target (a sibling workstream merged first). Either way an agent merges the
+ * branch merged into (`target`) into the PR's own branch (`branch`), with the agent and gates below.
+ */
+import { integrationBranch, type Task, taskBranch } from "../graph/model.ts";
+import type { TokenTier } from "../graph/schema.ts";
+import type { Plan } from "./plan.ts";
+
+/** Whose merge conflicted: a workstream's integration PR, or (with `task`) that task's PR. */
+export interface ResolutionSubject {
+  workstream: string;
+  task?: string;
+}
+
+export interface Resolver {
+  /** The PR's branch, which takes `target` by a merge. */
+  branch: string;
+  target: string;
+  /** The task whose agent (model, token tier) resolves: the task itself, or the workstream's strictest. */
+  agentTask: Task;
+  /** What the merged result must pass. */
+  gates: string[];
+}
+
+const STRICTNESS: Record<TokenTier, number> = { read_only: 0, standard: 1, elevated: 2 };
+
+export function resolverOf(plan: Plan, subject: ResolutionSubject): Resolver {
+  const graph = plan.graph.name;
+  const ws = plan.workstreams.get(subject.workstream)!;
+  if (subject.task !== undefined) {
+    const task = plan.tasks.get(subject.task)!;
+    return {
+      branch: taskBranch(graph, task.id),
+      target: integrationBranch(graph, ws.id),
+      agentTask: task,
+      gates: task.completionGate ? [task.completionGate] : [],
+    };
+  }
+  const own = plan.tasksByWorkstream.get(ws.id)!.map((id) => plan.tasks.get(id)!);
+  // The least trusted of the workstream's agents resolves its branch; among equals, the last task's.
+  const agentTask = own.reduce((a, b) =>
+    STRICTNESS[b.primaryAgent.isolation.tokenTier] <= STRICTNESS[a.primaryAgent.isolation.tokenTier] ? b : a,
+  );
+  return {
+    branch: integrationBranch(graph, ws.id),
+    target: ws.mergeTargetBranch,
+    agentTask,
+    gates: ws.integrationGate ? [ws.integrationGate] : own.flatMap((t) => t.completionGate ?? []),
+  };
+}
+
+/** How many resolution attempts a conflict of this subject may have. */
+export function maxResolutions(plan: Plan, subject: ResolutionSubject, fallback: number): number {
+  const task = subject.task !== undefined ? plan.tasks.get(subject.task)!.maxResolutionAttempts : null;
+  return (
+    task ??
+    plan.workstreams.get(subject.workstream)!.maxResolutionAttempts ??
+    plan.graph.settings.maxResolutionAttempts ??
+    fallback
+  );
+}

@@ -1,0 +1,73 @@
+/**
+ * A resolution attempt on the wire and in its prompt. The task workflow takes opaque inputs (run, task,
+ * attempt), so a resolution travels in the `task` input as `resolve-pr@<task>` or
+ * `resolve-integration@<workstream>`, its number as the attempt: ids cannot hold `@` (graph/validate),
+ * so no task is mistaken for one, and a workflow file written before resolutions runs them unchanged.
+ */
+import { integrationBranch } from "../graph/model.ts";
+import type { Plan } from "../plan/plan.ts";
+import type { ResolutionSubject } from "../plan/resolution.ts";
+
+const TASK_PR = "resolve-pr@";
+const INTEGRATION = "resolve-integration@";
+
+/** The `task` input naming a resolution of the subject. */
+export const resolutionInput = (subject: ResolutionSubject): string =>
+  subject.task !== undefined ? `${TASK_PR}${subject.task}` : `${INTEGRATION}${subject.workstream}`;
+
+/** What a `task` input names: a task, or the subject of a resolution (null when the plan has neither). */
+export function subjectOfInput(
+  plan: Plan,
+  input: string,
+): { task: string } | { resolution: ResolutionSubject } | null {
+  if (input.startsWith(TASK_PR)) {
+    const task = plan.tasks.get(input.slice(TASK_PR.length));
+    return task ? { resolution: { workstream: task.workstreamId, task: task.id } } : null;
+  }
+  if (input.startsWith(INTEGRATION)) {
+    const workstream = input.slice(INTEGRATION.length);
+    return plan.workstreams.has(workstream) ? { resolution: { workstream } } : null;
+  }
+  return plan.tasks.has(input) ? { task: input } : null;
+}
+
+/**
+ * What each side of a conflicting merge meant: for a task PR, the task and the work that reached its
+ * integration branch meanwhile; for an integration PR, the workstream's tasks and those of the
+ * workstreams that also merge into its target.
+ */
+export function intentsOf(
+  plan: Plan,
+  subject: ResolutionSubject,
+  summaries: Record<string, string | null> = {},
+): string {
+  const describe = (id: string) => {
+    const t = plan.tasks.get(id)!;
+    const summary = summaries[id];
+    return `  - ${id}: ${t.description ?? "(no description)"}${summary ? ` (done: ${summary})` : ""}`;
+  };
+  const ws = plan.workstreams.get(subject.workstream)!;
+  if (subject.task !== undefined) {
+    const integration = integrationBranch(plan.graph.name, ws.id);
+    const feeding = [...plan.workstreams.values()].filter((w) => w.mergeTargetBranch === integration);
+    const landed = [
+      ...plan.tasksByWorkstream.get(ws.id)!.filter((id) => id !== subject.task),
+      ...feeding.flatMap((w) => plan.tasksByWorkstream.get(w.id)!),
+    ];
+    return [
+      `- This task (\`${subject.task}\`):`,
+      describe(subject.task),
+      `- Work of workstream \`${ws.id}\` that may have reached its integration branch meanwhile:`,
+      ...landed.map(describe),
+    ].join("\n");
+  }
+  const others = [...plan.workstreams.values()].filter(
+    (w) => w.id !== ws.id && w.mergeTargetBranch === ws.mergeTargetBranch,
+  );
+  return [
+    `- This workstream (\`${ws.id}\`):`,
+    ...plan.tasksByWorkstream.get(ws.id)!.map(describe),
+    `- Workstreams that also merge into \`${ws.mergeTargetBranch}\`:`,
+    ...others.flatMap((w) => plan.tasksByWorkstream.get(w.id)!.map(describe)),
+  ].join("\n");
+}
