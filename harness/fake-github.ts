@@ -397,6 +397,15 @@ export class FakeGitHub {
       this.onMerge(p);
       return [200, { sha, merged: true, message: "Pull Request successfully merged" }];
     });
+    // Merging a branch into another (GitHub's "merge a branch"): 201 with the commit, 204 when `base`
+    // already has `head`, 409 on a conflict, 404 for a branch that does not exist.
+    this.route("POST", "REPO\\/merges", (_m, body) => {
+      const [base, head] = [String(body.base), String(body.head)];
+      if (!this.branches.has(base) || !this.branches.has(head)) return [404, { message: "Not Found" }];
+      if (this.store.aheadBy(this.branches.get(base)!, this.branches.get(head)!) === 0) return [204];
+      const sha = this.mergeInto(base, head, String(body.commit_message ?? `Merge ${head} into ${base}`));
+      return sha ? [201, { sha }] : [409, { message: "Merge conflict" }];
+    });
     this.route("GET", "REPO\\/compare\\/(.+)\\.\\.\\.(.+)", (m) => {
       const ahead = this.store.aheadBy(this.branches.get(m[1]!)!, this.branches.get(m[2]!)!);
       return [

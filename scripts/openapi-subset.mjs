@@ -30,6 +30,7 @@ const OPERATIONS = [
   "GET /repos/{owner}/{repo}/pulls/{pull_number}/files",
   "PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge",
   "GET /repos/{owner}/{repo}/compare/{basehead}",
+  "POST /repos/{owner}/{repo}/merges",
   "POST /repos/{owner}/{repo}/issues",
   "PATCH /repos/{owner}/{repo}/issues/{issue_number}",
   "GET /repos/{owner}/{repo}/issues/{issue_number}/comments",

@@ -5,6 +5,8 @@
  *   tier. Answered once per attempt: the answer is recorded (job_started) by compare-and-swap before
  *   the token is minted, so a replayed or concurrent request gets nothing.
  * - POST /agentrelay/report: the attempt's result, from the job that took the token.
+ * A resolution attempt (protocol/resolution.ts) asks and reports the same way, with the token tier of
+ * the task whose agent resolves.
  * The app's private key never leaves the app.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -18,6 +20,7 @@ import {
   statusOf,
 } from "../github/client.ts";
 import { type Loaded, RunDriver } from "../github/driver.ts";
+import type { HostedRun } from "../github/hosted-run.ts";
 import { type ActionsIdentity, expectedWorkflowRef, OidcError } from "../github/oidc.ts";
 import { tierPermissions } from "../github/tokens.ts";
 import {
@@ -27,6 +30,11 @@ import {
   attemptRequestSchema,
   eventsOfReport,
 } from "../protocol/report.ts";
+import { resolutionFinishedOf, subjectOfInput } from "../protocol/resolution.ts";
+import { resolverOf } from "../plan/resolution.ts";
+import type { EngineEvent } from "../engine/types.ts";
+
+type Subject = NonNullable<ReturnType<typeof subjectOfInput>>;
 
 const MAX_BODY = 1024 * 1024;
 
@@ -124,12 +132,20 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
         `only ${expected} started by workflow_dispatch may ask (this job is ${identity.workflowRef}, ${identity.eventName})`,
       );
     }
-    const task = loaded.engine.plan.tasks.get(request.task);
-    if (!task) throw new HttpError(404, `no task ${request.task} in run ${request.run}`);
-    return { identity, request, ctx, installationId, driver, task, loaded };
+    const subject = subjectOfInput(loaded.engine.plan, request.task);
+    if (!subject) throw new HttpError(404, `no task ${request.task} in run ${request.run}`);
+    return { identity, request, ctx, installationId, driver, subject, loaded };
   }
 
   type Authenticated = Awaited<ReturnType<typeof authenticate<typeof attemptRequestSchema>>>;
+
+  /** The attempt's record in the run: a task's attempt, or a resolution. */
+  const recordOf = (run: HostedRun, subject: Subject, attempt: number) => {
+    if ("task" in subject) return run.tasks[subject.task]?.attempts[attempt - 1];
+    const { workstream, task } = subject.resolution;
+    const holder = task !== undefined ? run.tasks[task] : run.workstreams[workstream];
+    return holder?.conflict?.resolutions[attempt - 1];
+  };
 
   const notOwnRun = (request: AttemptRequest, dispatched: string, caller: string) =>
     new HttpError(
@@ -142,8 +158,8 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
    * dispatch, must be the OIDC token's; where GitHub gave no id (older GHES), the caller's own run
    * must carry the attempt's run-name. A request from another job changes nothing.
    */
-  async function ensureOwnRun({ request, identity, loaded, ctx }: Authenticated): Promise<void> {
-    const record = loaded.run.tasks[request.task]?.attempts[request.attempt - 1];
+  async function ensureOwnRun({ request, identity, loaded, ctx, subject }: Authenticated): Promise<void> {
+    const record = recordOf(loaded.run, subject, request.attempt);
     if (record?.job) {
       if (record.job !== identity.runId) throw notOwnRun(request, record.job, identity.runId);
       return;
@@ -169,28 +185,35 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
 
   async function token(req: IncomingMessage) {
     const authenticated = await authenticate(req, attemptRequestSchema);
-    const { identity, request, ctx, installationId, driver, task } = authenticated;
+    const { identity, request, ctx, installationId, driver, subject, loaded } = authenticated;
     await ensureOwnRun(authenticated);
     // Record the answer first: only the writer whose write lands mints a token.
-    const started = await driver.driveOnce(
-      request.run,
-      [{ type: "job_started", task: request.task, attempt: request.attempt, job: identity.runId, at: now() }],
-      authenticated.loaded,
-    );
+    const { attempt } = request;
+    const at = now();
+    const job = identity.runId;
+    const fact: EngineEvent =
+      "task" in subject
+        ? { type: "job_started", task: subject.task, attempt, job, at }
+        : { type: "resolution_started", ...subject.resolution, n: attempt, job, at };
+    const started = await driver.driveOnce(request.run, [fact], loaded);
     if (!started?.changed) {
-      const t = started?.state.tasks[request.task];
-      const record = t?.attempts[request.attempt - 1];
-      if (record?.job && record.job !== identity.runId) throw notOwnRun(request, record.job, identity.runId);
-      const running = t?.attempt === request.attempt && t.status === "running";
+      const record = started ? recordOf(started.state, subject, attempt) : undefined;
+      if (record?.job && record.job !== job) throw notOwnRun(request, record.job, job);
+      const t = "task" in subject ? started?.state.tasks[subject.task] : undefined;
+      const running =
+        "task" in subject ? t?.attempt === attempt && t.status === "running" : record?.outcome === null;
       throw new HttpError(
         409,
         running
-          ? `attempt ${request.attempt} of ${request.task} already has its token`
-          : `attempt ${request.attempt} of ${request.task} is not running`,
+          ? `attempt ${attempt} of ${request.task} already has its token`
+          : `attempt ${attempt} of ${request.task} is not running`,
       );
     }
-    const version = started.version;
-    const permissions = tierPermissions(task.primaryAgent.isolation.tokenTier);
+    const plan = loaded.engine.plan;
+    const agentTask =
+      "task" in subject ? plan.tasks.get(subject.task)! : resolverOf(plan, subject.resolution).agentTask;
+    const tier = agentTask.primaryAgent.isolation.tokenTier;
+    const permissions = tierPermissions(tier);
     const { data } = await (
       await appClient()
     ).rest.apps.createInstallationAccessToken({
@@ -202,23 +225,30 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       token: data.token,
       expires_at: data.expires_at,
       permissions: data.permissions ?? permissions,
-      tier: task.primaryAgent.isolation.tokenTier,
-      state_version: version,
+      tier,
+      state_version: started.version,
     };
   }
 
   async function reportResult(req: IncomingMessage) {
     const authenticated = await authenticate(req, attemptReportSchema);
-    const { identity, request, driver } = authenticated;
-    const ownedBy = (l: Loaded) =>
-      l.run.tasks[request.task]!.attempts[request.attempt - 1]?.job === identity.runId;
+    const { identity, request, driver, subject } = authenticated;
+    const ownedBy = (l: Loaded) => recordOf(l.run, subject, request.attempt)?.job === identity.runId;
     let loaded = authenticated.loaded;
     if (!ownedBy(loaded) && loaded.cached) loaded = (await driver.load(request.run, { fresh: true }))!;
     if (!ownedBy(loaded))
       throw new HttpError(403, `attempt ${request.attempt} of ${request.task} belongs to another job`);
-    const facts = eventsOfReport(request as AttemptReport, now());
+    const report = request as AttemptReport;
+    const facts =
+      "task" in subject
+        ? eventsOfReport(report, now())
+        : [resolutionFinishedOf(subject.resolution, report.attempt, report.result, now())];
     const run = await driver.drive(request.run, facts, { loaded });
-    return { ok: true, status: run?.tasks[request.task]?.status ?? null };
+    const status =
+      "task" in subject
+        ? run?.tasks[subject.task]?.status
+        : run && recordOf(run, subject, request.attempt)?.outcome;
+    return { ok: true, status: status ?? null };
   }
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {

@@ -5,7 +5,7 @@
  * workstream's gates, and commits the merge. Anything short of that aborts the merge: the branch is
  * left as it was, and the attempt fails with the reason.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { git, gitRaw } from "./git.ts";
 
@@ -14,8 +14,13 @@ export interface ResolutionInputs {
   target: string;
   /** What each side intended: the workstream's tasks and what landed on the target meanwhile. */
   intents: string;
-  /** The gates the merged result must pass (the workstream's tasks' completion gates). */
+  /** The gates the merged result must pass (plan/resolution.ts). */
   gates: string[];
+  /**
+   * Agent configuration (`.claude`, ...) the agent runs with, from `from` rather than either side: in
+   * the working tree only while the agent runs, so the merge commit keeps what the merge made of it.
+   */
+  agentConfig?: { from: string; paths: string[] };
 }
 
 export interface ResolutionOutcome {
@@ -68,7 +73,24 @@ export async function resolveConflicts(
     return fail(
       `merging ${resolution.target} failed: ${`${merge.stdout}${merge.stderr}`.trim().split("\n").pop()}`,
     );
-  const failure = await agent(resolutionPrompt(branch, resolution, files));
+  const config = resolution.agentConfig;
+  // A configuration file that itself conflicts is the agent's to resolve, like any other.
+  const configPaths = (config?.paths ?? []).filter(
+    (p) => !files.some((f) => f === p || f.startsWith(`${p}/`)),
+  );
+  /** Each config path as `source` has it (a commit; the index when null), or absent where it has none. */
+  const configure = async (source: string | null) => {
+    for (const path of configPaths) {
+      rmSync(join(repoDir, path), { recursive: true, force: true });
+      const listed = source
+        ? await git(repoDir, ["ls-tree", "--name-only", source, "--", path])
+        : await git(repoDir, ["ls-files", "--", path]);
+      if (listed)
+        await git(repoDir, ["restore", "--worktree", ...(source ? [`--source=${source}`] : []), "--", path]);
+    }
+  };
+  if (config) await configure(config.from);
+  const failure = await agent(resolutionPrompt(branch, resolution, files)).finally(() => configure(null));
   if (failure) return fail(failure);
   const left = files.filter((f) => MARKER.test(readFileSync(join(repoDir, f), "utf8")));
   if (left.length > 0) return fail(`conflict markers are left in ${left.join(", ")}`);

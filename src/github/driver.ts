@@ -16,7 +16,7 @@ import type { RepoContext } from "./client.ts";
 import { GitHubEffects } from "./effects.ts";
 import { type GitHubMeta, type HostedRun, hostedRunOf, newMeta } from "./hosted-run.ts";
 import { parseRunGraph, type RunSource } from "../protocol/run-source.ts";
-import { editStatus, mirrorStatus, openTracking, taskCheckRun } from "./projections.ts";
+import { editStatus, mirrorStatus, openTracking, resolutionCheckRun, taskCheckRun } from "./projections.ts";
 import { GitHubStateStore } from "./state-store.ts";
 
 /** Where a command came from, to answer it there. */
@@ -195,6 +195,8 @@ class GitHubHost implements RunHost<HostedRun> {
     workstreamComments: {},
   };
   private statusDue = false;
+  /** Resolutions whose verdict this round records: their check runs are created once it lands. */
+  private resolved: Extract<EngineEvent, { type: "resolution_finished" }>[] = [];
 
   constructor(
     private readonly driver: RunDriver,
@@ -253,6 +255,7 @@ class GitHubHost implements RunHost<HostedRun> {
         verdicts.set(fact.task, fact.attempt);
     for (const [task, attempt] of verdicts)
       await taskCheckRun(this.ctx, run, task, attempt, engine.plan.graph);
+    this.resolved = round.changed.filter((fact) => fact.type === "resolution_finished");
     await mirrorStatus(this.ctx, run, engine);
     this.statusDue = this.refreshStatus || (this.editsStatus && this.driver.statusDue(run, round.effects));
     if (this.statusDue) github.statusAt = this.ctx.now();
@@ -278,6 +281,9 @@ class GitHubHost implements RunHost<HostedRun> {
         case "dispatch":
           facts.push(...(await github.dispatch(run, engine, effect.task, effect.attempt, version)));
           break;
+        case "resolve_conflicts":
+          facts.push(...(await github.dispatchResolution(run, engine, effect, version)));
+          break;
         case "cancel_attempt":
           await github.cancel(run, effect.task, effect.attempt);
           break;
@@ -297,6 +303,7 @@ class GitHubHost implements RunHost<HostedRun> {
           break;
       }
     }
+    for (const fact of this.resolved.splice(0)) await resolutionCheckRun(ctx, run, engine, fact);
     if (this.statusDue || this.refreshStatus) await editStatus(ctx, run, engine);
     this.statusDue = false;
     this.refreshStatus = false;

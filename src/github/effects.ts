@@ -16,6 +16,7 @@ import {
   validationDetails,
 } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
+import { resolutionInput } from "../protocol/resolution.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
 
 type Facts = Promise<EngineEvent[]>;
@@ -84,6 +85,10 @@ export class GitHubEffects {
           integrationBranch(graph, task.workstreamId),
         );
         if (merged === "merged") return [{ type: "task_pr_merged", task: effect.task, pr: effect.pr, at }];
+        if (merged === "conflicted") {
+          const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
+          return [{ type: "task_conflicted", task: effect.task, files: [], ...echo, at }];
+        }
         return merged === "waiting"
           ? []
           : [{ type: "task_merge_failed", task: effect.task, reason: merged.reason, at }];
@@ -91,6 +96,7 @@ export class GitHubEffects {
       case "open_integration_pr": {
         const ws = engine.plan.workstreams.get(effect.workstream)!;
         const head = integrationBranch(graph, ws.id);
+        await this.bringUpToDate(head, ws.mergeTargetBranch);
         const opened = await this.openPr(
           head,
           ws.mergeTargetBranch,
@@ -112,6 +118,10 @@ export class GitHubEffects {
         );
         if (merged === "merged")
           return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
+        if (merged === "conflicted") {
+          const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
+          return [{ type: "integration_conflicted", workstream: effect.workstream, files: [], ...echo, at }];
+        }
         return merged === "waiting"
           ? []
           : [{ type: "integration_merge_failed", workstream: effect.workstream, reason: merged.reason, at }];
@@ -124,11 +134,44 @@ export class GitHubEffects {
   /** Starts the attempt's job: a workflow_dispatch of the task workflow with opaque inputs only. */
   async dispatch(run: HostedRun, engine: Engine, task: string, attempt: number, stateVersion: string): Facts {
     const at = this.ctx.now();
+    const started = await this.startJob(run, engine, task, attempt, stateVersion);
+    if ("reason" in started) return [{ type: "job_failed", task, attempt, reason: started.reason, at }];
+    // The attempt is bound to the run GitHub created: only that job may take its token.
+    return started.job ? [{ type: "job_dispatched", task, attempt, job: started.job, at }] : [];
+  }
+
+  /** Starts a resolution's job: the task workflow, its subject in the `task` input (protocol/resolution.ts). */
+  async dispatchResolution(
+    run: HostedRun,
+    engine: Engine,
+    effect: Extract<EngineEffect, { type: "resolve_conflicts" }>,
+    stateVersion: string,
+  ): Facts {
+    const at = this.ctx.now();
+    const subject = { workstream: effect.workstream, ...(effect.task ? { task: effect.task } : {}) };
+    const started = await this.startJob(run, engine, resolutionInput(subject), effect.n, stateVersion);
+    if ("reason" in started)
+      return [
+        { type: "resolution_finished", ...subject, n: effect.n, ok: false, reason: started.reason, at },
+      ];
+    return started.job
+      ? [{ type: "resolution_dispatched", ...subject, n: effect.n, job: started.job, at }]
+      : [];
+  }
+
+  /** The workflow_dispatch of an attempt: the run GitHub created for it (when GitHub says), or why it could not start. */
+  private async startJob(
+    run: HostedRun,
+    engine: Engine,
+    task: string,
+    attempt: number,
+    stateVersion: string,
+  ): Promise<{ job: string | null } | { reason: string }> {
     const credential = engine.plan.graph.settings.anthropicCredential ?? "";
-    if (credential && !SECRET_NAME.test(credential)) {
-      const reason = `anthropic_credential '${credential}' is not a valid secret name (letters, digits and _)`;
-      return [{ type: "job_failed", task, attempt, reason, at }];
-    }
+    if (credential && !SECRET_NAME.test(credential))
+      return {
+        reason: `anthropic_credential '${credential}' is not a valid secret name (letters, digits and _)`,
+      };
     const request = {
       ...this.repo,
       workflow_id: this.ctx.config.taskWorkflow,
@@ -137,23 +180,21 @@ export class GitHubEffects {
     };
     const route = "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches";
     try {
-      let run: number | undefined;
       try {
         const { data } = await this.ctx.octokit.request(route, { ...request, return_run_details: true });
-        run = (data as { workflow_run_id?: number } | undefined)?.workflow_run_id;
+        const id = (data as { workflow_run_id?: number } | undefined)?.workflow_run_id;
+        return { job: id ? String(id) : null };
       } catch (error) {
         // GitHub Enterprise Server before the run-details change refuses the unknown field: ask without it
         // (the job is then known by its run-name when it asks for its token).
         if (![400, 422].includes(statusOf(error) ?? 0) || !/return_run_details/.test(messageOf(error)))
           throw error;
         await this.ctx.octokit.request(route, request);
+        return { job: null };
       }
-      // The attempt is bound to the run GitHub created: only that job may take its token.
-      return run ? [{ type: "job_dispatched", task, attempt, job: String(run), at }] : [];
     } catch (error) {
       if (statusOf(error) === undefined || statusOf(error)! >= 500) throw error;
-      const reason = `could not start ${this.ctx.config.taskWorkflow}: ${messageOf(error)}`;
-      return [{ type: "job_failed", task, attempt, reason, at }];
+      return { reason: `could not start ${this.ctx.config.taskWorkflow}: ${messageOf(error)}` };
     }
   }
 
@@ -243,12 +284,30 @@ export class GitHubEffects {
     }
   }
 
+  /**
+   * Merges the target into a branch before its PR opens, so that the PR is up to date (and passes a
+   * "require branches to be up to date" rule): a merge commit made by GitHub, no agent. A conflict is
+   * left for the PR's merge, which starts a resolution.
+   */
+  private async bringUpToDate(branch: string, target: string): Promise<void> {
+    try {
+      await this.ctx.octokit.rest.repos.merge({
+        ...this.repo,
+        base: branch,
+        head: target,
+        commit_message: `Merge ${target} into ${branch}`,
+      });
+    } catch (error) {
+      if (statusOf(error) !== 409 && statusOf(error) !== 404) throw error; // conflict; or no branch, said by the PR
+    }
+  }
+
   /** Merges a PR the way a person would: never bypassing protection, waiting while checks are pending. */
   private async merge(
     pr: PullRequest,
     title: string,
     base?: string,
-  ): Promise<"merged" | "waiting" | { reason: string }> {
+  ): Promise<"merged" | "waiting" | "conflicted" | { reason: string }> {
     try {
       const { data } = await this.ctx.octokit.rest.pulls.merge({
         ...this.repo,
@@ -264,9 +323,7 @@ export class GitHubEffects {
       const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
       if (data.merged) return "merged";
       if (data.state === "closed") return { reason: `PR #${pr.number} was closed` };
-      if (data.mergeable === false && data.mergeable_state === "dirty") {
-        return { reason: `PR #${pr.number} has conflicts with ${data.base.ref}` };
-      }
+      if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
       this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${messageOf(error)}`);
       return "waiting";
     }

@@ -1,13 +1,17 @@
 /**
  * What the app shows people, projected from the run state (never read back as truth): the run's
- * tracking issue and status comments, and one check run per task on the graph's commit.
+ * tracking issue and status comments, and one check run per task (and per resolution) on the graph's
+ * commit.
  */
-import { spendLine } from "../engine/budget.ts";
+import { spendLine, taskSpent } from "../engine/budget.ts";
 import type { Engine } from "../engine/engine.ts";
+import type { EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
+import { resolverOf } from "../plan/resolution.ts";
+import { resolutionInput } from "../protocol/resolution.ts";
 import { jobUrl, type RepoContext, repoPage } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
-import { agentText, taskCost } from "./render.ts";
+import { agentText } from "./render.ts";
 import { statusComment, type StatusLinks } from "./status-comment.ts";
 
 /** Where the status comment's links point: the tracking issue, job pages, the graph file at the run's commit. */
@@ -109,7 +113,7 @@ export async function taskCheckRun(
   const summary = [
     `Attempt ${attempt.n} ${attempt.outcome}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
     "",
-    `Cost $${(attempt.costUsd ?? 0).toFixed(2)}${attempt.capUsd != null ? ` of its cap $${attempt.capUsd.toFixed(2)}` : ""} (task total $${taskCost(t).toFixed(2)}; run: ${spendLine(run, graph)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
+    `Cost $${(attempt.costUsd ?? 0).toFixed(2)}${attempt.capUsd != null ? ` of its cap $${attempt.capUsd.toFixed(2)}` : ""} (task total $${taskSpent(t).toFixed(2)}; run: ${spendLine(run, graph)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
     ...(job ? ["", `[The job's log](${job})`] : []),
     ...(attempt.gateOutput
       ? ["", "### Gate output (end)", "```text", agentText(attempt.gateOutput, 2_000), "```"]
@@ -142,4 +146,38 @@ export async function taskCheckRun(
     output,
   });
   run.github.checkRuns[task] = data.id;
+}
+
+/** A check run for a resolution's verdict, created once (by the writer whose write recorded it). */
+export async function resolutionCheckRun(
+  ctx: RepoContext,
+  run: HostedRun,
+  engine: Engine,
+  fact: Extract<EngineEvent, { type: "resolution_finished" }>,
+): Promise<void> {
+  const subject = { workstream: fact.workstream, ...(fact.task !== undefined ? { task: fact.task } : {}) };
+  const holder = subject.task !== undefined ? run.tasks[subject.task] : run.workstreams[subject.workstream];
+  const conflict = holder?.conflict;
+  const record = conflict?.resolutions[fact.n - 1];
+  if (!conflict || !record || (record.outcome !== "succeeded" && record.outcome !== "failed")) return;
+  const { branch, target } = resolverOf(engine.plan, subject);
+  const job = record.job ? jobUrl(ctx, record.job) : null;
+  const files = conflict.files.length ? conflict.files.map((f) => `\`${f}\``).join(", ") : "its files";
+  const summary = [
+    `Resolution ${record.n} of the conflicts between \`${branch}\` and \`${target}\` (${agentText(files, 2_000)}) ${record.outcome}${record.reason ? `: ${agentText(record.reason, 1000)}` : ""}.`,
+    "",
+    `Cost $${(record.costUsd ?? 0).toFixed(2)}${record.capUsd != null ? ` of its cap $${record.capUsd.toFixed(2)}` : ""} (run: ${spendLine(run, engine.plan.graph)}), ${record.turns ?? 0} turns.`,
+    ...(job ? ["", `[The job's log](${job})`] : []),
+  ].join("\n");
+  await ctx.octokit.rest.checks.create({
+    owner: ctx.owner,
+    repo: ctx.repo,
+    name: `agentrelay / ${resolutionInput(subject)}`,
+    head_sha: run.source.commit,
+    external_id: `${run.runKey}/${resolutionInput(subject)}/${record.n}`,
+    status: "completed",
+    conclusion: CONCLUSION[record.outcome],
+    ...(job ? { details_url: job } : {}),
+    output: { title: `${resolutionInput(subject)}: resolution ${record.n} ${record.outcome}`, summary },
+  });
 }

@@ -52,8 +52,6 @@ export const duration = (ms: number): string => {
       : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
 };
 
-export const taskCost = (t: TaskRun): number => t.attempts.reduce((sum, a) => sum + (a.costUsd ?? 0), 0);
-
 function describe(task: Task): string {
   if (!task.description) return `${task.id} (${task.role.replace(/_/g, " ")})`;
   return task.description.length > 200 ? `${task.description.slice(0, 200)} …` : task.description;

@@ -8,8 +8,10 @@
 import type { RunState, TaskRun } from "../engine/types.ts";
 import { type ChartLevel, mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/plan.ts";
-import { spendLine, waitsOnBudget } from "../engine/budget.ts";
-import { agentText, BODY_LIMIT, duration, statusMarker, taskCost, takeLines } from "./render.ts";
+import { spendLine, taskSpent, waitsOnBudget } from "../engine/budget.ts";
+import { resolving } from "../engine/conflicts.ts";
+import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
+import { agentText, BODY_LIMIT, duration, statusMarker, takeLines } from "./render.ts";
 
 export interface StatusLinks {
   trackingIssue?: number | null;
@@ -50,8 +52,32 @@ const link = (pr: { number: number; url: string } | null) => (pr ? `[#${pr.numbe
 /** What the run waits for, and who must act: a person first, then GitHub (jobs, checks). */
 export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {}): string[] {
   const lines: string[] = [];
+  const jobLink = (name: string, job: string | null | undefined) =>
+    job && links.job ? `[${name}](${links.job(job)})` : name;
+  // Resolutions running: which PR, which branch takes which, which files.
+  const resolutions: string[] = [];
+  const resolutionOf = (pr: string, subject: ResolutionSubject, conflict: TaskRun["conflict"]) => {
+    const { branch, target } = resolverOf(plan, subject);
+    const record = conflict!.resolutions.at(-1)!;
+    const files = conflict!.files.length ? ` (${named(conflict!.files, (f) => `\`${f}\``)})` : "";
+    resolutions.push(
+      `${pr}: ${jobLink(`attempt ${record.n}`, record.job)} merges \`${target}\` into \`${branch}\`${files}`,
+    );
+  };
+  for (const [wsId, ws] of Object.entries(state.workstreams))
+    if (ws.status === "pr_open" && resolving(ws.conflict))
+      resolutionOf(link(ws.pr), { workstream: wsId }, ws.conflict);
+  for (const id of plan.order) {
+    const t = state.tasks[id]!;
+    if (t.status === "pr_open" && resolving(t.conflict))
+      resolutionOf(link(t.pr), { workstream: plan.tasks.get(id)!.workstreamId, task: id }, t.conflict);
+  }
+  if (resolutions.length > 0)
+    lines.push(
+      `- Resolving conflicts (an agent merges, then the PR merges again): ${resolutions.slice(0, NAMED).join("; ")}${resolutions.length > NAMED ? ` and ${resolutions.length - NAMED} more` : ""}.`,
+    );
   for (const [wsId, ws] of Object.entries(state.workstreams)) {
-    if (ws.status !== "pr_open") continue;
+    if (ws.status !== "pr_open" || resolving(ws.conflict)) continue;
     const def = plan.workstreams.get(wsId)!;
     const merge = `merge ${link(ws.pr)} (\`${wsId}\` into \`${def.mergeTargetBranch}\`)`;
     if (def.autoMerge && !ws.autoMergeSkipped) {
@@ -86,7 +112,17 @@ export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {})
         return job && links.job ? `[\`${id}\`](${links.job(job)})` : `\`${id}\``;
       })}.`,
     );
-  const prs = plan.order.filter((id) => state.tasks[id]!.status === "pr_open");
+  const conflicted = plan.order.filter(
+    (id) => state.tasks[id]!.status === "pr_open" && state.tasks[id]!.conflict?.toPerson,
+  );
+  for (const id of conflicted.slice(0, NAMED))
+    lines.push(
+      `- **Waiting for you**: ${link(state.tasks[id]!.pr)} (\`${id}\`) ${agentText(state.tasks[id]!.reason ?? "has conflicts", 300)}.`,
+    );
+  const prs = plan.order.filter((id) => {
+    const t = state.tasks[id]!;
+    return t.status === "pr_open" && !resolving(t.conflict) && !t.conflict?.toPerson;
+  });
   if (prs.length > 0)
     lines.push(
       `- Waiting for ${prs.length} task PR${prs.length > 1 ? "s" : ""} to merge (required checks or reviews): ${named(prs, (id) => link(state.tasks[id]!.pr))}.`,
@@ -107,14 +143,16 @@ function taskRow(id: string, t: TaskRun, now: number, links: StatusLinks, workst
   const first = t.attempts[0];
   const end = t.mergedAt ?? (t.status === "running" || t.status === "pr_open" ? now : null);
   const time = first && end ? duration(end - (first.startedAt ?? first.dispatchedAt)) : "";
-  const cost = taskCost(t);
+  const cost = taskSpent(t);
   const pr = t.pr ? `[#${t.pr.number}](${t.pr.url})` : "";
   const job = t.attempts.at(-1)?.job;
   const attempt = t.attempt && job && links.job ? `[${t.attempt}](${links.job(job)})` : t.attempt || "";
   const status =
-    t.reason && (t.status === "failed" || t.status === "blocked")
-      ? `${t.status}: ${cell(agentText(t.reason, 120))}`
-      : t.status;
+    t.status === "pr_open" && resolving(t.conflict)
+      ? "resolving conflicts"
+      : t.reason && (t.status === "failed" || t.status === "blocked" || t.conflict?.toPerson)
+        ? `${t.status}: ${cell(agentText(t.reason, 120))}`
+        : t.status;
   const concerns = t.concerns.length + t.opsConcerns.length;
   return `| \`${id}\` |${workstream ? ` ${workstream} |` : ""} ${status} | ${attempt} | ${pr} | ${time} | ${cost ? `$${cost.toFixed(2)}` : ""} | ${concerns || ""} |`;
 }

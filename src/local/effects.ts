@@ -19,7 +19,7 @@ import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { resolverOf } from "../plan/resolution.ts";
 import { attemptResultSchema, eventsOfReport } from "../protocol/report.ts";
-import { intentsOf, resolutionInput } from "../protocol/resolution.ts";
+import { intentsOf, resolutionFinishedOf, resolutionInput } from "../protocol/resolution.ts";
 import {
   commitsAhead,
   deleteBranch,
@@ -352,18 +352,11 @@ export class LocalHost implements RunHost {
     const code = await this.spawnAttempt(spec, dir, label, secrets, effect.workstream);
     if (this.stopping) return;
     const r = readResult(spec.resultFile)?.result;
+    const reason = `the resolution process exited with code ${code} without a result`;
     await this.report([
-      {
-        type: "resolution_finished",
-        ...subject,
-        n: effect.n,
-        ok: r?.outcome === "succeeded",
-        reason: r ? r.reason : `the resolution process exited with code ${code} without a result`,
-        costUsd: r?.costUsd ?? null,
-        turns: r?.turns ?? null,
-        ...(r?.conflicted.length ? { files: r.conflicted } : {}),
-        at: Date.now(),
-      },
+      r
+        ? resolutionFinishedOf(subject, effect.n, r, Date.now())
+        : { type: "resolution_finished", ...subject, n: effect.n, ok: false, reason, at: Date.now() },
     ]);
   }
 

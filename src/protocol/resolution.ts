@@ -4,9 +4,11 @@
  * `resolve-integration@<workstream>`, its number as the attempt: ids cannot hold `@` (graph/validate),
  * so no task is mistaken for one, and a workflow file written before resolutions runs them unchanged.
  */
+import type { EngineEvent } from "../engine/types.ts";
 import { integrationBranch } from "../graph/model.ts";
 import type { Plan } from "../plan/plan.ts";
 import type { ResolutionSubject } from "../plan/resolution.ts";
+import type { AttemptReportResult } from "./report.ts";
 
 const TASK_PR = "resolve-pr@";
 const INTEGRATION = "resolve-integration@";
@@ -71,3 +73,21 @@ export function intentsOf(
     ...others.flatMap((w) => plan.tasksByWorkstream.get(w.id)!.map(describe)),
   ].join("\n");
 }
+
+/** The fact a resolution's report stands for. */
+export const resolutionFinishedOf = (
+  subject: ResolutionSubject,
+  n: number,
+  result: AttemptReportResult,
+  at: number,
+): EngineEvent => ({
+  type: "resolution_finished",
+  ...subject,
+  n,
+  ok: result.outcome === "succeeded",
+  reason: result.reason,
+  costUsd: result.costUsd,
+  turns: result.turns,
+  ...(result.conflicted.length > 0 ? { files: result.conflicted } : {}),
+  at,
+});

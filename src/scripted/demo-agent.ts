@@ -30,7 +30,7 @@ const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
  * A resolution's prompt names the conflicted files: the scripted agent keeps both sides of each
  * conflict (ours, then theirs), removing the markers, as an agent that means both intents would.
  */
-function resolve(prompt: string, done: number): ReturnType<Script> {
+export function resolveKeepingBoth(prompt: string, done: number): ReturnType<Script> {
   const files = [...prompt.matchAll(/^- `([^`]+)`$/gm)].map((m) => m[1]!);
   if (done < files.length) {
     const file = quote(files[done]!);
@@ -51,7 +51,8 @@ function resolve(prompt: string, done: number): ReturnType<Script> {
 
 export const demoAgent: Script = (request) => {
   const prompt = promptOf(request);
-  if (prompt.includes("Resolve the merge conflicts:")) return resolve(prompt, toolResults(request).length);
+  if (prompt.includes("Resolve the merge conflicts:"))
+    return resolveKeepingBoth(prompt, toolResults(request).length);
   const manifest = manifestFor(prompt);
   if (!manifest) {
     // A cyberian step: its prompt asks for a completion status line; a loop's own status ends the loop.

@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { e2eAgent } from "../../harness/e2e-agent.ts";
 import { type Standin, startStandin } from "../../harness/standin.ts";
+import type { RunState } from "../../src/engine/types.ts";
 
 let standin: Standin | undefined;
 afterEach(async () => {
@@ -165,5 +166,91 @@ tasks:
         .conclusion,
     ).toBe("cancelled");
     expect(standin.gh.reactions.map((r) => r.content)).toEqual(["eyes", "eyes"]);
+  });
+});
+
+describe("parallel workstreams that change the same lines", () => {
+  it("resolves the integration PR's conflict with a resolution job, and both intents reach main", async () => {
+    standin = await startStandin({ script: e2eAgent(undefined, () => "notes/shared.md") });
+    await standin.push({
+      ".workflow/overlap.yaml": `name: overlap
+max_concurrency: 2
+workstreams:
+  - id: left
+    auto_merge: true
+  - id: right
+    auto_merge: true
+tasks:
+  - id: a
+    workstream_id: left
+    description: note a in the shared file
+  - id: b
+    workstream_id: right
+    description: note b in the shared file
+`,
+    });
+    await standin.idle();
+    const state = standin.gh.state("overlap/1") as unknown as RunState;
+    expect(state.outcome).toBe("succeeded");
+    // The workstream that merged second conflicted; its resolution ran as the bundled Action.
+    const resolutions = standin.gh.dispatches.filter((d) => d.inputs.task!.startsWith("resolve-"));
+    expect(resolutions).toHaveLength(1);
+    const second = resolutions[0]!.inputs.task!.slice("resolve-integration@".length);
+    expect(state.workstreams[second]!.conflict!.resolutions).toMatchObject([
+      { n: 1, outcome: "succeeded", job: String(resolutions[0]!.runId) },
+    ]);
+    expect(standin.gh.workflowRuns.get(resolutions[0]!.runId)!.conclusion).toBe("success");
+    // GitHub answered the first merge as it does a conflict (405, mergeable_state dirty).
+    const pr = standin.gh.pulls.find((p) => p.head === `agentrelay/overlap/${second}/integration`)!;
+    expect(pr.conflict).toBe(true);
+    expect(pr.merged).toBe(true);
+    // Both intents are in main, merged (not rebased): the resolution is a merge commit on the branch.
+    expect(standin.git("show", "main:notes/shared.md").split("\n").sort()).toEqual([
+      "task a, attempt 1",
+      "task b, attempt 1",
+    ]);
+    const parents = standin.git("log", "-1", "--format=%P", `agentrelay/overlap/${second}/integration`);
+    expect(parents.split(" ")).toHaveLength(2);
+    // One more attempt in the timeline, with its own check run.
+    expect(state.timeline.map((e) => e.type)).toContain("resolution");
+    expect(standin.gh.checkRuns.filter((c) => c.name.includes("resolve-"))).toMatchObject([
+      { name: `agentrelay / resolve-integration@${second}`, conclusion: "success" },
+    ]);
+  });
+});
+
+describe("a task PR whose integration branch moved under it", () => {
+  it("is resolved by a resolution job on the task branch, then merges", async () => {
+    let moved = false;
+    standin = await startStandin({
+      script: e2eAgent(undefined, () => "notes/shared.md"),
+      // A person commits to the integration branch as the task's PR is opened, changing the lines the
+      // task changed.
+      fault: (call) => {
+        const taskPr = (call.body as { head?: string } | null)?.head === "agentrelay/solo/t";
+        if (!moved && call.method === "POST" && /\/pulls$/.test(call.path) && taskPr) {
+          moved = true;
+          standin!.gh.commit(
+            "agentrelay/solo/ws/integration",
+            { "notes/shared.md": "a person's line\n" },
+            "note",
+          );
+        }
+        return null;
+      },
+    });
+    await standin.push({
+      ".workflow/solo.yaml":
+        "name: solo\nworkstreams:\n  - id: ws\n    auto_merge: true\ntasks:\n  - id: t\n    workstream_id: ws\n    description: note t\n",
+    });
+    await standin.idle();
+    const state = standin.gh.state("solo/1") as unknown as RunState;
+    expect(state.outcome).toBe("succeeded");
+    expect(standin.gh.dispatches.map((d) => d.inputs.task)).toEqual(["t", "resolve-pr@t"]);
+    expect(state.tasks.t!.conflict!.resolutions).toMatchObject([{ n: 1, outcome: "succeeded" }]);
+    expect(standin.git("show", "main:notes/shared.md").split("\n").sort()).toEqual([
+      "a person's line",
+      "task t, attempt 1",
+    ]);
   });
 });

@@ -1,0 +1,262 @@
+/**
+ * What the Action's jobs share: requests to the app (tried again while it restarts), the run as it
+ * was stored at the dispatched version, git over HTTPS with the attempt's token, and the agent's
+ * environment without the job's own credentials. Secrets are masked the moment they exist.
+ */
+import * as core from "@actions/core";
+import { git, gitRaw } from "../attempt/git.ts";
+import type { AttemptResult } from "../attempt/run-attempt.ts";
+import type { Graph } from "../graph/model.ts";
+import { type AttemptRequest, toReport } from "../protocol/report.ts";
+import type { Octokit } from "@octokit/rest";
+import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
+import {
+  HOSTED_PER_TASK,
+  partsOfRunFiles,
+  RUN_FILES,
+  type RunFiles,
+  stateOfParts,
+} from "../protocol/state-layout.ts";
+
+export class JobError extends Error {
+  override name = "JobError";
+}
+
+/** Calls `call` until it succeeds, `tries` times at most, pausing longer each time. */
+async function retried<T>(
+  call: () => Promise<T>,
+  retryable: (status: number | undefined) => boolean,
+  tries: number,
+  pauseMs: number,
+): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await call();
+    } catch (error) {
+      if (i >= tries || !retryable((error as { status?: number }).status)) throw error;
+      await new Promise((done) => setTimeout(done, pauseMs * i * i));
+    }
+  }
+}
+
+/**
+ * A request to the app. It may be restarting, or behind a load balancer switching replicas: network
+ * errors (no status) and 5xx answers are tried again (a report is applied once however often it
+ * arrives).
+ */
+export function postJson(url: string, body: object, bearer: string): Promise<Record<string, unknown>> {
+  const post = async () => {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
+      body: JSON.stringify(body),
+    }).catch((error: unknown) => {
+      throw new JobError(`${url} could not be reached: ${(error as Error).message}`);
+    });
+    const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
+    if (response.ok) return answer;
+    const reason = String(answer.error ?? response.statusText);
+    throw Object.assign(new JobError(`${url} answered ${response.status}: ${reason}`), {
+      status: response.status,
+    });
+  };
+  return retried(post, (status) => status === undefined || status >= 500, 3, 1000);
+}
+
+/** GitHub answers 5xx and 429 now and then: a read is tried again. */
+const githubRetryable = (status: number | undefined) =>
+  status !== undefined && (status >= 500 || status === 429);
+
+/** The credential the workflow resolved from the secret the graph names, as Claude Code's variable. */
+export function anthropicEnv(env: NodeJS.ProcessEnv, credentialName: string | null): Record<string, string> {
+  const value = env.AGENTRELAY_ANTHROPIC_CREDENTIAL?.trim();
+  if (!value) {
+    throw new JobError(
+      credentialName
+        ? `no Anthropic credential: the graph's anthropic_credential names the secret '${credentialName}', which is missing or empty in this repository or organisation`
+        : "no Anthropic credential: add a repository or organisation secret ANTHROPIC_API_KEY (an API key) or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`)",
+    );
+  }
+  core.setSecret(value);
+  return value.startsWith("sk-ant-oat") ? { CLAUDE_CODE_OAUTH_TOKEN: value } : { ANTHROPIC_API_KEY: value };
+}
+
+/** Git over HTTPS with the attempt's token, given through the environment (never on a command line). */
+export function gitAuth(token: string): NodeJS.ProcessEnv {
+  const basic = Buffer.from(`x-access-token:${token}`).toString("base64");
+  core.setSecret(basic);
+  return {
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: "http.extraheader",
+    GIT_CONFIG_VALUE_0: `AUTHORIZATION: basic ${basic}`,
+    GIT_TERMINAL_PROMPT: "0",
+  };
+}
+
+/** The job's environment without what would let the agent act as the job (tokens, the OIDC endpoint). */
+export function agentEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  // Also the runner's command files: an agent that wrote to GITHUB_ENV could set NODE_OPTIONS for the
+  // steps after it.
+  const hidden =
+    /^(ACTIONS_ID_TOKEN_REQUEST_|ACTIONS_RUNTIME_|ACTIONS_CACHE_|ACTIONS_RESULTS_|GITHUB_TOKEN$|GH_TOKEN$|AGENTRELAY_ANTHROPIC_CREDENTIAL$|INPUT_|GITHUB_ENV$|GITHUB_PATH$|GITHUB_OUTPUT$|GITHUB_STATE$|GITHUB_STEP_SUMMARY$)/;
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !hidden.test(name)));
+}
+
+/**
+ * The run as it was stored at the dispatched version (a commit of the state branch): its parts in
+ * the layout of protocol/state-layout.ts, or the one document of a run started before that layout.
+ */
+export async function storedRun(
+  octokit: Octokit,
+  owner: string,
+  repo: string,
+  run: string,
+  version: string,
+): Promise<StoredRun> {
+  const { dir, legacy } = runFolder(run);
+  const query = `query($owner: String!, $name: String!, $oid: GitObjectID!, $dir: String!, $legacy: String!) {
+    repository(owner: $owner, name: $name) { object(oid: $oid) { ... on Commit { ${RUN_FILES} } } }
+  }`;
+  const data = await retried(
+    () =>
+      octokit.graphql<{ repository: { object: RunFiles | null } }>(query, {
+        owner,
+        name: repo,
+        oid: version,
+        dir,
+        legacy,
+      }),
+    githubRetryable,
+    3,
+    500,
+  );
+  const parts = data.repository.object ? partsOfRunFiles(data.repository.object) : null;
+  if (!parts) throw new JobError(`run ${run} has no state at ${version}`);
+  return stateOfParts<StoredRun>(parts, HOSTED_PER_TASK);
+}
+
+export interface Inputs {
+  run: string;
+  task: string;
+  attempt: number;
+  stateVersion: string;
+  appUrl: string;
+  claudePath: string;
+  maxTurns: number;
+  timeoutMs: number;
+  gateTimeoutMs: number;
+}
+
+export function readInputs(): Inputs {
+  const required = (name: string) => core.getInput(name, { required: true });
+  const attempt = Number(required("attempt"));
+  if (!Number.isInteger(attempt) || attempt < 1)
+    throw new JobError(`input 'attempt' must be a positive integer`);
+  const number = (name: string, fallback: number) => Number(core.getInput(name) || fallback);
+  return {
+    run: required("run"),
+    task: required("task"),
+    attempt,
+    stateVersion: required("state-version"),
+    appUrl: required("app-url").replace(/\/$/, ""),
+    claudePath: core.getInput("claude-path") || "claude",
+    maxTurns: number("max-turns", 60),
+    timeoutMs: number("timeout-minutes", 100) * 60_000,
+    gateTimeoutMs: number("gate-timeout-seconds", 600) * 1000,
+  };
+}
+
+export interface JobOutcome {
+  result: AttemptResult;
+  pushed: boolean;
+}
+
+/** Agent configuration an earlier task must not be able to plant for a later one. */
+export const AGENT_CONFIG_PATHS = [".claude", "CLAUDE.md", ".mcp.json"];
+
+/** A job once it holds its token and its run: what both kinds of attempt (task, resolution) start from. */
+export interface Job {
+  env: NodeJS.ProcessEnv;
+  inputs: Inputs;
+  attemptRequest: AttemptRequest;
+  state: StoredRun;
+  graph: Graph;
+  repoDir: string;
+  workDir: string;
+  /** Git's environment for the remote (the attempt's token, never on a command line). */
+  auth: NodeJS.ProcessEnv;
+  url: string;
+  mask: (text: string) => string;
+  credentialEnv: Record<string, string>;
+  started: number;
+}
+
+/** An empty repository whose `origin` is the job's, with these branches fetched as `origin/<name>`. */
+export async function fetchBranches(
+  repoDir: string,
+  url: string,
+  branches: string[],
+  auth: NodeJS.ProcessEnv,
+): Promise<void> {
+  await git(repoDir, ["init", "-q"]);
+  await git(repoDir, ["remote", "add", "origin", url]);
+  const refspecs = [...new Set(branches)].map((b) => `+refs/heads/${b}:refs/remotes/origin/${b}`);
+  await git(repoDir, ["fetch", "-q", "--no-tags", "origin", ...refspecs], undefined, auth);
+}
+
+/** Reports the result through the OIDC channel (whatever the token tier), then the summary and outputs. */
+export async function finishJob(
+  job: Job,
+  result: AttemptResult,
+  pushed: boolean,
+  capUsd: number | null,
+): Promise<JobOutcome> {
+  const { env, inputs } = job;
+  const report = toReport(job.attemptRequest, { ...result, commit: pushed ? result.commit : null });
+  await postJson(
+    `${inputs.appUrl}/agentrelay/report`,
+    report,
+    await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay"),
+  );
+  await writeSummary(job.repoDir, inputs, result, pushed, Date.now() - job.started, capUsd);
+  core.setOutput("outcome", result.outcome);
+  core.setOutput("cost-usd", result.costUsd.toFixed(4));
+  core.setOutput("turns", String(result.turns));
+  core.setOutput("commit", pushed ? result.commit : "");
+  core.setOutput("no-pr", String(result.noPr));
+  return { result, pushed };
+}
+
+async function writeSummary(
+  repoDir: string,
+  inputs: Inputs,
+  result: AttemptResult,
+  pushed: boolean,
+  ms: number,
+  /** What the attempt was allowed to spend, when a budget applied. */
+  capUsd: number | null,
+): Promise<void> {
+  const stat = pushed ? (await gitRaw(repoDir, ["diff", "--stat", "HEAD~1", "HEAD"])).stdout.trim() : "";
+  const gates = result.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ") || "none";
+  core.summary.addHeading(`agentrelay: ${inputs.task}, attempt ${inputs.attempt}`, 3).addTable([
+    [
+      { data: "Result", header: true },
+      {
+        data:
+          result.outcome + (result.reason ? `: ${result.reason}` : "") + (result.noPr ? " (no changes)" : ""),
+      },
+    ],
+    [
+      { data: "Cost", header: true },
+      { data: `$${result.costUsd.toFixed(4)}${capUsd != null ? ` of its cap $${capUsd.toFixed(4)}` : ""}` },
+    ],
+    [{ data: "Turns", header: true }, { data: String(result.turns) }],
+    [{ data: "Gate runs", header: true }, { data: gates }],
+    [{ data: "Duration", header: true }, { data: `${Math.round(ms / 1000)} s` }],
+  ]);
+  if (result.gateOutput) core.summary.addHeading("Gate output (end)", 4).addCodeBlock(result.gateOutput);
+  if (result.concerns.length) core.summary.addHeading("Concerns", 4).addList(result.concerns);
+  if (result.opsConcerns.length) core.summary.addHeading("Ops concerns", 4).addList(result.opsConcerns);
+  if (stat) core.summary.addHeading("Changes", 4).addCodeBlock(stat);
+  await core.summary.write();
+}
