@@ -64,12 +64,28 @@ export class MemoryStore implements RepoStore {
     this.commits.set(sha, { parents: parent ? [parent] : [], files: merged });
     return sha;
   }
+  /** A three-way merge by whole files, as git merges them: null when both sides changed a file differently. */
   merge(base: string, head: string, _message: string) {
+    const theirs = this.ancestors(head);
+    // The latest common ancestor (commits are numbered in the order they were made).
+    const common = [...this.ancestors(base)]
+      .filter((s) => theirs.has(s))
+      .sort()
+      .at(-1);
+    const [was, ours, their] = [common, base, head].map((c) => (c ? this.commits.get(c)!.files : {})) as [
+      Record<string, string>,
+      Record<string, string>,
+      Record<string, string>,
+    ];
+    const files: Record<string, string> = {};
+    for (const path of new Set([...Object.keys(ours), ...Object.keys(their), ...Object.keys(was)])) {
+      const [o, t, w] = [ours[path], their[path], was[path]];
+      if (o !== w && t !== w && o !== t) return null;
+      const text = o !== w ? o : t;
+      if (text !== undefined) files[path] = text;
+    }
     const sha = (this.next++).toString(16).padStart(40, "0");
-    this.commits.set(sha, {
-      parents: [base, head],
-      files: { ...this.commits.get(base)!.files, ...this.commits.get(head)!.files },
-    });
+    this.commits.set(sha, { parents: [base, head], files });
     return sha;
   }
   private ancestors(sha: string): Set<string> {

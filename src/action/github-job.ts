@@ -11,7 +11,6 @@ import * as core from "@actions/core";
 import { Octokit } from "@octokit/rest";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { parseRunGraph } from "../protocol/run-source.ts";
-import { toReport } from "../protocol/report.ts";
 import { subjectOfInput } from "../protocol/resolution.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { git, gitRaw } from "../attempt/git.ts";

@@ -363,7 +363,8 @@ describe("every request the app makes", () => {
       "POST /app/installations/42/access_tokens", // the attempt's scoped token
       `POST ${repo}/pulls`, // report: task PR
       `PUT ${repo}/pulls/2/merge`,
-      `POST ${repo}/pulls`, // ws_a is done: its integration PR
+      `POST ${repo}/merges`, // ws_a is done: its branch brought up to date with main (here: nothing to merge)
+      `POST ${repo}/pulls`, // and its integration PR
       `PUT ${repo}/pulls/3/merge`, // auto-merge, no concern (so no status is mirrored on it)
       `POST ${repo}/git/refs`, // ws_b and ws_c may start, from the merge just made
       `POST ${repo}/git/refs`,
