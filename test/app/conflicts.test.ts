@@ -4,7 +4,7 @@
  * resolver's tier, and reporting through the same route as a task attempt.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Harness, runJob, startApp } from "../../harness/app.ts";
+import { type Harness, repository, runJob, startApp, user } from "../../harness/app.ts";
 
 const OVERLAP = `name: overlap
 max_concurrency: 2
@@ -106,5 +106,38 @@ describe("a resolution job through the app", () => {
       { conclusion: "success" },
     ]);
     expect(h.gh.dispatches).toHaveLength(3);
+  });
+
+  it("the reconciler fails a resolution whose job ended without reporting, and the next one starts", async () => {
+    await h.pushGraph(".workflow/overlap.yaml", OVERLAP);
+    const [a, b] = h.gh.dispatches;
+    h.gh.commit("main", { "b.txt": "someone else's b\n" }, "b elsewhere");
+    await runJob(h, a!);
+    await runJob(h, b!);
+    const first = h.gh.dispatches.find((d) => d.inputs.task === "resolve-integration@right")!;
+    Object.assign(h.gh.workflowRuns.get(first.runId)!, { status: "completed", conclusion: "failure" });
+    h.gh.permissions.set("alice", "write");
+    const issue = h.gh.issues[0]!;
+    await h.deliver("issue_comment", {
+      action: "created",
+      issue: { number: issue.number, body: issue.body },
+      comment: { id: 1, body: "/agentrelay status", user: user("alice") },
+      repository: repository(h.gh),
+      sender: user("alice"),
+    });
+    const state = h.gh.state("overlap/1") as {
+      workstreams: Record<
+        string,
+        { conflict: { resolutions: { outcome: string | null; reason: string | null }[] } }
+      >;
+    };
+    expect(state.workstreams.right!.conflict.resolutions).toMatchObject([
+      { outcome: "failed", reason: "the job ended: failure" },
+      { outcome: null },
+    ]);
+    expect(h.gh.dispatches.filter((d) => d.inputs.task === "resolve-integration@right")).toHaveLength(2);
+    expect(h.gh.checkRuns.filter((c) => c.name === "agentrelay / resolve-integration@right")).toMatchObject([
+      { conclusion: "failure" },
+    ]);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { generateGraph } from "../../bench/graph-scale.ts";
 import { createEngine } from "../../src/engine/engine.ts";
+import { simulate } from "../../src/engine/simulate.ts";
 import { parseGraph } from "../../src/graph/load.ts";
 import { agentText, BODY_LIMIT, integrationPrBody, planSummary } from "../../src/github/render.ts";
 import { statusComment, waitingFor } from "../../src/github/status-comment.ts";
@@ -68,6 +69,47 @@ describe("the status comment", () => {
     expect(statusComment(plan, state, 0, links)).toContain("### agentrelay run `g/1`: waiting for review (");
     expect(integrationPrBody(plan, state, "ws_a")).toContain(
       "An agent raised a design concern (below), so the app leaves this PR for you: review it, then merge it (the run goes on) or close it (the workstream fails). 1 task of the run waits for this merge.",
+    );
+  });
+
+  it("says which conflicts an agent is resolving, and which wait for a person", () => {
+    const graph = parseGraph(
+      "g.yaml",
+      graphYaml(
+        [
+          { id: "a", ws: "left" },
+          { id: "b", ws: "right" },
+        ],
+        [
+          { id: "left", autoMerge: true },
+          { id: "right", autoMerge: true },
+        ],
+        "max_concurrency: 2",
+      ),
+    );
+    const engine = createEngine(graph);
+    const { state } = engine.start(0);
+    Object.assign(state.workstreams.left!, {
+      status: "pr_open",
+      integration: "open",
+      pr: { number: 9, url: "https://github.com/o/r/pull/9" },
+    });
+    engine.apply(state, { type: "integration_conflicted", workstream: "left", files: ["calc.py"], at: 1 });
+    engine.apply(state, { type: "resolution_dispatched", workstream: "left", n: 1, job: "77", at: 2 });
+    // b's PR conflicted three times: past the two resolutions it may have, it waits for a person.
+    const simulated = simulate(graph, { taskConflicts: new Map([["b", 3]]), reviewerMerges: false });
+    Object.assign(state.tasks.b!, simulated.state.tasks.b);
+    const plan = buildPlan(graph);
+    const waits = waitingFor(plan, state, links);
+    expect(waits[0]).toBe(
+      "- Resolving conflicts (an agent merges, then the PR merges again): [#9](https://github.com/o/r/pull/9): [attempt 1](https://github.com/o/r/actions/runs/77) merges `main` into `agentrelay/g/left/integration` (`calc.py`).",
+    );
+    expect(waits).toContain(
+      `- **Waiting for you**: [#${state.tasks.b!.pr!.number}](${state.tasks.b!.pr!.url}) (\`b\`) conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s) did not settle them): merge agentrelay/g/right/integration into agentrelay/g/b by hand.`,
+    );
+    expect(waits.join("\n")).not.toMatch(/Waiting for GitHub|task PR to merge/);
+    expect(statusComment(plan, state, 5, links)).toContain(
+      "| `b` | pr_open: conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s)",
     );
   });
 
