@@ -1,7 +1,8 @@
 /**
  * Two workstreams change the same lines of one file in parallel. The first merges into main; the
  * second's merge conflicts, and a resolution attempt (the real Claude Code CLI, the scripted model
- * keeping both sides) merges main into its integration branch and commits; both land in main.
+ * keeping both sides) merges main into its integration branch and commits; both land in main. And a
+ * task PR whose integration branch moved under it is resolved on the task branch the same way.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -77,7 +78,45 @@ describe("conflicts between parallel workstreams, locally", () => {
     const result = run(graphFile(GRAPH(0)), repo);
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(
-      /conflicts with main in shared\.txt \(resolution is off \(max_resolution_attempts: 0\)\): merge main into the integration branch by hand/,
+      /conflicts with main in shared\.txt \(resolution is off \(max_resolution_attempts: 0\)\): merge main into agentrelay\/g\/(left|right)\/integration by hand/,
+    );
+  });
+
+  it("a task PR whose integration branch moved under it is resolved on the task branch, then merges", async () => {
+    const repo = await tempRepo();
+    const integration = "refs/heads/agentrelay/solo/ws/integration";
+    // The task's gate plays a person who commits shared.txt to the integration branch meanwhile (once:
+    // it runs again in the resolution, where the branch already has the file).
+    const person = [
+      `git cat-file -e ${integration}:shared.txt 2>/dev/null ||`,
+      `git update-ref ${integration} $(git -c user.name=person -c user.email=person@example.com commit-tree`,
+      `-p ${integration} -m "a person's shared.txt" $( (git ls-tree ${integration};`,
+      `printf '100644 blob %s\\tshared.txt\\n' $(echo person-line | git hash-object -w --stdin)) | git mktree))`,
+    ].join(" ");
+    const graph = `name: solo
+workstreams:
+  - id: ws
+    auto_merge: true
+tasks:
+  - id: t
+    workstream_id: ws
+    description: Greet in shared.txt.
+    tagged_paths: [{ path: shared.txt, category: src }]
+    completion_gate: ${JSON.stringify(person)}
+`;
+    const result = run(graphFile(graph), repo);
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toMatch(/Run solo\/1: succeeded/);
+    const state = (await new GitRefStateStore(repo).load("solo/1"))!.state;
+    expect(state.tasks.t!.conflict).toMatchObject({
+      files: ["shared.txt"],
+      resolutions: [{ n: 1, outcome: "succeeded" }],
+    });
+    const shared = await git(repo, ["show", "main:shared.txt"]);
+    expect(shared).toContain("person-line");
+    expect(shared).toContain("written for task t");
+    expect(await git(repo, ["log", "--format=%s", "agentrelay/solo/t"])).toMatch(
+      /Merge branch 'agentrelay\/solo\/ws\/integration' into agentrelay\/solo\/t/,
     );
   });
 });
