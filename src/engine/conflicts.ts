@@ -176,7 +176,8 @@ export function resolutionFact(step: Step, event: About): void {
           attempt: event.n,
           detail: record.reason ?? "failed",
         });
-      // Merge again: a failed resolution may have been overtaken by a person.
+      // Merge again (a failed resolution may have been overtaken by a person), unless the run was cancelled.
+      if (step.state.cancelled) return;
       if (subject.task !== undefined) {
         if (holder.open) step.requestTaskPr(subject.task);
       } else step.maybeAutoMerge(subject.workstream);

@@ -154,6 +154,15 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
     for (const [wsId, ws] of Object.entries(state.workstreams)) {
       if (ws.integration === "opening") {
         step.requestIntegration(wsId);
+      } else if (ws.status === "pr_open" && ws.conflict?.toPerson && ws.pr) {
+        // Conflicts left to a person: the merge is tried again, so that their push is noticed.
+        step.emit({
+          type: "merge_integration_pr",
+          key: step.key("ws", wsId, "merge"),
+          workstream: wsId,
+          pr: ws.pr,
+          resolutions: ws.conflict.resolutions.length,
+        });
       } else if (ws.status === "pr_open" && !resolving(ws.conflict)) {
         step.maybeAutoMerge(wsId);
       }

@@ -177,6 +177,22 @@ describe("conflicts between an integration branch and its target", () => {
     expect(resolutions(state)[0]).toMatchObject({ job: "77", startedAt: 4, outcome: null });
   });
 
+  it("keeps trying the merge of conflicts left to a person, so that their push is noticed", () => {
+    const { engine, state } = withOpenPr();
+    const conflicted = { type: "integration_conflicted", workstream: "right", files: ["x"] } as const;
+    engine.apply(state, { ...conflicted, at: 1 });
+    for (const n of [1, 2]) {
+      engine.apply(state, { type: "resolution_finished", workstream: "right", n, ok: false, at: 2 });
+      engine.apply(state, { ...conflicted, resolutions: n, at: 3 });
+    }
+    expect(state.workstreams.right!.autoMergeSkipped).toBe(true);
+    expect(engine.pendingEffects(state)).toContainEqual(
+      expect.objectContaining({ type: "merge_integration_pr", workstream: "right", resolutions: 2 }),
+    );
+    engine.apply(state, { type: "integration_pr_merged", workstream: "right", at: 4 });
+    expect(state.workstreams.right!.status).toBe("merged");
+  });
+
   it("a spent budget leaves the conflict to a person instead of starting an agent", () => {
     const result = simulate(graphWith("max_cost_usd: 0.5"), {
       integrationConflicts: new Map([["right", 1]]),

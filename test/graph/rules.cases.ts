@@ -322,6 +322,16 @@ export const RULE_CASES: RuleCase[] = [
     ],
   },
   {
+    rule: "resolution keys: a count of attempts at every level, and an integration gate command",
+    yaml: `name: g\nmax_resolution_attempts: -1\nworkstreams:\n  - id: w\n    max_resolution_attempts: 101\n    integration_gate: [make]\ntasks:\n  - id: a\n    description: x\n    workstream_id: w\n    max_resolution_attempts: 1.5\n`,
+    errors: [
+      "2:26: max_resolution_attempts: must be 0 or more",
+      "5:30: workstreams[0].max_resolution_attempts: must be at most 100",
+      "6:23: workstreams[0].integration_gate: must be a string",
+      "11:30: tasks[0].max_resolution_attempts: must be an integer",
+    ],
+  },
+  {
     rule: "booleans are not integers",
     yaml: `${T}  - id: a\n    description: x\nmax_task_attempts: true\n`,
     errors: ["5:20: max_task_attempts: must be an integer"],
