@@ -16,15 +16,11 @@ import { buildPlan } from "../plan/plan.ts";
 import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
-import {
-  type AttemptResult,
-  DEFAULT_ALLOWED_TOOLS,
-  failedAttempt,
-  runAttempt,
-} from "../attempt/run-attempt.ts";
+import { failedAttempt } from "../attempt/run-attempt.ts";
 import {
   AGENT_CONFIG_PATHS,
   agentEnv,
+  attemptInJob,
   anthropicEnv,
   fetchBranches,
   finishJob,
@@ -124,36 +120,13 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
 
   // 4-8. The attempt itself (protocol files, Claude Code, in-job commands, gate, review, commit).
   const { inputFiles, peers } = handoff(state, task);
-  let result: AttemptResult;
-  core.startGroup(`Claude Code: ${task.id}`);
-  try {
-    result = await runAttempt({
-      graph,
-      task,
-      graphText: state.source.text,
-      attempt: inputs.attempt,
-      repoDir,
-      baseRef: `origin/${integration}`,
-      workDir,
-      inputFiles,
-      peers,
-      ...(state.source.params ? { params: state.source.params } : {}),
-      capUsd: state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capUsd ?? null,
-      claude: {
-        bin: inputs.claudePath,
-        env: { ...agentEnv(env), ...credentialEnv, DISABLE_AUTOUPDATER: "1" },
-        maxTurns: inputs.maxTurns,
-        timeoutMs: inputs.timeoutMs,
-        allowedTools: DEFAULT_ALLOWED_TOOLS,
-      },
-      gateTimeoutMs: inputs.gateTimeoutMs,
-      signalEntry: env.AGENTRELAY_ENTRY || process.argv[1]!,
-      log: (line) => core.info(mask(line)),
-    });
-  } catch (error) {
-    result = failedAttempt(`the runner failed: ${mask((error as Error).message)}`);
-  }
-  core.endGroup();
+  let result = await attemptInJob(job, `Claude Code: ${task.id}`, {
+    task,
+    baseRef: `origin/${integration}`,
+    inputFiles,
+    peers,
+    capUsd: state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capUsd ?? null,
+  });
 
   // Push the task branch (never any other), also after a failure: the next attempt continues from it.
   let pushed = false;

@@ -5,7 +5,13 @@
  */
 import * as core from "@actions/core";
 import { git, gitRaw } from "../attempt/git.ts";
-import type { AttemptResult } from "../attempt/run-attempt.ts";
+import {
+  type AttemptContext,
+  type AttemptResult,
+  DEFAULT_ALLOWED_TOOLS,
+  failedAttempt,
+  runAttempt,
+} from "../attempt/run-attempt.ts";
 import type { Graph } from "../graph/model.ts";
 import { type AttemptRequest, toReport } from "../protocol/report.ts";
 import type { Octokit } from "@octokit/rest";
@@ -202,6 +208,44 @@ export async function fetchBranches(
   await git(repoDir, ["remote", "add", "origin", url]);
   const refspecs = [...new Set(branches)].map((b) => `+refs/heads/${b}:refs/remotes/origin/${b}`);
   await git(repoDir, ["fetch", "-q", "--no-tags", "origin", ...refspecs], undefined, auth);
+}
+
+/**
+ * Runs the attempt in the job's checkout with the job's agent and limits, in a log group; a runner that
+ * fails is the attempt's failure, with the reason masked.
+ */
+export async function attemptInJob(
+  job: Job,
+  title: string,
+  attempt: Pick<AttemptContext, "task" | "baseRef" | "inputFiles" | "peers" | "capUsd" | "resolution">,
+): Promise<AttemptResult> {
+  const { inputs, env, state } = job;
+  core.startGroup(title);
+  try {
+    return await runAttempt({
+      graph: job.graph,
+      graphText: state.source.text,
+      attempt: inputs.attempt,
+      repoDir: job.repoDir,
+      workDir: job.workDir,
+      ...(state.source.params ? { params: state.source.params } : {}),
+      claude: {
+        bin: inputs.claudePath,
+        env: { ...agentEnv(env), ...job.credentialEnv, DISABLE_AUTOUPDATER: "1" },
+        maxTurns: inputs.maxTurns,
+        timeoutMs: inputs.timeoutMs,
+        allowedTools: DEFAULT_ALLOWED_TOOLS,
+      },
+      gateTimeoutMs: inputs.gateTimeoutMs,
+      signalEntry: env.AGENTRELAY_ENTRY || process.argv[1]!,
+      log: (line) => core.info(job.mask(line)),
+      ...attempt,
+    });
+  } catch (error) {
+    return failedAttempt(`the runner failed: ${job.mask((error as Error).message)}`);
+  } finally {
+    core.endGroup();
+  }
 }
 
 /** Reports the result through the OIDC channel (whatever the token tier), then the summary and outputs. */

@@ -6,18 +6,13 @@
  */
 import * as core from "@actions/core";
 import { gitRaw, git } from "../attempt/git.ts";
-import {
-  type AttemptResult,
-  DEFAULT_ALLOWED_TOOLS,
-  failedAttempt,
-  runAttempt,
-} from "../attempt/run-attempt.ts";
+import { failedAttempt } from "../attempt/run-attempt.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { intentsOf } from "../protocol/resolution.ts";
 import {
   AGENT_CONFIG_PATHS,
-  agentEnv,
+  attemptInJob,
   fetchBranches,
   finishJob,
   type Job,
@@ -38,43 +33,20 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
   const holder =
     subject.task !== undefined ? state.tasks[subject.task] : state.workstreams[subject.workstream];
   const capUsd = holder?.conflict?.resolutions[inputs.attempt - 1]?.capUsd ?? null;
-  const summaries = Object.fromEntries(Object.entries(state.tasks).map(([id, t]) => [id, t.summary]));
-  let result: AttemptResult;
-  core.startGroup(`Claude Code: resolving ${resolver.branch} with ${resolver.target}`);
-  try {
-    result = await runAttempt({
-      graph,
-      task,
-      graphText: state.source.text,
-      attempt: inputs.attempt,
-      repoDir,
-      baseRef: `origin/${resolver.branch}`,
-      workDir: job.workDir,
-      inputFiles: [],
-      peers: {},
-      capUsd,
-      resolution: {
-        target: `origin/${resolver.target}`,
-        intents: intentsOf(plan, subject, summaries),
-        gates: resolver.gates,
-        // The agent's configuration is the default branch's, not what either side may have planted.
-        agentConfig: { from: `origin/${defaultBranch}`, paths: AGENT_CONFIG_PATHS },
-      },
-      claude: {
-        bin: inputs.claudePath,
-        env: { ...agentEnv(job.env), ...job.credentialEnv, DISABLE_AUTOUPDATER: "1" },
-        maxTurns: inputs.maxTurns,
-        timeoutMs: inputs.timeoutMs,
-        allowedTools: DEFAULT_ALLOWED_TOOLS,
-      },
-      gateTimeoutMs: inputs.gateTimeoutMs,
-      signalEntry: job.env.AGENTRELAY_ENTRY || process.argv[1]!,
-      log: (line) => core.info(mask(line)),
-    });
-  } catch (error) {
-    result = failedAttempt(`the runner failed: ${mask((error as Error).message)}`);
-  }
-  core.endGroup();
+  let result = await attemptInJob(job, `Claude Code: resolving ${resolver.branch} with ${resolver.target}`, {
+    task,
+    baseRef: `origin/${resolver.branch}`,
+    inputFiles: [],
+    peers: {},
+    capUsd,
+    resolution: {
+      target: `origin/${resolver.target}`,
+      intents: intentsOf(plan, subject, state.tasks),
+      gates: resolver.gates,
+      // The agent's configuration is the default branch's, not what either side may have planted.
+      agentConfig: { from: `origin/${defaultBranch}`, paths: AGENT_CONFIG_PATHS },
+    },
+  });
 
   let pushed = false;
   if (result.outcome === "succeeded" && result.commit) {

@@ -328,7 +328,6 @@ export class LocalHost implements RunHost {
     const integration = integrationBranch(this.graph.name, effect.workstream);
     await workstreamCheckout(this.repo, checkout, resolver.branch, integration);
     const { agent, secrets } = this.agentOf(resolver.agentTask.primaryAgent.isolation.tokenTier);
-    const summaries = Object.fromEntries(Object.entries(state.tasks).map(([id, t]) => [id, t.summary]));
     const spec: AttemptSpec = {
       ...agent,
       task: resolver.agentTask.id,
@@ -341,7 +340,7 @@ export class LocalHost implements RunHost {
       capUsd: effect.capUsd ?? null,
       resolution: {
         target: resolver.target,
-        intents: intentsOf(plan, subject, summaries),
+        intents: intentsOf(plan, subject, state.tasks),
         gates: resolver.gates,
       },
       resultFile: join(dir, `result-${effect.n}.json`),

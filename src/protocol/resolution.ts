@@ -41,11 +41,12 @@ export function subjectOfInput(
 export function intentsOf(
   plan: Plan,
   subject: ResolutionSubject,
-  summaries: Record<string, string | null> = {},
+  /** The run's tasks, for what each one that finished said it did. */
+  runs: Record<string, { summary: string | null }> = {},
 ): string {
   const describe = (id: string) => {
     const t = plan.tasks.get(id)!;
-    const summary = summaries[id];
+    const summary = runs[id]?.summary;
     return `  - ${id}: ${t.description ?? "(no description)"}${summary ? ` (done: ${summary})` : ""}`;
   };
   const ws = plan.workstreams.get(subject.workstream)!;

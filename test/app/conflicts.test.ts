@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Harness, repository, runJob, startApp, user } from "../../harness/app.ts";
+import type { RunState } from "../../src/engine/types.ts";
 
 const OVERLAP = `name: overlap
 max_concurrency: 2
@@ -95,9 +96,7 @@ describe("a resolution job through the app", () => {
         );
     expect((await report(a!.runId)).status).toBe(403);
     expect(await report(resolution.runId)).toMatchObject({ status: 200, body: { status: "succeeded" } });
-    const state = h.gh.state("overlap/1") as {
-      workstreams: Record<string, { status: string; conflict: unknown }>;
-    };
+    const state = h.gh.state("overlap/1") as unknown as RunState;
     expect(state.workstreams.right).toMatchObject({
       status: "merged",
       conflict: { files: ["b.txt"], resolutions: [{ n: 1, outcome: "succeeded", costUsd: 0.1, turns: 2 }] },
@@ -125,13 +124,8 @@ describe("a resolution job through the app", () => {
       repository: repository(h.gh),
       sender: user("alice"),
     });
-    const state = h.gh.state("overlap/1") as {
-      workstreams: Record<
-        string,
-        { conflict: { resolutions: { outcome: string | null; reason: string | null }[] } }
-      >;
-    };
-    expect(state.workstreams.right!.conflict.resolutions).toMatchObject([
+    const state = h.gh.state("overlap/1") as unknown as RunState;
+    expect(state.workstreams.right!.conflict!.resolutions).toMatchObject([
       { outcome: "failed", reason: "the job ended: failure" },
       { outcome: null },
     ]);

@@ -179,7 +179,7 @@ describe("conflicts between an integration branch and its target", () => {
 
   it("keeps trying the merge of conflicts left to a person, so that their push is noticed", () => {
     const { engine, state } = withOpenPr();
-    const conflicted = { type: "integration_conflicted", workstream: "right", files: ["x"] } as const;
+    const conflicted = { type: "integration_conflicted" as const, workstream: "right", files: ["x"] };
     engine.apply(state, { ...conflicted, at: 1 });
     for (const n of [1, 2]) {
       engine.apply(state, { type: "resolution_finished", workstream: "right", n, ok: false, at: 2 });
