@@ -50,3 +50,20 @@ tasks:
     isolation:
       token_tier: elevated
 `;
+
+/** Two workstreams in parallel, both merging into main (tasks that share a file conflict there). */
+export const OVERLAP = `name: overlap
+max_concurrency: 2
+workstreams:
+  - id: left
+    auto_merge: true
+  - id: right
+    auto_merge: true
+tasks:
+  - id: a
+    workstream_id: left
+    description: left work
+  - id: b
+    workstream_id: right
+    description: right work
+`;

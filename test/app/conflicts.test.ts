@@ -5,23 +5,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Harness, repository, runJob, startApp, user } from "../../harness/app.ts";
+import { OVERLAP } from "../../harness/graphs.ts";
 import type { RunState } from "../../src/engine/types.ts";
 
-const OVERLAP = `name: overlap
-max_concurrency: 2
-workstreams:
-  - id: left
-    auto_merge: true
-  - id: right
-    auto_merge: true
-tasks:
-  - id: a
-    workstream_id: left
-    description: left work
-  - id: b
-    workstream_id: right
-    description: right work
-`;
 const RIGHT = "agentrelay/overlap/right/integration";
 
 let h: Harness;

@@ -2,10 +2,11 @@
  * Faults, each with the whole diamond still completing, every attempt dispatched once and no task
  * lost: duplicated and reordered webhooks, a dropped webhook repaired by the reconciler, 5xx and
  * rate-limit answers on a fifth of calls, the app killed between a merge and the next dispatch,
- * and two replicas serving the same deliveries.
+ * and two replicas serving the same deliveries. And a conflict between two workstreams resolved by
+ * one resolution job while deliveries are duplicated, reordered and served by two replicas.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { DIAMOND } from "../../harness/graphs.ts";
+import { DIAMOND, OVERLAP } from "../../harness/graphs.ts";
 import { e2eAgent } from "../../harness/e2e-agent.ts";
 import { type Standin, type StandinOptions, startStandin } from "../../harness/standin.ts";
 
@@ -106,5 +107,26 @@ describe("end to end under faults", () => {
     expectComplete(s);
     expect(s.gh.issues).toHaveLength(1);
     expect(s.gh.pulls).toHaveLength(8);
+  });
+
+  it("one resolution for a conflict, with duplicated and reordered deliveries to two replicas", async () => {
+    let n = 0;
+    standin = await startStandin({
+      script: e2eAgent(undefined, () => "notes/shared.md"),
+      replicas: 2,
+      broadcast: true,
+      route: () => "duplicate",
+      delay: () => (n++ * 37) % 150,
+    });
+    await standin.push({ ".workflow/overlap.yaml": OVERLAP });
+    await standin.idle();
+    expect(standin.gh.state("overlap/1").outcome).toBe("succeeded");
+    const keys = standin.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`).sort();
+    expect(keys).toHaveLength(3);
+    expect(keys.filter((k) => k.startsWith("resolve-integration@"))).toHaveLength(1);
+    expect(standin.git("show", "main:notes/shared.md").split("\n").sort()).toEqual([
+      "task a, attempt 1",
+      "task b, attempt 1",
+    ]);
   });
 });

@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { e2eAgent } from "../../harness/e2e-agent.ts";
+import { OVERLAP } from "../../harness/graphs.ts";
 import { type Standin, startStandin } from "../../harness/standin.ts";
 import type { RunState } from "../../src/engine/types.ts";
 
@@ -173,21 +174,7 @@ describe("parallel workstreams that change the same lines", () => {
   it("resolves the integration PR's conflict with a resolution job, and both intents reach main", async () => {
     standin = await startStandin({ script: e2eAgent(undefined, () => "notes/shared.md") });
     await standin.push({
-      ".workflow/overlap.yaml": `name: overlap
-max_concurrency: 2
-workstreams:
-  - id: left
-    auto_merge: true
-  - id: right
-    auto_merge: true
-tasks:
-  - id: a
-    workstream_id: left
-    description: note a in the shared file
-  - id: b
-    workstream_id: right
-    description: note b in the shared file
-`,
+      ".workflow/overlap.yaml": OVERLAP,
     });
     await standin.idle();
     const state = standin.gh.state("overlap/1") as unknown as RunState;
