@@ -80,6 +80,17 @@ const CASES: [string, () => string][] = [
         spent: { run: "budget spent: $2.01 of $2.00 for the run" },
       };
       state.candidates = ["w0_t2"];
+      // And a task PR whose conflicts an agent is resolving.
+      Object.assign(state.tasks.w0_t3!, {
+        status: "pr_open",
+        pr: { number: 12, url: "https://github.com/o/r/pull/12" },
+        conflict: {
+          files: ["src/calc.py"],
+          resolutions: [
+            { n: 1, dispatchedAt: 0, job: "77", outcome: null, reason: null, costUsd: null, turns: null },
+          ],
+        },
+      });
       return `${statusComment(plan, state, 90_000)}\n\n---\n\n${PLAN_MARKER}\n${planSummary(plan)}`;
     },
   ],
@@ -162,6 +173,10 @@ describe.skipIf(!chromium && !required)("comments rendered in a browser", () => 
         expect(shown).toContain("Waiting for you: budget spent: $2.01 of $2.00 for the run.");
         expect(shown).toContain("Spent $2.01 of $2.00.");
         expect(shown).toContain("Budgets: the run $2.00.");
+        expect(shown).toContain(
+          "Resolving conflicts (an agent merges, then the PR merges again): #12: attempt 1 merges agentrelay/five/ws_0/integration into agentrelay/five/w0_t3 (src/calc.py).",
+        );
+        expect(shown).toMatch(/w0_t3\s+resolving conflicts/);
       }
       const blocks = text.split("```mermaid").length - 1;
       expect(charts).toHaveLength(blocks);
