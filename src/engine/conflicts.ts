@@ -69,15 +69,18 @@ export function conflicted(step: Step, event: Conflicted): void {
     step.failTask(task, reason, "failed", true);
     return;
   }
-  const conflict = (holder.record.conflict ??= { files, resolutions: [] });
   // A report about a merge asked before the latest resolution, or while one runs, is about a
   // conflict already being dealt with; one left to a person was said once.
-  if (event.resolutions !== undefined && event.resolutions !== conflict.resolutions.length) return;
-  if (resolving(conflict) || conflict.toPerson) return;
+  const known = holder.record.conflict;
+  if (event.resolutions !== undefined && event.resolutions !== (known?.resolutions.length ?? 0)) return;
+  if (known && (resolving(known) || known.toPerson)) return;
+  const allowed = allowanceIn(step, subject.workstream, task ?? null);
+  // Running attempts hold what is left of the budget: the reconciler's next merge asks again.
+  if ("waits" in allowed) return;
+  const conflict = (holder.record.conflict ??= { files, resolutions: [] });
   // GitHub does not say which files conflict; a resolution that found them keeps them.
   if (files.length > 0) conflict.files = files;
   step.changed = true;
-  const allowed = allowanceIn(step, subject.workstream, task ?? null);
   const readOnly = resolver.agentTask.primaryAgent.isolation.tokenTier === "read_only";
   if (counted(conflict) >= max || readOnly || !("capUsd" in allowed)) {
     const why =
@@ -87,9 +90,7 @@ export function conflicted(step: Step, event: Conflicted): void {
           ? `task '${resolver.agentTask.id}' is read_only, so no agent may push a resolution`
           : "capUsd" in allowed
             ? `${counted(conflict)} resolution attempt(s) did not settle them`
-            : "spent" in allowed
-              ? allowed.spent
-              : "the budget is held by running attempts";
+            : allowed.spent;
     const reason = `${CONFLICTS}${resolver.target} in ${fileList(conflict.files)} (${why}): merge ${resolver.target} into ${resolver.branch} by hand`;
     conflict.toPerson = true;
     if (task !== undefined) step.task(task).reason = reason;

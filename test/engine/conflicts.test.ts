@@ -193,6 +193,34 @@ describe("conflicts between an integration branch and its target", () => {
     expect(state.workstreams.right!.status).toBe("merged");
   });
 
+  it("waits while running attempts hold the budget, and resolves once they give it back", () => {
+    const engine = createEngine(graphWith("max_cost_usd: 0.5"));
+    const { state } = engine.start(0);
+    Object.assign(state.tasks.b!, { status: "merged" });
+    state.candidates = ["a"];
+    Object.assign(state.workstreams.right!, {
+      status: "pr_open",
+      integration: "open",
+      unfinished: 0,
+      pr: { number: 9, url: "u" },
+    });
+    engine.apply(state, { type: "workstream_prepared", workstream: "left", at: 1 });
+    expect(state.tasks.a!.attempts[0]!.capUsd).toBe(0.5); // a holds all of it
+    const conflict: EngineEvent = {
+      type: "integration_conflicted",
+      workstream: "right",
+      files: ["x"],
+      resolutions: 0,
+      at: 2,
+    };
+    expect(engine.apply(state, conflict)).toEqual([]);
+    expect(state.workstreams.right!).toMatchObject({ autoMergeSkipped: false, reason: null });
+    engine.apply(state, { type: "job_succeeded", task: "a", attempt: 1, costUsd: 0.1, at: 3 });
+    expect(engine.apply(state, { ...conflict, at: 4 })).toContainEqual(
+      expect.objectContaining({ type: "resolve_conflicts", n: 1, capUsd: 0.4 }),
+    );
+  });
+
   it("a spent budget leaves the conflict to a person instead of starting an agent", () => {
     const result = simulate(graphWith("max_cost_usd: 0.5"), {
       integrationConflicts: new Map([["right", 1]]),
