@@ -140,7 +140,7 @@ function callShares(h: Harness, calls: Harness["gh"]["calls"]) {
     if (/\/contents\/|\/git\/(trees|commits)$|\/installation$|\/issues(\/\d+)?$/.test(c.path)) return "run";
     if (/\/issues\/(\d+\/)?comments/.test(c.path)) return "run"; // the status, batched
     if (/\/git\/refs$/.test(c.path)) return body.ref?.includes("agentrelay-state/") ? "run" : "workstream";
-    if (/\/git\/ref\//.test(c.path)) return "workstream";
+    if (/\/git\/ref\//.test(c.path) || /\/merges$/.test(c.path)) return "workstream";
     if (/\/pulls$/.test(c.path) && c.method === "POST")
       return body.head?.endsWith("/integration") ? "workstream" : "attempt";
     if (/\/merge$/.test(c.path))

@@ -38,7 +38,8 @@ export function runHeadline(state: RunState): string {
       : state.active === 0 && state.candidates.length > 0 && waitsOnBudget(state).length > 0
         ? "waiting for budget"
         : Object.values(state.workstreams).some((w) => w.status === "pr_open") &&
-            !Object.values(state.tasks).some((t) => t.status === "running" || t.status === "pr_open")
+            !Object.values(state.tasks).some((t) => t.status === "running" || t.status === "pr_open") &&
+            !Object.values(state.workstreams).some((w) => resolving(w.conflict))
           ? "waiting for review"
           : "running";
   return `${phase} (${parts})`;

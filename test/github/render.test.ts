@@ -4,7 +4,7 @@ import { createEngine } from "../../src/engine/engine.ts";
 import { simulate } from "../../src/engine/simulate.ts";
 import { parseGraph } from "../../src/graph/load.ts";
 import { agentText, BODY_LIMIT, integrationPrBody, planSummary } from "../../src/github/render.ts";
-import { statusComment, waitingFor } from "../../src/github/status-comment.ts";
+import { runHeadline, statusComment, waitingFor } from "../../src/github/status-comment.ts";
 import { chartLevel, mermaidChart } from "../../src/plan/mermaid.ts";
 import { buildPlan } from "../../src/plan/plan.ts";
 import { graphYaml } from "../support/graphs.ts";
@@ -111,6 +111,10 @@ describe("the status comment", () => {
     expect(statusComment(plan, state, 5, links)).toContain(
       "| `b` | pr_open: conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s)",
     );
+    // An agent is at work: the run is running, not waiting for review.
+    Object.assign(state.tasks.b!, { status: "merged" });
+    Object.assign(state.tasks.a!, { status: "merged" });
+    expect(runHeadline(state)).toBe("running (2 merged)");
   });
 
   it("draws five tasks task by task, and ten unconnected workstreams of 30 by workstream", () => {
