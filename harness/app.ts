@@ -175,6 +175,24 @@ export function repository(gh: FakeGitHub) {
 
 export const user = (login: string, type: "User" | "Bot" = "User") => ({ login, id: login.length, type });
 
+/** Delivers a comment on an issue (the run's tracking issue unless `issue` says), as GitHub sends it. */
+export function issueComment(
+  h: Harness,
+  body: string,
+  login: string,
+  options: { id?: number; type?: "User" | "Bot"; issue?: { number: number; body: string } } = {},
+): Promise<number> {
+  const issue = options.issue ?? h.gh.issues[0]!;
+  const author = user(login, options.type);
+  return h.deliver("issue_comment", {
+    action: "created",
+    issue: { number: issue.number, body: issue.body },
+    comment: { id: options.id ?? 77, body, user: author },
+    repository: repository(h.gh),
+    sender: author,
+  });
+}
+
 export function pushPayload(
   gh: FakeGitHub,
   before: string,

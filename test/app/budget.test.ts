@@ -4,7 +4,7 @@
  * often GitHub delivers the comment.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Harness, repository, runJob, startApp, user } from "../../harness/app.ts";
+import { type Harness, issueComment, runJob, startApp } from "../../harness/app.ts";
 import { DIAMOND } from "../../harness/graphs.ts";
 import type { RunState } from "../../src/engine/types.ts";
 
@@ -16,16 +16,7 @@ afterEach(() => h.close());
 
 const BUDGETED = DIAMOND.replace("max_concurrency: 2", "max_concurrency: 2\nmax_cost_usd: 0.25");
 
-async function comment(body: string, login: string, id = 500) {
-  const issue = h.gh.issues[0]!;
-  return h.deliver("issue_comment", {
-    action: "created",
-    issue: { number: issue.number, body: issue.body },
-    comment: { id, body, user: user(login) },
-    repository: repository(h.gh),
-    sender: user(login),
-  });
-}
+const comment = (body: string, login: string, id = 500) => issueComment(h, body, login, { id });
 
 const statusBody = () => h.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
 

@@ -4,7 +4,7 @@
  * resolver's tier, and reporting through the same route as a task attempt.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Harness, repository, runJob, startApp, user } from "../../harness/app.ts";
+import { type Harness, issueComment, runJob, startApp } from "../../harness/app.ts";
 import { OVERLAP } from "../../harness/graphs.ts";
 import type { RunState } from "../../src/engine/types.ts";
 
@@ -102,14 +102,7 @@ describe("a resolution job through the app", () => {
     const first = h.gh.dispatches.find((d) => d.inputs.task === "resolve-integration@right")!;
     Object.assign(h.gh.workflowRuns.get(first.runId)!, { status: "completed", conclusion: "failure" });
     h.gh.permissions.set("alice", "write");
-    const issue = h.gh.issues[0]!;
-    await h.deliver("issue_comment", {
-      action: "created",
-      issue: { number: issue.number, body: issue.body },
-      comment: { id: 1, body: "/agentrelay status", user: user("alice") },
-      repository: repository(h.gh),
-      sender: user("alice"),
-    });
+    await issueComment(h, "/agentrelay status", "alice", { id: 1 });
     const state = h.gh.state("overlap/1") as unknown as RunState;
     expect(state.workstreams.right!.conflict!.resolutions).toMatchObject([
       { outcome: "failed", reason: "the job ended: failure" },

@@ -1,5 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Harness, pushPayload, repository, runJob, startApp, user } from "../../harness/app.ts";
+import {
+  type Harness,
+  issueComment,
+  pushPayload,
+  repository,
+  runJob,
+  startApp,
+  user,
+} from "../../harness/app.ts";
 import { DIAMOND, TIERS } from "../../harness/graphs.ts";
 
 let h: Harness;
@@ -321,16 +329,8 @@ describe("webhook ingress", () => {
 });
 
 describe("slash commands", () => {
-  async function comment(body: string, login: string, type: "User" | "Bot" = "User") {
-    const issue = h.gh.issues[0]!;
-    return h.deliver("issue_comment", {
-      action: "created",
-      issue: { number: issue.number, body: issue.body, pull_request: undefined },
-      comment: { id: 77, body, user: user(login, type) },
-      repository: repository(h.gh),
-      sender: user(login, type),
-    });
-  }
+  const comment = (body: string, login: string, type: "User" | "Bot" = "User") =>
+    issueComment(h, body, login, { type });
 
   it("accepts commands from writers, refuses others, ignores bots", async () => {
     await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
@@ -387,14 +387,7 @@ describe("faults", () => {
     expect(h.gh.state("diamond/1").tasks.a!.status).toBe("pr_open");
     // /agentrelay status runs the reconciler, which opens and merges the PR the lost write owed.
     h.gh.permissions.set("alice", "write");
-    const issue = h.gh.issues[0]!;
-    await h.deliver("issue_comment", {
-      action: "created",
-      issue: { number: issue.number, body: issue.body },
-      comment: { id: 1, body: "/agentrelay status", user: user("alice") },
-      repository: repository(h.gh),
-      sender: user("alice"),
-    });
+    await issueComment(h, "/agentrelay status", "alice", { id: 1 });
     expect(h.gh.pulls.filter((p) => p.head === "agentrelay/diamond/a")).toMatchObject([{ merged: true }]);
     expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a", "b", "c"]);
   });
@@ -407,13 +400,7 @@ describe("/agentrelay run", () => {
     h.gh.commit("main", { ".workflow/hello.yaml": workflow });
     h.gh.permissions.set("alice", "write");
     const comment = (body: string) =>
-      h.deliver("issue_comment", {
-        action: "created",
-        issue: { number: 99, body: "" },
-        comment: { id: 5, body, user: user("alice") },
-        repository: repository(h.gh),
-        sender: user("alice"),
-      });
+      issueComment(h, body, "alice", { id: 5, issue: { number: 99, body: "" } });
     await comment("/agentrelay run .workflow/hello.yaml");
     expect(h.gh.comments.at(-1)!.body).toContain("params.topic: required param 'topic' has no value");
     expect(h.gh.dispatches).toEqual([]);
