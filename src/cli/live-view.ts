@@ -4,7 +4,7 @@
  * for a merge) before the others, cut to the terminal's height and width, since a cursor cannot move
  * back over lines that scrolled away or wrapped. Elsewhere (a pipe, CI), one line per change.
  */
-import type { RunState, TaskRun } from "../engine/types.ts";
+import type { Conflict, RunState, TaskRun } from "../engine/types.ts";
 
 /** Where the view writes: the process's stdout, or a test's terminal emulator. */
 export interface Screen {
@@ -28,6 +28,26 @@ const PRIORITY: Record<TaskRun["status"], number> = {
   merged: 6,
   completed: 6,
 };
+
+/** Each resolution of the run: who it is for (a task's PR, a workstream's integration PR) and how it stands. */
+function resolutions(state: RunState): { name: string; n: number; running: boolean; status: string }[] {
+  const out: { name: string; n: number; running: boolean; status: string }[] = [];
+  const add = (name: string, conflict: Conflict | undefined) => {
+    for (const r of conflict?.resolutions ?? [])
+      out.push({
+        name,
+        n: r.n,
+        running: r.outcome === null,
+        status:
+          r.outcome === null
+            ? `resolving conflicts (resolution ${r.n})`
+            : `resolution ${r.n} ${r.outcome}${r.reason ? `: ${r.reason}` : ""}`,
+      });
+  };
+  for (const [id, w] of Object.entries(state.workstreams)) add(`${id} (integration)`, w.conflict);
+  for (const [id, t] of Object.entries(state.tasks)) add(`${id} (PR)`, t.conflict);
+  return out;
+}
 
 export class LiveView {
   private readonly lastStatus = new Map<string, string>();
@@ -55,6 +75,14 @@ export class LiveView {
         `${clock(this.now() - state.startedAt).padStart(6)}  ${id.padEnd(24)} ${status}${reason}\n`,
       );
     }
+    for (const r of resolutions(state)) {
+      const key = `${r.name}#${r.n}`;
+      if (this.lastStatus.get(key) === r.status) continue;
+      this.lastStatus.set(key, r.status);
+      this.screen.write(
+        `${clock(this.now() - state.startedAt).padStart(6)}  ${r.name.padEnd(24)} ${r.status}\n`,
+      );
+    }
   }
 
   private row(id: string, t: TaskRun): string {
@@ -73,14 +101,19 @@ export class LiveView {
     const counts = new Map<string, number>();
     for (const [, t] of tasks) counts.set(t.status, (counts.get(t.status) ?? 0) + 1);
     const headline = `${state.runKey}: ${[...counts].map(([s, n]) => `${n} ${s}`).join(", ")}`;
+    // Resolutions running come first, an agent being at work on them (half the window at most).
+    const resolving = resolutions(state)
+      .filter((r) => r.running)
+      .slice(0, Math.floor((rows - 2) / 2))
+      .map((r) => `  ${r.name.padEnd(24)} ${"resolving".padEnd(10)} attempt ${r.n}`);
     // One row is kept free: the cursor sits on it after the frame.
-    const room = Math.max(1, rows - 2);
+    const room = Math.max(1, rows - 2 - resolving.length);
     const ordered =
       tasks.length <= room
         ? tasks
         : [...tasks].sort(([, a], [, b]) => PRIORITY[a.status] - PRIORITY[b.status]);
     const shown = ordered.length <= room ? ordered : ordered.slice(0, room - 1);
-    const lines = [headline, ...shown.map(([id, t]) => this.row(id, t))];
+    const lines = [headline, ...resolving, ...shown.map(([id, t]) => this.row(id, t))];
     if (shown.length < ordered.length) lines.push(`  … ${ordered.length - shown.length} more`);
     return lines.map((l) => (l.length > columns - 1 ? `${l.slice(0, columns - 2)}…` : l));
   }

@@ -3,9 +3,19 @@
  * waits for and what to do; each task with its cost and reason, and the end of a failed gate's
  * output; each workstream with where its work is and why it stopped.
  */
-import { spendLine, waitsOnBudget } from "../engine/budget.ts";
-import type { RunState } from "../engine/types.ts";
+import { spendLine, taskSpent, waitsOnBudget } from "../engine/budget.ts";
+import type { Conflict, RunState } from "../engine/types.ts";
 import { type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
+
+/** What resolving a PR's conflicts took: how many attempts, on which files, how the last one ended. */
+function resolutions(conflict: Conflict | undefined): string | null {
+  const tried = conflict?.resolutions.filter((r) => r.outcome !== "lost") ?? [];
+  if (tried.length === 0) return null;
+  const cost = tried.reduce((sum, r) => sum + (r.costUsd ?? 0), 0);
+  const last = tried.at(-1)!;
+  const files = conflict!.files.length ? ` in ${conflict!.files.join(", ")}` : "";
+  return `conflicts${files}: ${tried.length} resolution(s), $${cost.toFixed(4)}, the last ${last.outcome ?? "running"}${last.reason ? ` (${last.reason})` : ""}`;
+}
 
 const indent = (text: string, prefix: string) =>
   text
@@ -18,6 +28,10 @@ export function waitingFor(state: RunState, graph: Graph): string {
   const budgets = waitsOnBudget(state);
   if (budgets.length > 0 && state.candidates.length > 0)
     return `waiting for budget: ${budgets.join("; ")}; raise it with \`agentrelay budget FILE +USD [WORKSTREAM|TASK] --repo DIR\``;
+  const conflicted = Object.entries(state.tasks).find(
+    ([, t]) => t.status === "pr_open" && t.conflict?.toPerson,
+  );
+  if (conflicted) return `waiting for you: task ${conflicted[0]}'s ${conflicted[1].reason}, then run again`;
   const open = graph.workstreams.filter((w) => state.workstreams[w.id]?.status === "pr_open");
   if (open.length === 0) return "not finished: run the same command again to go on";
   const merges = open.map((w) => `${integrationBranch(graph.name, w.id)} into ${w.mergeTargetBranch}`);
@@ -28,7 +42,7 @@ export function runReport(state: RunState, repo: string, graph: Graph): string {
   const lines = ["", `Run ${state.runKey}: ${state.outcome ?? waitingFor(state, graph)}`, ""];
   let cost = 0;
   for (const [id, t] of Object.entries(state.tasks)) {
-    const spent = t.attempts.reduce((sum, a) => sum + (a.costUsd ?? 0), 0);
+    const spent = taskSpent(t);
     cost += spent;
     lines.push(
       `  ${id.padEnd(24)} ${t.status.padEnd(10)} attempts ${t.attempt}  $${spent.toFixed(4)}${t.reason ? `  (${t.reason})` : ""}`,
@@ -37,6 +51,8 @@ export function runReport(state: RunState, repo: string, graph: Graph): string {
     if (gateOutput) lines.push("      gate output (end):", ...indent(gateOutput, "      | "));
     for (const c of t.concerns) lines.push(`      design concern: ${c}`);
     for (const c of t.opsConcerns) lines.push(`      ops concern: ${c}`);
+    const resolved = resolutions(t.conflict);
+    if (resolved) lines.push(`      ${resolved}`);
   }
   lines.push("", "Workstreams:");
   for (const ws of graph.workstreams) {
@@ -46,6 +62,9 @@ export function runReport(state: RunState, repo: string, graph: Graph): string {
         ? `merged into ${ws.mergeTargetBranch}`
         : integrationBranch(graph.name, ws.id);
     lines.push(`  ${ws.id.padEnd(24)} ${w.status.padEnd(10)} ${where}${w.reason ? `  (${w.reason})` : ""}`);
+    const resolved = resolutions(w.conflict);
+    if (resolved) lines.push(`      ${resolved}`);
+    cost += w.conflict?.resolutions.reduce((sum, r) => sum + (r.costUsd ?? 0), 0) ?? 0;
   }
   lines.push(
     "",

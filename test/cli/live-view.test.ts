@@ -105,4 +105,33 @@ describe("the live view", () => {
       "  1:01  task_000                 running",
     ]);
   });
+
+  it("shows the resolutions running first, within the window, and each start and end in a pipe", async () => {
+    const state = runOf(30);
+    const resolution = (n: number, outcome: "succeeded" | null) => ({
+      n,
+      dispatchedAt: 0,
+      outcome,
+      reason: null,
+      costUsd: null,
+      turns: null,
+    });
+    state.workstreams.default!.conflict = { files: ["a.txt"], resolutions: [resolution(1, null)] };
+    const { screen, read } = terminal(10, 80);
+    const view = new LiveView(screen, true, () => 0);
+    view.update(state);
+    view.stop();
+    const { lines, scrolledAway } = await read();
+    expect(scrolledAway).toBe(0);
+    expect(lines[1]).toBe("  default (integration)    resolving  attempt 1");
+    const written: string[] = [];
+    const pipe = new LiveView({ write: (t) => written.push(t) }, false, () => 0);
+    pipe.update(state);
+    state.workstreams.default!.conflict.resolutions[0] = resolution(1, "succeeded");
+    pipe.update(state);
+    expect(written.filter((l) => l.includes("(integration)"))).toEqual([
+      "  0:00  default (integration)    resolving conflicts (resolution 1)\n",
+      "  0:00  default (integration)    resolution 1 succeeded\n",
+    ]);
+  });
 });
