@@ -10,7 +10,7 @@
  * merge simply succeeds.
  */
 import { DEFAULT_RESOLUTION_ATTEMPTS } from "../graph/model.ts";
-import { maxResolutions, type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
+import { maxResolutions, type ResolutionSubject, resolverOf, subjectOf } from "../plan/resolution.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
 import type { Step } from "./step.ts";
 import type { Plan } from "../plan/plan.ts";
@@ -43,11 +43,6 @@ function holderOf(step: Step, subject: ResolutionSubject) {
   const w = step.state.workstreams[subject.workstream];
   return w ? { record: w, open: w.status === "pr_open" && !w.autoMergeSkipped } : null;
 }
-
-const subjectOf = (event: About): ResolutionSubject => ({
-  workstream: event.workstream,
-  ...(event.task !== undefined ? { task: event.task } : {}),
-});
 
 /** A merge conflicts: dispatch a resolution attempt, once, or leave it to a person. */
 export function conflicted(step: Step, event: Conflicted): void {

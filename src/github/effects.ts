@@ -16,6 +16,7 @@ import {
   validationDetails,
 } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
+import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput } from "../protocol/resolution.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
 
@@ -148,7 +149,7 @@ export class GitHubEffects {
     stateVersion: string,
   ): Facts {
     const at = this.ctx.now();
-    const subject = { workstream: effect.workstream, ...(effect.task ? { task: effect.task } : {}) };
+    const subject = subjectOf(effect);
     const started = await this.startJob(run, engine, resolutionInput(subject), effect.n, stateVersion);
     if ("reason" in started)
       return [

@@ -7,7 +7,7 @@ import { spendLine, taskSpent } from "../engine/budget.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
-import { resolverOf } from "../plan/resolution.ts";
+import { resolverOf, subjectOf } from "../plan/resolution.ts";
 import { resolutionInput } from "../protocol/resolution.ts";
 import { jobUrl, type RepoContext, repoPage } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
@@ -155,7 +155,7 @@ export async function resolutionCheckRun(
   engine: Engine,
   fact: Extract<EngineEvent, { type: "resolution_finished" }>,
 ): Promise<void> {
-  const subject = { workstream: fact.workstream, ...(fact.task !== undefined ? { task: fact.task } : {}) };
+  const subject = subjectOf(fact);
   const holder = subject.task !== undefined ? run.tasks[subject.task] : run.workstreams[subject.workstream];
   const conflict = holder?.conflict;
   const record = conflict?.resolutions[fact.n - 1];

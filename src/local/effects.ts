@@ -17,7 +17,7 @@ import type { LoadedRun, RunHost } from "../engine/driver.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
-import { resolverOf } from "../plan/resolution.ts";
+import { resolverOf, subjectOf } from "../plan/resolution.ts";
 import { attemptResultSchema, eventsOfReport } from "../protocol/report.ts";
 import { intentsOf, resolutionFinishedOf, resolutionInput } from "../protocol/resolution.ts";
 import {
@@ -321,7 +321,7 @@ export class LocalHost implements RunHost {
     effect: Extract<EngineEffect, { type: "resolve_conflicts" }>,
   ): Promise<void> {
     const { plan } = this.engine;
-    const subject = { workstream: effect.workstream, ...(effect.task ? { task: effect.task } : {}) };
+    const subject = subjectOf(effect);
     const resolver = resolverOf(plan, subject);
     const dir = join(this.workRoot, "resolutions", resolutionInput(subject));
     const checkout = join(this.workRoot, "workstreams", effect.workstream);

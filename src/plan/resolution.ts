@@ -14,6 +14,12 @@ export interface ResolutionSubject {
   task?: string;
 }
 
+/** The subject an effect or a fact names (they carry it in their own fields, among others). */
+export const subjectOf = (about: { workstream: string; task?: string | undefined }): ResolutionSubject => ({
+  workstream: about.workstream,
+  ...(about.task !== undefined ? { task: about.task } : {}),
+});
+
 export interface Resolver {
   /** The PR's branch, which takes `target` by a merge. */
   branch: string;
