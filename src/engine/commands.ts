@@ -3,6 +3,7 @@
  * answers with a `reply` effect; a command that does not apply changes nothing and says why (a budget
  * raise asked again by the same request answers nothing: it was answered).
  */
+import { cancelResolutions } from "./conflicts.ts";
 import { isTaskActive, isTaskTerminal } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
 import { raiseBudget } from "./budget.ts";
@@ -33,6 +34,7 @@ export function applyCommand(step: Step, event: Command): void {
     if (state.cancelled || state.outcome !== null) return reply(false, "the run has already finished");
     state.cancelled = true;
     step.changed = true;
+    cancelResolutions(step);
     for (const id of plan.order) {
       const t = step.task(id);
       if (isTaskTerminal(t.status)) continue;
@@ -68,6 +70,7 @@ export function applyCommand(step: Step, event: Command): void {
     case "cancel": {
       if (isTaskTerminal(t.status)) return reply(false, `task '${id}' is already ${t.status}`);
       step.cancelAttempt(id);
+      cancelResolutions(step, id);
       step.failTask(id, `cancelled${who}`, "cancelled", false);
       return reply(true, `cancelled '${id}'`);
     }
@@ -86,6 +89,7 @@ export function applyCommand(step: Step, event: Command): void {
         return reply(false, `workstream '${wsId}' is already integrated into its target`);
       }
       step.cancelAttempt(id);
+      cancelResolutions(step, id); // its job would push to the branch the reset deletes
       const wasDone = t.status === "merged" || t.status === "completed";
       step.emit({ type: "reset_task", key: step.key(id, "reset", t.attempt), task: id, pr: t.pr });
       if (isTaskActive(t.status)) step.release(id);

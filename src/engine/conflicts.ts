@@ -238,3 +238,16 @@ export const lostResolutions = (state: RunState, plan: Plan, reason: string, at:
     reason,
     at,
   }));
+
+/** Asks the host to stop the resolutions running in the run, or for one task's PR. */
+export function cancelResolutions(step: Step, only?: string): void {
+  for (const { subject, record } of runningResolutions(step.state, step.plan)) {
+    if (only !== undefined && subject.task !== only) continue;
+    step.emit({
+      type: "cancel_resolution",
+      key: `${resolutionKey(step, subject, record.n)}/cancel`,
+      ...subject,
+      n: record.n,
+    });
+  }
+}

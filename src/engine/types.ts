@@ -277,6 +277,8 @@ export type EngineEffect =
   /** `capUsd`: what the attempt may spend (Claude Code's --max-budget-usd), when a budget applies. */
   | { type: "dispatch"; key: string; task: string; attempt: number; capUsd?: number }
   | { type: "cancel_attempt"; key: string; task: string; attempt: number }
+  /** Stops resolution `n`'s job, if it runs (the run, or the task it was for, was cancelled). */
+  | { type: "cancel_resolution"; key: string; workstream: string; task?: string; n: number }
   | { type: "open_task_pr"; key: string; task: string; attempt: number }
   /** `resolutions`: how many resolution attempts came before this merge (echoed by a conflict). */
   | { type: "merge_task_pr"; key: string; task: string; pr: PullRequest; resolutions?: number }

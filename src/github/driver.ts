@@ -287,6 +287,9 @@ class GitHubHost implements RunHost<HostedRun> {
         case "cancel_attempt":
           await github.cancel(run, effect.task, effect.attempt);
           break;
+        case "cancel_resolution":
+          await github.cancelResolution(run, effect);
+          break;
         case "reset_task":
           await github.reset(run, effect.task, effect.pr);
           break;

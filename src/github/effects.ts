@@ -201,7 +201,23 @@ export class GitHubEffects {
 
   /** Cancels the attempt's workflow run (found by its id, else by its run-name). */
   async cancel(run: HostedRun, task: string, attempt: number): Promise<void> {
-    let id = run.tasks[task]?.attempts[attempt - 1]?.job ?? null;
+    await this.cancelJob(run, task, attempt, run.tasks[task]?.attempts[attempt - 1]?.job ?? null);
+  }
+
+  /** Cancels a resolution's workflow run. */
+  async cancelResolution(
+    run: HostedRun,
+    effect: Extract<EngineEffect, { type: "cancel_resolution" }>,
+  ): Promise<void> {
+    const subject = subjectOf(effect);
+    const holder = subject.task !== undefined ? run.tasks[subject.task] : run.workstreams[subject.workstream];
+    const job = holder?.conflict?.resolutions[effect.n - 1]?.job ?? null;
+    await this.cancelJob(run, resolutionInput(subject), effect.n, job);
+  }
+
+  /** Cancels the workflow run of an attempt (`input`: its `task` input), by its id or else its run-name. */
+  private async cancelJob(run: HostedRun, input: string, attempt: number, job: string | null): Promise<void> {
+    let id = job;
     if (!id) {
       const { data } = await this.ctx.octokit.rest.actions.listWorkflowRuns({
         ...this.repo,
@@ -209,7 +225,7 @@ export class GitHubEffects {
         event: "workflow_dispatch",
         per_page: 100,
       });
-      const name = attemptRunName(run.runKey, task, attempt);
+      const name = attemptRunName(run.runKey, input, attempt);
       id =
         data.workflow_runs.find((r) => r.display_title === name && r.status !== "completed")?.id.toString() ??
         null;

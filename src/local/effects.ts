@@ -183,8 +183,13 @@ export class LocalHost implements RunHost {
         case "resolve_conflicts":
           this.track(this.runResolution(state, effect));
           break;
-        case "cancel_attempt": {
-          const child = this.running.get(`${effect.task}/${effect.attempt}`);
+        case "cancel_attempt":
+        case "cancel_resolution": {
+          const key =
+            effect.type === "cancel_attempt"
+              ? `${effect.task}/${effect.attempt}`
+              : `${resolutionInput(subjectOf(effect))}/${effect.n}`;
+          const child = this.running.get(key);
           if (child) killGroup(child, "SIGTERM");
           break;
         }

@@ -113,4 +113,17 @@ describe("a resolution job through the app", () => {
       { conclusion: "failure" },
     ]);
   });
+
+  it("/agentrelay cancel stops a resolution's job too", async () => {
+    await h.pushGraph(".workflow/overlap.yaml", OVERLAP);
+    const [a, b] = h.gh.dispatches;
+    h.gh.commit("main", { "b.txt": "someone else's b\n" }, "b elsewhere");
+    await runJob(h, a!);
+    await runJob(h, b!);
+    const resolution = h.gh.dispatches.find((d) => d.inputs.task === "resolve-integration@right")!;
+    h.gh.permissions.set("alice", "write");
+    await issueComment(h, "/agentrelay cancel", "alice");
+    expect(h.gh.log(/\/cancel$/)).toEqual([`POST /repos/octo/demo/actions/runs/${resolution.runId}/cancel`]);
+    expect(h.gh.workflowRuns.get(resolution.runId)!.conclusion).toBe("cancelled");
+  });
 });

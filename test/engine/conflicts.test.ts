@@ -163,6 +163,26 @@ describe("conflicts between an integration branch and its target", () => {
     expect(resolutions(state).map((r) => r.outcome)).toEqual(["failed", "lost", null]);
   });
 
+  it("stops a running resolution when the run is cancelled, and its late answer merges nothing", () => {
+    const { engine, state } = withOpenPr();
+    engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 1 });
+    const cancelled = engine.apply(state, { type: "command", command: "cancel", at: 2 });
+    expect(cancelled).toContainEqual({
+      type: "cancel_resolution",
+      key: "g/1/ws/right/resolve/1/cancel",
+      workstream: "right",
+      n: 1,
+    });
+    const late = engine.apply(state, {
+      type: "resolution_finished",
+      workstream: "right",
+      n: 1,
+      ok: true,
+      at: 3,
+    });
+    expect(late.filter((e) => e.type === "merge_integration_pr")).toEqual([]);
+  });
+
   it("lets only the job dispatched for a resolution start it, once", () => {
     const { engine, state } = withOpenPr();
     engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 1 });

@@ -59,7 +59,9 @@ describe("conflicts between parallel workstreams, locally", () => {
     // What the terminal shows: the resolution as it starts and ends, and in the report.
     expect(result.stdout).toMatch(/ (left|right) \(integration\) +resolving conflicts \(resolution 1\)\n/);
     expect(result.stdout).toMatch(/ (left|right) \(integration\) +resolution 1 succeeded\n/);
-    expect(result.stdout).toMatch(/\n {6}conflicts in shared\.txt: 1 resolution\(s\), \$\d\.\d{4}, the last succeeded\n/);
+    expect(result.stdout).toMatch(
+      /\n {6}conflicts in shared\.txt: 1 resolution\(s\), \$\d\.\d{4}, the last succeeded\n/,
+    );
     const shared = await git(repo, ["show", "main:shared.txt"]);
     expect(shared).toContain("written for task a");
     expect(shared).toContain("written for task b");

@@ -90,20 +90,23 @@ async function repoWithGraph(): Promise<string> {
   return repo;
 }
 
+/** Sleeps this run of the tests alone starts (another run of them on the machine sleeps others). */
+const SLEEPS = [`61.${process.pid}`, `62.${process.pid}`] as const;
+
 describe("agentrelay run among processes", () => {
   it("killed outright, leaves its agent behind; the next run stops it, and resumes the attempt", async () => {
     const repo = await repoWithGraph();
-    behaviour = { sleep: "61.5" };
+    behaviour = { sleep: SLEEPS[0] };
     const first = run(repo);
-    await until(() => processes("sleep 61.5").length === 1);
+    await until(() => processes(`sleep ${SLEEPS[0]}`).length === 1);
     first.child.kill("SIGKILL");
     await first.exit;
     // Nothing stopped the agent: it would go on writing in the worktree the next run uses.
-    expect(processes("sleep 61.5")).toHaveLength(1);
+    expect(processes(`sleep ${SLEEPS[0]}`)).toHaveLength(1);
 
     behaviour = { sleep: null };
     const second = await run(repo).exit;
-    expect(processes("sleep 61.5")).toEqual([]);
+    expect(processes(`sleep ${SLEEPS[0]}`)).toEqual([]);
     expect(second.code).toBe(0);
     expect(second.output).toMatch(/Run g\/1: succeeded/);
     // The lost attempt did not count: the task merged with its second attempt.
@@ -113,9 +116,9 @@ describe("agentrelay run among processes", () => {
 
   it("refuses a second live runner of the same graph, and stops its attempts when interrupted", async () => {
     const repo = await repoWithGraph();
-    behaviour = { sleep: "62.5" };
+    behaviour = { sleep: SLEEPS[1] };
     const first = run(repo);
-    await until(() => processes("sleep 62.5").length === 1);
+    await until(() => processes(`sleep ${SLEEPS[1]}`).length === 1);
     const second = await run(repo).exit;
     expect(second.code).toBe(1);
     expect(second.output.trim()).toBe(
@@ -125,6 +128,6 @@ describe("agentrelay run among processes", () => {
     const stopped = await first.exit;
     expect(stopped.code).toBe(130);
     expect(stopped.output).toContain("interrupted; run the same command again to resume");
-    expect(processes("sleep 62.5")).toEqual([]);
+    expect(processes(`sleep ${SLEEPS[1]}`)).toEqual([]);
   });
 });
