@@ -120,6 +120,8 @@ export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {})
     lines.push(
       `- **Waiting for you**: ${link(state.tasks[id]!.pr)} (\`${id}\`) ${agentText(state.tasks[id]!.reason ?? "has conflicts", 300)}.`,
     );
+  if (conflicted.length > NAMED)
+    lines.push(`- **Waiting for you**: ${conflicted.length - NAMED} more task PRs with conflicts (below).`);
   const prs = plan.order.filter((id) => {
     const t = state.tasks[id]!;
     return t.status === "pr_open" && !resolving(t.conflict) && !t.conflict?.toPerson;

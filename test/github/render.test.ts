@@ -117,6 +117,22 @@ describe("the status comment", () => {
     expect(runHeadline(state)).toBe("running (2 merged)");
   });
 
+  it("names five task PRs whose conflicts wait for a person, and counts the rest", () => {
+    const ids = Array.from({ length: 7 }, (_, i) => `t${i}`);
+    const graph = parseGraph(
+      "g.yaml",
+      graphYaml(
+        ids.map((id) => ({ id, ws: `w_${id}` })),
+        ids.map((id) => ({ id: `w_${id}` })),
+        "max_concurrency: 7",
+      ),
+    );
+    const { state } = simulate(graph, { taskConflicts: new Map(ids.map((id) => [id, 3])) });
+    const waits = waitingFor(buildPlan(graph), state, links);
+    expect(waits.filter((l) => l.includes("by hand"))).toHaveLength(5);
+    expect(waits.at(-1)).toBe("- **Waiting for you**: 2 more task PRs with conflicts (below).");
+  });
+
   it("draws five tasks task by task, and ten unconnected workstreams of 30 by workstream", () => {
     const five = runAt(workstreamsGraph(1, 5), { w0_t0: { status: "running" } });
     expect(chartLevel(five.plan)).toBe("tasks");
