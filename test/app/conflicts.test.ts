@@ -16,15 +16,23 @@ beforeEach(async () => {
 });
 afterEach(() => h.close());
 
+/**
+ * The overlapping graph's two jobs done, after someone else's b.txt reached main first: right's
+ * integration PR conflicts with it, and its resolution job is dispatched.
+ */
+async function conflictingRun() {
+  await h.pushGraph(".workflow/overlap.yaml", OVERLAP);
+  const [a, b] = h.gh.dispatches;
+  h.gh.commit("main", { "b.txt": "someone else's b\n" }, "b elsewhere");
+  await runJob(h, a!);
+  await runJob(h, b!);
+  const resolution = h.gh.dispatches.find((d) => d.inputs.task === "resolve-integration@right")!;
+  return { a: a!, resolution };
+}
+
 describe("a resolution job through the app", () => {
   it("is dispatched once for a conflict, takes its token once from its own job, and its report merges the PR", async () => {
-    await h.pushGraph(".workflow/overlap.yaml", OVERLAP);
-    const [a, b] = h.gh.dispatches;
-    // Someone else's b.txt reaches main first: right's integration PR will conflict with it.
-    h.gh.commit("main", { "b.txt": "someone else's b\n" }, "b elsewhere");
-    await runJob(h, a!);
-    await runJob(h, b!);
-    const resolution = h.gh.dispatches.find((d) => d.inputs.task === "resolve-integration@right")!;
+    const { a, resolution } = await conflictingRun();
     expect(resolution.inputs).toMatchObject({ run: "overlap/1", attempt: "1" });
     expect(h.gh.dispatches).toHaveLength(3);
     const ask = async (runId: number) =>
@@ -34,11 +42,11 @@ describe("a resolution job through the app", () => {
         await h.oidc({ run_id: String(runId) }),
       );
     const before = JSON.stringify(h.gh.state("overlap/1"));
-    const stolen = await ask(a!.runId);
+    const stolen = await ask(a.runId);
     expect(stolen).toMatchObject({
       status: 403,
       body: {
-        error: `attempt 1 of resolve-integration@right belongs to workflow run ${resolution.runId}, not to this job's run ${a!.runId}`,
+        error: `attempt 1 of resolve-integration@right belongs to workflow run ${resolution.runId}, not to this job's run ${a.runId}`,
       },
     });
     expect(JSON.stringify(h.gh.state("overlap/1"))).toBe(before);
@@ -80,7 +88,7 @@ describe("a resolution job through the app", () => {
             oidc,
           ),
         );
-    expect((await report(a!.runId)).status).toBe(403);
+    expect((await report(a.runId)).status).toBe(403);
     expect(await report(resolution.runId)).toMatchObject({ status: 200, body: { status: "succeeded" } });
     const state = h.gh.state("overlap/1") as unknown as RunState;
     expect(state.workstreams.right).toMatchObject({
@@ -94,12 +102,7 @@ describe("a resolution job through the app", () => {
   });
 
   it("the reconciler fails a resolution whose job ended without reporting, and the next one starts", async () => {
-    await h.pushGraph(".workflow/overlap.yaml", OVERLAP);
-    const [a, b] = h.gh.dispatches;
-    h.gh.commit("main", { "b.txt": "someone else's b\n" }, "b elsewhere");
-    await runJob(h, a!);
-    await runJob(h, b!);
-    const first = h.gh.dispatches.find((d) => d.inputs.task === "resolve-integration@right")!;
+    const { resolution: first } = await conflictingRun();
     Object.assign(h.gh.workflowRuns.get(first.runId)!, { status: "completed", conclusion: "failure" });
     h.gh.permissions.set("alice", "write");
     await issueComment(h, "/agentrelay status", "alice", { id: 1 });
@@ -115,12 +118,7 @@ describe("a resolution job through the app", () => {
   });
 
   it("/agentrelay cancel stops a resolution's job too", async () => {
-    await h.pushGraph(".workflow/overlap.yaml", OVERLAP);
-    const [a, b] = h.gh.dispatches;
-    h.gh.commit("main", { "b.txt": "someone else's b\n" }, "b elsewhere");
-    await runJob(h, a!);
-    await runJob(h, b!);
-    const resolution = h.gh.dispatches.find((d) => d.inputs.task === "resolve-integration@right")!;
+    const { resolution } = await conflictingRun();
     h.gh.permissions.set("alice", "write");
     await issueComment(h, "/agentrelay cancel", "alice");
     expect(h.gh.log(/\/cancel$/)).toEqual([`POST /repos/octo/demo/actions/runs/${resolution.runId}/cancel`]);
