@@ -7,6 +7,7 @@
 import * as core from "@actions/core";
 import { gitRaw, git } from "../attempt/git.ts";
 import { failedAttempt } from "../attempt/run-attempt.ts";
+import { conflictOf } from "../engine/conflicts.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { intentsOf } from "../protocol/resolution.ts";
@@ -30,9 +31,7 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
   await git(repoDir, ["checkout", "-q", "-B", resolver.branch, `origin/${resolver.branch}`]);
   core.endGroup();
 
-  const holder =
-    subject.task !== undefined ? state.tasks[subject.task] : state.workstreams[subject.workstream];
-  const capUsd = holder?.conflict?.resolutions[inputs.attempt - 1]?.capUsd ?? null;
+  const capUsd = conflictOf(state, subject)?.resolutions[inputs.attempt - 1]?.capUsd ?? null;
   let result = await attemptInJob(job, `Claude Code: resolving ${resolver.branch} with ${resolver.target}`, {
     task,
     baseRef: `origin/${resolver.branch}`,

@@ -32,6 +32,7 @@ import {
 } from "../protocol/report.ts";
 import { resolutionFinishedOf, subjectOfInput } from "../protocol/resolution.ts";
 import { resolverOf } from "../plan/resolution.ts";
+import { conflictOf } from "../engine/conflicts.ts";
 import type { EngineEvent } from "../engine/types.ts";
 
 type Subject = NonNullable<ReturnType<typeof subjectOfInput>>;
@@ -142,9 +143,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
   /** The attempt's record in the run: a task's attempt, or a resolution. */
   const recordOf = (run: HostedRun, subject: Subject, attempt: number) => {
     if ("task" in subject) return run.tasks[subject.task]?.attempts[attempt - 1];
-    const { workstream, task } = subject.resolution;
-    const holder = task !== undefined ? run.tasks[task] : run.workstreams[workstream];
-    return holder?.conflict?.resolutions[attempt - 1];
+    return conflictOf(run, subject.resolution)?.resolutions[attempt - 1];
   };
 
   const notOwnRun = (request: AttemptRequest, dispatched: string, caller: string) =>

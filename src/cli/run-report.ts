@@ -3,7 +3,8 @@
  * waits for and what to do; each task with its cost and reason, and the end of a failed gate's
  * output; each workstream with where its work is and why it stopped.
  */
-import { spendLine, taskSpent, waitsOnBudget } from "../engine/budget.ts";
+import { spendLine, spentBy, taskSpent, waitsOnBudget } from "../engine/budget.ts";
+import { leftToPerson } from "../engine/conflicts.ts";
 import type { Conflict, RunState } from "../engine/types.ts";
 import { type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
 
@@ -11,7 +12,7 @@ import { type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
 function resolutions(conflict: Conflict | undefined): string | null {
   const tried = conflict?.resolutions.filter((r) => r.outcome !== "lost") ?? [];
   if (tried.length === 0) return null;
-  const cost = tried.reduce((sum, r) => sum + (r.costUsd ?? 0), 0);
+  const cost = spentBy(tried);
   const last = tried.at(-1)!;
   const files = conflict!.files.length ? ` in ${conflict!.files.join(", ")}` : "";
   return `conflicts${files}: ${tried.length} resolution(s), $${cost.toFixed(4)}, the last ${last.outcome ?? "running"}${last.reason ? ` (${last.reason})` : ""}`;
@@ -28,9 +29,7 @@ export function waitingFor(state: RunState, graph: Graph): string {
   const budgets = waitsOnBudget(state);
   if (budgets.length > 0 && state.candidates.length > 0)
     return `waiting for budget: ${budgets.join("; ")}; raise it with \`agentrelay budget FILE +USD [WORKSTREAM|TASK] --repo DIR\``;
-  const conflicted = Object.entries(state.tasks).find(
-    ([, t]) => t.status === "pr_open" && t.conflict?.toPerson,
-  );
+  const conflicted = Object.entries(state.tasks).find(([, t]) => leftToPerson(t));
   if (conflicted) return `waiting for you: task ${conflicted[0]}'s ${conflicted[1].reason}, then run again`;
   const open = graph.workstreams.filter((w) => state.workstreams[w.id]?.status === "pr_open");
   if (open.length === 0) return "not finished: run the same command again to go on";
@@ -64,7 +63,7 @@ export function runReport(state: RunState, repo: string, graph: Graph): string {
     lines.push(`  ${ws.id.padEnd(24)} ${w.status.padEnd(10)} ${where}${w.reason ? `  (${w.reason})` : ""}`);
     const resolved = resolutions(w.conflict);
     if (resolved) lines.push(`      ${resolved}`);
-    cost += w.conflict?.resolutions.reduce((sum, r) => sum + (r.costUsd ?? 0), 0) ?? 0;
+    cost += spentBy(w.conflict?.resolutions ?? []);
   }
   lines.push(
     "",

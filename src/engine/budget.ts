@@ -52,9 +52,12 @@ const workstreamSpend = (budget: BudgetState, ws: string): Spend => (budget.work
 export const usd = (amount: number): string =>
   `$${amount >= 1 ? amount.toFixed(2) : amount.toFixed(4).replace(/(\.\d{2}\d*?)0+$/, "$1")}`;
 
+/** What these attempts (or resolutions) spent. */
+export const spentBy = (records: readonly { costUsd: number | null }[]): number =>
+  exact(records.reduce((sum, a) => sum + (a.costUsd ?? 0), 0));
+
 /** What a task's attempts spent, and the resolutions of its PR's conflicts. */
-export const taskSpent = (t: TaskRun): number =>
-  exact([...t.attempts, ...(t.conflict?.resolutions ?? [])].reduce((sum, a) => sum + (a.costUsd ?? 0), 0));
+export const taskSpent = (t: TaskRun): number => spentBy([...t.attempts, ...(t.conflict?.resolutions ?? [])]);
 
 /**
  * The attempt's cap; or that it waits, for running attempts to give back what they hold; or why it

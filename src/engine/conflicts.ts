@@ -14,7 +14,7 @@ import { maxResolutions, type ResolutionSubject, resolverOf, subjectOf } from ".
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
 import type { Step } from "./step.ts";
 import type { Plan } from "../plan/plan.ts";
-import type { Conflict, EngineEvent, ResolutionRecord, RunState } from "./types.ts";
+import type { Conflict, EngineEvent, ResolutionRecord, RunState, TaskRun } from "./types.ts";
 
 type Conflicted = Extract<EngineEvent, { type: "integration_conflicted" | "task_conflicted" }>;
 type About = Extract<
@@ -206,6 +206,16 @@ export function resolutionDeadlines(step: Step): void {
     if (record) expire({ workstream: step.plan.tasks.get(task)!.workstreamId, task }, record.n);
   }
 }
+
+/** The conflict of a subject's PR in a run (a task's PR, or a workstream's integration PR). */
+export const conflictOf = (
+  run: Pick<RunState, "tasks" | "workstreams">,
+  subject: ResolutionSubject,
+): Conflict | undefined =>
+  (subject.task !== undefined ? run.tasks[subject.task] : run.workstreams[subject.workstream])?.conflict;
+
+/** A task PR whose conflicts were left to a person. */
+export const leftToPerson = (t: TaskRun): boolean => t.status === "pr_open" && t.conflict?.toPerson === true;
 
 /** A running resolution of the subject (the merge waits for it rather than being asked again). */
 export const resolving = (conflict: Conflict | undefined): boolean =>

@@ -4,6 +4,7 @@
  * that GitHub refuses because checks are pending waits (the next check-suite event or the reconciler
  * tries again), and a merge that already happened is recognised.
  */
+import { conflictOf } from "../engine/conflicts.ts";
 import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
@@ -210,8 +211,7 @@ export class GitHubEffects {
     effect: Extract<EngineEffect, { type: "cancel_resolution" }>,
   ): Promise<void> {
     const subject = subjectOf(effect);
-    const holder = subject.task !== undefined ? run.tasks[subject.task] : run.workstreams[subject.workstream];
-    const job = holder?.conflict?.resolutions[effect.n - 1]?.job ?? null;
+    const job = conflictOf(run, subject)?.resolutions[effect.n - 1]?.job ?? null;
     await this.cancelJob(run, resolutionInput(subject), effect.n, job);
   }
 

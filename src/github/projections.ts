@@ -4,6 +4,7 @@
  * commit.
  */
 import { spendLine, taskSpent } from "../engine/budget.ts";
+import { conflictOf } from "../engine/conflicts.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
@@ -156,8 +157,7 @@ export async function resolutionCheckRun(
   fact: Extract<EngineEvent, { type: "resolution_finished" }>,
 ): Promise<void> {
   const subject = subjectOf(fact);
-  const holder = subject.task !== undefined ? run.tasks[subject.task] : run.workstreams[subject.workstream];
-  const conflict = holder?.conflict;
+  const conflict = conflictOf(run, subject);
   const record = conflict?.resolutions[fact.n - 1];
   if (!conflict || !record || (record.outcome !== "succeeded" && record.outcome !== "failed")) return;
   const { branch, target } = resolverOf(engine.plan, subject);

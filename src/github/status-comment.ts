@@ -9,7 +9,7 @@ import type { RunState, TaskRun } from "../engine/types.ts";
 import { type ChartLevel, mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/plan.ts";
 import { spendLine, taskSpent, waitsOnBudget } from "../engine/budget.ts";
-import { resolving } from "../engine/conflicts.ts";
+import { leftToPerson, resolving } from "../engine/conflicts.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { agentText, BODY_LIMIT, duration, statusMarker, takeLines } from "./render.ts";
 
@@ -113,9 +113,7 @@ export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {})
         return job && links.job ? `[\`${id}\`](${links.job(job)})` : `\`${id}\``;
       })}.`,
     );
-  const conflicted = plan.order.filter(
-    (id) => state.tasks[id]!.status === "pr_open" && state.tasks[id]!.conflict?.toPerson,
-  );
+  const conflicted = plan.order.filter((id) => leftToPerson(state.tasks[id]!));
   for (const id of conflicted.slice(0, NAMED))
     lines.push(
       `- **Waiting for you**: ${link(state.tasks[id]!.pr)} (\`${id}\`) ${agentText(state.tasks[id]!.reason ?? "has conflicts", 300)}.`,
@@ -124,7 +122,7 @@ export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {})
     lines.push(`- **Waiting for you**: ${conflicted.length - NAMED} more task PRs with conflicts (below).`);
   const prs = plan.order.filter((id) => {
     const t = state.tasks[id]!;
-    return t.status === "pr_open" && !resolving(t.conflict) && !t.conflict?.toPerson;
+    return t.status === "pr_open" && !resolving(t.conflict) && !leftToPerson(t);
   });
   if (prs.length > 0)
     lines.push(
@@ -153,7 +151,7 @@ function taskRow(id: string, t: TaskRun, now: number, links: StatusLinks, workst
   const status =
     t.status === "pr_open" && resolving(t.conflict)
       ? "resolving conflicts"
-      : t.reason && (t.status === "failed" || t.status === "blocked" || t.conflict?.toPerson)
+      : t.reason && (t.status === "failed" || t.status === "blocked" || leftToPerson(t))
         ? `${t.status}: ${cell(agentText(t.reason, 120))}`
         : t.status;
   const concerns = t.concerns.length + t.opsConcerns.length;

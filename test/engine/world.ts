@@ -2,6 +2,7 @@
  * A simulated world for engine tests: it executes effects the way adapters do (idempotently, by key)
  * and hands events back through a delivery scheduler that may reorder, duplicate and delay them.
  */
+import { leftToPerson } from "../../src/engine/conflicts.ts";
 import { createEngine, type Engine } from "../../src/engine/engine.ts";
 import { neededIntegration, simulatedResponse } from "../../src/engine/simulate.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../../src/engine/types.ts";
@@ -116,11 +117,9 @@ export function runWorld(
     }
     if (state.outcome !== null || deliveries >= maxDeliveries) break;
     // A person merges a task PR whose conflicts were left to them.
-    const leftToPerson = Object.entries(state.tasks).find(
-      ([, t]) => t.status === "pr_open" && t.conflict?.toPerson,
-    );
-    if (leftToPerson) {
-      const [task, t] = leftToPerson;
+    const waiting = Object.entries(state.tasks).find(([, t]) => leftToPerson(t));
+    if (waiting) {
+      const [task, t] = waiting;
       pool.push({ type: "task_pr_merged", task, pr: t.pr!, at: ++clock });
       continue;
     }
