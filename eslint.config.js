@@ -3,7 +3,16 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["lib/", "dist/", "node_modules/", "scratch/", "coverage/", "src/graph/canonical-graph.generated.js"] },
+  {
+    ignores: [
+      "lib/",
+      "dist/",
+      "node_modules/",
+      "scratch/",
+      "coverage/",
+      "src/graph/canonical-graph.generated.js",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

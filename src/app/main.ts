@@ -21,7 +21,7 @@ const config = configFromEnv(env);
 const app = agentrelayApp({ config });
 
 const webhookPath = env.WEBHOOK_PATH || "/api/github/webhooks";
-// One line per request at info, as the README says (createProbot alone would default to warn).
+// One line per request at info, as docs/github.md says (createProbot alone would default to warn).
 env.LOG_LEVEL ||= "info";
 
 if (!env.APP_ID || !(env.PRIVATE_KEY || env.PRIVATE_KEY_PATH)) {

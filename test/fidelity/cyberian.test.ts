@@ -3,7 +3,7 @@
  * the text its templates render (byte for byte as Jinja2 renders it over Python values), the values
  * `--param` gives, what success criteria decide, how loops and statuses end a step, and every
  * workflow in ../shared/fixtures/cyberian run end to end by the real Claude Code with a scripted model.
- * Where we differ on purpose, the case says so; the README lists each difference with its reason.
+ * Where we differ on purpose, the case says so; docs/graph-language.md lists each difference with its reason.
  */
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
