@@ -2,6 +2,11 @@
  * The cyberian workflow dialect as zod schemas. cyberian silently drops unknown keys in most of its
  * models (so a misspelt `max_iterations` vanishes); here every level rejects them. `loop_until` gains
  * an optional `max_iterations` cap, which cyberian files could not express.
+ *
+ * Numbers and booleans are read as cyberian's pydantic models read them, in pydantic's lax mode: an
+ * integer may be written `"3"` or `3.0`, a boolean `"yes"`, `"off"` or `1`
+ * (https://docs.pydantic.dev/latest/concepts/conversion_table/). Text stays text: pydantic does not
+ * make `3` a string, and neither does this.
  */
 import { z } from "zod";
 
@@ -13,9 +18,28 @@ const says =
 const string = () => z.string({ error: says("must be a string") });
 const text = () => string().trim().min(1, { error: "must be a non-empty string" });
 
+/** pydantic's lax int: an integer, a float with no fraction, a bool, or a string of one. */
+function laxInteger(value: unknown): unknown {
+  if (typeof value === "boolean") return value ? 1 : 0;
+  const digits = typeof value === "string" ? /^\s*([+-]?\d+)(?:\.0*)?\s*$/.exec(value) : null;
+  return digits ? Number(digits[1]) : value;
+}
+const LAX_BOOLEANS = new Map([
+  ...["0", "off", "f", "false", "n", "no"].map((word) => [word, false] as const),
+  ...["1", "on", "t", "true", "y", "yes"].map((word) => [word, true] as const),
+]);
+/** pydantic's lax bool: a bool, 0 or 1, or one of its words in any case. */
+function laxBoolean(value: unknown): unknown {
+  if (value === 0 || value === 1) return value === 1;
+  return typeof value === "string" ? (LAX_BOOLEANS.get(value.trim().toLowerCase()) ?? value) : value;
+}
+const integer = () => z.int({ error: "must be an integer" });
+const laxInt = () => z.preprocess(laxInteger, integer());
+const laxBool = () => z.preprocess(laxBoolean, z.boolean({ error: "must be a boolean" }));
+
 export const paramSchema = z.strictObject({
   range: text(),
-  required: z.boolean({ error: "must be a boolean" }).optional(),
+  required: laxBool().optional(),
   examples: z.array(z.unknown(), { error: "must be a list" }).optional(),
   description: string().optional(),
 });
@@ -24,16 +48,14 @@ const loopUntilSchema = z.strictObject({
   status: text(),
   message: string(),
   max_iterations: z
-    .int({ error: "must be an integer" })
-    .positive({ error: "must be greater than 0" })
-    .max(1000)
+    .preprocess(laxInteger, integer().positive({ error: "must be greater than 0" }).max(1000))
     .optional(),
 });
 
 const successCriteriaSchema = z.strictObject({
   python: string().nullish(),
   script: text().nullish(),
-  max_retries: z.int({ error: "must be an integer" }).optional(),
+  max_retries: laxInt().optional(),
   retry_message: string().nullish(),
 });
 
@@ -48,7 +70,7 @@ const preconditionsSchema = z.strictObject({
   files_exist: z
     .strictObject({
       patterns: z.array(text(), { error: says("must be a list of strings") }),
-      min_count: z.int({ error: "must be an integer" }).nullish(),
+      min_count: laxInt().nullish(),
     })
     .nullish(),
   sync_targets: z.strictObject({ paths: z.array(text()), description: string().nullish() }).nullish(),
@@ -100,7 +122,7 @@ export interface CyberianTaskFile {
 export const cyberianTaskSchema: z.ZodType<CyberianTaskFile> = z.strictObject({
   name: string().nullish(),
   description: string().nullish(),
-  requires_workdir: z.boolean({ error: "must be a boolean" }).optional(),
+  requires_workdir: laxBool().optional(),
   requirements: requirementsSchema.nullish(),
   preconditions: preconditionsSchema.nullish(),
   params: z.record(z.string(), paramSchema, { error: "must be a mapping" }).optional(),

@@ -8,6 +8,7 @@
  */
 
 import { templateSyntaxError } from "../template/jinja.ts";
+import { replaceBlocks } from "../template/blocks.ts";
 import { type CyberianTaskFile, cyberianTaskSchema } from "./cyberian-schema.ts";
 import { GraphError, type PathSegment } from "./errors.ts";
 import {
@@ -38,6 +39,8 @@ export function compileCyberian(yaml: LoadedYaml): Graph {
 function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
   const issues = new IssueList(yaml);
   const steps: Step[] = [];
+  /** Which subtask each generated id came from: ids join names with '.', so two can meet. */
+  const idOwners = new Map<string, { keys: string[]; yamlPath: PathSegment[] }>();
   // A container's file preconditions are checked before the first step inside it runs.
   let pendingPatterns: { patterns: string[]; minCount: number | null }[] = [];
 
@@ -50,7 +53,7 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
   /** A path the step reads or writes stays in the repository (its templated parts are checked when they render). */
   const checkPath = (path: string | null | undefined, at: PathSegment[]) => {
     if (path == null) return;
-    const literal = path.replace(/\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g, "x");
+    const literal = replaceBlocks(path, () => "x");
     const problem = pathProblem(literal) ? pathProblem(path) : null;
     if (problem) issues.add(at, problem);
   };
@@ -98,6 +101,15 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
     // Empty instructions are none, as cyberian skips them (`if task.instructions:`).
     if (node.instructions || node.provider_call) {
       const id = keys.length === 0 ? ROOT_STEP_ID : keys.join(".");
+      const owner = idOwners.get(id);
+      if (owner) {
+        const clash =
+          owner.keys.length === 0
+            ? "which is the id of the workflow's own instructions; rename the subtask"
+            : `which subtask ${owner.keys.map((k) => `'${k}'`).join(" > ")} (line ${yaml.locate(owner.yamlPath, "key").line}) ` +
+              "has too (ids join subtask names with '.'); rename one of them";
+        issues.add(yamlPath, `becomes task id '${id}', ${clash}`, "key");
+      } else idOwners.set(id, { keys, yamlPath });
       const previous = steps[steps.length - 1];
       const step: CyberianStep = {
         path: keys,
@@ -190,12 +202,6 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
     issues.add(
       [],
       "the workflow has no task with 'instructions' or a 'provider_call', so there is nothing to run",
-    );
-  }
-  if (steps.some((s) => s.task.id === ROOT_STEP_ID && s.task.cyberian!.path.length > 0)) {
-    issues.add(
-      [],
-      `a top-level subtask may not be named '${ROOT_STEP_ID}' when the workflow root has instructions`,
     );
   }
 

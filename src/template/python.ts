@@ -9,6 +9,7 @@
  * cannot say it was a float: the names of such params travel beside the values (see graph/params.ts)
  * and are made floats again (`{% set ratio = ratio | float %}`) before the template runs.
  */
+import { replaceBlocks, templateBlocks } from "./blocks.ts";
 
 const PRINT = "__agentrelay_print";
 const REPR = "__agentrelay_repr";
@@ -31,19 +32,13 @@ const MACROS =
   `{%- else -%}{{ v }}{%- endif -%}` +
   `{%- endmacro -%}`;
 
-/** `{{ expr }}` (with its whitespace control) outside `{% raw %}` blocks. */
-const SEGMENTS =
-  /\{%-?\s*raw\s*-?%\}[\s\S]*?\{%-?\s*endraw\s*-?%\}|\{#[\s\S]*?#\}|\{\{(-?)([\s\S]*?)(-?)\}\}/g;
-
 /**
  * The template with every printed expression formatted as Python prints it, and the given float
  * params made floats first. Nothing is added to the output: the macros and `set`s print nothing.
  */
 export function pythonTemplate(source: string, floats: readonly string[] = []): string {
-  const body = source.replace(
-    SEGMENTS,
-    (whole, open: string | undefined, expression: string | undefined, close: string) =>
-      expression === undefined ? whole : `{{${open}${PRINT}(${expression.trim()})${close}}}`,
+  const body = replaceBlocks(source, (block, text) =>
+    block.kind === "expression" ? `{{${block.open}${PRINT}(${block.body.trim()})${block.close}}}` : text,
   );
   const sets = floats
     .filter((name) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
@@ -73,16 +68,17 @@ export function undefinedName(
   for (const m of source.matchAll(/\{%-?\s*(?:set|for|macro)\s+([\w\s,]+?)(?:=|\sin\s|\()/g))
     for (const name of m[1]!.split(",")) defined.add(name.trim());
   const lineOf = (index: number) => source.slice(0, index).split("\n").length;
-  const spans = [...source.matchAll(/\{\{([\s\S]*?)\}\}|\{%([\s\S]*?)%\}/g)].filter(
-    (m) => line === undefined || lineOf(m.index) === line,
+  const spans = templateBlocks(source).filter(
+    (b) =>
+      (b.kind === "expression" || b.kind === "statement") && (line === undefined || lineOf(b.start) === line),
   );
-  for (const m of spans) {
-    const code = (m[1] ?? m[2]!).replace(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"/g, "''");
+  for (const block of spans) {
+    const code = block.body.replace(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"/g, "''");
     for (const id of code.matchAll(/(?<![.\w|])\b([A-Za-z_]\w*)\b(?!\s*=[^=])/g)) {
       const name = id[1]!;
       const before = code.slice(0, id.index).trimEnd();
       if (KEYWORDS.has(name) || defined.has(name) || /\bis$/.test(before)) continue;
-      return { name, line: lineOf(m.index) };
+      return { name, line: lineOf(block.start) };
     }
   }
   return null;

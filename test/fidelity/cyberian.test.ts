@@ -98,11 +98,75 @@ describe("what cyberian accepts and rejects", () => {
       errors: ["4:5: subtasks.a.loop_until: 'loop_until' needs 'instructions' on the same task"],
       differs: "cyberian ignores the loop",
     },
+    {
+      case: "numbers and booleans written as text, as pydantic's lax mode reads them",
+      yaml: workflow(
+        "requires_workdir: 'On'\nparams:\n  t: {range: str, required: 'yes'}\nsubtasks:\n  a:\n    instructions: '{{ t }}'\n" +
+          "    loop_until: {status: DONE, message: m, max_iterations: '3'}\n" +
+          "    success_criteria: {python: 'result = True', max_retries: 2.0}\n",
+      ),
+      errors: [],
+    },
+    {
+      case: "text that pydantic's lax mode does not read as a number or a boolean",
+      yaml: workflow(
+        "params:\n  t: {range: str, required: maybe}\nsubtasks:\n  a:\n    instructions: 3\n" +
+          "    success_criteria: {python: 'result = True', max_retries: '2.5'}\n",
+      ),
+      errors: [
+        "3:29: params.t.required: must be a boolean",
+        "6:19: subtasks.a.instructions: must be a string",
+        "7:62: subtasks.a.success_criteria.max_retries: must be an integer",
+      ],
+    },
+    {
+      case: "a subtask whose id another subtask's path also gives",
+      yaml: workflow(
+        "subtasks:\n  a.b:\n    instructions: one\n  a:\n    subtasks:\n      b: {instructions: two}\n",
+      ),
+      errors: [
+        "7:7: subtasks.a.subtasks.b: becomes task id 'a.b', which subtask 'a.b' (line 3) has too (ids join subtask names with '.'); rename one of them",
+      ],
+      differs: "cyberian runs both: it has no ids, while here an id names the step's branch",
+    },
+    {
+      case: "a top-level subtask named root beside the workflow's own instructions",
+      yaml: workflow("instructions: first\nsubtasks:\n  root:\n    instructions: second\n"),
+      errors: [
+        "4:3: subtasks.root: becomes task id 'root', which is the id of the workflow's own instructions; rename the subtask",
+      ],
+      differs: "cyberian runs both",
+    },
+    {
+      case: "a template syntax error in a later step",
+      yaml: workflow("subtasks:\n  a:\n    instructions: fine\n  b:\n    instructions: 'bad {{ x '\n"),
+      errors: [
+        "6:19: subtasks.b.instructions: template error: syntax error: unexpected end of input, expected end of variable block",
+      ],
+      differs: "cyberian reports it when step b runs, after step a has run and been paid for",
+    },
   ];
   it.each(cases)("$case", ({ yaml, errors }) => {
     const found = errorsOf(yaml);
     if (errors instanceof RegExp) expect(found.join("\n")).toMatch(errors);
     else expect(found).toEqual(errors);
+  });
+});
+
+describe("values read as pydantic reads them", () => {
+  it("turns text into the numbers and booleans it spells", () => {
+    const graph = parseGraph(
+      "w.yaml",
+      workflow(
+        "params:\n  t: {range: str, required: 'off'}\nsubtasks:\n  a:\n    instructions: '{{ t }}'\n" +
+          "    loop_until: {status: DONE, message: m, max_iterations: ' 3 '}\n" +
+          "    success_criteria: {python: 'result = True', max_retries: '+2'}\n",
+      ),
+    );
+    const step = graph.tasks[0]!.cyberian!;
+    expect(step.loopUntil!.maxIterations).toBe(3);
+    expect(step.successCriteria!.maxRetries).toBe(2);
+    expect(graph.cyberian!.params[0]!.required).toBe(false);
   });
 });
 
@@ -147,6 +211,13 @@ describe("rendered text, byte for byte as Jinja2 renders it over Python values",
       template: "{{ n // 2 }} {{ n / 2 }} {{ text.strip() }}|",
       params: "n: 7\ntext: '  padded  '\n",
       text: "3 3.5 padded|",
+    },
+    {
+      // Jinja2's own way of printing its delimiters: string literals hold them, raw blocks keep them.
+      template:
+        "A {{ '{{' }} B {{ '}}' }} C {{ \"{%\" }} {% raw %}{{ x }}{% endraw %} {# a }} note #}D {% set s = '}}' %}{{ s }}{{- ' E' -}} F",
+      params: "x: unused\n",
+      text: "A {{ B }} C {% {{ x }} D }} EF",
     },
     {
       template: "Half {{ ratio * 0.5 }}; twice {{ ratio * 2 }}",
