@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { templateValues } from "../graph/params.ts";
 import { renderTemplate, TemplateError } from "../template/jinja.ts";
 import { pythonTemplate } from "../template/python.ts";
+import { replaceBlocks } from "../template/blocks.ts";
 import { runBounded } from "./bounded.ts";
 import { insideRepository, OutsideRepositoryError } from "./paths.ts";
 
@@ -73,9 +74,10 @@ export function criteriaCode(
     return `__agentrelay_value_${values.length - 1}__`;
   };
   // Printed expressions go through the macro; pythonTemplate then prints its literals as Python does.
-  const source = template.replace(
-    /\{\{(-?)([\s\S]*?)(-?)\}\}/g,
-    (_, open: string, e: string, close: string) => `{{${open} __agentrelay_code(${e.trim()}) ${close}}}`,
+  const source = replaceBlocks(template, (block, text) =>
+    block.kind === "expression"
+      ? `{{${block.open} __agentrelay_code(${block.body.trim()}) ${block.close}}}`
+      : text,
   );
   const rendered = renderTemplate(CODE_VALUE + pythonTemplate(source, floats), context, {
     lenient: true,

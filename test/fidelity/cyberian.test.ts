@@ -328,6 +328,13 @@ describe("success criteria, as cyberian decides them, with params as data", () =
       params: { p: "'); import os; os.system('touch pwned'); ('" },
       passed: true,
     },
+    {
+      case: "Jinja's delimiters written as Jinja2 writes them",
+      python:
+        "a = '{{ '}}' }}'\nb = '{% raw %}{{ x }}{% endraw %}'\nresult = a == '}}' and b == '{{ '{{' }} x }}'",
+      params: {},
+      passed: true,
+    },
     { case: "result False fails", python: "result = False", params: {}, passed: false },
     { case: "no result fails", python: "x = 1", params: {}, passed: false },
   ])("$case", async ({ python, params, passed }) => {
