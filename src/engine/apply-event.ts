@@ -110,8 +110,12 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       charge(step, event.task, record, event.costUsd);
       if (event.turns != null) record.turns = event.turns;
       if (event.gateOutput) record.gateOutput = event.gateOutput;
-      // Stopped by a budget that is now spent: not the task's failure; it waits for the budget.
-      if (event.overBudget && "spent" in allowance(step, event.task)) step.task(event.task).attemptBase++;
+      // Stopped by a budget other than its own per-attempt limit (its share of the run's or its
+      // workstream's, what was left of the task's): not the task's failure. The attempt is given back;
+      // the task runs again with what it is allowed, or waits for a raise. (Runs from before `capBy`
+      // give it back when the budget is now spent.)
+      const byShare = record.capBy ? record.capBy !== "attempt" : "spent" in allowance(step, event.task);
+      if (event.overBudget && byShare) step.task(event.task).attemptBase++;
       step.failTask(
         event.task,
         event.reason,

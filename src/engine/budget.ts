@@ -3,12 +3,16 @@
  *
  * Each attempt is dispatched with a cap (Claude Code's `--max-budget-usd`): the least of its task's
  * remaining budget, its workstream's, its share of the run's (the run's remainder divided among the
- * workstreams that may start an agent now, at most the free slots) and the per-attempt limit. The cap is reserved until the attempt ends, then
+ * workstreams that may start an agent now, at most the free slots) and the per-attempt limit, never
+ * less than the attempt's floor (attempt-floor.ts). The cap is reserved until the attempt ends, then
  * what it really spent is charged, so what is spent never passes a budget by more than the in-flight
- * attempts' own overshoot of their caps. When a budget has nothing left, nothing more of it is
- * dispatched: the run waits, saying so, until `budget +USD` raises it.
+ * attempts' own overshoot of their caps. When a budget has less than the floor left, nothing more of
+ * it is dispatched: the run waits, saying so, until `budget +USD` raises it. An attempt stopped by a
+ * budget other than its own per-attempt limit is given back to its task: the task waits, not fails.
  */
 import type { Graph } from "../graph/model.ts";
+import { resolverOf } from "../plan/resolution.ts";
+import { attemptFloorUsd } from "./attempt-floor.ts";
 import type { Step } from "./step.ts";
 import type { AttemptRecord, EngineEvent, RunState, TaskRun } from "./types.ts";
 
@@ -30,7 +34,10 @@ export interface BudgetState {
   spent: Record<string, string>;
 }
 
-/** Below this (a tenth of a cent), a remainder is spent: an attempt could not finish one model turn. */
+/**
+ * Within a running attempt, what is left of its cap below which another agent call is not made (a
+ * tenth of a cent). Attempts start with far more: see attempt-floor.ts.
+ */
 export const MIN_ATTEMPT_USD = 0.001;
 
 /** Amounts are kept to a millionth of a dollar, so that adding and taking back leaves no residue. */
@@ -60,10 +67,18 @@ export const spentBy = (records: readonly { costUsd: number | null }[]): number 
 export const taskSpent = (t: TaskRun): number => spentBy([...t.attempts, ...(t.conflict?.resolutions ?? [])]);
 
 /**
- * The attempt's cap; or that it waits, for running attempts to give back what they hold; or why it
- * may not start at all (a budget with nothing left).
+ * The attempt's cap and which limit set it; or that it waits, for running attempts to give back what
+ * they hold; or why it may not start at all (a budget with less than an attempt's floor left).
  */
-export type Allowance = { capUsd: number | null } | { waits: true } | { spent: string; scope: string };
+export type Allowance =
+  { capUsd: number | null; capBy?: CapScope } | { waits: true } | { spent: string; scope: string };
+
+/**
+ * What set an attempt's cap: its own per-attempt limit (`max_attempt_cost_usd`), or what is left of the
+ * task's budget, or its share of its workstream's or the run's. An attempt stopped by anything but its
+ * own limit did not fail at its work: it does not use up one of the task's attempts.
+ */
+export type CapScope = "attempt" | "task" | "workstream" | "run";
 
 export function allowance(step: Step, id: string): Allowance {
   return allowanceIn(step, step.plan.tasks.get(id)!.workstreamId, id);
@@ -75,13 +90,21 @@ export function allowanceIn(step: Step, wsId: string, id: string | null): Allowa
   const task = id === null ? null : plan.tasks.get(id)!;
   const settings = plan.graph.settings;
   const budget = state.budget;
-  const limits: { scope: string; name: string; limit: number; spent: number; held: number; share: number }[] =
-    [];
+  const limits: {
+    scope: string;
+    by: CapScope;
+    name: string;
+    limit: number;
+    spent: number;
+    held: number;
+    share: number;
+  }[] = [];
   if (settings.maxCostUsd !== null) {
     const run = budget?.run ?? none();
     const free = contenders(step, state.settings.maxConcurrency - (budget?.holding ?? 0));
     limits.push({
       scope: "run",
+      by: "run",
       name: "the run",
       limit: settings.maxCostUsd + run.raisedUsd,
       spent: run.spentUsd,
@@ -94,6 +117,7 @@ export function allowanceIn(step: Step, wsId: string, id: string | null): Allowa
     const spend = budget?.workstreams[ws.id] ?? none();
     limits.push({
       scope: `workstream:${ws.id}`,
+      by: "workstream",
       name: `workstream '${ws.id}'`,
       limit: ws.maxCostUsd + spend.raisedUsd,
       spent: spend.spentUsd,
@@ -105,6 +129,7 @@ export function allowanceIn(step: Step, wsId: string, id: string | null): Allowa
     const t = state.tasks[id]!;
     limits.push({
       scope: `task:${id}`,
+      by: "task",
       name: `task '${id}'`,
       limit: task.maxCostUsd + (t.budgetRaisedUsd ?? 0),
       spent: taskSpent(t),
@@ -112,20 +137,27 @@ export function allowanceIn(step: Step, wsId: string, id: string | null): Allowa
       share: 1,
     });
   }
-  let capUsd = task?.maxAttemptCostUsd ?? settings.maxAttemptCostUsd;
+  const own = task?.maxAttemptCostUsd ?? settings.maxAttemptCostUsd;
+  const floor = attemptFloorUsd(plan.graph, task ?? resolverOf(plan, { workstream: wsId }).agentTask);
+  let capUsd = own ?? Infinity;
+  let capBy: CapScope = "attempt";
   let waits = false;
-  for (const { scope, name, limit: given, spent, held, share } of limits) {
+  for (const { scope, by, name, limit: given, spent, held, share } of limits) {
     const limit = downToMillionth(given); // counted in millionths of a dollar, as spend is
-    if (limit - spent < MIN_ATTEMPT_USD) {
-      return { scope, spent: `budget spent: ${usd(spent)} of ${usd(limit)} for ${name}` };
+    // Less than an attempt needs is as good as spent: the work waits for a raise.
+    if (limit - spent < floor) {
+      const left =
+        limit - spent > 0 ? `, ${usd(limit - spent)} left, less than an attempt's ${usd(floor)}` : "";
+      return { scope, spent: `budget spent: ${usd(spent)} of ${usd(limit)} for ${name}${left}` };
     }
     const left = limit - spent - held;
-    if (left < MIN_ATTEMPT_USD) waits = true;
-    // A share too small for one model turn would fail at once: the first to start takes a turn's
-    // worth, and the others wait for what it gives back.
-    capUsd = Math.min(capUsd ?? Infinity, Math.min(left, Math.max(left / share, MIN_ATTEMPT_USD)));
+    if (left < floor) waits = true;
+    // The first to start takes at least the floor; the others wait for what it gives back.
+    const cap = Math.min(left, Math.max(left / share, floor));
+    if (cap < capUsd) [capUsd, capBy] = [cap, by];
   }
-  return waits ? { waits } : { capUsd: capUsd === null ? null : downToMillionth(capUsd) };
+  if (waits) return { waits };
+  return capUsd === Infinity ? { capUsd: null } : { capUsd: downToMillionth(capUsd), capBy };
 }
 
 /**

@@ -37,7 +37,13 @@ export interface Decision {
 }
 
 /** Operational keys left unset are not part of a fingerprint, so runs from before them keep theirs. */
-const LATER_KEYS = new Set(["maxCostUsd", "maxAttemptCostUsd", "maxResolutionAttempts", "integrationGate"]);
+const LATER_KEYS = new Set([
+  "maxCostUsd",
+  "maxAttemptCostUsd",
+  "minAttemptCostUsd",
+  "maxResolutionAttempts",
+  "integrationGate",
+]);
 const unsetLaterKeysLeftOut = (key: string, value: unknown) =>
   value === null && LATER_KEYS.has(key) ? undefined : value;
 

@@ -6,7 +6,7 @@
 import type { Plan } from "../plan/plan.ts";
 import { isTaskActive, isTaskTerminal, mayStart, type StatusView } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
-import { allowance, noteSpent, reserve, unreserve } from "./budget.ts";
+import { allowance, type CapScope, noteSpent, reserve, unreserve } from "./budget.ts";
 import type { EngineEffect, RunState, TaskRun, TimelineEntry, WorkstreamRun } from "./types.ts";
 
 /** Mutable view of one `apply` call: collects effects and records whether anything changed. */
@@ -262,11 +262,11 @@ export class Step {
         continue;
       }
       if ("waits" in allowed) continue; // until running attempts give back what they hold
-      this.dispatch(id, allowed.capUsd);
+      this.dispatch(id, allowed.capUsd, allowed.capBy);
     }
   }
 
-  dispatch(id: string, capUsd: number | null = null): void {
+  dispatch(id: string, capUsd: number | null = null, capBy?: CapScope): void {
     const t = this.task(id);
     const ws = this.workstreamOf(id);
     this.removeCandidate(id);
@@ -284,6 +284,7 @@ export class Step {
       turns: null,
       pushedSha: null,
       gates: [],
+      ...(capUsd !== null && capBy ? { capBy } : {}),
     });
     reserve(this, this.plan.tasks.get(id)!.workstreamId, t.attempts[t.attempt - 1]!, capUsd);
     ws.activeTask = id;

@@ -2,7 +2,7 @@
  * Run state, events (facts) and effects (commands for adapters). All plain serialisable data.
  */
 import type { TaskStatus, WorkstreamStatus } from "../plan/readiness.ts";
-import type { BudgetState } from "./budget.ts";
+import type { BudgetState, CapScope } from "./budget.ts";
 
 export type { TaskStatus, WorkstreamStatus };
 
@@ -33,6 +33,8 @@ export interface AttemptRecord {
   gateOutput?: string;
   /** What the attempt may spend (Claude Code's --max-budget-usd); null or absent: no cap. */
   capUsd?: number | null;
+  /** Which limit set the cap (absent in runs from before it was kept). */
+  capBy?: CapScope;
   /** The part of the cap still held against the budgets while the attempt runs. */
   reservedUsd?: number;
 }

@@ -154,6 +154,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
       failFastOnInternalError: file.fail_fast_on_internal_error ?? DEFAULT_SETTINGS.failFastOnInternalError,
       maxCostUsd: file.max_cost_usd ?? null,
       maxAttemptCostUsd: file.max_attempt_cost_usd ?? null,
+      minAttemptCostUsd: file.min_attempt_cost_usd ?? null,
       maxResolutionAttempts: file.max_resolution_attempts ?? null,
     },
     maxWorkstreamDepth: file.max_workstream_depth ?? 1,

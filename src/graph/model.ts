@@ -81,6 +81,8 @@ export interface RunSettings {
   /** What the run may spend, and each attempt, in US dollars (null: no limit). */
   maxCostUsd: number | null;
   maxAttemptCostUsd: number | null;
+  /** The least an attempt starts with, in US dollars (null: four turns of its model; engine/attempt-floor.ts). */
+  minAttemptCostUsd: number | null;
   /** Agent attempts at a PR's conflicts, per PR (0: none; null: the default, 2). */
   maxResolutionAttempts: number | null;
 }
@@ -152,6 +154,7 @@ export const DEFAULT_SETTINGS: RunSettings = {
   failFastOnInternalError: true,
   maxCostUsd: null,
   maxAttemptCostUsd: null,
+  minAttemptCostUsd: null,
   maxResolutionAttempts: null,
 };
 

@@ -193,6 +193,10 @@ export const graphFileSchema = z
     max_attempt_cost_usd: usd()
       .nullish()
       .meta({ description: "What one attempt may spend (a task may say less)." }),
+    min_attempt_cost_usd: usd().nullish().meta({
+      description:
+        "The least an attempt starts with (default: four turns of its model, $0.30 for Sonnet); a budget with less left waits for a raise.",
+    }),
   })
   .meta({
     title: "agentrelay task graph",

@@ -14,7 +14,11 @@ beforeEach(async () => {
 });
 afterEach(() => h.close());
 
-const BUDGETED = DIAMOND.replace("max_concurrency: 2", "max_concurrency: 2\nmax_cost_usd: 0.25");
+// The floor is lowered so that small amounts make the test (the default is four turns of Sonnet, $0.30).
+const BUDGETED = DIAMOND.replace(
+  "max_concurrency: 2",
+  "max_concurrency: 2\nmax_cost_usd: 0.25\nmin_attempt_cost_usd: 0.05",
+);
 
 const comment = (body: string, login: string, id = 500) => issueComment(h, body, login, { id });
 

@@ -1,6 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
+import { attemptFloorUsd } from "../../src/engine/attempt-floor.ts";
+import { usd } from "../../src/engine/budget.ts";
 import { resumeRun } from "../../src/engine/resume.ts";
 import { simulate, simulationJson } from "../../src/engine/simulate.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../../src/engine/types.ts";
@@ -42,31 +44,60 @@ describe("budgets", () => {
     expect(state.tasks.b1!.attempts[0]!.capUsd).toBe(0.6);
   });
 
-  it("never gives an attempt a share too small for one model turn: it waits for the running one", () => {
+  it("never starts an attempt below its floor: the first takes the floor, the other waits for what it gives back", () => {
     const tight = graphOf(
       [
         { id: "a1", ws: "x" },
         { id: "b1", ws: "y" },
       ],
       [{ id: "x" }, { id: "y" }],
-      "max_concurrency: 2\nmax_cost_usd: 0.0015",
+      "max_concurrency: 2\nmax_cost_usd: 0.5",
     );
     const engine = createEngine(tight);
     const { state } = engine.start(0);
     const first = ["x", "y"].flatMap((workstream) =>
       engine.apply(state, { type: "workstream_prepared", workstream, at: 1 }),
     );
-    // Half of $0.0015 is less than a turn: a1 gets a turn's worth, b1 waits.
-    expect(dispatches(first).map((d) => [d.task, d.capUsd])).toEqual([["a1", 0.001]]);
+    // Half of $0.50 is less than four turns of Sonnet ($0.30): a1 gets the floor, b1 waits.
+    expect(dispatches(first).map((d) => [d.task, d.capUsd])).toEqual([["a1", 0.3]]);
     const after = engine.apply(state, {
       type: "job_failed",
       task: "a1",
       attempt: 1,
       reason: "x",
-      costUsd: 0.0002,
+      costUsd: 0.1,
       at: 2,
     });
-    expect(dispatches(after).map((d) => [d.task, d.capUsd])).toEqual([["b1", 0.0013]]);
+    expect(dispatches(after).map((d) => [d.task, d.capUsd])).toEqual([["b1", 0.4]]);
+  });
+
+  it.each([
+    ["", 0.3],
+    ["model: claude-opus-4-1", 1.5],
+    ["model: claude-opus-4-5", 0.5],
+    ["model: claude-haiku-4-5", 0.1],
+    ["model: haiku\nmin_attempt_cost_usd: 0.02", 0.02],
+  ])("the floor with %j is $%d, and less left waits as a spent budget does", (head, floor) => {
+    const g = graphOf([{ id: "t1" }, { id: "t2", deps: ["t1"] }], undefined, `max_cost_usd: 2\n${head}`);
+    const engine = createEngine(g);
+    const { state } = engine.start(0);
+    const first = dispatches(
+      engine.apply(state, { type: "workstream_prepared", workstream: "default", at: 1 }),
+    );
+    expect(first.map((d) => d.capUsd)).toEqual([2]);
+    // t1 spends all but a little less than the floor: t2 does not start, and the run says why.
+    const spent = Math.round((2 - floor + 0.001) * 1e6) / 1e6;
+    engine.apply(state, { type: "job_succeeded", task: "t1", attempt: 1, costUsd: spent, at: 2 });
+    engine.apply(state, { type: "task_pr_opened", task: "t1", pr: { number: 1, url: "u" }, at: 3 });
+    expect(
+      dispatches(
+        engine.apply(state, { type: "task_pr_merged", task: "t1", pr: { number: 1, url: "u" }, at: 4 }),
+      ),
+    ).toEqual([]);
+    expect(Object.values(state.budget!.spent)).toEqual([
+      `budget spent: ${usd(spent)} of $2.00 for the run, ${usd(2 - spent)} left, less than an attempt's ${usd(floor)}`,
+    ]);
+    expect(state.tasks.t2!.status).toBe("pending");
   });
 
   it("counts what failed and cancelled attempts spent, and gives back what running ones held", () => {
@@ -98,15 +129,15 @@ describe("budgets", () => {
     const small = graphOf(
       [{ id: "t1" }, { id: "t2", deps: ["t1"] }, { id: "t3", deps: ["t2"] }],
       undefined,
-      "max_cost_usd: 0.5",
+      "max_cost_usd: 1",
     );
-    const result = simulate(small, { costPerAttempt: 0.25 });
+    const result = simulate(small, { costPerAttempt: 0.5 });
     expect(result.outcome).toBe("waiting_for_budget");
     expect(result.state.tasks.t3!.status).toBe("pending");
     const json = simulationJson(result) as { events: { type: string; detail?: string }[]; spentUsd: number };
-    expect(json.spentUsd).toBe(0.5);
+    expect(json.spentUsd).toBe(1);
     expect(json.events.filter((e) => e.type === "budget_exhausted")).toEqual([
-      { type: "budget_exhausted", detail: "budget spent: $0.50 of $0.50 for the run" },
+      { type: "budget_exhausted", detail: "budget spent: $1.00 of $1.00 for the run" },
     ]);
 
     const engine = createEngine(small);
@@ -130,7 +161,7 @@ describe("budgets", () => {
   it("keeps what was spent when a changed graph resumes the run, and goes on under its new limits", () => {
     const yaml = (limit: number) =>
       graphOf([{ id: "t1" }, { id: "t2", deps: ["t1"] }], undefined, `max_cost_usd: ${limit}`);
-    const stopped = simulate(yaml(0.25), { costPerAttempt: 0.25 }).state;
+    const stopped = simulate(yaml(0.5), { costPerAttempt: 0.25 }).state;
     expect(stopped.tasks.t2!.status).toBe("pending");
     const raised = yaml(1);
     const { state, effects } = resumeRun(createEngine(raised), raised, stopped, 10);
@@ -195,6 +226,79 @@ describe("budgets", () => {
         },
       ),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe("the attempt floor, over random graphs and budgets", () => {
+  const dollars = (min: number, max: number) =>
+    fc.integer({ min: Math.round(min * 100), max: Math.round(max * 100) }).map((c) => c / 100);
+  const scenario = fc.record({
+    tasks: fc.array(fc.record({ ws: fc.nat({ max: 3 }), deps: fc.array(fc.nat(), { maxLength: 2 }) }), {
+      minLength: 1,
+      maxLength: 10,
+    }),
+    concurrency: fc.integer({ min: 1, max: 4 }),
+    attempts: fc.integer({ min: 1, max: 2 }),
+    cost: dollars(0.01, 2),
+    runLimit: fc.option(dollars(0.05, 6)),
+    wsLimits: fc.array(fc.option(dollars(0.05, 3)), { minLength: 4, maxLength: 4 }),
+    taskLimit: fc.option(dollars(0.05, 3)),
+    floor: fc.option(dollars(0.01, 1)),
+    model: fc.constantFrom(null, "claude-haiku-4-5", "claude-opus-4-1", "sonnet"),
+    conflicts: fc.nat({ max: 2 }),
+  });
+
+  it("no attempt starts below the floor, no task fails for a small share, and spend stays within budgets", () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const used = [...new Set(s.tasks.map((t) => t.ws))];
+        const g = graphOf(
+          s.tasks.map((t, i) => ({
+            id: `t${i}`,
+            ws: `w${t.ws}`,
+            deps: [...new Set(t.deps.filter((d) => d < i).map((d) => `t${d}`))],
+            ...(i === 0 && s.taskLimit !== null ? { extra: `max_cost_usd: ${s.taskLimit}` } : {}),
+          })),
+          used.map((w) => ({
+            id: `w${w}`,
+            autoMerge: true,
+            ...(s.wsLimits[w] !== null ? { extra: `max_cost_usd: ${s.wsLimits[w]}` } : {}),
+          })),
+          [
+            `max_concurrency: ${s.concurrency}`,
+            `max_task_attempts: ${s.attempts}`,
+            ...(s.runLimit !== null ? [`max_cost_usd: ${s.runLimit}`] : []),
+            ...(s.floor !== null ? [`min_attempt_cost_usd: ${s.floor}`] : []),
+            ...(s.model ? [`model: ${s.model}`] : []),
+          ].join("\n"),
+        );
+        const conflicts = new Map(s.conflicts ? [["t0", s.conflicts]] : []);
+        const { state, outcome } = simulate(g, { costPerAttempt: s.cost, taskConflicts: conflicts });
+        const tasks = new Map(g.tasks.map((t) => [t.id, t]));
+        for (const [id, t] of Object.entries(state.tasks)) {
+          const floor = attemptFloorUsd(g, tasks.get(id)!);
+          const caps = [...t.attempts, ...(t.conflict?.resolutions ?? [])].map((a) => a.capUsd);
+          for (const cap of caps) if (cap != null) expect(cap).toBeGreaterThanOrEqual(floor);
+          // No own per-attempt limit, no injected failure: nothing fails or is blocked.
+          expect(t.status).not.toMatch(/failed|blocked/);
+        }
+        expect(["succeeded", "waiting_for_budget", "waiting_for_review"]).toContain(outcome);
+        const spent = (ids: string[]) =>
+          ids.flatMap((id) => {
+            const t = state.tasks[id]!;
+            return [...t.attempts, ...(t.conflict?.resolutions ?? [])].map((a) => a.costUsd ?? 0);
+          });
+        const total = spent(Object.keys(state.tasks)).reduce((a, b) => a + b, 0);
+        if (s.runLimit !== null) expect(total).toBeLessThanOrEqual(s.runLimit + 1e-6);
+        for (const w of used) {
+          const limit = s.wsLimits[w];
+          const own = g.tasks.filter((t) => t.workstreamId === `w${w}`).map((t) => t.id);
+          if (limit != null) expect(spent(own).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(limit + 1e-6);
+        }
+        expect(state.budget?.run.reservedUsd ?? 0).toBe(0);
+      }),
+      { numRuns: 300 },
     );
   });
 });

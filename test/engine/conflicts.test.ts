@@ -242,7 +242,7 @@ describe("conflicts between an integration branch and its target", () => {
   });
 
   it("a spent budget leaves the conflict to a person instead of starting an agent", () => {
-    const result = simulate(graphWith("max_cost_usd: 0.5"), {
+    const result = simulate(graphWith("max_cost_usd: 0.5\nmin_attempt_cost_usd: 0.1"), {
       integrationConflicts: new Map([["right", 1]]),
       costPerAttempt: 0.25,
       reviewerMerges: false,
@@ -310,11 +310,11 @@ describe("conflicts between a task PR and its integration branch", () => {
   it("charges a task's resolution to the task's budget", () => {
     const graph = graphOf([{ id: "b", ws: "right", extra: "max_cost_usd: 0.5" }], [{ id: "right" }]);
     const result = simulate(graph, { taskConflicts: new Map([["b", 5]]), costPerAttempt: 0.2 });
-    // One attempt ($0.20) and one resolution ($0.20); the second resolution would pass $0.50 at most
-    // by its cap, which is what is left ($0.10).
-    expect(taskResolutions(result.state).map((r) => r.costUsd)).toEqual([0.2, 0.1]);
+    // One attempt ($0.20) and one resolution ($0.20); what is left ($0.10) is less than an attempt's
+    // floor (four turns of Sonnet, $0.30): no second resolution starts to be stopped at once.
+    expect(taskResolutions(result.state).map((r) => r.costUsd)).toEqual([0.2]);
     expect(result.state.tasks.b!.reason).toMatch(
-      /^conflicts with .*budget spent: \$0\.50 of \$0\.50 for task 'b'/,
+      /^conflicts with .*budget spent: \$0\.40 of \$0\.50 for task 'b', \$0\.10 left, less than an attempt's \$0\.30\)/,
     );
   });
 
