@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { rootCauses } from "../../src/engine/blocking.ts";
 import { createEngine } from "../../src/engine/engine.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../../src/engine/types.ts";
+import { buildPlan } from "../../src/plan/plan.ts";
 import { graphOf, type TaskSpec, type WorkstreamSpec } from "../support/graphs.ts";
 
 /** An event without its time (the driver stamps it). */
@@ -158,6 +160,30 @@ describe("engine", () => {
     });
     expect(d.state.tasks.b).toMatchObject({ status: "blocked", reason: "upstream workstream 'x' failed" });
     expect(d.state.outcome).toBe("completed_with_failures");
+  });
+
+  it("names the root of what a failure blocks: a workstream only blocked says so, not that its task failed", () => {
+    const tasks = [
+      { id: "a", ws: "x" },
+      { id: "b", deps: ["a"], ws: "y" },
+      { id: "c", deps: ["b"], ws: "y" },
+      { id: "d", ws: "z" },
+    ];
+    const workstreams = [{ id: "x" }, { id: "y" }, { id: "z", parent: "y" }];
+    const d = driver(tasks, workstreams).send({ type: "workstream_prepared", workstream: "x" });
+    d.send({ type: "job_failed", task: "a", attempt: 1, reason: "tests failed" });
+    expect(d.state.workstreams.x).toMatchObject({ status: "failed", reason: "task 'a' failed" });
+    expect(d.state.workstreams.y).toMatchObject({ status: "failed", reason: "blocked: task 'a' failed" });
+    expect(d.state.workstreams.z).toMatchObject({ status: "failed", reason: "blocked: task 'a' failed" });
+    expect(d.state.tasks.c).toMatchObject({ status: "blocked", reason: "dependency 'b' failed" });
+    const plan = buildPlan(graphOf(tasks, workstreams));
+    const roots = rootCauses(plan, d.state);
+    expect(Object.fromEntries(roots.tasks)).toEqual({ b: { task: "a" }, c: { task: "a" }, d: { task: "a" } });
+    expect(Object.fromEntries(roots.workstreams)).toEqual({
+      x: { task: "a" },
+      y: { task: "a" },
+      z: { task: "a" },
+    });
   });
 
   it("retry keeps the task's identity: attempts continue and blocked dependents resume", () => {
