@@ -69,22 +69,24 @@ export function conflicted(step: Step, event: Conflicted): void {
   const known = holder.record.conflict;
   if (event.resolutions !== undefined && event.resolutions !== (known?.resolutions.length ?? 0)) return;
   if (known && (resolving(known) || known.toPerson)) return;
-  const allowed = allowanceIn(step, subject.workstream, task ?? null);
+  const readOnly = resolver.agentTask.primaryAgent.isolation.tokenTier === "read_only";
+  const tried = known ? counted(known) : 0;
+  // No agent may resolve it (off, read-only, tried enough): the budget does not matter.
+  const allowed = tried >= max || readOnly ? null : allowanceIn(step, subject.workstream, task ?? null);
   // Running attempts hold what is left of the budget: the reconciler's next merge asks again.
-  if ("waits" in allowed) return;
+  if (allowed && "waits" in allowed) return;
   const conflict = (holder.record.conflict ??= { files, resolutions: [] });
   // GitHub does not say which files conflict; a resolution that found them keeps them.
   if (files.length > 0) conflict.files = files;
   step.changed = true;
-  const readOnly = resolver.agentTask.primaryAgent.isolation.tokenTier === "read_only";
-  if (counted(conflict) >= max || readOnly || !("capUsd" in allowed)) {
+  if (!allowed || !("capUsd" in allowed)) {
     const why =
       max === 0
         ? "resolution is off (max_resolution_attempts: 0)"
         : readOnly
           ? `task '${resolver.agentTask.id}' is read_only, so no agent may push a resolution`
-          : "capUsd" in allowed
-            ? `${counted(conflict)} resolution attempt(s) did not settle them`
+          : !allowed
+            ? `${tried} resolution attempt(s) did not settle them`
             : allowed.spent;
     const reason = `${CONFLICTS}${resolver.target} in ${fileList(conflict.files)} (${why}): merge ${resolver.target} into ${resolver.branch} by hand`;
     conflict.toPerson = true;

@@ -241,6 +241,23 @@ describe("conflicts between an integration branch and its target", () => {
     );
   });
 
+  it("with resolution off, leaves the conflict to a person at once, even while attempts hold the budget", () => {
+    const engine = createEngine(graphWith("max_cost_usd: 0.5", "max_resolution_attempts: 0"));
+    const { state } = engine.start(0);
+    Object.assign(state.tasks.b!, { status: "merged" });
+    state.candidates = ["a"];
+    Object.assign(state.workstreams.right!, {
+      status: "pr_open",
+      integration: "open",
+      unfinished: 0,
+      pr: { number: 9, url: "u" },
+    });
+    engine.apply(state, { type: "workstream_prepared", workstream: "left", at: 1 });
+    engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 2 });
+    expect(state.workstreams.right!).toMatchObject({ autoMergeSkipped: true });
+    expect(state.workstreams.right!.reason).toMatch(/resolution is off \(max_resolution_attempts: 0\)/);
+  });
+
   it("a spent budget leaves the conflict to a person instead of starting an agent", () => {
     const result = simulate(graphWith("max_cost_usd: 0.5\nmin_attempt_cost_usd: 0.1"), {
       integrationConflicts: new Map([["right", 1]]),
