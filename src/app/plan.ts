@@ -8,7 +8,7 @@ import { GraphError, printable } from "../graph/errors.ts";
 import { buildPlan } from "../plan/plan.ts";
 import type { AppConfig } from "../github/client.ts";
 import { isGraphPath, parseRunGraph } from "../protocol/run-source.ts";
-import { annotations, PLAN_MARKER, planSummary, takeLines } from "../github/render.ts";
+import { annotations, PLAN_MARKER, planSummary, takeLines, unannotated } from "../github/render.ts";
 import { readFileAt, readParams, repoContext } from "./context.ts";
 
 export async function planPullRequest(context: Context<"pull_request">, config: AppConfig): Promise<void> {
@@ -44,7 +44,8 @@ export async function planPullRequest(context: Context<"pull_request">, config: 
     }
   }
   const ok = issues.length === 0;
-  const summary = sections.join("\n\n");
+  const note = unannotated(issues);
+  const summary = [...(note ? [`_${note}_`] : []), ...sections].join("\n\n");
   await context.octokit.rest.checks.create({
     ...repo,
     name: "agentrelay / plan",

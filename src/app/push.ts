@@ -9,7 +9,7 @@ import { parseGraph } from "../graph/load.ts";
 import type { AppConfig, RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
 import { graphPathOf, requireParams, type RunSource } from "../protocol/run-source.ts";
-import { annotations } from "../github/render.ts";
+import { annotations, cut, unannotated } from "../github/render.ts";
 import { readFileAt, readParams, repoContext } from "./context.ts";
 
 export async function runOnPush(context: Context<"push">, config: AppConfig): Promise<void> {
@@ -61,7 +61,7 @@ export async function startGraph(
       conclusion: "failure",
       output: {
         title: `${error.issues.length} problem${error.issues.length > 1 ? "s" : ""} in ${path}: nothing was started`,
-        summary: error.message.slice(0, 65_000),
+        summary: [unannotated(error.issues), cut(error.message, 60_000)].filter(Boolean).join("\n\n"),
         annotations: annotations(error.issues),
       },
     });

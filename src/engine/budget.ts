@@ -55,9 +55,9 @@ export function budgetOf(state: RunState): BudgetState {
 
 const workstreamSpend = (budget: BudgetState, ws: string): Spend => (budget.workstreams[ws] ??= none());
 
-/** Dollars as people write them: cents, and tenths of a cent where an amount has them ($0.25, $0.0025). */
+/** Dollars as people write them: cents, and tenths of a cent where an amount has them ($0.25, $0.0025, $2,000.00). */
 export const usd = (amount: number): string =>
-  `$${amount >= 1 ? amount.toFixed(2) : amount.toFixed(4).replace(/(\.\d{2}\d*?)0+$/, "$1")}`;
+  `$${amount >= 1 ? amount.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) : amount.toFixed(4).replace(/(\.\d{2}\d*?)0+$/, "$1")}`;
 
 /** What these attempts (or resolutions) spent. */
 export const spentBy = (records: readonly { costUsd: number | null }[]): number =>

@@ -25,6 +25,8 @@ export interface SimulateOptions {
   integrationConflicts?: Map<string, number>;
   /** Task id -> number of first merges of its PR that conflict with the integration branch. */
   taskConflicts?: Map<string, number>;
+  /** Stop after this many events: the run as it stands mid-way (jobs running, PRs open). */
+  maxEvents?: number;
   engine?: EngineOptions;
 }
 
@@ -142,12 +144,13 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
 
   const { state, effects } = engine.start(clock);
   effects.forEach(execute);
+  const limit = options.maxEvents ?? Infinity;
   for (;;) {
-    while (queue.length > 0) {
+    while (queue.length > 0 && eventCount < limit) {
       eventCount++;
       engine.apply(state, queue.shift()!).forEach(execute);
     }
-    if (state.outcome !== null || options.reviewerMerges === false) break;
+    if (state.outcome !== null || options.reviewerMerges === false || eventCount >= limit) break;
     const needed = neededIntegration(state, engine.plan.upstreamWorkstreams);
     if (needed === undefined) break;
     reviewerMerged.push(needed);

@@ -12,7 +12,7 @@ import { resolverOf, subjectOf } from "../plan/resolution.ts";
 import { resolutionInput } from "../protocol/resolution.ts";
 import { jobUrl, type RepoContext, repoPage } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
-import { agentText } from "./render.ts";
+import { agentText, codeBlock } from "./render.ts";
 import { statusComment, type StatusLinks } from "./status-comment.ts";
 
 /** Where the status comment's links point: the tracking issue, job pages, the graph file at the run's commit. */
@@ -116,9 +116,7 @@ export async function taskCheckRun(
     "",
     `Cost $${(attempt.costUsd ?? 0).toFixed(2)}${attempt.capUsd != null ? ` of its cap $${attempt.capUsd.toFixed(2)}` : ""} (task total $${taskSpent(t).toFixed(2)}; run: ${spendLine(run, graph)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
     ...(job ? ["", `[The job's log](${job})`] : []),
-    ...(attempt.gateOutput
-      ? ["", "### Gate output (end)", "```text", agentText(attempt.gateOutput, 2_000), "```"]
-      : []),
+    ...(attempt.gateOutput ? ["", "### Gate output (end)", ...codeBlock(attempt.gateOutput, 2_000)] : []),
     ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),
     ...(t.concerns.length ? ["", "### Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`)] : []),
   ].join("\n");

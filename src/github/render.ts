@@ -8,6 +8,7 @@ import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/plan.ts";
+import { type StatusView, tasksToDispatch } from "../plan/readiness.ts";
 import { budgetsText } from "../engine/budget.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 
@@ -24,8 +25,38 @@ export function agentText(text: string, max = 4000): string {
     .replace(/<!--|-->/g, "")
     .replace(/```/g, "ʼʼʼ")
     .replace(/@(?=[A-Za-z0-9])/g, "@\u200b");
-  return clean.length > max ? `${clean.slice(0, max)} …` : clean;
+  return cut(clean, max);
 }
+
+/**
+ * Output (a gate's) as a code block people can copy from: secrets masked, nothing else changed (no
+ * zero-width space: a mention in a code block notifies no one), fenced with more backticks than it
+ * holds in a row; when longer than `max`, its first lines are left out (it is the end that matters).
+ */
+export function codeBlock(text: string, max: number, language = "text"): string[] {
+  let clean = scrub(text);
+  if (clean.length > max) {
+    const tail = clean.slice(clean.length - max);
+    const line = tail.indexOf("\n");
+    clean = `…\n${line >= 0 ? tail.slice(line + 1) : tail}`;
+  }
+  const fence = "`".repeat(Math.max(3, ...[...clean.matchAll(/`+/g)].map((m) => m[0].length + 1)));
+  return [`${fence}${language}`, clean, fence];
+}
+
+/**
+ * `text` within `max` characters: when longer, cut at the last word boundary (a single word longer
+ * than half of `max` is cut inside) and marked with " …".
+ */
+export function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const room = text.slice(0, Math.max(0, max - 2));
+  const boundary = room.search(/\s\S*$/);
+  return `${(boundary > max / 2 ? room.slice(0, boundary) : room).trimEnd()} …`;
+}
+
+/** Text inside a markdown table cell: a pipe escaped, lines joined. */
+export const cell = (text: string): string => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
 
 export const statusMarker = (runKey: string): string => `<!-- agentrelay:status run=${runKey} -->`;
 export const PLAN_MARKER = "<!-- agentrelay:plan -->";
@@ -54,12 +85,12 @@ export const duration = (ms: number): string => {
 
 function describe(task: Task): string {
   if (!task.description) return `${task.id} (${task.role.replace(/_/g, " ")})`;
-  return task.description.length > 200 ? `${task.description.slice(0, 200)} …` : task.description;
+  return cut(task.description, 200);
 }
 
 export function taskPrTitle(task: Task): string {
   const first = (task.description ?? task.role.replace(/_/g, " ")).split("\n")[0]!.trim();
-  return `agentrelay: ${task.id}: ${first.length > 80 ? `${first.slice(0, 80)}…` : first}`;
+  return `agentrelay: ${task.id}: ${cut(first, 80)}`;
 }
 
 export function taskPrBody(
@@ -114,8 +145,9 @@ function mergingNote(plan: Plan, state: RunState, workstream: string): string {
 }
 
 /**
- * agentrelay's integration PR body: summary line, what to do with it, tasks with their PRs and
- * summaries, concerns; within `budget` characters (a summary left out says so; concerns come first).
+ * agentrelay's integration PR body: summary line, what to do with it, the concerns agents raised,
+ * then the tasks with their PRs and summaries; within `budget` characters (concerns get half first;
+ * a summary left out is left to its task PR).
  */
 export function integrationPrBody(
   plan: Plan,
@@ -131,8 +163,6 @@ export function integrationPrBody(
     `Integrates workstream \`${workstream}\` (\`${integrationBranch(state.graph, workstream)}\`) into \`${ws.mergeTargetBranch}\`.`,
     "",
     mergingNote(plan, state, workstream),
-    "",
-    "## Tasks",
   ];
   const concerns: string[] = [];
   for (const [title, pick] of [
@@ -169,10 +199,18 @@ export function integrationPrBody(
     tasks.push(block);
     room -= block.length + 1;
   }
-  return [...head, ...tasks, ...shownConcerns].join("\n");
+  // Concerns first: they are why a person reads this PR before merging it.
+  return [...head, ...shownConcerns, "", "## Tasks", ...tasks].join("\n");
 }
 
 export const integrationPrTitle = (workstream: string): string => `Integrate workstream ${workstream}`;
+
+/** Statuses before anything started, for what the engine dispatches first. */
+const NOTHING_STARTED: StatusView = {
+  task: () => "pending",
+  workstream: () => "pending",
+  workstreamFailedItself: () => false,
+};
 
 /** A list of task ids, the first `max` named. */
 const idList = (ids: string[], max = 20, show = (id: string) => `\`${id}\``) =>
@@ -185,11 +223,17 @@ const idList = (ids: string[], max = 20, show = (id: string) => `\`${id}\``) =>
  */
 export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   const { graph } = plan;
-  const first = plan.waves[0] ?? [];
+  // What the engine starts at once: ready tasks, one per workstream, at most max_concurrency.
+  const first = tasksToDispatch(plan, NOTHING_STARTED, graph.settings);
+  const ready = (plan.waves[0] ?? []).length;
+  const more =
+    ready > first.length
+      ? ` (${first.length} of the ${ready} ready tasks: one per workstream, \`max_concurrency: ${graph.settings.maxConcurrency}\`)`
+      : "";
   const head = [
     `**${graph.name}** (${graph.dialect}): ${graph.tasks.length} tasks in ${graph.workstreams.length} workstreams, ${plan.waves.length} waves.`,
     "",
-    `**Dispatched first**: ${first.length ? idList(first, 20, (id) => `\`${id}\` → \`${taskBranch(graph.name, id)}\``) : "nothing"}`,
+    `**Dispatched first**${more}: ${first.length ? idList(first, 20, (id) => `\`${id}\` → \`${taskBranch(graph.name, id)}\``) : "nothing"}`,
   ];
   const budgets = budgetsText(graph);
   if (budgets)
@@ -203,7 +247,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
     chart.text === null
       ? [
           "",
-          `_The graph is too large to draw (${plan.workstreams.size} workstreams); \`agentrelay plan\` prints it._`,
+          `_The graph is too large to draw readably (${plan.workstreams.size} workstreams; the table below has them); \`agentrelay plan\` prints it._`,
         ]
       : [
           "",
@@ -263,9 +307,12 @@ export interface Annotation {
   message: string;
 }
 
-/** Validation issues as check-run annotations (GitHub takes at most 50 per request). */
+/** GitHub takes at most 50 annotations per check-run request. */
+const ANNOTATIONS = 50;
+
+/** Validation issues as check-run annotations: the first 50 (see `unannotated` for the rest). */
 export function annotations(issues: GraphIssue[]): Annotation[] {
-  return issues.slice(0, 50).map((issue) => ({
+  return issues.slice(0, ANNOTATIONS).map((issue) => ({
     path: issue.file,
     start_line: issue.line,
     end_line: issue.line,
@@ -274,4 +321,11 @@ export function annotations(issues: GraphIssue[]): Annotation[] {
     title: printable(issue.path) || "graph",
     message: printable(issue.message),
   }));
+}
+
+/** The line that counts the problems left without an annotation, or null when every one has one. */
+export function unannotated(issues: GraphIssue[]): string | null {
+  const left = issues.length - ANNOTATIONS;
+  if (left <= 0) return null;
+  return `${left.toLocaleString("en-US")} of ${issues.length.toLocaleString("en-US")} problems get no annotation (GitHub takes ${ANNOTATIONS} a check run); all are listed here.`;
 }

@@ -1,17 +1,21 @@
 /**
  * The run's status comment, edited in place on the tracking issue and on each open integration PR.
- * It reads top-down as a person needs it at any size: the headline; what the run waits for and who
- * must act, with links; the rows that need attention (failed, running, waiting for a merge) grouped
- * by workstream, always shown; the chart at the level that fits; then every other task, cut to what
- * is left of GitHub's 65,536 characters.
+ * It reads top-down as a person needs it at any size: the headline with the run's real state; what
+ * the run waits for and who must act, with links (a spent budget, the failures with what each
+ * blocks, conflicts, reviews, then what moves on its own); what needs attention (the failures, the
+ * most blocking first, and the running and open rows by workstream); the chart, or a table of the
+ * workstreams where a chart could not be read; the blocked tasks by what blocks them; every other
+ * task, cut to what is left of GitHub's 65,536 characters.
  */
-import type { RunState, TaskRun } from "../engine/types.ts";
-import { type ChartLevel, mermaidChart } from "../plan/mermaid.ts";
-import type { Plan } from "../plan/plan.ts";
-import { spendLine, taskSpent, waitsOnBudget } from "../engine/budget.ts";
+import { spendLine, taskSpent } from "../engine/budget.ts";
+import { type Breakage, count, plural, standing, STATUS_WORDS, statusCounts } from "../engine/progress.ts";
+import { rootCauses } from "../engine/blocking.ts";
 import { leftToPerson, resolving } from "../engine/conflicts.ts";
+import type { RunState, TaskRun } from "../engine/types.ts";
+import type { Plan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
-import { agentText, BODY_LIMIT, duration, statusMarker, takeLines } from "./render.ts";
+import { agentText, BODY_LIMIT, cell, duration, statusMarker, takeLines } from "./render.ts";
+import { workstreamChart, workstreamState } from "./workstream-chart.ts";
 
 export interface StatusLinks {
   trackingIssue?: number | null;
@@ -21,41 +25,94 @@ export interface StatusLinks {
   graph?: string;
 }
 
-const ATTENTION = new Set<TaskRun["status"]>(["failed", "running", "pr_open"]);
-/** How many tasks a line of the "waiting for" list names before it counts the rest. */
+/** Rows shown under their workstream in "Needs attention": what holds a workstream now. */
+const ACTIVE = new Set<TaskRun["status"]>(["running", "pr_open"]);
+/** How many items a line of the "waiting for" list names before it counts the rest. */
 const NAMED = 5;
 
-const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
-
-export function runHeadline(state: RunState): string {
-  const counts = new Map<string, number>();
-  for (const t of Object.values(state.tasks)) counts.set(t.status, (counts.get(t.status) ?? 0) + 1);
-  const parts = [...counts].map(([s, n]) => `${n} ${s}`).join(", ");
-  const phase = state.outcome
-    ? state.outcome.replace(/_/g, " ")
-    : state.cancelled
-      ? "cancelling"
-      : state.active === 0 && state.candidates.length > 0 && waitsOnBudget(state).length > 0
-        ? "waiting for budget"
-        : Object.values(state.workstreams).some((w) => w.status === "pr_open") &&
-            !Object.values(state.tasks).some((t) => t.status === "running" || t.status === "pr_open") &&
-            !Object.values(state.workstreams).some((w) => resolving(w.conflict))
-          ? "waiting for review"
-          : "running";
-  return `${phase} (${parts})`;
-}
-
-const named = (ids: string[], show: (id: string) => string) =>
-  ids.slice(0, NAMED).map(show).join(", ") + (ids.length > NAMED ? ` and ${ids.length - NAMED} more` : "");
+/** "`a`, `b`, `c`, `d`, `e` and 3 more". */
+export const named = (ids: string[], show: (id: string) => string, max = NAMED, separator = ", "): string =>
+  ids.slice(0, max).map(show).join(separator) +
+  (ids.length > max ? `${separator.trim() === ";" ? ";" : ""} and ${count(ids.length - max)} more` : "");
 
 const link = (pr: { number: number; url: string } | null) => (pr ? `[#${pr.number}](${pr.url})` : "its PR");
+
+/** The headline: the run's state, then its tasks counted by status. */
+export function runHeadline(plan: Plan, state: RunState): string {
+  return `${standing(plan, state).phase} (${statusCounts(state)})`;
+}
+
+/** A root failure by name: "`t12`", "workstream `w`". */
+const breakageName = (b: Breakage) =>
+  "task" in b.root ? `\`${b.root.task}\`` : `workstream \`${b.root.workstream}\``;
+
+/** What a root failure is, in a line: "`t12` failed (tests failed)", "workstream `w` failed (…)". */
+const breakageText = (b: Breakage, max = 160) => {
+  const what = `${breakageName(b)} ${b.text.endsWith("was cancelled") ? "was cancelled" : "failed"}`;
+  return b.reason ? `${what} (${agentText(b.reason, max)})` : what;
+};
 
 /** What the run waits for, and who must act: a person first, then GitHub (jobs, checks). */
 export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {}): string[] {
   const lines: string[] = [];
+  const now = standing(plan, state);
   const jobLink = (name: string, job: string | null | undefined) =>
     job && links.job ? `[${name}](${links.job(job)})` : name;
-  // Resolutions running: which PR, which branch takes which, which files.
+  if (!state.cancelled) {
+    for (const hold of now.budget.slice(0, NAMED))
+      lines.push(
+        `- **Waiting for you**: ${hold.message}; ${plural(hold.tasks.length, "task")} ${hold.tasks.length === 1 ? "waits" : "wait"} for it. \`/agentrelay budget +USD [WORKSTREAM|TASK]\` raises it and goes on.`,
+      );
+    const blocked = now.breakages.reduce((n, b) => n + b.blocked.length, 0);
+    if (now.breakages.length > 0) {
+      // One failure with its reason; several by name, the most blocking first (the table has why).
+      const one = now.breakages.length === 1;
+      const list = named(
+        now.breakages.map((b) => {
+          const blocks = b.blocked.length ? `blocking ${count(b.blocked.length)}` : "";
+          return one
+            ? `${breakageText(b, 160)}${blocks ? `, ${blocks}` : ""}`
+            : `${breakageName(b)}${blocks ? ` (${blocks})` : ""}`;
+        }),
+        (line) => line,
+      );
+      const lead = blocked
+        ? `${plural(blocked, "task")} blocked by ${plural(now.breakages.length, "failure")}: `
+        : "";
+      lines.push(
+        `- **Waiting for you**: ${lead}${list}${one ? "" : " (why: under Needs attention)"}. \`/agentrelay retry TASK\` runs a failed task again (what it blocks goes on once it merges).`,
+      );
+    }
+  }
+  const conflicted = plan.order.filter((id) => leftToPerson(state.tasks[id]!));
+  for (const id of conflicted.slice(0, NAMED))
+    lines.push(
+      `- **Waiting for you**: ${link(state.tasks[id]!.pr)} (\`${id}\`) ${agentText(state.tasks[id]!.reason ?? "has conflicts", 300)}.`,
+    );
+  if (conflicted.length > NAMED)
+    lines.push(
+      `- **Waiting for you**: ${count(conflicted.length - NAMED)} more task PRs with conflicts (below).`,
+    );
+  for (const [wsId, ws] of Object.entries(state.workstreams)) {
+    if (ws.status !== "pr_open" || resolving(ws.conflict)) continue;
+    const def = plan.workstreams.get(wsId)!;
+    const merge = `merge ${link(ws.pr)} (\`${wsId}\` into \`${def.mergeTargetBranch}\`)`;
+    if (def.autoMerge && !ws.autoMergeSkipped) continue;
+    const raisedIn = (plan.tasksByWorkstream.get(wsId) ?? []).filter(
+      (id) => state.tasks[id]!.concerns.length > 0,
+    );
+    const why = !def.autoMerge
+      ? "`auto_merge` is off for this workstream"
+      : raisedIn.length > 0
+        ? `a design concern was raised in ${named(raisedIn, (id) => `\`${id}\``)}`
+        : agentText(ws.reason ?? "the automatic merge did not happen", 300);
+    lines.push(`- **Waiting for you**: ${merge}; ${why}. Close it instead to fail the workstream.`);
+  }
+  if (now.unexplained.length > 0)
+    lines.push(
+      `- ${plural(now.unexplained.length, "task")} blocked: ${named(now.unexplained, (id) => `\`${id}\` (${agentText(state.tasks[id]!.reason ?? "", 120)})`)}.`,
+    );
+  // What moves on its own: resolutions, jobs, PRs GitHub merges.
   const resolutions: string[] = [];
   const resolutionOf = (pr: string, subject: ResolutionSubject, conflict: TaskRun["conflict"]) => {
     const { branch, target } = resolverOf(plan, subject);
@@ -75,59 +132,33 @@ export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {})
   }
   if (resolutions.length > 0)
     lines.push(
-      `- Resolving conflicts (an agent merges, then the PR merges again): ${resolutions.slice(0, NAMED).join("; ")}${resolutions.length > NAMED ? ` and ${resolutions.length - NAMED} more` : ""}.`,
-    );
-  for (const [wsId, ws] of Object.entries(state.workstreams)) {
-    if (ws.status !== "pr_open" || resolving(ws.conflict)) continue;
-    const def = plan.workstreams.get(wsId)!;
-    const merge = `merge ${link(ws.pr)} (\`${wsId}\` into \`${def.mergeTargetBranch}\`)`;
-    if (def.autoMerge && !ws.autoMergeSkipped) {
-      lines.push(`- Waiting for GitHub: ${link(ws.pr)} merges itself once its required checks pass.`);
-      continue;
-    }
-    const raisedIn = (plan.tasksByWorkstream.get(wsId) ?? []).filter(
-      (id) => state.tasks[id]!.concerns.length > 0,
-    );
-    const why = !def.autoMerge
-      ? "`auto_merge` is off for this workstream"
-      : raisedIn.length > 0
-        ? `a design concern was raised in ${named(raisedIn, (id) => `\`${id}\``)}`
-        : agentText(ws.reason ?? "the automatic merge did not happen", 300);
-    lines.push(`- **Waiting for you**: ${merge}; ${why}. Close it instead to fail the workstream.`);
-  }
-  const budgets = waitsOnBudget(state);
-  if (budgets.length > 0 && state.candidates.length > 0 && !state.cancelled)
-    lines.push(
-      `- **Waiting for you**: ${budgets.join("; ")}. \`/agentrelay budget +USD [WORKSTREAM|TASK]\` raises it and goes on.`,
-    );
-  const failed = plan.order.filter((id) => state.tasks[id]!.status === "failed");
-  if (failed.length > 0 && !state.cancelled)
-    lines.push(
-      `- **Waiting for you**: ${named(failed, (id) => `\`${id}\` failed`)}; \`/agentrelay retry TASK\` runs one again (its dependents are blocked until then).`,
+      `- Resolving conflicts (an agent merges, then the PR merges again): ${resolutions.slice(0, NAMED).join("; ")}${resolutions.length > NAMED ? ` and ${count(resolutions.length - NAMED)} more` : ""}.`,
     );
   const running = plan.order.filter((id) => state.tasks[id]!.status === "running");
   if (running.length > 0)
     lines.push(
-      `- Waiting for ${running.length} job${running.length > 1 ? "s" : ""}: ${named(running, (id) => {
+      `- Waiting for ${plural(running.length, "job")}: ${named(running, (id) => {
         const job = state.tasks[id]!.attempts.at(-1)?.job;
         return job && links.job ? `[\`${id}\`](${links.job(job)})` : `\`${id}\``;
       })}.`,
     );
-  const conflicted = plan.order.filter((id) => leftToPerson(state.tasks[id]!));
-  for (const id of conflicted.slice(0, NAMED))
-    lines.push(
-      `- **Waiting for you**: ${link(state.tasks[id]!.pr)} (\`${id}\`) ${agentText(state.tasks[id]!.reason ?? "has conflicts", 300)}.`,
-    );
-  if (conflicted.length > NAMED)
-    lines.push(`- **Waiting for you**: ${conflicted.length - NAMED} more task PRs with conflicts (below).`);
-  const prs = plan.order.filter((id) => {
+  const merging = plan.order.filter((id) => {
     const t = state.tasks[id]!;
     return t.status === "pr_open" && !resolving(t.conflict) && !leftToPerson(t);
   });
-  if (prs.length > 0)
+  const opening = merging.filter((id) => state.tasks[id]!.pr === null);
+  const open = merging.filter((id) => state.tasks[id]!.pr !== null);
+  if (opening.length > 0)
+    lines.push(`- Opening ${plural(opening.length, "task PR")}: ${named(opening, (id) => `\`${id}\``)}.`);
+  if (open.length > 0)
     lines.push(
-      `- Waiting for ${prs.length} task PR${prs.length > 1 ? "s" : ""} to merge (required checks or reviews): ${named(prs, (id) => link(state.tasks[id]!.pr))}.`,
+      `- Waiting for ${plural(open.length, "task PR")} to merge (required checks or reviews): ${named(open, (id) => link(state.tasks[id]!.pr))}.`,
     );
+  for (const [wsId, ws] of Object.entries(state.workstreams)) {
+    const def = plan.workstreams.get(wsId)!;
+    if (ws.status === "pr_open" && !resolving(ws.conflict) && def.autoMerge && !ws.autoMergeSkipped)
+      lines.push(`- Waiting for GitHub: ${link(ws.pr)} merges itself once its required checks pass.`);
+  }
   return lines;
 }
 
@@ -148,41 +179,83 @@ function taskRow(id: string, t: TaskRun, now: number, links: StatusLinks, workst
   const pr = t.pr ? `[#${t.pr.number}](${t.pr.url})` : "";
   const job = t.attempts.at(-1)?.job;
   const attempt = t.attempt && job && links.job ? `[${t.attempt}](${links.job(job)})` : t.attempt || "";
+  const words =
+    t.status === "pr_open" && t.pr === null && !leftToPerson(t) ? "opening its PR" : STATUS_WORDS[t.status];
   const status =
     t.status === "pr_open" && resolving(t.conflict)
       ? "resolving conflicts"
       : t.reason && (t.status === "failed" || t.status === "blocked" || leftToPerson(t))
-        ? `${t.status}: ${cell(agentText(t.reason, 120))}`
-        : t.status;
+        ? `${words}: ${cell(agentText(t.reason, 120))}`
+        : words;
   const concerns = t.concerns.length + t.opsConcerns.length;
   return `| \`${id}\` |${workstream ? ` ${workstream} |` : ""} ${status} | ${attempt} | ${pr} | ${time} | ${cost ? `$${cost.toFixed(2)}` : ""} | ${concerns || ""} |`;
 }
 
-/** The rows that need attention, one table per workstream, under the workstream's own state. */
-function attentionLines(plan: Plan, state: RunState, now: number, links: StatusLinks): string[] {
+/** The failures, the most blocking first, with what each blocks. */
+function failureLines(plan: Plan, state: RunState, breakages: Breakage[]): string[] {
+  if (breakages.length === 0) return [];
+  const blocked = breakages.reduce((n, b) => n + b.blocked.length, 0);
+  const lines = [
+    "",
+    `**Failures** (${count(breakages.length)}${blocked ? `, blocking ${plural(blocked, "task")}` : ""})`,
+    "",
+    "| What broke | Workstream | Why | Blocks |",
+    "|---|---|---|---|",
+  ];
+  for (const b of breakages) {
+    const what = "task" in b.root ? `\`${b.root.task}\`` : `workstream \`${b.root.workstream}\``;
+    const ws = "task" in b.root ? plan.tasks.get(b.root.task)!.workstreamId : b.root.workstream;
+    const status = "task" in b.root ? STATUS_WORDS[state.tasks[b.root.task]!.status] : "failed";
+    const why = cell(agentText(b.reason ?? status, 160));
+    const across = new Set(b.blocked.map((id) => plan.tasks.get(id)!.workstreamId)).size;
+    const blocks = b.blocked.length
+      ? `${plural(b.blocked.length, "task")}${across > 1 ? ` in ${count(across)} workstreams` : ""}`
+      : "";
+    lines.push(`| ${what} | ${ws} | ${status === "failed" ? why : `${status}: ${why}`} | ${blocks} |`);
+  }
+  return lines;
+}
+
+/** The running and open rows, one table per workstream, under the workstream's own state. */
+function activeLines(plan: Plan, state: RunState, now: number, links: StatusLinks): string[] {
   const lines: string[] = [];
+  const roots = rootCauses(plan, state);
   for (const [wsId, ids] of plan.tasksByWorkstream) {
-    const rows = ids.filter((id) => ATTENTION.has(state.tasks[id]!.status));
+    const rows = ids.filter((id) => ACTIVE.has(state.tasks[id]!.status));
     if (rows.length === 0) continue;
-    const ws = state.workstreams[wsId]!;
-    const reason = ws.reason ? `: ${cell(agentText(ws.reason, 200))}` : "";
-    lines.push("", `**\`${wsId}\`** (${ws.status}${reason})`, "", ...tableHead(false));
+    lines.push("", `**\`${wsId}\`** (${workstreamState(plan, state, wsId, roots)})`, "", ...tableHead(false));
     for (const id of rows) lines.push(taskRow(id, state.tasks[id]!, now, links));
   }
   return lines;
 }
 
-const CHART_TITLE: Record<ChartLevel, string> = {
-  tasks: "DAG",
-  workstreams: "Workstreams (the graph is too large to draw task by task)",
-  none: "",
-};
+/** The blocked tasks, by what blocks them, each group's tasks named up to a line's worth. */
+function blockedLines(breakages: Breakage[]): string[] {
+  const groups = breakages.filter((b) => b.blocked.length > 0);
+  if (groups.length === 0) return [];
+  const total = groups.reduce((n, b) => n + b.blocked.length, 0);
+  return [
+    "",
+    `<details><summary>Blocked tasks (${count(total)}), by what blocks them</summary>`,
+    "",
+    ...groups.map(
+      (b) =>
+        `- ${plural(b.blocked.length, "task")} blocked by ${breakageText(b, 80)}: ${named(b.blocked, (id) => `\`${id}\``, 40)}`,
+    ),
+    "",
+    "</details>",
+  ];
+}
+
+/** Status order of the "Other tasks" table: what is still to come first, what is done last. */
+const OTHER_ORDER: TaskRun["status"][] = ["pending", "cancelled", "merged", "completed"];
 
 export function statusComment(plan: Plan, state: RunState, now: number, links: StatusLinks = {}): string {
   const waits = waitingFor(plan, state, links);
+  const { breakages } = standing(plan, state);
   const head = [
     statusMarker(state.runKey),
-    `### agentrelay run \`${state.runKey}\`: ${runHeadline(state)}`,
+    `### agentrelay run \`${state.runKey}\`: ${runHeadline(plan, state)}`,
     ...(waits.length ? ["", ...waits] : []),
     ...(state.budget || plan.graph.settings.maxCostUsd !== null
       ? ["", `${spendLine(state, plan.graph)}.`]
@@ -195,43 +268,42 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
   const stateBranch = `the full state is on the \`agentrelay-state/${state.graph}\` branch`;
   let budget = BODY_LIMIT - 500 - head.join("\n").length;
 
-  const attention = attentionLines(plan, state, now, links);
+  const attention = [...failureLines(plan, state, breakages), ...activeLines(plan, state, now, links)];
   const attentionShown = takeLines(
     attention,
-    budget,
-    (n) => `\n… ${n} more lines that need attention (${stateBranch}).`,
+    budget / 2,
+    (n) => `\n… ${count(n)} more lines that need attention (${stateBranch}).`,
   );
   budget -= attentionShown.join("\n").length;
 
-  const chart = mermaidChart(plan, (id) => state.tasks[id]?.status ?? "");
-  const fullGraph = links.graph ? ` [The graph file](${links.graph}) has every task.` : "";
-  const chartLines =
-    chart.text === null
-      ? ["", `_The graph is too large to draw (${plan.workstreams.size} workstreams).${fullGraph}_`]
-      : [
-          "",
-          `<details><summary>${CHART_TITLE[chart.level]}</summary>`,
-          "",
-          "```mermaid",
-          chart.text,
-          "```",
-          ...(chart.level === "workstreams" && fullGraph ? ["", fullGraph.trim()] : []),
-          "</details>",
-        ];
-  const chartFits = chartLines.join("\n").length < budget / 2;
+  const chartLines = workstreamChart(plan, state, links.graph);
+  const chartFits = chartLines.join("\n").length < budget / 3;
   if (chartFits) budget -= chartLines.join("\n").length;
 
-  const others = plan.order.filter((id) => !ATTENTION.has(state.tasks[id]!.status));
+  const blocked = takeLines(blockedLines(breakages), budget / 3, (n) => `\n… and ${count(n)} more groups.`);
+  if (blocked.length && !blocked.at(-1)!.startsWith("</details>")) blocked.push("", "</details>");
+  budget -= blocked.join("\n").length;
+
+  const others = OTHER_ORDER.flatMap((s) => plan.order.filter((id) => state.tasks[id]!.status === s));
+  const left = (n: number) => {
+    const rest = new Map<string, number>();
+    for (const id of others.slice(others.length - n)) {
+      const words = STATUS_WORDS[state.tasks[id]!.status];
+      rest.set(words, (rest.get(words) ?? 0) + 1);
+    }
+    const counts = [...rest].map(([w, k]) => `${count(k)} ${w}`).join(", ");
+    return `\n… and ${plural(n, "more task")} (${counts}; ${stateBranch}).`;
+  };
   const otherLines = others.length
     ? [
         "",
-        `<details><summary>${attention.length ? "Other tasks" : "Tasks"} (${others.length})</summary>`,
+        `<details><summary>${attention.length ? "Other tasks" : "Tasks"} (${count(others.length)})</summary>`,
         "",
         ...tableHead(true),
         ...takeLines(
           others.map((id) => taskRow(id, state.tasks[id]!, now, links, plan.tasks.get(id)!.workstreamId)),
           budget - 200,
-          (n) => `\n… and ${n} more tasks (${stateBranch}).`,
+          left,
         ),
         "",
         "</details>",
@@ -241,6 +313,7 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
     ...head,
     ...(attention.length ? ["", "#### Needs attention", ...attentionShown] : []),
     ...(chartFits ? chartLines : []),
+    ...blocked,
     ...otherLines,
   ].join("\n");
 }

@@ -1,9 +1,9 @@
 /**
- * Mermaid flowcharts of a plan, coloured by workstream (and, when statuses are given, marked by
- * status). GitHub renders them in comments and check-run summaries, within limits: mermaid refuses a
- * chart of more than 500 edges, and long before that a task-level chart is taller than any page (ten
- * unconnected workstreams of 30 tasks draw as a 62,000-pixel strip). Past a size the chart is drawn
- * one node per workstream, and past that not at all.
+ * Mermaid flowcharts of a plan, coloured by workstream (and, when marks are given, labelled and
+ * outlined by status). GitHub renders them in comments and check-run summaries, within limits:
+ * mermaid refuses a chart of more than 500 edges, and a chart wider than the page is scaled down
+ * until its text cannot be read. A chart is drawn task by task while it is small and its text stays
+ * readable, else one node per workstream, else not at all (the caller shows a table instead).
  */
 import type { Plan } from "./plan.ts";
 
@@ -17,10 +17,36 @@ export const CHART_LIMITS = {
   workstreams: { nodes: 60, edges: 150 },
 } as const;
 
+/**
+ * Mermaid writes labels at 16 px and scales a chart down to the width it is given: GitHub's comment
+ * column is about 880 px wide in a 1280 px window. A chart is drawn only if its text stays at least
+ * 10 px high there, so at most 880 x 16 / 10 = 1,408 px wide as mermaid lays it out. Widths are
+ * estimated from the labels as mermaid 11 draws them in Chromium (a node is 66 px plus 6.6 px a
+ * character of its longest line; counted at 8 px, to be safe), 50 px between nodes, 16 px around the
+ * chart and 24 px more for each workstream's box; the render tests measure the text as drawn.
+ */
+export const READABLE = { fontPx: 16, minPx: 10, columnPx: 880 } as const;
+const MAX_WIDTH = (READABLE.columnPx * READABLE.fontPx) / READABLE.minPx;
+const CHAR_PX = 8;
+const NODE_PADDING = 66;
+const CHART_PADDING = 16;
+const NODE_GAP = 50;
+const BOX_PADDING = 24;
+
 export type ChartLevel = "tasks" | "workstreams" | "none";
 
+/** How a node is outlined: its own failure (red), blocked by another's (grey, dashed), at work (blue). */
+export type Mark = "broken" | "blocked" | "active" | null;
+
+/** What a chart says of each node beyond its id: a second line, and an outline. */
+export interface Marks {
+  label(id: string): string;
+  mark(id: string): Mark;
+}
+
 const STYLES = [
-  "  classDef failed stroke:#dc2626,stroke-width:3px",
+  "  classDef broken stroke:#dc2626,stroke-width:3px",
+  "  classDef blocked stroke:#6b7280,stroke-width:2px,stroke-dasharray:5 4",
   "  classDef active stroke:#2563eb,stroke-width:3px",
 ];
 
@@ -29,17 +55,52 @@ const colours = (plan: Plan) =>
     (_, i) => `  classDef ws${i} fill:${PALETTE[i % PALETTE.length]},stroke:#475569,color:#0f172a`,
   );
 
+const nodeWidth = (lines: string[]) => Math.max(...lines.map((l) => l.length)) * CHAR_PX + NODE_PADDING;
+
+/** The rank of each node: the longest path to it (as mermaid's layout ranks a top-down chart). */
+function ranks(nodes: string[], edges: { from: string; to: string }[]): Map<string, number> {
+  const into = new Map<string, string[]>(nodes.map((n) => [n, []]));
+  for (const e of edges) into.get(e.to)!.push(e.from);
+  const rank = new Map<string, number>();
+  const of = (n: string): number => {
+    if (!rank.has(n)) {
+      rank.set(n, 0); // edges follow the plan's order, which has no cycles; this only guards
+      rank.set(n, Math.max(-1, ...into.get(n)!.map(of)) + 1);
+    }
+    return rank.get(n)!;
+  };
+  nodes.forEach(of);
+  return rank;
+}
+
+/** The widest rank of a layout, as mermaid draws it (nodes side by side, gaps, boxes around groups). */
+function layoutWidth(nodes: { id: string; width: number; group?: string }[], rank: Map<string, number>) {
+  const rows = new Map<number, { width: number; groups: Set<string> }>();
+  for (const n of nodes) {
+    const row = rows.get(rank.get(n.id)!) ?? { width: -NODE_GAP, groups: new Set<string>() };
+    row.width += n.width + NODE_GAP;
+    if (n.group) row.groups.add(n.group);
+    rows.set(rank.get(n.id)!, row);
+  }
+  return CHART_PADDING + Math.max(...[...rows.values()].map((r) => r.width + r.groups.size * BOX_PADDING));
+}
+
+function taskLines(plan: Plan, marks: Marks | undefined): Map<string, string[]> {
+  return new Map(plan.order.map((id) => [id, marks ? [id, marks.label(id)] : [id]]));
+}
+
 /** One node per task, grouped in a subgraph per workstream. */
-export function mermaidDag(plan: Plan, status?: (taskId: string) => string): string {
+export function mermaidDag(plan: Plan, marks?: Marks): string {
   const node = new Map(plan.order.map((id, i) => [id, `t${i}`]));
   const wsIds = [...plan.workstreams.keys()];
   const lines = ["flowchart TD", ...colours(plan), ...STYLES];
+  const labels = taskLines(plan, marks);
   for (const [ws, ids] of plan.tasksByWorkstream) {
     if (ids.length === 0) continue;
     lines.push(`  subgraph workstream_${wsIds.indexOf(ws)}["${escapeLabel(ws)}"]`);
     for (const id of ids) {
-      const state = status?.(id);
-      const label = escapeLabel(id) + (state ? `<br/><i>${escapeLabel(state)}</i>` : "");
+      const [name, detail] = labels.get(id)!;
+      const label = escapeLabel(name!) + (detail ? `<br/><i>${escapeLabel(detail)}</i>` : "");
       lines.push(`    ${node.get(id)}["${label}"]:::ws${wsIds.indexOf(ws)}`);
     }
     lines.push("  end");
@@ -47,13 +108,11 @@ export function mermaidDag(plan: Plan, status?: (taskId: string) => string): str
   for (const id of plan.order) {
     for (const dep of plan.tasks.get(id)!.dependencies) lines.push(`  ${node.get(dep)} --> ${node.get(id)}`);
   }
-  if (status) {
+  if (marks)
     for (const id of plan.order) {
-      const s = status(id);
-      if (s === "failed" || s === "blocked") lines.push(`  class ${node.get(id)} failed`);
-      else if (s === "running" || s === "pr_open") lines.push(`  class ${node.get(id)} active`);
+      const mark = marks.mark(id);
+      if (mark) lines.push(`  class ${node.get(id)} ${mark}`);
     }
-  }
   return lines.join("\n");
 }
 
@@ -77,46 +136,107 @@ function workstreamEdges(plan: Plan): { from: string; to: string; parent: boolea
   return edges;
 }
 
-/** One node per workstream, labelled with its task count (or its tasks' statuses). */
-export function mermaidWorkstreams(plan: Plan, status?: (taskId: string) => string): string {
+/** A workstream's label under its id: its task count. */
+const taskCount = (plan: Plan, ws: string) => {
+  const n = (plan.tasksByWorkstream.get(ws) ?? []).length;
+  return `${n} task${n === 1 ? "" : "s"}`;
+};
+
+/**
+ * The workstream chart's layout: workstreams with no edge at all are stacked in a grid of as many
+ * columns as stay readable (invisible links, `~~~`, hold the columns), the rest ranked by their
+ * edges. Null when no arrangement is readable.
+ */
+function workstreamLayout(
+  plan: Plan,
+  marks: Marks | undefined,
+): { columns: number; isolated: string[]; width: number } | null {
+  const wsIds = [...plan.workstreams.keys()];
+  const edges = workstreamEdges(plan);
+  const linked = new Set(edges.flatMap((e) => [e.from, e.to]));
+  const isolated = wsIds.filter((w) => !linked.has(w));
+  const widths = new Map(wsIds.map((w) => [w, nodeWidth([w, marks ? marks.label(w) : taskCount(plan, w)])]));
+  const connected = ranks(
+    wsIds.filter((w) => linked.has(w)),
+    edges,
+  );
+  for (let columns = Math.max(1, isolated.length); columns >= 1; columns--) {
+    const rank = new Map(connected);
+    isolated.forEach((w, i) => rank.set(w, Math.floor(i / columns)));
+    const width = layoutWidth(
+      wsIds.map((id) => ({ id, width: widths.get(id)! })),
+      rank,
+    );
+    if (width <= MAX_WIDTH) return { columns, isolated, width };
+    if (isolated.length === 0) break;
+  }
+  return null;
+}
+
+/** One node per workstream, labelled with its task count (or what `marks` says of it). */
+export function mermaidWorkstreams(plan: Plan, marks?: Marks): string {
   const wsIds = [...plan.workstreams.keys()];
   const lines = ["flowchart TD", ...colours(plan), ...STYLES];
   for (const [i, ws] of wsIds.entries()) {
-    const ids = plan.tasksByWorkstream.get(ws) ?? [];
-    const counts = new Map<string, number>();
-    for (const id of ids) {
-      const s = status?.(id) ?? "";
-      counts.set(s, (counts.get(s) ?? 0) + 1);
-    }
-    const detail = status
-      ? [...counts].map(([s, n]) => `${n} ${s}`).join(", ")
-      : `${ids.length} task${ids.length === 1 ? "" : "s"}`;
+    const detail = marks ? marks.label(ws) : taskCount(plan, ws);
     lines.push(`  w${i}["${escapeLabel(ws)}<br/><i>${escapeLabel(detail)}</i>"]:::ws${i}`);
-    if (counts.has("failed") || counts.has("blocked")) lines.push(`  class w${i} failed`);
-    else if (counts.has("running") || counts.has("pr_open")) lines.push(`  class w${i} active`);
+    const mark = marks?.mark(ws);
+    if (mark) lines.push(`  class w${i} ${mark}`);
   }
   for (const e of workstreamEdges(plan))
     lines.push(`  w${wsIds.indexOf(e.from)} ${e.parent ? "-.->" : "-->"} w${wsIds.indexOf(e.to)}`);
+  const layout = workstreamLayout(plan, marks);
+  if (layout && layout.columns < layout.isolated.length) {
+    const { columns, isolated } = layout;
+    for (let i = columns; i < isolated.length; i++)
+      lines.push(`  w${wsIds.indexOf(isolated[i - columns]!)} ~~~ w${wsIds.indexOf(isolated[i]!)}`);
+  }
   return lines.join("\n");
 }
 
+/** Whether the task chart's text stays readable (see READABLE). */
+function tasksReadable(plan: Plan, marks: Marks | undefined): boolean {
+  const labels = taskLines(plan, marks);
+  const edges = plan.order.flatMap((id) =>
+    plan.tasks.get(id)!.dependencies.map((from) => ({ from, to: id })),
+  );
+  const rank = ranks(plan.order, edges);
+  const nodes = plan.order.map((id) => ({
+    id,
+    width: nodeWidth(labels.get(id)!),
+    group: plan.tasks.get(id)!.workstreamId,
+  }));
+  return layoutWidth(nodes, rank) <= MAX_WIDTH;
+}
+
 /** The level a plan is drawn at on GitHub: its tasks, its workstreams, or none (too large to read). */
-export function chartLevel(plan: Plan): ChartLevel {
+export function chartLevel(plan: Plan, marks: { tasks?: Marks; workstreams?: Marks } = {}): ChartLevel {
   const edges = plan.graph.tasks.reduce((n, t) => n + t.dependencies.length, 0);
   const t = CHART_LIMITS.tasks;
-  if (plan.order.length <= t.nodes && edges <= t.edges && plan.waves.length <= t.depth) return "tasks";
+  if (
+    plan.order.length <= t.nodes &&
+    edges <= t.edges &&
+    plan.waves.length <= t.depth &&
+    tasksReadable(plan, marks.tasks)
+  )
+    return "tasks";
   const w = CHART_LIMITS.workstreams;
-  if (plan.workstreams.size <= w.nodes && workstreamEdges(plan).length <= w.edges) return "workstreams";
+  if (
+    plan.workstreams.size <= w.nodes &&
+    workstreamEdges(plan).length <= w.edges &&
+    workstreamLayout(plan, marks.workstreams) !== null
+  )
+    return "workstreams";
   return "none";
 }
 
 /** The chart GitHub is shown, at the level that fits; null when even the workstreams are too many. */
 export function mermaidChart(
   plan: Plan,
-  status?: (taskId: string) => string,
+  marks: { tasks?: Marks; workstreams?: Marks } = {},
 ): { level: ChartLevel; text: string | null } {
-  const level = chartLevel(plan);
-  if (level === "tasks") return { level, text: mermaidDag(plan, status) };
-  if (level === "workstreams") return { level, text: mermaidWorkstreams(plan, status) };
+  const level = chartLevel(plan, marks);
+  if (level === "tasks") return { level, text: mermaidDag(plan, marks.tasks) };
+  if (level === "workstreams") return { level, text: mermaidWorkstreams(plan, marks.workstreams) };
   return { level, text: null };
 }

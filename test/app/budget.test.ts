@@ -31,7 +31,9 @@ describe("a run with a budget on GitHub", () => {
     await runJob(h, h.gh.dispatches[0]!, { costUsd: 0.25 });
     // a spent the whole budget: b and c wait, and the status says what to do.
     expect(h.gh.dispatches).toHaveLength(1);
-    expect(statusBody()).toContain("**Waiting for you**: budget spent: $0.25 of $0.25 for the run.");
+    expect(statusBody()).toContain(
+      "**Waiting for you**: budget spent: $0.25 of $0.25 for the run; 3 tasks wait for it.",
+    );
     expect(statusBody()).toContain("Spent $0.25 of $0.25.");
     expect(h.gh.state("diamond/1").outcome).toBeNull();
 
@@ -72,6 +74,6 @@ describe("a run with a budget on GitHub", () => {
     expect(a.status).toBe("pending");
     expect(a.reason).toBe("stopped at its budget of $0.25");
     expect(statusBody()).toContain("budget spent: $0.25 of $0.25 for the run");
-    expect(statusBody()).toContain("run `diamond/1`: waiting for budget (4 pending)");
+    expect(statusBody()).toContain("run `diamond/1`: waiting for budget (4 to do)");
   });
 });

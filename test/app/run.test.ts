@@ -75,7 +75,7 @@ describe("a run on GitHub", () => {
     ]);
     expect(h.gh.issues[0]!.state).toBe("closed");
     const status = h.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
-    expect(status).toContain("succeeded (4 merged)");
+    expect(status).toContain("done (4 merged)");
     expect(status).toMatch(
       /\| `d` \| ws_d \| merged \| \[1\]\(https:\/\/github.com\/octo\/demo\/actions\/runs\/\d+\) \|/,
     );

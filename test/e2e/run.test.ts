@@ -36,6 +36,6 @@ describe("end to end on a loopback GitHub", () => {
       "success",
     ]);
     const status = standin.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
-    expect(status).toContain("succeeded (4 merged)");
+    expect(status).toContain("done (4 merged)");
   });
 });

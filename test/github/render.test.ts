@@ -3,9 +3,18 @@ import { generateGraph } from "../../bench/graph-scale.ts";
 import { createEngine } from "../../src/engine/engine.ts";
 import { simulate } from "../../src/engine/simulate.ts";
 import { parseGraph } from "../../src/graph/load.ts";
-import { agentText, BODY_LIMIT, integrationPrBody, planSummary } from "../../src/github/render.ts";
+import {
+  agentText,
+  annotations,
+  BODY_LIMIT,
+  codeBlock,
+  integrationPrBody,
+  planSummary,
+  taskPrTitle,
+  unannotated,
+} from "../../src/github/render.ts";
 import { runHeadline, statusComment, waitingFor } from "../../src/github/status-comment.ts";
-import { chartLevel, mermaidChart } from "../../src/plan/mermaid.ts";
+import { chartLevel } from "../../src/plan/mermaid.ts";
 import { buildPlan } from "../../src/plan/plan.ts";
 import { graphYaml } from "../support/graphs.ts";
 import { runAt, workstreamsGraph } from "../support/runs.ts";
@@ -18,7 +27,9 @@ describe("text people read on GitHub", () => {
       `done <!-- hidden --> \`\`\`x\`\`\` ghs_${"a".repeat(36)} cc @octocat and @org/team`,
     );
     expect(text).toBe("done  hidden  ʼʼʼxʼʼʼ *** cc @\u200boctocat and @\u200borg/team");
-    expect(agentText("x".repeat(50), 10)).toBe(`${"x".repeat(10)} …`);
+    // Cut within the length, at a word boundary where there is one, and marked.
+    expect(agentText("x".repeat(50), 10)).toBe(`${"x".repeat(8)} …`);
+    expect(agentText("the gate failed in module seven", 24)).toBe("the gate failed in …");
   });
 });
 
@@ -31,21 +42,22 @@ describe("the status comment", () => {
     const body = statusComment(plan, state, 120_000, links);
     expect(body.length).toBeLessThanOrEqual(BODY_LIMIT);
     const attention = body.slice(body.indexOf("#### Needs attention"), body.indexOf("<details>"));
-    expect(attention).toContain("**`ws_90`** (");
     expect(attention).toContain(
-      "| `t9000` | failed: Completion gate failed after 5 attempt(s): pytest -q | [1](https://github.com/o/r/actions/runs/4242) |",
+      "| `t9000` | ws_90 | Completion gate failed after 5 attempt(s): pytest -q |  |",
     );
+    expect(attention).toContain("**`ws_90`** (");
     expect(attention).toContain("| `t9001` | running |");
     expect(body).toContain(
-      "- **Waiting for you**: `t9000` failed; `/agentrelay retry TASK` runs one again (its dependents are blocked until then).",
+      "- **Waiting for you**: `t9000` failed (Completion gate failed after 5 attempt(s): pytest -q). `/agentrelay retry TASK` runs a failed task again (what it blocks goes on once it merges).",
     );
     expect(body).toContain("- Waiting for 1 job: [`t9001`](https://github.com/o/r/actions/runs/991).");
     expect(body).toMatch(
-      /… and \d+ more tasks \(the full state is on the `agentrelay-state\/scale-10000` branch\)/,
+      /… and [\d,]+ more tasks \([\d,]+ to do; the full state is on the `agentrelay-state\/scale-10000` branch\)/,
     );
-    // 100 workstreams are too many to draw even one node each.
+    // 100 workstreams are too many to draw even one node each: a table has them.
     expect(body).not.toContain("```mermaid");
-    expect(body).toContain("_The graph is too large to draw (100 workstreams).");
+    expect(body).toContain("<details><summary>Workstreams (100; too many to draw readably)</summary>");
+    expect(body).toContain("| `ws_99` | not started | 0 of 100 |  |  |  | 100 |");
   });
 
   it("says who must act on an integration PR left for a person, and why", () => {
@@ -66,7 +78,9 @@ describe("the status comment", () => {
     expect(waitingFor(plan, state, links)).toEqual([
       "- **Waiting for you**: merge [#5](https://github.com/o/r/pull/5) (`ws_a` into `main`); a design concern was raised in `write_concerns`. Close it instead to fail the workstream.",
     ]);
-    expect(statusComment(plan, state, 0, links)).toContain("### agentrelay run `g/1`: waiting for review (");
+    expect(statusComment(plan, state, 0, links)).toContain(
+      "### agentrelay run `g/1`: waiting for you (1 to do, 1 merged)",
+    );
     expect(integrationPrBody(plan, state, "ws_a")).toContain(
       "An agent raised a design concern (below), so the app leaves this PR for you: review it, then merge it (the run goes on) or close it (the workstream fails). 1 task of the run waits for this merge.",
     );
@@ -101,7 +115,11 @@ describe("the status comment", () => {
     Object.assign(state.tasks.b!, simulated.state.tasks.b);
     const plan = buildPlan(graph);
     const waits = waitingFor(plan, state, links);
-    expect(waits[0]).toBe(
+    // A person's part comes first, then what moves on its own.
+    expect(waits.findIndex((l) => l.includes("by hand"))).toBeLessThan(
+      waits.findIndex((l) => l.startsWith("- Resolving")),
+    );
+    expect(waits).toContain(
       "- Resolving conflicts (an agent merges, then the PR merges again): [#9](https://github.com/o/r/pull/9): [attempt 1](https://github.com/o/r/actions/runs/77) merges `main` into `agentrelay/g/left/integration` (`calc.py`).",
     );
     expect(waits).toContain(
@@ -109,12 +127,12 @@ describe("the status comment", () => {
     );
     expect(waits.join("\n")).not.toMatch(/Waiting for GitHub|task PR to merge/);
     expect(statusComment(plan, state, 5, links)).toContain(
-      "| `b` | pr_open: conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s)",
+      "| `b` | PR open: conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s)",
     );
     // An agent is at work: the run is running, not waiting for review.
     Object.assign(state.tasks.b!, { status: "merged" });
     Object.assign(state.tasks.a!, { status: "merged" });
-    expect(runHeadline(state)).toBe("running (2 merged)");
+    expect(runHeadline(plan, state)).toBe("running (2 merged)");
   });
 
   it("names five task PRs whose conflicts wait for a person, and counts the rest", () => {
@@ -139,10 +157,12 @@ describe("the status comment", () => {
     expect(statusComment(five.plan, five.state, 0, links)).toContain("<details><summary>DAG</summary>");
     const wide = runAt(workstreamsGraph(10, 30), {});
     expect(chartLevel(wide.plan)).toBe("workstreams");
-    const chart = mermaidChart(wide.plan, (id) => wide.state.tasks[id]!.status).text!;
+    const chart = statusComment(wide.plan, wide.state, 0, links);
     expect(chart.split("\n").filter((l) => l.includes("w0["))).toEqual([
-      '  w0["ws_0<br/><i>30 pending</i>"]:::ws0',
+      '  w0["ws_0<br/><i>0/30 done</i>"]:::ws0',
     ]);
+    // Ten unconnected workstreams do not fit side by side: they are stacked in readable rows.
+    expect(chart).toContain("  w0 ~~~ w");
   });
 });
 
@@ -172,5 +192,74 @@ describe("bodies within GitHub's limits", () => {
     for (const line of summary.split("\n").filter((l) => /^\d+\. /.test(l)))
       expect(line).toMatch(/`t\d+`( and \d+ more)?$/);
     expect(createEngine(graph).plan.order).toHaveLength(10_000);
+  });
+});
+
+describe("words and cuts", () => {
+  it("cuts titles at a word with a marker, and lists only what starts first", () => {
+    const graph = parseGraph(
+      "g.yaml",
+      graphYaml(
+        Array.from({ length: 12 }, (_, i) => ({ id: `t${i}`, ws: `w${i % 6}` })),
+        Array.from({ length: 6 }, (_, i) => ({ id: `w${i}` })),
+        "max_concurrency: 4",
+      ).replace(
+        /description: do t\d+/g,
+        "description: Implement the parser for the configuration language with its error recovery and tests",
+      ),
+    );
+    const plan = buildPlan(graph);
+    expect(taskPrTitle(plan.tasks.get("t0")!)).toBe(
+      "agentrelay: t0: Implement the parser for the configuration language with its error recovery …",
+    );
+    // Twelve tasks are ready, one per workstream may run, four at once: those four (in canonical
+    // order) are listed.
+    expect(planSummary(plan)).toContain(
+      "**Dispatched first** (4 of the 12 ready tasks: one per workstream, `max_concurrency: 4`): `t0` → `agentrelay/g/t0`, `t1` → `agentrelay/g/t1`, `t10` → `agentrelay/g/t10`, `t11` → `agentrelay/g/t11`\n",
+    );
+  });
+
+  it("says a task PR is being opened, not that 'its PR' waits to merge", () => {
+    const { plan, state } = runAt(workstreamsGraph(1, 2), { w0_t0: { status: "pr_open" } });
+    expect(waitingFor(plan, state, links)).toEqual(["- Opening 1 task PR: `w0_t0`."]);
+    state.tasks.w0_t0!.pr = { number: 3, url: "https://github.com/o/r/pull/3" };
+    expect(waitingFor(plan, state, links)).toEqual([
+      "- Waiting for 1 task PR to merge (required checks or reviews): [#3](https://github.com/o/r/pull/3).",
+    ]);
+  });
+
+  it("puts an integration PR's concerns before its tasks", () => {
+    const { plan, state } = runAt(workstreamsGraph(1, 3), {});
+    state.tasks.w0_t2!.concerns = ["the schema is not versioned"];
+    const body = integrationPrBody(plan, state, "ws_0");
+    expect(body.indexOf("## Concerns")).toBeGreaterThan(0);
+    expect(body.indexOf("## Concerns")).toBeLessThan(body.indexOf("## Tasks"));
+  });
+
+  it("counts every problem, and says how many get no annotation", () => {
+    const issues = Array.from({ length: 202 }, (_, i) => ({
+      file: "g.yaml",
+      line: i + 1,
+      column: 1,
+      path: `tasks[${i}]`,
+      message: "is required",
+    }));
+    expect(annotations(issues)).toHaveLength(50);
+    expect(unannotated(issues)).toBe(
+      "152 of 202 problems get no annotation (GitHub takes 50 a check run); all are listed here.",
+    );
+    expect(unannotated(issues.slice(0, 50))).toBeNull();
+  });
+
+  it("keeps gate output as it was, for copy and paste: no zero-width space, a fence it cannot close", () => {
+    const output = "FAILED test_mail.py - assert 'a@b.io' == '@team'\n```\nend";
+    const block = codeBlock(output, 2_000);
+    expect(block).toEqual(["````text", output, "````"]);
+    expect(block.join("\n")).not.toContain("\u200b");
+    expect(codeBlock(`first line\n${"x".repeat(30)}\nlast line`, 20)).toEqual([
+      "```text",
+      "…\nlast line",
+      "```",
+    ]);
   });
 });

@@ -29,8 +29,11 @@ export function runAt(
 ): { plan: Plan; state: RunState } {
   const graph = parseGraph("big.yaml", text, { limits: { maxBytes: 64 << 20 } });
   const state = createEngine(graph).start(0).state;
+  const plan = buildPlan(graph);
   for (const [id, m] of Object.entries(moments)) {
     const t = state.tasks[id]!;
+    // A task that started had its workstream's branch prepared.
+    state.workstreams[plan.tasks.get(id)!.workstreamId]!.preparation = "done";
     t.status = m.status;
     t.reason = m.reason ?? null;
     t.attempt = 1;
@@ -51,5 +54,70 @@ export function runAt(
     ];
     if (m.status === "merged") t.mergedAt = 60_000;
   }
-  return { plan: buildPlan(graph), state };
+  return { plan, state };
+}
+
+/**
+ * Where task `i` of a scale graph goes: the first workstream holds a few tasks (it finishes early and
+ * its integration PR waits for a person), the others share the rest.
+ */
+function scaleLayout(tasks: number, workstreams: number) {
+  const head = Math.max(1, Math.min(3, Math.floor(tasks / workstreams / 2)));
+  const per = Math.max(1, Math.floor((tasks - head) / Math.max(1, workstreams - 1)));
+  const wsOf = (i: number) => (i < head ? 0 : Math.min(workstreams - 1, 1 + Math.floor((i - head) / per)));
+  const firstOf = (w: number) => (w === 0 ? 0 : head + (w - 1) * per);
+  return { per, wsOf, firstOf };
+}
+
+/**
+ * A graph shaped for runs at scale: `workstreams` workstreams sharing `tasks` tasks, each a chain;
+ * every third workstream from the fifth starts from the end of the one before it (so a failure there
+ * blocks a workstream beyond its own); the first leaves conflicts to a person; the run has a budget. With
+ * `scaleWorld`, what a run of it meets.
+ */
+export function scaleGraph(tasks: number, workstreams: number, budgetUsd: number): string {
+  const { wsOf, firstOf } = scaleLayout(tasks, workstreams);
+  const lines = [
+    `name: scale-${tasks}`,
+    "max_concurrency: 8",
+    "max_task_attempts: 2",
+    `max_cost_usd: ${budgetUsd}`,
+    "workstreams:",
+  ];
+  for (let w = 0; w < workstreams; w++)
+    lines.push(
+      `  - id: ws_${w}`,
+      "    auto_merge: true",
+      ...(w === 0 ? ["    max_resolution_attempts: 0"] : []),
+    );
+  lines.push("tasks:");
+  for (let i = 0; i < tasks; i++) {
+    const w = wsOf(i);
+    const first = i === firstOf(w);
+    const deps = !first || (w % 3 === 2 && w >= 5) ? [`t${i - 1}`] : [];
+    lines.push(
+      `  - id: t${i}`,
+      `    workstream_id: ws_${w}`,
+      `    description: Implement part ${i - firstOf(w)} of module ${w}, with its tests and documentation.`,
+      `    dependencies: [${deps.join(", ")}]`,
+    );
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/**
+ * What a scale run meets: a task a third into every third workstream (from the second) fails every
+ * attempt, at most nine; the first workstream's integration PR conflicts with its target (left to a
+ * person); every attempt costs $0.50.
+ */
+export function scaleWorld(tasks: number, workstreams: number) {
+  const { per, firstOf } = scaleLayout(tasks, workstreams);
+  const failing: [string, number][] = [];
+  for (let w = 1; w < workstreams && failing.length < 9; w += 3)
+    failing.push([`t${Math.min(tasks - 1, firstOf(w) + Math.floor(per / 3))}`, Infinity]);
+  return {
+    failures: new Map(failing),
+    integrationConflicts: new Map([["ws_0", 1]]),
+    costPerAttempt: 0.5,
+  };
 }
