@@ -55,7 +55,8 @@ const ALLOWED: Record<string, string[]> = {
   action: ["graph", "plan", "engine", "protocol", "template", "attempt"],
   // Entry points: the app wires the GitHub adapter into Probot, the CLI wires local mode to a terminal.
   app: ["graph", "plan", "engine", "protocol", "template", "github"],
-  cli: ["graph", "plan", "engine", "protocol", "template", "attempt", "local", "scripted"],
+  // (and shows what GitHub would: `simulate --markdown` prints the run's status comment).
+  cli: ["graph", "plan", "engine", "protocol", "template", "attempt", "local", "scripted", "github"],
 };
 
 describe("the shape of the code", () => {

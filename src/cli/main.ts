@@ -175,7 +175,7 @@ const COMMANDS: Record<string, Command> = {
   },
   simulate: {
     usage:
-      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--json]",
+      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--json | --markdown]",
     summary: "run the engine with simulated agents: what happens if a task fails?",
     options: {
       fail: { type: "string", multiple: true, default: [] },
@@ -184,6 +184,7 @@ const COMMANDS: Record<string, Command> = {
       conflict: { type: "string", multiple: true, default: [] },
       "conflict-integration": { type: "string", multiple: true, default: [] },
       json: { type: "boolean" },
+      markdown: { type: "boolean" },
     },
     positionals: [1, 1],
     run: async ([file], values, io) =>
@@ -193,6 +194,7 @@ const COMMANDS: Record<string, Command> = {
           fail: list(values.fail),
           concern: list(values.concern),
           json: values.json === true,
+          markdown: values.markdown === true,
           costPerAttempt: dollars("--cost-per-attempt", str(values["cost-per-attempt"])),
           conflictIntegration: list(values["conflict-integration"]),
           conflict: list(values.conflict),

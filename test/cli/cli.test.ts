@@ -182,6 +182,42 @@ describe("agentrelay simulate", () => {
     expect(stdout).toContain("Outcome: waiting_for_review");
   });
 
+  it("previews the status comment as it would stand on GitHub at the end of the run (--markdown)", () => {
+    const budgeted = write(
+      "budgeted.yaml",
+      graphYaml(
+        [
+          { id: "a", ws: "x" },
+          { id: "b", deps: ["a"], ws: "x" },
+          { id: "c", ws: "y" },
+          { id: "d", deps: ["c"], ws: "y" },
+        ],
+        [{ id: "x" }, { id: "y" }],
+        "max_concurrency: 2\nmax_task_attempts: 2\nmax_cost_usd: 1.5",
+      ),
+    );
+    const { code, stdout } = agentrelay(
+      "simulate",
+      budgeted,
+      "--fail",
+      "a",
+      "--cost-per-attempt",
+      "0.5",
+      "--markdown",
+    );
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /^<!-- agentrelay:status run=g\/1 -->\n### agentrelay run `g\/1`: waiting for budget and for you \(/,
+    );
+    expect(stdout).toContain(
+      "- **Waiting for you**: budget spent: $1.50 of $1.50 for the run; 1 task waits for it.",
+    );
+    expect(stdout).toContain(
+      "- **Waiting for you**: 1 task blocked by 1 failure: `a` failed (simulated failure), blocking 1.",
+    );
+    expect(agentrelay("simulate", budgeted, "--json", "--markdown").code).toBe(2);
+  });
+
   it("refuses a --fail for an unknown task", () => {
     expect(agentrelay("simulate", chain, "--fail", "nope").code).toBe(2);
   });

@@ -2,12 +2,16 @@ import { simulate, simulationJson, type SimulationResult } from "../../engine/si
 import { spendLine } from "../../engine/budget.ts";
 import type { Graph } from "../../graph/model.ts";
 import { readGraphFile } from "../../graph/read.ts";
+import { statusComment } from "../../github/status-comment.ts";
+import { buildPlan } from "../../plan/plan.ts";
 import { type Io, UsageError } from "../io.ts";
 
 export interface SimulateCommandOptions {
   fail: string[];
   concern: string[];
   json: boolean;
+  /** Print the run's status comment as it would stand on GitHub at the end of the simulated run. */
+  markdown?: boolean;
   /** What each attempt spends, to see where a budget stops the run. */
   costPerAttempt?: number | undefined;
   /** `WS[:N]`: the first N merges of the workstream's integration PR conflict (1 without N). */
@@ -68,10 +72,13 @@ function timelineText(result: SimulationResult, graph: Graph): string {
   return lines.join("\n");
 }
 
+/** When the simulated run's latest event happened (its clock starts at 0). */
+const lastEvent = (state: SimulationResult["state"]) => state.timeline.at(-1)?.at ?? 0;
+
 /**
  * `agentrelay simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]...
  * [--conflict-integration WS[:N]]...
- * [--cost-per-attempt USD] [--json]`.
+ * [--cost-per-attempt USD] [--json | --markdown]`.
  */
 export async function simulateCommand(
   file: string,
@@ -96,6 +103,13 @@ export async function simulateCommand(
     concerns: new Set(options.concern),
     ...(options.costPerAttempt !== undefined ? { costPerAttempt: options.costPerAttempt } : {}),
   });
-  io.out(options.json ? JSON.stringify(simulationJson(result)) : timelineText(result, graph));
+  if (options.json && options.markdown) throw new UsageError("--json and --markdown: choose one");
+  io.out(
+    options.json
+      ? JSON.stringify(simulationJson(result))
+      : options.markdown
+        ? statusComment(buildPlan(graph), result.state, lastEvent(result.state) + 60_000)
+        : timelineText(result, graph),
+  );
   return 0;
 }
