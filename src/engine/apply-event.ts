@@ -115,7 +115,10 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       // the task runs again with what it is allowed, or waits for a raise. (Runs from before `capBy`
       // give it back when the budget is now spent.)
       const byShare = record.capBy ? record.capBy !== "attempt" : "spent" in allowance(step, event.task);
-      if (event.overBudget && byShare) step.task(event.task).attemptBase++;
+      if (event.overBudget && byShare) {
+        step.task(event.task).attemptBase++;
+        record.givenBack = true;
+      }
       step.failTask(
         event.task,
         event.reason,

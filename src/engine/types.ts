@@ -35,6 +35,11 @@ export interface AttemptRecord {
   capUsd?: number | null;
   /** Which limit set the cap (absent in runs from before it was kept). */
   capBy?: CapScope;
+  /**
+   * Stopped by a budget other than its own per-attempt limit: given back, it does not count against
+   * the task's attempts.
+   */
+  givenBack?: true;
   /** The part of the cap still held against the budgets while the attempt runs. */
   reservedUsd?: number;
 }

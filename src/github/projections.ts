@@ -91,6 +91,14 @@ export async function editStatus(ctx: RepoContext, run: HostedRun, engine: Engin
   }
 }
 
+/** What set a stopped attempt's cap, in words. */
+const SCOPE_WORDS = {
+  attempt: "its own limit",
+  task: "what was left of the task's budget",
+  workstream: "its share of the workstream's budget",
+  run: "its share of the run's budget",
+} as const;
+
 const CONCLUSION = {
   succeeded: "success",
   failed: "failure",
@@ -111,8 +119,11 @@ export async function taskCheckRun(
   if (!attempt?.outcome) return;
   const gates = attempt.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ");
   const job = attempt.job ? jobUrl(ctx, attempt.job) : null;
+  const givenBack = attempt.givenBack
+    ? ` It was stopped by ${SCOPE_WORDS[attempt.capBy ?? "run"]}, not by its own limit: it does not count against the task's attempts, and the task ${t.status === "pending" ? "waits for budget or runs again" : "goes on"}.`
+    : "";
   const summary = [
-    `Attempt ${attempt.n} ${attempt.outcome}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
+    `Attempt ${attempt.n} ${attempt.outcome}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${givenBack}${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
     "",
     `Cost $${(attempt.costUsd ?? 0).toFixed(2)}${attempt.capUsd != null ? ` of its cap $${attempt.capUsd.toFixed(2)}` : ""} (task total $${taskSpent(t).toFixed(2)}; run: ${spendLine(run, graph)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
     ...(job ? ["", `[The job's log](${job})`] : []),
@@ -120,7 +131,12 @@ export async function taskCheckRun(
     ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),
     ...(t.concerns.length ? ["", "### Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`)] : []),
   ].join("\n");
-  const output = { title: `${task}: attempt ${attempt.n} ${attempt.outcome}`, summary };
+  const output = {
+    title: `${task}: attempt ${attempt.n} ${attempt.givenBack ? "stopped by the budget" : attempt.outcome}`,
+    summary,
+  };
+  // A stopped attempt given back is no verdict on the task's work.
+  const conclusion = attempt.givenBack ? "neutral" : CONCLUSION[attempt.outcome];
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const existing = run.github.checkRuns[task];
   if (existing !== undefined) {
@@ -128,7 +144,7 @@ export async function taskCheckRun(
       ...repo,
       check_run_id: existing,
       status: "completed",
-      conclusion: CONCLUSION[attempt.outcome],
+      conclusion,
       ...(job ? { details_url: job } : {}),
       output,
     });
@@ -140,7 +156,7 @@ export async function taskCheckRun(
     head_sha: run.source.commit,
     external_id: `${run.runKey}/${task}`,
     status: "completed",
-    conclusion: CONCLUSION[attempt.outcome],
+    conclusion,
     ...(job ? { details_url: job } : {}),
     output,
   });

@@ -75,5 +75,12 @@ describe("a run with a budget on GitHub", () => {
     expect(a.reason).toBe("stopped at its budget of $0.25");
     expect(statusBody()).toContain("budget spent: $0.25 of $0.25 for the run");
     expect(statusBody()).toContain("run `diamond/1`: waiting for budget (4 to do)");
+    // Its check run is no verdict on the work: neutral, and it says the attempt was given back.
+    const check = h.gh.checkRuns.find((c) => c.external_id === "diamond/1/a")!;
+    expect(check.conclusion).toBe("neutral");
+    expect(check.output!.title).toBe("a: attempt 1 stopped by the budget");
+    expect(check.output!.summary).toContain(
+      "It was stopped by its share of the run's budget, not by its own limit: it does not count against the task's attempts, and the task waits for budget or runs again.",
+    );
   });
 });
