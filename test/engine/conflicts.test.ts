@@ -213,8 +213,9 @@ describe("conflicts between an integration branch and its target", () => {
     expect(state.workstreams.right!.status).toBe("merged");
   });
 
-  it("waits while running attempts hold the budget, and resolves once they give it back", () => {
-    const engine = createEngine(graphWith("max_cost_usd: 0.5"));
+  /** `right`'s integration PR is open while `a` runs, holding the whole budget of the run. */
+  const budgetHeld = (ws = "") => {
+    const engine = createEngine(graphWith("max_cost_usd: 0.5", ws));
     const { state } = engine.start(0);
     Object.assign(state.tasks.b!, { status: "merged" });
     state.candidates = ["a"];
@@ -225,6 +226,11 @@ describe("conflicts between an integration branch and its target", () => {
       pr: { number: 9, url: "u" },
     });
     engine.apply(state, { type: "workstream_prepared", workstream: "left", at: 1 });
+    return { engine, state };
+  };
+
+  it("waits while running attempts hold the budget, and resolves once they give it back", () => {
+    const { engine, state } = budgetHeld();
     expect(state.tasks.a!.attempts[0]!.capUsd).toBe(0.5); // a holds all of it
     const conflict: EngineEvent = {
       type: "integration_conflicted",
@@ -242,17 +248,7 @@ describe("conflicts between an integration branch and its target", () => {
   });
 
   it("with resolution off, leaves the conflict to a person at once, even while attempts hold the budget", () => {
-    const engine = createEngine(graphWith("max_cost_usd: 0.5", "max_resolution_attempts: 0"));
-    const { state } = engine.start(0);
-    Object.assign(state.tasks.b!, { status: "merged" });
-    state.candidates = ["a"];
-    Object.assign(state.workstreams.right!, {
-      status: "pr_open",
-      integration: "open",
-      unfinished: 0,
-      pr: { number: 9, url: "u" },
-    });
-    engine.apply(state, { type: "workstream_prepared", workstream: "left", at: 1 });
+    const { engine, state } = budgetHeld("max_resolution_attempts: 0");
     engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 2 });
     expect(state.workstreams.right!).toMatchObject({ autoMergeSkipped: true });
     expect(state.workstreams.right!.reason).toMatch(/resolution is off \(max_resolution_attempts: 0\)/);
