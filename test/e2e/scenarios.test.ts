@@ -110,7 +110,9 @@ tasks:
     expect(state.tasks.fine!.status).toBe("merged");
     expect(standin.git("show", "main:notes/fine.md")).toBe("task fine, attempt 1");
     expect(standin.gh.dispatches.map((d) => d.inputs.task).sort()).toEqual(["broken", "fine"]);
-    expect(status(standin)).toContain("failed: the agent gave up: cannot be done as specified");
+    expect(status(standin)).toContain(
+      "`broken` failed (the agent gave up: cannot be done as specified), blocking 1",
+    );
   });
 
   it("a design concern leaves the integration PR open for review", async () => {
