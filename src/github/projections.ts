@@ -99,6 +99,14 @@ const SCOPE_WORDS = {
   run: "its share of the run's budget",
 } as const;
 
+/** An attempt's outcome in words. */
+const OUTCOME_WORDS = {
+  succeeded: "succeeded",
+  failed: "failed",
+  timed_out: "timed out",
+  cancelled: "cancelled",
+} as const;
+
 const CONCLUSION = {
   succeeded: "success",
   failed: "failure",
@@ -123,7 +131,7 @@ export async function taskCheckRun(
     ? ` It was stopped by ${SCOPE_WORDS[attempt.capBy ?? "run"]}, not by its own limit: it does not count against the task's attempts, and the task ${t.status === "pending" ? "waits for budget or runs again" : "goes on"}.`
     : "";
   const summary = [
-    `Attempt ${attempt.n} ${attempt.outcome}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${givenBack}${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
+    `Attempt ${attempt.n} ${OUTCOME_WORDS[attempt.outcome]}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${givenBack}${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
     "",
     `Cost $${(attempt.costUsd ?? 0).toFixed(2)}${attempt.capUsd != null ? ` of its cap $${attempt.capUsd.toFixed(2)}` : ""} (task total $${taskSpent(t).toFixed(2)}; run: ${spendLine(run, graph)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
     ...(job ? ["", `[The job's log](${job})`] : []),
@@ -132,7 +140,7 @@ export async function taskCheckRun(
     ...(t.concerns.length ? ["", "### Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`)] : []),
   ].join("\n");
   const output = {
-    title: `${task}: attempt ${attempt.n} ${attempt.givenBack ? "stopped by the budget" : attempt.outcome}`,
+    title: `${task}: attempt ${attempt.n} ${attempt.givenBack ? "stopped by the budget" : OUTCOME_WORDS[attempt.outcome]}`,
     summary,
   };
   // A stopped attempt given back is no verdict on the task's work.
