@@ -27,6 +27,7 @@ import {
   startCredentialProxy,
 } from "./credential-proxy.ts";
 import { redactor, secretValues } from "./redact.ts";
+import { type Egress, egressLines, type EgressMode, startEgress } from "./egress/egress.ts";
 import { readSignals, writeSignalShims } from "./signals.ts";
 
 export interface PeerArtifacts {
@@ -68,6 +69,11 @@ export interface AttemptInputs {
   capUsd?: number | null;
   /** A resolution attempt: `repoDir` has the PR's branch, which takes its target by a merge. */
   resolution?: ResolutionInputs;
+  /**
+   * Where the egress allowlist is enforced (see egress/egress.ts): local mode and the Action set it;
+   * absent, the agent's network is not filtered (a library caller's choice).
+   */
+  network?: { mode: EgressMode };
 }
 
 export interface AttemptContext extends AttemptInputs {
@@ -131,8 +137,9 @@ export async function runGate(
   cwd: string,
   timeoutMs: number,
   env: NodeJS.ProcessEnv,
+  prefix: string[] = [],
 ): Promise<{ passed: boolean; output: string }> {
-  const run = await runBounded("bash", ["-c", command], { cwd, env, timeoutMs });
+  const run = await runBounded("bash", ["-c", command], { cwd, env, timeoutMs, prefix });
   const note = run.timedOut
     ? `[agentrelay] the gate did not finish within ${Math.round(timeoutMs / 1000)} s\n`
     : run.code !== 0
@@ -198,21 +205,34 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
         refused.abort();
       })
     : null;
-  const env = proxy
+  const modelEnv = proxy
     ? { ...withoutCredential(given), ANTHROPIC_BASE_URL: proxy.url, ANTHROPIC_API_KEY: proxy.key }
     : given;
-  const ctx: RunningAttempt = {
-    ...context,
-    claude: { ...context.claude, env },
-    redact,
-    log: (line) => context.log(redact(line)),
-    stop: {
-      signal: refused.signal,
-      reason: () => (refusal ? `Claude Code could not authenticate: ${refusal}` : null),
-    },
-  };
+  const log = (line: string) => context.log(redact(line));
+  // The agent's network: only the model API and the hosts the graph names, through the egress proxy.
+  let egress: Egress | null = null;
   let result: AttemptResult;
   try {
+    egress = context.network
+      ? await startEgress({
+          mode: context.network.mode,
+          allow: context.task.network.allow,
+          modelUrl: modelEnv.ANTHROPIC_BASE_URL || ANTHROPIC_API,
+          entry: context.signalEntry,
+          log,
+        })
+      : null;
+    const ctx: RunningAttempt = {
+      ...context,
+      claude: { ...context.claude, env: { ...modelEnv, ...egress?.env } },
+      prefix: egress?.prefix ?? [],
+      redact,
+      log,
+      stop: {
+        signal: refused.signal,
+        reason: () => (refusal ? `Claude Code could not authenticate: ${refusal}` : null),
+      },
+    };
     result = ctx.resolution ? await runResolution(ctx, ctx.resolution) : await runAttemptUnredacted(ctx);
   } catch (error) {
     // A template that cannot render with the run's params fails the attempt before the agent starts.
@@ -221,11 +241,13 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
   } finally {
     await proxy?.close();
   }
+  const network = egress ? egressLines(egress, await egress.refusals()) : [];
+  await egress?.close();
   return {
     ...result,
     reason: result.reason === null ? null : redact(result.reason),
     concerns: result.concerns.map(redact),
-    opsConcerns: result.opsConcerns.map(redact),
+    opsConcerns: [...result.opsConcerns, ...network].map(redact),
     summary: result.summary === null ? null : redact(result.summary),
   };
 }
@@ -240,6 +262,8 @@ function withoutCredential(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /** An attempt while it runs: its log and everything it keeps are masked with `redact`. */
 interface RunningAttempt extends AttemptContext {
   redact: (text: string) => string;
+  /** Put before every command the agent's side runs (its network namespace; see egress/). */
+  prefix: string[];
   /** Stops Claude Code early, with the reason (see claude.ts). */
   stop: NonNullable<ClaudeOptions["stop"]>;
 }
@@ -268,6 +292,7 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
         maxBudgetUsd: left,
         log: ctx.log,
         stop: ctx.stop,
+        prefix: ctx.prefix,
       });
       turns += r.turns;
       costUsd += r.costUsd;
@@ -276,7 +301,7 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
     },
     async (command) => {
       ctx.log(`gate: ${command}`);
-      const gate = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, ctx.claude.env);
+      const gate = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, ctx.claude.env, ctx.prefix);
       if (gate.passed) return null;
       gateOutput = gateTail(ctx.redact(gate.output));
       return `the gate failed on the merged result: ${command}`;
@@ -337,6 +362,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       maxBudgetUsd: left,
       log: ctx.log,
       stop: ctx.stop,
+      prefix: ctx.prefix,
     }).then((r) => {
       turns += r.turns;
       costUsd += r.costUsd;
@@ -394,6 +420,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       session: ctx.resumeSession ?? null,
       timeoutMs: ctx.gateTimeoutMs,
       env,
+      prefix: ctx.prefix,
       agent,
       log: ctx.log,
     });
@@ -418,7 +445,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     if (!command) return null;
     const max = ctx.task.maxGateAttempts;
     for (let n = 1; n <= max; n++) {
-      const run = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, env);
+      const run = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, env, ctx.prefix);
       // A gate may print the environment: what it wrote is masked before it is kept or shown.
       const gate = { ...run, output: ctx.redact(run.output) };
       writeFileSync(join(signalDir, "gate_last_output.txt"), gate.output);
@@ -515,6 +542,7 @@ async function review(
     timeoutMs: ctx.claude.timeoutMs,
     log: (line) => ctx.log(`review: ${line}`),
     stop: ctx.stop,
+    prefix: ctx.prefix,
   });
   const verdict = parseReview(result.ok ? result.finalText : "");
   ctx.log(`review: ${verdict.length === 0 ? "approved" : `${verdict.length} finding(s)`}`);

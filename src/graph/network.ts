@@ -35,13 +35,16 @@ function splitPort(pattern: string): { host: string; port: number | null } {
   return { host, port: match[2] === undefined ? null : Number(match[2]) };
 }
 
-/** True when the list names `host` at `port` (host names compare without case and a trailing dot). */
-export function allowsHost(allow: readonly string[], host: string, port: number): boolean {
+/**
+ * True when the list names `host` at `port` (any port when null); host names compare without case
+ * and a trailing dot.
+ */
+export function allowsHost(allow: readonly string[], host: string, port: number | null): boolean {
   const wanted = normalise(host);
   return allow.some((pattern) => {
     if (pattern === ANY_HOST) return true;
     const rule = splitPort(pattern);
-    if (rule.port !== null && rule.port !== port) return false;
+    if (rule.port !== null && port !== null && rule.port !== port) return false;
     const name = normalise(rule.host);
     return name.startsWith("*.") ? wanted.endsWith(name.slice(1)) : wanted === name;
   });
