@@ -29,6 +29,8 @@ import {
 import { redactor, secretValues } from "./redact.ts";
 import { type Egress, egressLines, type EgressMode, startEgress } from "./egress/egress.ts";
 import { readSignals, writeSignalShims } from "./signals.ts";
+import { checkOutput } from "./output-checks.ts";
+import { OUTPUT_REVIEW_MODEL, outputReviewPrompt, parseOutputReview } from "./output-review.ts";
 
 export interface PeerArtifacts {
   summary: string | null;
@@ -372,7 +374,46 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     });
   };
 
-  const finish = async (outcome: "succeeded" | "failed", reason: string | null): Promise<AttemptResult> => {
+  // Where the attempt's own work begins: what the output checks read, and where a blocked attempt returns.
+  const startHead = await git(ctx.repoDir, ["rev-parse", "HEAD"]);
+
+  /** The output checks (and the output review, when the graph asks for it) on the attempt's commits. */
+  const checkBeforeLanding = async (commit: string, succeeded: boolean): Promise<string[]> => {
+    const found = await checkOutput(ctx.repoDir, startHead, commit, ctx.task.taggedPaths);
+    reviewConcerns.push(...found.concerns);
+    const settings = ctx.graph.settings.outputReview;
+    if (found.blocking.length > 0 || !settings || !succeeded) return found.blocking;
+    const diff = await git(ctx.repoDir, ["diff", "--no-color", startHead, commit]);
+    const answer = await runClaudeCode({
+      bin: ctx.claude.bin,
+      cwd: ctx.repoDir,
+      env,
+      prompt: outputReviewPrompt(ctx.task, diff),
+      model: settings.model ?? OUTPUT_REVIEW_MODEL,
+      maxTurns: 3,
+      allowedTools: [],
+      addDirs: [],
+      timeoutMs: ctx.claude.timeoutMs,
+      log: (line) => ctx.log(`output review: ${line}`),
+      stop: ctx.stop,
+      prefix: ctx.prefix,
+    });
+    turns += answer.turns;
+    costUsd += answer.costUsd;
+    const findings = answer.ok ? parseOutputReview(answer.finalText) : null;
+    if (findings === null)
+      extraOps.push(
+        `the output review gave no verdict (${answer.error ?? "no SCOPE: line"}): not taken as a finding`,
+      );
+    ctx.log(
+      `output review: ${findings === null ? "no verdict" : findings.length === 0 ? "keeps to the task" : `${findings.length} finding(s)`}`,
+    );
+    return (findings ?? []).map((f) => `the output review: ${f}`);
+  };
+
+  const finish = async (ended: "succeeded" | "failed", why: string | null): Promise<AttemptResult> => {
+    let outcome = ended;
+    let reason = why;
     const signals = readSignals(ctx.workDir, ctx.attempt);
     let noPr = signals.done?.noPr ?? false;
     let commit: string | null = null;
@@ -388,6 +429,18 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     } else if (outcome === "failed") {
       // Kept on the task branch (no PR is opened), so that a retry continues from this work.
       commit = await commitWork(ctx, " (failed)");
+    }
+    if (commit !== null && commit !== startHead) {
+      const blocking = await checkBeforeLanding(commit, outcome === "succeeded");
+      if (blocking.length > 0) {
+        // Nothing of this attempt lands: the branch returns to where it started, and the attempt fails.
+        for (const finding of blocking) ctx.log(`output check: ${finding}`);
+        await git(ctx.repoDir, ["reset", "-q", "--hard", startHead]);
+        outcome = "failed";
+        reason = `the output checks blocked the push: ${blocking.join("; ")}`;
+        commit = null;
+        noPr = false;
+      }
     }
     return {
       conflicted: [],
