@@ -374,16 +374,19 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     });
   };
 
-  // Where the attempt's own work begins: what the output checks read, and where a blocked attempt returns.
+  // Where the attempt's own work begins (with what the runner staged, such as the agent configuration
+  // it restored): what the output checks compare with, and where a blocked attempt returns.
   const startHead = await git(ctx.repoDir, ["rev-parse", "HEAD"]);
+  await git(ctx.repoDir, ["add", "--all"]);
+  const startTree = await git(ctx.repoDir, ["write-tree"]);
 
   /** The output checks (and the output review, when the graph asks for it) on the attempt's commits. */
   const checkBeforeLanding = async (commit: string, succeeded: boolean): Promise<string[]> => {
-    const found = await checkOutput(ctx.repoDir, startHead, commit, ctx.task.taggedPaths);
+    const found = await checkOutput(ctx.repoDir, startTree, commit, ctx.task.taggedPaths);
     reviewConcerns.push(...found.concerns);
     const settings = ctx.graph.settings.outputReview;
     if (found.blocking.length > 0 || !settings || !succeeded) return found.blocking;
-    const diff = await git(ctx.repoDir, ["diff", "--no-color", startHead, commit]);
+    const diff = await git(ctx.repoDir, ["diff", "--no-color", startTree, commit]);
     const answer = await runClaudeCode({
       bin: ctx.claude.bin,
       cwd: ctx.repoDir,
@@ -430,12 +433,13 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       // Kept on the task branch (no PR is opened), so that a retry continues from this work.
       commit = await commitWork(ctx, " (failed)");
     }
-    if (commit !== null && commit !== startHead) {
+    if (commit !== null) {
       const blocking = await checkBeforeLanding(commit, outcome === "succeeded");
       if (blocking.length > 0) {
         // Nothing of this attempt lands: the branch returns to where it started, and the attempt fails.
         for (const finding of blocking) ctx.log(`output check: ${finding}`);
         await git(ctx.repoDir, ["reset", "-q", "--hard", startHead]);
+        await git(ctx.repoDir, ["read-tree", "-u", "--reset", startTree]);
         outcome = "failed";
         reason = `the output checks blocked the push: ${blocking.join("; ")}`;
         commit = null;
