@@ -142,6 +142,9 @@ async function runJob(
     AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-scripted-credential",
     ANTHROPIC_BASE_URL: server!.url,
     AGENTRELAY_ENTRY: join(REPO_ROOT, "dist/action/index.js"),
+    // These jobs share the machine's network namespace, which the filter must not touch: its rules are
+    // tested in a namespace of their own (egress-container.test.ts).
+    AGENTRELAY_EGRESS: "off",
     DISABLE_TELEMETRY: "1",
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     ...extraEnv,
