@@ -36,3 +36,18 @@ export function secretValues(env: NodeJS.ProcessEnv): string[] {
     .filter(([name]) => isSecretName(name))
     .map(([, value]) => value ?? "");
 }
+
+const scrub = redactor([]);
+
+/**
+ * Agent text inside markdown, for people and for other agents alike: secrets masked, HTML comments
+ * and fences neutralised (it cannot close the block it is shown in), @-mentions kept from notifying
+ * anyone (a zero-width space after the @), length bounded.
+ */
+export function agentText(text: string, max = 4000): string {
+  const clean = scrub(text)
+    .replace(/<!--|-->/g, "")
+    .replace(/```/g, "ʼʼʼ")
+    .replace(/@(?=[A-Za-z0-9])/g, "@\u200b");
+  return clean.length > max ? `${clean.slice(0, max)} …` : clean;
+}

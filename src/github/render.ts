@@ -3,7 +3,7 @@
  * comment, task and integration PR bodies, the plan comment and check-run outputs. Text an agent
  * wrote (summaries, concerns) is redacted and kept inside markdown that cannot run anything.
  */
-import { redactor } from "../attempt/redact.ts";
+import { agentText } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
@@ -13,19 +13,7 @@ import type { RunState, TaskRun } from "../engine/types.ts";
 
 /** GitHub refuses comment and check-run bodies over 65,536 characters. */
 export const BODY_LIMIT = 65_536;
-const scrub = redactor([]);
-
-/**
- * Agent text inside markdown: secrets masked, HTML comments and fences neutralised, @-mentions kept
- * from notifying anyone (a zero-width space after the @), length bounded.
- */
-export function agentText(text: string, max = 4000): string {
-  const clean = scrub(text)
-    .replace(/<!--|-->/g, "")
-    .replace(/```/g, "ʼʼʼ")
-    .replace(/@(?=[A-Za-z0-9])/g, "@\u200b");
-  return clean.length > max ? `${clean.slice(0, max)} …` : clean;
-}
+export { agentText };
 
 export const statusMarker = (runKey: string): string => `<!-- agentrelay:status run=${runKey} -->`;
 export const PLAN_MARKER = "<!-- agentrelay:plan -->";
