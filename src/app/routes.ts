@@ -185,6 +185,26 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       );
   }
 
+  /** The token tier of the agent that works for the attempt (a resolution's: its resolver's). */
+  const tierOf = (loaded: Loaded, subject: Subject) => {
+    const plan = loaded.engine.plan;
+    const agentTask =
+      "task" in subject ? plan.tasks.get(subject.task)! : resolverOf(plan, subject.resolution).agentTask;
+    return agentTask.primaryAgent.isolation.tokenTier;
+  };
+
+  /** An installation token for the one repository, with exactly these permissions. */
+  const mint = async (installationId: number, repo: string, permissions: Record<string, string>) =>
+    (
+      await (
+        await appClient()
+      ).rest.apps.createInstallationAccessToken({
+        installation_id: installationId,
+        repositories: [repo],
+        permissions,
+      })
+    ).data;
+
   async function token(req: IncomingMessage) {
     const authenticated = await authenticate(req, attemptRequestSchema);
     const { identity, request, ctx, installationId, driver, subject, loaded } = authenticated;
@@ -211,18 +231,9 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
           : `attempt ${attempt} of ${request.task} is not running`,
       );
     }
-    const plan = loaded.engine.plan;
-    const agentTask =
-      "task" in subject ? plan.tasks.get(subject.task)! : resolverOf(plan, subject.resolution).agentTask;
-    const tier = agentTask.primaryAgent.isolation.tokenTier;
+    const tier = tierOf(loaded, subject);
     const permissions = tierPermissions(tier);
-    const { data } = await (
-      await appClient()
-    ).rest.apps.createInstallationAccessToken({
-      installation_id: installationId,
-      repositories: [ctx.repo],
-      permissions,
-    });
+    const data = await mint(installationId, ctx.repo, permissions);
     return {
       token: data.token,
       expires_at: data.expires_at,
@@ -248,19 +259,10 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     const running =
       "task" in subject ? t?.attempt === request.attempt && t.status === "running" : own.outcome === null;
     if (!running) throw new HttpError(409, `attempt ${request.attempt} of ${request.task} is not running`);
-    const plan = loaded.engine.plan;
-    const agentTask =
-      "task" in subject ? plan.tasks.get(subject.task)! : resolverOf(plan, subject.resolution).agentTask;
-    if (agentTask.primaryAgent.isolation.tokenTier === "read_only")
+    if (tierOf(loaded, subject) === "read_only")
       throw new HttpError(403, `${request.task} is a read_only task: its attempts push nothing`);
     const permissions = { contents: "write", metadata: "read" } as const;
-    const { data } = await (
-      await appClient()
-    ).rest.apps.createInstallationAccessToken({
-      installation_id: installationId,
-      repositories: [ctx.repo],
-      permissions,
-    });
+    const data = await mint(installationId, ctx.repo, permissions);
     return { token: data.token, expires_at: data.expires_at, permissions: data.permissions ?? permissions };
   }
 
