@@ -137,6 +137,11 @@ export async function startEgress(options: EgressOptions): Promise<Egress> {
     };
   }
 
+  // A job container holds one attempt: rules already there are another attempt's, not to be replaced.
+  if ((await nft(["list", "table", "inet", EGRESS_TABLE])).ok) {
+    await proxy.close();
+    return unfiltered("network: not filtered: another attempt's rules already filter this namespace");
+  }
   const dns = await startDnsStub(onLookup);
   const rules = await nft(
     ["-f", "-"],
