@@ -84,6 +84,8 @@ async function once(root: string, dist: string): Promise<number> {
     "INPUT_APP-URL": base,
     "INPUT_CLAUDE-PATH": claude,
     AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-bench",
+    // The job shares this machine's network namespace: its egress rules are for a job container's own.
+    AGENTRELAY_EGRESS: "off",
   };
   const started = Date.now();
   await new Promise<void>((done) =>

@@ -342,6 +342,9 @@ export class Standin {
         GITHUB_STEP_SUMMARY: output,
         ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
         ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
+        // Jobs here share the machine's network namespace, and run side by side: the egress rules are
+        // for a job container's own namespace (test/action/egress-container.test.ts).
+        AGENTRELAY_EGRESS: "off",
         INPUT_RUN: inputs.run,
         INPUT_TASK: inputs.task,
         INPUT_ATTEMPT: inputs.attempt,

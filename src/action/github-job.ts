@@ -32,6 +32,7 @@ import {
   storedRun,
 } from "./job-io.ts";
 import { runResolutionJob } from "./resolution-job.ts";
+import { askPushToken, tokenForPush } from "./push-token.ts";
 
 export { AGENT_CONFIG_PATHS, agentEnv, JobError, type JobOutcome };
 
@@ -132,11 +133,16 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   let pushed = false;
   const tier = task.primaryAgent.isolation.tokenTier;
   if (result.commit && tier !== "read_only") {
+    // The first token may have lapsed while the agent worked: the push asks for its own then.
+    const audience = env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay";
+    const pushGrant = await tokenForPush({ token, expiresAt: String(grant.expires_at) }, () =>
+      askPushToken(inputs.appUrl, attemptRequest, audience),
+    );
     const push = await gitRaw(
       repoDir,
       ["push", "-q", ...(fresh ? ["--force"] : []), "origin", `HEAD:refs/heads/${branch}`],
       undefined,
-      auth,
+      pushGrant.token === token ? auth : gitAuth(pushGrant.token),
     );
     if (push.code !== 0) {
       result = {

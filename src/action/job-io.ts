@@ -238,6 +238,9 @@ export async function attemptInJob(
       },
       gateTimeoutMs: inputs.gateTimeoutMs,
       signalEntry: env.AGENTRELAY_ENTRY || process.argv[1]!,
+      // The egress allowlist, in the job container's own namespace (AGENTRELAY_EGRESS=off: not filtered,
+      // for runners whose namespace is not the job's own, such as a self-hosted machine).
+      ...(env.AGENTRELAY_EGRESS === "off" ? {} : { network: { mode: "container" as const } }),
       log: (line) => core.info(job.mask(line)),
       ...attempt,
     });

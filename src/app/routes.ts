@@ -1,9 +1,12 @@
 /**
- * The two HTTP endpoints a task job calls, both authenticated by the job's GitHub Actions OIDC token
+ * The HTTP endpoints a task job calls, all authenticated by the job's GitHub Actions OIDC token
  * (so they work whatever the task's token tier):
  * - POST /agentrelay/token: the attempt's installation token, scoped to the repository and the task's
  *   tier. Answered once per attempt: the answer is recorded (job_started) by compare-and-swap before
  *   the token is minted, so a replayed or concurrent request gets nothing.
+ * - POST /agentrelay/push-token: a token that can only push, for the runner when it pushes (an attempt
+ *   may outlast its first token's hour): only for the job that took the attempt's first token, only
+ *   while the attempt runs. The agent never holds the job's OIDC credentials, so it cannot ask.
  * - POST /agentrelay/report: the attempt's result, from the job that took the token.
  * A resolution attempt (protocol/resolution.ts) asks and reports the same way, with the token tier of
  * the task whose agent resolves.
@@ -182,6 +185,26 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       );
   }
 
+  /** The token tier of the agent that works for the attempt (a resolution's: its resolver's). */
+  const tierOf = (loaded: Loaded, subject: Subject) => {
+    const plan = loaded.engine.plan;
+    const agentTask =
+      "task" in subject ? plan.tasks.get(subject.task)! : resolverOf(plan, subject.resolution).agentTask;
+    return agentTask.primaryAgent.isolation.tokenTier;
+  };
+
+  /** An installation token for the one repository, with exactly these permissions. */
+  const mint = async (installationId: number, repo: string, permissions: Record<string, string>) =>
+    (
+      await (
+        await appClient()
+      ).rest.apps.createInstallationAccessToken({
+        installation_id: installationId,
+        repositories: [repo],
+        permissions,
+      })
+    ).data;
+
   async function token(req: IncomingMessage) {
     const authenticated = await authenticate(req, attemptRequestSchema);
     const { identity, request, ctx, installationId, driver, subject, loaded } = authenticated;
@@ -208,18 +231,9 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
           : `attempt ${attempt} of ${request.task} is not running`,
       );
     }
-    const plan = loaded.engine.plan;
-    const agentTask =
-      "task" in subject ? plan.tasks.get(subject.task)! : resolverOf(plan, subject.resolution).agentTask;
-    const tier = agentTask.primaryAgent.isolation.tokenTier;
+    const tier = tierOf(loaded, subject);
     const permissions = tierPermissions(tier);
-    const { data } = await (
-      await appClient()
-    ).rest.apps.createInstallationAccessToken({
-      installation_id: installationId,
-      repositories: [ctx.repo],
-      permissions,
-    });
+    const data = await mint(installationId, ctx.repo, permissions);
     return {
       token: data.token,
       expires_at: data.expires_at,
@@ -227,6 +241,29 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       tier,
       state_version: started.version,
     };
+  }
+
+  async function pushToken(req: IncomingMessage) {
+    const authenticated = await authenticate(req, attemptRequestSchema);
+    const { identity, request, ctx, installationId, driver, subject } = authenticated;
+    let loaded = authenticated.loaded;
+    const record = (l: Loaded) => recordOf(l.run, subject, request.attempt);
+    if (record(loaded)?.job !== identity.runId && loaded.cached)
+      loaded = (await driver.load(request.run, { fresh: true }))!;
+    const own = record(loaded);
+    if (own?.job && own.job !== identity.runId) throw notOwnRun(request, own.job, identity.runId);
+    // Bound to the job that took the attempt's first token (job_started recorded its run id).
+    if (!own?.startedAt || own.job !== identity.runId)
+      throw new HttpError(403, `attempt ${request.attempt} of ${request.task} has not taken its first token`);
+    const t = "task" in subject ? loaded.run.tasks[subject.task] : undefined;
+    const running =
+      "task" in subject ? t?.attempt === request.attempt && t.status === "running" : own.outcome === null;
+    if (!running) throw new HttpError(409, `attempt ${request.attempt} of ${request.task} is not running`);
+    if (tierOf(loaded, subject) === "read_only")
+      throw new HttpError(403, `${request.task} is a read_only task: its attempts push nothing`);
+    const permissions = { contents: "write", metadata: "read" } as const;
+    const data = await mint(installationId, ctx.repo, permissions);
+    return { token: data.token, expires_at: data.expires_at, permissions: data.permissions ?? permissions };
   }
 
   async function reportResult(req: IncomingMessage) {
@@ -252,7 +289,12 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const path = (req.url ?? "").split("?")[0];
-    const route = path === "/agentrelay/token" ? token : path === "/agentrelay/report" ? reportResult : null;
+    const routes: Record<string, (req: IncomingMessage) => Promise<object>> = {
+      "/agentrelay/token": token,
+      "/agentrelay/push-token": pushToken,
+      "/agentrelay/report": reportResult,
+    };
+    const route = routes[path ?? ""] ?? null;
     if (!route) return false;
     const send = (status: number, body: object) =>
       res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));

@@ -19,6 +19,8 @@ export interface BoundedOptions {
   maxOutput?: number;
   /** Stops the command early (its whole tree), as at a deadline. */
   signal?: AbortSignal;
+  /** Put before the command (an agent's: its network namespace, no capabilities; see egress/). */
+  prefix?: string[];
 }
 
 export interface BoundedResult {
@@ -90,7 +92,8 @@ export function killGroup(child: ChildProcess, signal: NodeJS.Signals = "SIGKILL
 export function runBounded(command: string, args: string[], options: BoundedOptions): Promise<BoundedResult> {
   const max = options.maxOutput ?? 1_000_000;
   return new Promise((resolve) => {
-    const child = spawn(command, args, {
+    const [program, ...programArgs] = [...(options.prefix ?? []), command, ...args] as [string, ...string[]];
+    const child = spawn(program, programArgs, {
       cwd: options.cwd,
       env: options.env,
       detached: true, // a process group of its own

@@ -24,6 +24,8 @@ export interface ClaudeOptions {
   log: (line: string) => void;
   /** Stops Claude Code early; `reason` says why (the credential was refused, say). */
   stop?: { signal: AbortSignal; reason: () => string | null };
+  /** Put before the command (see BoundedOptions). */
+  prefix?: string[];
 }
 
 export interface ClaudeResult {
@@ -94,6 +96,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
     timeoutMs: options.timeoutMs,
     // The stream is read as it comes (for the log); only its tail is kept.
     maxOutput: 200_000,
+    ...(options.prefix ? { prefix: options.prefix } : {}),
     ...(options.stop ? { signal: options.stop.signal } : {}),
     onStdout: (chunk) => {
       buffer += chunk;

@@ -136,7 +136,7 @@ export interface CriteriaVerdict {
 export async function runCriteria(
   criteria: { python: string | null; script: string | null },
   params: Record<string, unknown>,
-  options: { cwd: string; workflowDir: string; timeoutMs: number; env: NodeJS.ProcessEnv },
+  options: { cwd: string; workflowDir: string; timeoutMs: number; env: NodeJS.ProcessEnv; prefix?: string[] },
 ): Promise<CriteriaVerdict> {
   let input: { code: string; values: unknown[]; name: string };
   if (criteria.python !== null) {
@@ -164,6 +164,7 @@ export async function runCriteria(
     cwd: options.cwd,
     env: options.env,
     timeoutMs: options.timeoutMs,
+    ...(options.prefix ? { prefix: options.prefix } : {}),
     input: JSON.stringify({ ...input, params }),
   });
   if (run.code === -1) return { passed: false, error: `cannot run python3: ${run.stderr.trim()}` };

@@ -35,6 +35,8 @@ export interface StepOptions {
   session: string | null;
   timeoutMs: number;
   env: NodeJS.ProcessEnv;
+  /** Put before the commands the step runs (see BoundedOptions). */
+  prefix?: string[];
   agent: (prompt: string, resume: string | null) => Promise<ClaudeResult>;
   log: (line: string) => void;
 }
@@ -56,6 +58,7 @@ export async function runCyberianStep(o: StepOptions): Promise<string | null> {
       workflowDir: o.workflowDir,
       timeoutMs: o.timeoutMs,
       env: o.env,
+      ...(o.prefix ? { prefix: o.prefix } : {}),
     });
   try {
     if (step.providerCall) {
@@ -126,6 +129,7 @@ async function providerCall(
     env: o.env,
     timeoutMs: o.timeoutMs,
     input: JSON.stringify({ method: call.method, params }),
+    ...(o.prefix ? { prefix: o.prefix } : {}),
   });
   if (output.timedOut)
     return `provider '${call.provider}' did not finish within ${Math.round(o.timeoutMs / 1000)} s`;

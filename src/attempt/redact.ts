@@ -36,3 +36,29 @@ export function secretValues(env: NodeJS.ProcessEnv): string[] {
     .filter(([name]) => isSecretName(name))
     .map(([, value]) => value ?? "");
 }
+
+const scrub = redactor([]);
+
+/**
+ * Agent text inside markdown, for people and for other agents alike: secrets masked, HTML comments
+ * and fences neutralised (it cannot close the block it is shown in), @-mentions kept from notifying
+ * anyone (a zero-width space after the @), length bounded.
+ */
+export function agentText(text: string, max = 4000): string {
+  const clean = scrub(text)
+    .replace(/<!--|-->/g, "")
+    .replace(/```/g, "ʼʼʼ")
+    .replace(/@(?=[A-Za-z0-9])/g, "@\u200b");
+  return cut(clean, max);
+}
+
+/**
+ * `text` within `max` characters: when longer, cut at the last word boundary (a single word longer
+ * than half of `max` is cut inside) and marked with " …".
+ */
+export function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const room = text.slice(0, Math.max(0, max - 2));
+  const boundary = room.search(/\s\S*$/);
+  return `${(boundary > max / 2 ? room.slice(0, boundary) : room).trimEnd()} …`;
+}

@@ -242,6 +242,14 @@ const COMMANDS: Record<string, Command> = {
     internal: true,
     run: async ([spec]) => (await import("../attempt/attempt-process.ts")).attemptProcess(spec!),
   },
+  "egress-namespace": {
+    usage: "egress-namespace",
+    summary: "hold an attempt's network namespace (the attempt runner starts it through unshare)",
+    options: {},
+    positionals: [0, 0],
+    internal: true,
+    run: async () => (await import("../attempt/egress/namespace.ts")).holdNamespace(),
+  },
 };
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim();

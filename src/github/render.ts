@@ -3,7 +3,7 @@
  * comment, task and integration PR bodies, the plan comment and check-run outputs. Text an agent
  * wrote (summaries, concerns) is redacted and kept inside markdown that cannot run anything.
  */
-import { redactor } from "../attempt/redact.ts";
+import { agentText, cut, redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
@@ -15,18 +15,7 @@ import type { RunState, TaskRun } from "../engine/types.ts";
 /** GitHub refuses comment and check-run bodies over 65,536 characters. */
 export const BODY_LIMIT = 65_536;
 const scrub = redactor([]);
-
-/**
- * Agent text inside markdown: secrets masked, HTML comments and fences neutralised, @-mentions kept
- * from notifying anyone (a zero-width space after the @), length bounded.
- */
-export function agentText(text: string, max = 4000): string {
-  const clean = scrub(text)
-    .replace(/<!--|-->/g, "")
-    .replace(/```/g, "ʼʼʼ")
-    .replace(/@(?=[A-Za-z0-9])/g, "@\u200b");
-  return cut(clean, max);
-}
+export { agentText, cut };
 
 /**
  * Output (a gate's) as a code block people can copy from: secrets masked, nothing else changed (no
@@ -42,17 +31,6 @@ export function codeBlock(text: string, max: number, language = "text"): string[
   }
   const fence = "`".repeat(Math.max(3, ...[...clean.matchAll(/`+/g)].map((m) => m[0].length + 1)));
   return [`${fence}${language}`, clean, fence];
-}
-
-/**
- * `text` within `max` characters: when longer, cut at the last word boundary (a single word longer
- * than half of `max` is cut inside) and marked with " …".
- */
-export function cut(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const room = text.slice(0, Math.max(0, max - 2));
-  const boundary = room.search(/\s\S*$/);
-  return `${(boundary > max / 2 ? room.slice(0, boundary) : room).trimEnd()} …`;
 }
 
 /** Text inside a markdown table cell: a pipe escaped, lines joined. */

@@ -9,14 +9,16 @@ import {
   DEFAULT_ISOLATION,
   DEFAULT_SETTINGS,
   defaultWorkstream,
+  DEFAULT_NETWORK,
   type Graph,
   type Isolation,
+  type Network,
   type TaggedPath,
   type Task,
   NONE,
   type Workstream,
 } from "./model.ts";
-import type { AgentFile, GraphFile, IsolationFile, TaskFile } from "./schema.ts";
+import type { AgentFile, GraphFile, IsolationFile, NetworkFile, TaskFile } from "./schema.ts";
 import { IssueList, validateStructure, type Where } from "./validate.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
@@ -40,6 +42,11 @@ function isolationLayer(file: IsolationFile | null | undefined): PartialIsolatio
  */
 function resolveIsolation(inherited: Isolation, ...layers: (PartialIsolation | null)[]): Isolation {
   return layers.some((l) => l !== null) ? Object.assign({ ...inherited }, ...layers) : inherited;
+}
+
+/** The nearest `allow` wins (the block has one field; a block without it inherits). */
+function resolveNetwork(inherited: Network, file: NetworkFile | null | undefined): Network {
+  return file?.allow ? { allow: file.allow } : inherited;
 }
 
 function agentConfig(
@@ -79,10 +86,14 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
   });
 
   const graphIsolation = resolveIsolation(DEFAULT_ISOLATION, isolationLayer(file.isolation));
+  const graphNetwork = resolveNetwork(DEFAULT_NETWORK, file.network);
   const declared = file.workstreams != null;
   const workstreamFiles = file.workstreams ?? [];
   const workstreamIsolation = new Map(
     workstreamFiles.map((w) => [w.id, resolveIsolation(graphIsolation, isolationLayer(w.isolation))]),
+  );
+  const workstreamNetwork = new Map(
+    workstreamFiles.map((w) => [w.id, resolveNetwork(graphNetwork, w.network)]),
   );
   const workstreams: Workstream[] = declared
     ? workstreamFiles.map((w) => ({
@@ -135,6 +146,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
       maxCostUsd: t.max_cost_usd ?? null,
       maxAttemptCostUsd: t.max_attempt_cost_usd ?? null,
       maxResolutionAttempts: t.max_resolution_attempts ?? null,
+      network: resolveNetwork(workstreamNetwork.get(workstreamId) ?? graphNetwork, t.network),
     };
   });
 
@@ -156,6 +168,12 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
       maxAttemptCostUsd: file.max_attempt_cost_usd ?? null,
       minAttemptCostUsd: file.min_attempt_cost_usd ?? null,
       maxResolutionAttempts: file.max_resolution_attempts ?? null,
+      outputReview:
+        file.output_review === true
+          ? { model: null }
+          : file.output_review
+            ? { model: file.output_review.model ?? null }
+            : null,
     },
     maxWorkstreamDepth: file.max_workstream_depth ?? 1,
     workstreams,

@@ -15,6 +15,7 @@ import {
   type CyberianParam,
   type CyberianStep,
   DEFAULT_ISOLATION,
+  DEFAULT_NETWORK,
   DEFAULT_SETTINGS,
   defaultWorkstream,
   type Graph,
@@ -163,6 +164,7 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
           review: null,
           workstreamId: "default",
           inputsFrom: [],
+          network: DEFAULT_NETWORK,
           cyberian: step,
         },
       });

@@ -51,8 +51,18 @@ export interface Task {
   maxAttemptCostUsd: number | null;
   /** Agent attempts at its PR's conflicts with the integration branch (null: the workstream's). */
   maxResolutionAttempts: number | null;
+  /** Where the attempt's processes may reach (graph -> workstream -> task, the nearest `allow` wins). */
+  network: Network;
   /** Present for tasks compiled from a cyberian workflow. */
   cyberian?: CyberianStep;
+}
+
+/**
+ * The hosts an attempt may reach besides the model API: names (`registry.npmjs.org`), subdomain
+ * patterns (`*.pythonhosted.org`), either with `:port`; `*` alone turns the allowlist off.
+ */
+export interface Network {
+  allow: string[];
 }
 
 export interface Workstream {
@@ -85,6 +95,8 @@ export interface RunSettings {
   minAttemptCostUsd: number | null;
   /** Agent attempts at a PR's conflicts, per PR (0: none; null: the default, 2). */
   maxResolutionAttempts: number | null;
+  /** The output review before a push (a small model asks whether the diff strays from the task); null: off. */
+  outputReview: { model: string | null } | null;
 }
 
 export interface Graph {
@@ -156,6 +168,7 @@ export const DEFAULT_SETTINGS: RunSettings = {
   maxAttemptCostUsd: null,
   minAttemptCostUsd: null,
   maxResolutionAttempts: null,
+  outputReview: null,
 };
 
 /** Resolution attempts per conflicting PR when the graph does not say. */
@@ -175,6 +188,9 @@ export const defaultWorkstream = (): Workstream => ({
 
 /** The empty list tasks share (frozen, so no one appends to it): most tasks have no paths or inputs. */
 export const NONE = Object.freeze([]) as unknown as never[];
+
+/** Tasks that name no hosts reach only the model API (frozen and shared, like NONE). */
+export const DEFAULT_NETWORK: Network = Object.freeze({ allow: NONE });
 
 /** Frozen: tasks without isolation settings of their own share it (a graph is read-only once loaded). */
 export const DEFAULT_ISOLATION: Isolation = Object.freeze({

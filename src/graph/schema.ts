@@ -6,6 +6,7 @@
  * of the Python tool recognise them; the location and field path are added by the loader.
  */
 import { z } from "zod";
+import { HOST_PATTERN, hostPatternProblem } from "./network.ts";
 
 type Issue = { input?: unknown };
 /** A missing key reports "is required"; any other problem reports `text`. */
@@ -92,6 +93,24 @@ export const isolationSchema = z
   })
   .meta({ description: "Isolation settings; inherited per field graph -> workstream -> task -> agent." });
 
+export const networkSchema = z
+  .strictObject({
+    allow: z
+      .array(
+        text()
+          .refine((host) => hostPatternProblem(host) === null, {
+            error: (issue) => hostPatternProblem(String(issue.input)) ?? "invalid host",
+          })
+          .register(canonicalForm, { pattern: HOST_PATTERN }),
+        { error: "must be a list of host names" },
+      )
+      .nullish(),
+  })
+  .meta({
+    description:
+      "Hosts the attempt's processes may reach besides the model API (`host`, `*.domain`, either with `:port`; `*`: anything). Inherited graph -> workstream -> task.",
+  });
+
 export const agentSchema = z.strictObject({
   framework: choice("framework", ["claude_code"] as const).nullish(),
   model: text().nullish(),
@@ -137,6 +156,7 @@ export const taskSchema = z.strictObject({
     .nullish(),
   workstream_id: text().nullish(),
   isolation: isolationSchema.nullish(),
+  network: networkSchema.nullish(),
   inputs_from: z
     .union([inputRefSchema, z.array(inputRefSchema)], { error: "must be a mapping or list of mappings" })
     .nullish(),
@@ -154,6 +174,7 @@ export const workstreamSchema = z.strictObject({
   merge_target_branch: text().optional(),
   auto_merge: boolean().optional(),
   isolation: isolationSchema.nullish(),
+  network: networkSchema.nullish(),
   max_cost_usd: usd().nullish().meta({ description: "What the workstream's tasks may spend together." }),
   max_resolution_attempts: count().nullish().meta({
     description: "Agent attempts to resolve the integration PR's conflicts (0: leave them to a person).",
@@ -176,6 +197,16 @@ export const graphFileSchema = z
       .nullish(),
     max_workstream_depth: positiveInt().nullish(),
     isolation: isolationSchema.nullish(),
+    network: networkSchema.nullish(),
+    output_review: z
+      .union([boolean(), z.strictObject({ model: text().nullish() })], {
+        error: "must be true, false or a mapping with a model",
+      })
+      .nullish()
+      .meta({
+        description:
+          "Before a push, a small model asks whether the diff does something other than the task asked (true, or { model }).",
+      }),
     // Operational keys (agentrelay reads them outside its schema; they are part of the file all the same).
     model: text().nullish().meta({ description: "Default model for tasks that do not name one." }),
     tools: z.array(text(), { error: "must be a list of strings" }).nullish(),
@@ -207,6 +238,7 @@ export type GraphFile = z.output<typeof graphFileSchema>;
 export type TaskFile = z.output<typeof taskSchema>;
 export type AgentFile = z.output<typeof agentSchema>;
 export type IsolationFile = z.output<typeof isolationSchema>;
+export type NetworkFile = z.output<typeof networkSchema>;
 
 /**
  * The JSON Schema of graph files zod would return unchanged (see `canonicalForm`): the output schema

@@ -269,6 +269,8 @@ export class LocalHost implements RunHost {
       },
       gateTimeoutMs: s.gateTimeoutMs,
       signalEntry: s.entry,
+      // On by default: each attempt in a network namespace of its own (the report says when it cannot be).
+      network: { mode: "namespace" as const },
     };
     return { agent, secrets };
   }

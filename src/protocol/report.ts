@@ -75,6 +75,9 @@ export function eventsOfReport(report: Omit<AttemptReport, "run">, at: number): 
   if (r.outcome === "failed") {
     for (const message of r.concerns)
       facts.push({ type: "concern_recorded", task, attempt, kind: "design", message, at });
+    // What a failed attempt tells operators (its network refusals, say) is kept too.
+    for (const message of r.opsConcerns)
+      facts.push({ type: "concern_recorded", task, attempt, kind: "ops", message, at });
     facts.push({
       type: "job_failed",
       task,

@@ -24,6 +24,7 @@ import type { RunState } from "../../src/engine/types.ts";
 import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
+import { serveGit } from "../support/git-http.ts";
 
 const GRAPH = `name: g
 max_task_attempts: 2
@@ -40,6 +41,8 @@ let server: ScriptedModelServer | undefined;
 let stdout: string[];
 let reports: { result: Record<string, unknown> }[];
 let tokenRequests: number;
+/** When the attempt's first token lapses, as the app says (far away unless a test says otherwise). */
+let firstTokenExpires: string;
 
 /** A remote with main (holding the agent config people chose) and the workstream's integration branch. */
 async function remote(): Promise<{ url: string; bare: string; seed: string }> {
@@ -139,6 +142,9 @@ async function runJob(
     AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-scripted-credential",
     ANTHROPIC_BASE_URL: server!.url,
     AGENTRELAY_ENTRY: join(REPO_ROOT, "dist/action/index.js"),
+    // These jobs share the machine's network namespace, which the filter must not touch: its rules are
+    // tested in a namespace of their own (egress-container.test.ts).
+    AGENTRELAY_EGRESS: "off",
     DISABLE_TELEMETRY: "1",
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     ...extraEnv,
@@ -162,6 +168,7 @@ beforeEach(() => {
   stdout = [];
   reports = [];
   tokenRequests = 0;
+  firstTokenExpires = "2099-01-01T00:00:00Z";
   vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
     stdout.push(String(chunk));
     return true;
@@ -177,10 +184,7 @@ beforeEach(() => {
     .post("/agentrelay/token", { run: "g/1", task: "greet", attempt: /\d/ as unknown as number })
     .reply(() => {
       tokenRequests++;
-      return [
-        200,
-        { token: TOKEN, tier: "standard", expires_at: "2099-01-01T00:00:00Z", state_version: "x" },
-      ];
+      return [200, { token: TOKEN, tier: "standard", expires_at: firstTokenExpires, state_version: "x" }];
     })
     .post("/agentrelay/report")
     .reply((_uri, body) => {
@@ -376,5 +380,69 @@ describe("the task Action", () => {
       /only in jobs started by workflow_dispatch/,
     );
     expect(tokenRequests).toBe(0);
+  });
+  it("pushes at the end of an attempt that outlived its first token, with a push token asked for then", async () => {
+    const second = `ghs_${"B".repeat(36)}`;
+    const { bare } = await remote();
+    const github = await serveGit(join(bare, "..", ".."), [TOKEN]);
+    vi.useFakeTimers({ toFake: ["Date"], shouldAdvanceTime: true });
+    firstTokenExpires = new Date(Date.now() + 60 * 60_000).toISOString();
+    let pushTokenRequests = 0;
+    nock(APP)
+      .post("/agentrelay/push-token", { run: "g/1", task: "greet", attempt: 1 })
+      .reply(() => {
+        pushTokenRequests++;
+        github.accepted.add(second);
+        return [200, { token: second, expires_at: new Date(Date.now() + 60 * 60_000).toISOString() }];
+      });
+    server = await startScriptedModel(
+      sequence(
+        [
+          bash("printf 'hello\\n' > greet.txt"),
+          bash('agentrelay-summary --message "Wrote greet.txt, slowly." && agentrelay-complete'),
+        ],
+        "Done.",
+      ),
+    );
+    // The agent works for 100 minutes (the clock says): the first token lapses on the way, as GitHub would.
+    const script = server;
+    const slow = setInterval(() => {
+      if (script.requests.length < 2) return;
+      clearInterval(slow);
+      vi.setSystemTime(Date.now() + 100 * 60_000);
+      github.accepted.delete(TOKEN);
+    }, 20);
+    try {
+      const { outcome } = await runJob(github.url, 1);
+      expect(outcome.pushed).toBe(true);
+      expect(await git(bare, ["show", "agentrelay/g/greet:greet.txt"])).toBe("hello");
+      expect(pushTokenRequests).toBe(1);
+      // The fetch at the start used the first token; the push, the one asked for at its end.
+      expect(github.presented.at(-1)).toBe(second);
+      expect(github.presented).toContain(TOKEN);
+      // Masked in the log like the first.
+      const log = stdout.join("");
+      expect(log).toContain(`::add-mask::${second}`);
+      expect(log.replaceAll(`::add-mask::${second}`, "")).not.toContain(second);
+    } finally {
+      clearInterval(slow);
+      vi.useRealTimers();
+      github.close();
+    }
+  });
+
+  it("pushes with the first token while it has time left, asking nothing more", async () => {
+    const { bare } = await remote();
+    const github = await serveGit(join(bare, "..", ".."), [TOKEN]);
+    server = await startScriptedModel(
+      sequence([bash("printf 'hi\\n' > greet.txt && agentrelay-complete")], "Done."),
+    );
+    try {
+      const { outcome } = await runJob(github.url, 1);
+      expect(outcome.pushed).toBe(true);
+      expect(new Set(github.presented)).toEqual(new Set([TOKEN]));
+    } finally {
+      github.close();
+    }
   });
 });

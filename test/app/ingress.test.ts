@@ -164,6 +164,56 @@ describe("job endpoints", () => {
         expect(t.permissions).not.toHaveProperty(forbidden);
   });
 
+  it("gives the job that took an attempt's token a push-only token again while it runs, and no one else", async () => {
+    await h.pushGraph(".workflow/tiers.yaml", TIERS);
+    const byTask = Object.fromEntries(h.gh.dispatches.map((d) => [d.inputs.task, d]));
+    const writer = byTask.writer!;
+    const ask = async (task: string, runId: number) =>
+      h.call(
+        "/agentrelay/push-token",
+        { run: "tiers/1", task, attempt: 1 },
+        await h.oidc({ run_id: String(runId) }),
+      );
+    // Before the attempt took its first token, there is nothing to renew.
+    expect((await ask("writer", writer.runId)).body.error).toBe(
+      "attempt 1 of writer has not taken its first token",
+    );
+    await h.call(
+      "/agentrelay/token",
+      { run: "tiers/1", task: "writer", attempt: 1 },
+      await h.oidc({ run_id: String(writer.runId) }),
+    );
+    const minted = h.gh.tokens.length;
+    // Asked again at push time (any number of times while the attempt runs): a token that only pushes.
+    for (let i = 0; i < 2; i++) {
+      const again = await ask("writer", writer.runId);
+      expect(again.status).toBe(200);
+      expect(again.body.token).toMatch(/^ghs_/);
+    }
+    expect(h.gh.tokens.slice(minted)).toEqual([
+      { repositories: ["demo"], permissions: { contents: "write", metadata: "read" } },
+      { repositories: ["demo"], permissions: { contents: "write", metadata: "read" } },
+    ]);
+    // Another job, even one of the same run of the graph, gets nothing.
+    const stolen = await ask("writer", byTask.reader!.runId);
+    expect(stolen.status).toBe(403);
+    expect(stolen.body.error).toBe(
+      `attempt 1 of writer belongs to workflow run ${writer.runId}, not to this job's run ${byTask.reader!.runId}`,
+    );
+    // A read_only task pushes nothing, so it gets no push token.
+    await h.call(
+      "/agentrelay/token",
+      { run: "tiers/1", task: "reader", attempt: 1 },
+      await h.oidc({ run_id: String(byTask.reader!.runId) }),
+    );
+    expect((await ask("reader", byTask.reader!.runId)).status).toBe(403);
+    // Once the attempt has reported, it is over: no token outlives it.
+    expect((await runJob(h, byTask.admin!)).report.status).toBe(200);
+    expect((await ask("admin", byTask.admin!.runId)).status).toBe(409);
+    const pushOnly = h.gh.tokens.filter((t) => !("pull_requests" in t.permissions) && t.repositories.length);
+    expect(pushOnly).toHaveLength(2);
+  });
+
   it.each([
     ["the run id GitHub returned for the dispatch", true],
     ["the run-name, where GitHub returns no run id", false],

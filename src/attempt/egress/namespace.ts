@@ -1,0 +1,169 @@
+/**
+ * An attempt's own network namespace (Linux): the agent's processes run in it, and the only way out
+ * is the egress proxy's door. A holder process (`agentrelay egress-namespace`, started through
+ * `unshare`) sets the namespace up and keeps it: loopback, a route that sends every other address to
+ * the filter (a veth pair whose far end is in the namespace too, so nothing ever leaves it), the
+ * nftables rules, the DNS stub, and a listening socket on 127.0.0.1 that it hands to the runner over
+ * Node's IPC channel. The runner accepts the agent's connections on that socket from outside the
+ * namespace and gives them to the proxy, which reaches the allowed hosts from the runner's network.
+ *
+ * Root gets a namespace with `unshare --net`; any other user one inside a user namespace of its own
+ * (`unshare --user --map-root-user --net`), where the kernel allows those.
+ */
+import { spawn } from "node:child_process";
+import { createServer, type Server } from "node:net";
+import { runBounded } from "../bounded.ts";
+import { startDnsStub } from "./dns-stub.ts";
+import { EGRESS_TABLE, egressRules, nft } from "./rules.ts";
+
+/** The holder's messages to the runner. */
+type HolderMessage =
+  | { type: "ready"; dnsPort: number; doorPort: number; note: string | null }
+  | { type: "failed"; reason: string }
+  | { type: "dns"; name: string }
+  | { type: "listing"; id: number; listing: string | null };
+
+/** The runner's requests to the holder. */
+type RunnerMessage = { type: "list"; id: number };
+
+/** Runs `ip` in the holder's namespace; why it failed, or null. */
+async function ip(...args: string[]): Promise<string | null> {
+  const run = await runBounded("ip", args, { cwd: "/", env: process.env, timeoutMs: 10_000 });
+  return run.code === 0 ? null : `ip ${args.join(" ")}: ${run.output.trim() || `exit ${run.code}`}`;
+}
+
+/** The holder's work, in the new namespace (`agentrelay egress-namespace`): see the file's comment. */
+export async function holdNamespace(): Promise<number> {
+  const send = (message: HolderMessage, handle?: Server) =>
+    new Promise<void>((resolve) => process.send!(message, handle, () => resolve()));
+  if (!process.send) {
+    process.stderr.write("egress-namespace is started by the attempt runner, with an IPC channel\n");
+    return 2;
+  }
+  const fail = async (reason: string) => {
+    await send({ type: "failed", reason });
+    return 1;
+  };
+  const lo = await ip("link", "set", "lo", "up");
+  if (lo) return fail(lo);
+  // Without a route, a connection to an outside address fails before the filter sees it, and so
+  // unrecorded; the veth pair is that route (its far end is in this namespace too).
+  const route =
+    (await ip("link", "add", "agentrelay0", "type", "veth", "peer", "name", "agentrelay1")) ??
+    (await ip("addr", "add", "192.0.2.1/32", "dev", "agentrelay0")) ??
+    (await ip("link", "set", "agentrelay0", "up")) ??
+    (await ip("link", "set", "agentrelay1", "up")) ??
+    (await ip("route", "add", "default", "dev", "agentrelay0")) ??
+    (await ip("-6", "route", "add", "default", "dev", "agentrelay0"));
+  const dns = await startDnsStub((name) => void send({ type: "dns", name }));
+  const door = createServer();
+  await new Promise<void>((resolve) => door.listen(0, "127.0.0.1", resolve));
+  const doorPort = (door.address() as { port: number }).port;
+  const rules = await nft(
+    ["-f", "-"],
+    egressRules({ agentGid: null, openPorts: [doorPort], dnsPort: dns.port }),
+  );
+  if (!rules.ok) return fail(`nft: ${rules.output}`);
+  const note = route ? `connections to addresses are refused unrecorded (${route})` : null;
+  await send({ type: "ready", dnsPort: dns.port, doorPort, note }, door);
+  // The runner holds the door now; this copy would only compete for its connections.
+  door.close();
+  process.on("message", (message: RunnerMessage) => {
+    if (message.type !== "list") return;
+    void nft(["-j", "list", "table", "inet", EGRESS_TABLE]).then((listing) =>
+      send({ type: "listing", id: message.id, listing: listing.ok ? listing.output : null }),
+    );
+  });
+  // The namespace lives while the runner does: when it goes, so does the channel, and the holder.
+  await new Promise<void>((resolve) => process.on("disconnect", resolve));
+  await dns.close();
+  return 0;
+}
+
+export interface AttemptNamespace {
+  /** Put before an agent command: it runs in the namespace, with no capability left to change it. */
+  prefix: string[];
+  /** The listening socket in the namespace that leads to the egress proxy, and its port there. */
+  door: Server;
+  doorPort: number;
+  /** Something the agent should know about how the namespace was made, or null. */
+  note: string | null;
+  /** The filter's table as JSON (`nft -j list table`), read in the namespace; null if it cannot be. */
+  listing(): Promise<string | null>;
+  close(): void;
+}
+
+/** What takes every capability from an agent's command and keeps it from gaining any. */
+export const DROP_CAPABILITIES = [
+  "setpriv",
+  "--bounding-set=-all",
+  "--inh-caps=-all",
+  "--ambient-caps=-all",
+  "--no-new-privs",
+  "--",
+];
+
+/**
+ * Opens the attempt's namespace with a holder started as `node ENTRY egress-namespace`; throws with
+ * the reason when this machine cannot give one.
+ */
+export async function openNamespace(
+  entry: string,
+  onDnsQuery: (name: string) => void,
+): Promise<AttemptNamespace> {
+  const root = process.geteuid?.() === 0;
+  const user = root ? [] : ["--user", "--map-root-user"];
+  const holder = spawn("unshare", [...user, "--net", "--", process.execPath, entry, "egress-namespace"], {
+    stdio: ["ignore", "ignore", "pipe", "ipc"],
+  });
+  let stderr = "";
+  holder.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr = (stderr + chunk).slice(-2000)));
+  const ready = await new Promise<{ message: HolderMessage; door?: Server }>((resolve) => {
+    holder.on("message", (message: HolderMessage, door?: Server) => {
+      if (message.type === "ready" || message.type === "failed")
+        resolve({ message, ...(door ? { door } : {}) });
+      else if (message.type === "dns") onDnsQuery(message.name);
+    });
+    holder.on("error", (error) => resolve({ message: { type: "failed", reason: error.message } }));
+    holder.on("exit", (code) =>
+      resolve({
+        message: {
+          type: "failed",
+          reason: stderr.trim().split("\n").at(-1) || `the holder exited (${code})`,
+        },
+      }),
+    );
+  });
+  if (ready.message.type !== "ready" || !ready.door) {
+    holder.kill("SIGKILL");
+    throw new Error(ready.message.type === "failed" ? ready.message.reason : "the holder sent no socket");
+  }
+  const { doorPort, note } = ready.message;
+  let next = 0;
+  const waiting = new Map<number, (listing: string | null) => void>();
+  holder.on("message", (message: HolderMessage) => {
+    if (message.type === "listing") waiting.get(message.id)?.(message.listing);
+  });
+  holder.on("exit", () => waiting.forEach((answer) => answer(null)));
+  // In a user namespace the agent keeps its own ids (the namespace maps them to root, without capabilities).
+  const enterUser = root ? [] : ["--user", "--preserve-credentials"];
+  const enter = ["nsenter", `--target=${holder.pid}`, ...enterUser, "--net", "--"];
+  return {
+    prefix: [...enter, ...DROP_CAPABILITIES],
+    door: ready.door,
+    doorPort,
+    note,
+    listing: () =>
+      new Promise((resolve) => {
+        if (!holder.connected) return resolve(null);
+        const id = ++next;
+        waiting.set(id, resolve);
+        holder.send({ type: "list", id } satisfies RunnerMessage);
+      }),
+    close: () => {
+      ready.door!.close();
+      if (holder.connected) holder.disconnect();
+      holder.kill("SIGTERM");
+    },
+  };
+}
