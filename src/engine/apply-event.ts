@@ -119,11 +119,13 @@ export function applyEvent(step: Step, event: EngineEvent): void {
         step.task(event.task).attemptBase++;
         record.givenBack = true;
       }
+      // The agent could not work here: the same cause would fail a retry, so the task waits for a person.
+      if (event.agentUnavailable) step.task(event.task).attemptBase++;
       step.failTask(
         event.task,
         event.reason,
         kind === "cancelled" ? "cancelled" : "failed",
-        kind !== "cancelled",
+        kind !== "cancelled" && !event.agentUnavailable,
       );
       return;
     }

@@ -54,18 +54,23 @@ export function applyCommand(step: Step, event: Command): void {
 
   switch (event.command) {
     case "retry": {
-      if (state.cancelled) return reply(false, "the run was cancelled");
       if (t.status === "blocked")
         return reply(false, `task '${id}' is blocked (${t.reason}); retry what blocks it`);
       if (t.status !== "failed" && t.status !== "cancelled") {
         return reply(false, `task '${id}' is ${t.status}; only failed or cancelled tasks can be retried`);
       }
+      // A cancelled run goes on with the task retried; the other cancelled tasks stay so until retried.
+      const resumed = state.cancelled;
+      state.cancelled = false;
       t.status = "pending";
       t.attemptBase = t.attempt;
       t.reason = null;
       if (t.waitingOn === 0) step.addCandidate(id);
       new Blocking(step).recompute();
-      return reply(true, `retrying '${id}' (attempt ${t.attempt + 1})`);
+      return reply(
+        true,
+        `retrying '${id}' (attempt ${t.attempt + 1})${resumed ? "; the cancelled run goes on" : ""}`,
+      );
     }
     case "cancel": {
       if (isTaskTerminal(t.status)) return reply(false, `task '${id}' is already ${t.status}`);

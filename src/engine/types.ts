@@ -212,6 +212,8 @@ export type EngineEvent =
       gateOutput?: string;
       /** Stopped because it spent its cap: when a budget is then spent, the task waits, not fails. */
       overBudget?: boolean;
+      /** The agent could not work (see protocol/report.ts): the attempt does not count, nor is it retried. */
+      agentUnavailable?: boolean;
     }
   | { type: "task_branch_pushed"; task: string; attempt: number; sha: string; at: number }
   | {

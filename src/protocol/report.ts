@@ -35,6 +35,12 @@ export const attemptResultSchema = z.object({
   gateOutput: z.string().max(2_000).nullable().default(null),
   /** The attempt failed because it spent what it was allowed (its cap, --max-budget-usd). */
   overBudget: z.boolean().default(false),
+  /**
+   * The agent could not work here (Claude Code missing or not logged in, its credential refused, the
+   * model API unreachable): not the task's failure, so the attempt does not count and is not retried
+   * by itself; the user fixes the cause and retries the task.
+   */
+  agentUnavailable: z.boolean().default(false),
   /** The files a resolution's merge found conflicting. */
   conflicted: z.array(z.string().max(1000)).max(1000).default([]),
   /** The task branch's head as pushed (null when nothing was pushed). */
@@ -87,6 +93,7 @@ export function eventsOfReport(report: Omit<AttemptReport, "run">, at: number): 
       turns: r.turns,
       ...(r.gateOutput ? { gateOutput: r.gateOutput } : {}),
       ...(r.overBudget ? { overBudget: true } : {}),
+      ...(r.agentUnavailable ? { agentUnavailable: true } : {}),
       at,
     });
     return facts;

@@ -245,8 +245,37 @@ describe("engine", () => {
     d.send({ type: "command", command: "cancel" });
     expect(d.state.tasks.c!.status).toBe("cancelled");
     expect(d.state.outcome).toBe("cancelled");
+    // Retrying a task of the cancelled run: the run goes on with it (and what waited on it); the
+    // other cancelled tasks stay cancelled until they are retried too.
     d.send({ type: "command", command: "retry", task: "a" });
-    expect(d.effects[0]).toMatchObject({ type: "reply", ok: false, message: "the run was cancelled" });
+    expect(d.effects[0]).toMatchObject({
+      type: "reply",
+      ok: true,
+      message: "retrying 'a' (attempt 2); the cancelled run goes on",
+    });
+    expect(d.state).toMatchObject({ cancelled: false, outcome: null });
+    expect(d.types()).toContain("dispatch:a");
+    d.finish("a", 2);
+    expect(d.state.tasks.b!.status).toBe("running");
+    d.finish("b", 1, 11);
+    expect(d.types()).toContain("open_integration_pr:default");
+    expect(d.state.tasks.c!.status).toBe("cancelled");
+  });
+
+  it("does not count an attempt whose agent could not work, nor retry it by itself", () => {
+    const d = driver([{ id: "a" }], undefined, "max_task_attempts: 2").send({
+      type: "workstream_prepared",
+      workstream: "default",
+    });
+    const reason = "Claude Code could not authenticate: the login expired, then retry the task";
+    d.send({ type: "job_failed", task: "a", attempt: 1, reason, agentUnavailable: true });
+    // The same cause would fail a retry at once: the task waits for a person, with the reason.
+    expect(d.state.tasks.a).toMatchObject({ status: "failed", reason, attempt: 1, attemptBase: 1 });
+    expect(d.types()).not.toContain("dispatch:a");
+    d.send({ type: "command", command: "retry", task: "a" });
+    d.send({ type: "job_failed", task: "a", attempt: 2, reason: "tests failed" });
+    // Its real failure is the first counted: one attempt of two is left, so it is retried.
+    expect(d.state.tasks.a).toMatchObject({ status: "running", attempt: 3 });
   });
 
   it("resets like a stack: only the workstream's tip, which then runs again", () => {
