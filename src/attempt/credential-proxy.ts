@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, request as httpRequest, type ServerResponse } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { AddressInfo } from "node:net";
+import { ANTHROPIC_API, modelApiUnreachable, networkCause } from "./network.ts";
 
 export type Credential =
   | { kind: "api_key"; key: string }
@@ -54,6 +55,18 @@ function loginToken(path: string, now = Date.now()): string {
   return oauth.accessToken;
 }
 
+/** Why `credential` cannot be used as it is (a login file missing, unreadable or expired), or null. */
+export function credentialProblem(credential: Credential): string | null {
+  if (credential.kind !== "oauth_file") return null;
+  try {
+    loginToken(credential.path);
+    return null;
+  } catch (error) {
+    if (error instanceof CredentialError) return error.message;
+    throw error;
+  }
+}
+
 /** The headers that authenticate a request upstream. */
 function authHeaders(credential: Credential): Record<string, string> {
   if (credential.kind === "api_key") return { "x-api-key": credential.key };
@@ -92,20 +105,37 @@ export interface CredentialProxy {
   close(): Promise<void>;
 }
 
-export const ANTHROPIC_API = "https://api.anthropic.com";
 const OAUTH_BETA = "oauth-2025-04-20";
 
+/** How long the model API may stay unreachable (no answer to any request) before the agent is stopped. */
+export const UNREACHABLE_GRACE_MS = 10_000;
+
 /**
- * Starts the proxy. `onRefused` hears at once when the credential cannot be used (a login that
- * expired, an upstream 401 or 403): Claude Code itself would retry for minutes before saying so.
+ * Starts the proxy. `onStop` hears, with the reason, when the agent cannot go on: at once when the
+ * credential cannot be used (a login that expired, an upstream 401 or 403), and when the model API
+ * has been unreachable for `graceMs` (a network that dropped). Claude Code itself would retry for
+ * minutes before saying so, and then in words about this proxy ("check your inference gateway")
+ * rather than about the user's network.
  */
 export async function startCredentialProxy(
   credential: Credential,
   upstream: string = ANTHROPIC_API,
-  onRefused: (reason: string) => void = () => {},
+  onStop: (reason: string) => void = () => {},
+  graceMs = UNREACHABLE_GRACE_MS,
 ): Promise<CredentialProxy> {
   const key = `sk-ant-agentrelay-${randomBytes(24).toString("hex")}`;
   const base = new URL(upstream);
+  // Unreachable since the first failure with no answer after it; a blip shorter than the grace is ridden out.
+  let unreachableTimer: NodeJS.Timeout | undefined;
+  let lastCause = "";
+  const reached = () => {
+    clearTimeout(unreachableTimer);
+    unreachableTimer = undefined;
+  };
+  const failed = (cause: string) => {
+    lastCause = cause;
+    unreachableTimer ??= setTimeout(() => onStop(modelApiUnreachable(upstream, lastCause)), graceMs);
+  };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const presented = req.headers["x-api-key"] ?? req.headers.authorization?.replace(/^Bearer /, "");
     if (presented !== key) {
@@ -122,7 +152,7 @@ export async function startCredentialProxy(
       res.writeHead(401, { "content-type": "application/json" });
       const message = (error as Error).message;
       res.end(JSON.stringify({ type: "error", error: { type: "authentication_error", message } }));
-      onRefused(message);
+      onStop(`Claude Code could not authenticate: ${message}`);
       return;
     }
     const headers: Record<string, string | string[]> = {};
@@ -139,6 +169,7 @@ export async function startCredentialProxy(
     target.pathname = `${base.pathname.replace(/\/$/, "")}${target.pathname}`;
     const send = target.protocol === "https:" ? httpsRequest : httpRequest;
     const out = send(target, { method: req.method, headers }, (answer) => {
+      reached();
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       if (answer.statusCode === 401 || answer.statusCode === 403) {
         let body = "";
@@ -152,7 +183,7 @@ export async function startCredentialProxy(
           } catch {
             // not JSON: the status says enough
           }
-          onRefused(reason);
+          onStop(`Claude Code could not authenticate: ${reason}`);
           res.end(body);
         });
         return;
@@ -160,11 +191,13 @@ export async function startCredentialProxy(
       answer.pipe(res);
     });
     out.on("error", (error) => {
+      const cause = networkCause(error);
+      failed(cause);
       if (!res.headersSent) res.writeHead(502, { "content-type": "application/json" });
       res.end(
         JSON.stringify({
           type: "error",
-          error: { type: "api_error", message: `upstream: ${error.message}` },
+          error: { type: "api_error", message: modelApiUnreachable(upstream, cause) },
         }),
       );
     });
@@ -177,6 +210,7 @@ export async function startCredentialProxy(
     key,
     close: () =>
       new Promise((resolve) => {
+        clearTimeout(unreachableTimer);
         server.closeAllConnections();
         server.close(() => resolve());
       }),

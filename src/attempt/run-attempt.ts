@@ -19,8 +19,8 @@ import { type ClaudeOptions, type ClaudeResult, runClaudeCode } from "./claude.t
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
 import { resolveConflicts, type ResolutionInputs } from "./resolve.ts";
 import { ParamsError } from "../protocol/cyberian-prompt.ts";
+import { ANTHROPIC_API } from "./network.ts";
 import {
-  ANTHROPIC_API,
   CREDENTIAL_VARIABLES,
   credentialOf,
   credentialSecrets,
@@ -76,6 +76,8 @@ export interface AttemptInputs {
    * absent, the agent's network is not filtered (a library caller's choice).
    */
   network?: { mode: EgressMode };
+  /** How long the model API may stay unreachable before the agent is stopped (default: 10 s). */
+  unreachableGraceMs?: number;
 }
 
 export interface AttemptContext extends AttemptInputs {
@@ -118,6 +120,7 @@ export function failedAttempt(reason: string): AttemptResult {
     conflicted: [],
     commit: null,
     sessionId: null,
+    agentUnavailable: false,
   };
 }
 
@@ -213,14 +216,20 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
   // Nothing the agent prints leaves the attempt without redaction: not a log line, not a summary.
   const redact = redactor([...secretValues(given), ...credentialSecrets(credential)]);
   // The credential stays with the runner: the agent talks to it through the proxy, with a throwaway key.
-  // A credential refused upstream stops the agent at once, with the reason (it would retry for minutes).
-  const refused = new AbortController();
-  let refusal: string | null = null;
+  // A credential refused upstream, or a model API that stays unreachable, stops the agent with the
+  // reason (it would retry for minutes): not the task's failure, so the attempt does not count.
+  const stopped = new AbortController();
+  let stopReason: string | null = null;
   const proxy = credential
-    ? await startCredentialProxy(credential, given.ANTHROPIC_BASE_URL || ANTHROPIC_API, (reason) => {
-        refusal ??= reason;
-        refused.abort();
-      })
+    ? await startCredentialProxy(
+        credential,
+        given.ANTHROPIC_BASE_URL || ANTHROPIC_API,
+        (reason) => {
+          stopReason ??= reason;
+          stopped.abort();
+        },
+        context.unreachableGraceMs,
+      )
     : null;
   const modelEnv = proxy
     ? { ...withoutCredential(given), ANTHROPIC_BASE_URL: proxy.url, ANTHROPIC_API_KEY: proxy.key }
@@ -245,10 +254,7 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
       prefix: egress?.prefix ?? [],
       redact,
       log,
-      stop: {
-        signal: refused.signal,
-        reason: () => (refusal ? `Claude Code could not authenticate: ${refusal}` : null),
-      },
+      stop: { signal: stopped.signal, reason: () => stopReason },
     };
     result = ctx.resolution ? await runResolution(ctx, ctx.resolution) : await runAttemptUnredacted(ctx);
   } catch (error) {
@@ -258,6 +264,8 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
   } finally {
     await proxy?.close();
   }
+  if (stopReason !== null && result.outcome === "failed")
+    result = { ...result, reason: `${stopReason}, then retry the task`, agentUnavailable: true };
   const network = egress ? egressLines(egress, await egress.refusals()) : [];
   await egress?.close();
   return {
@@ -463,6 +471,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     }
     return {
       conflicted: [],
+      agentUnavailable: false,
       outcome,
       noPr,
       reason,

@@ -255,7 +255,7 @@ const COMMANDS: Record<string, Command> = {
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim();
 
 /** Errors that say what to do in their one line: printed as they are, exit code 1. */
-const USER_ERRORS = new Set(["CredentialError", "RunLockedError", "LocalRunError"]);
+const USER_ERRORS = new Set(["CredentialError", "RunLockedError", "LocalRunError", "AgentUnavailableError"]);
 
 export function usage(): string {
   const lines = ["usage: agentrelay <command> [options]", "", "commands:"];

@@ -16,6 +16,7 @@ import type { Graph } from "../graph/model.ts";
 import { AUTO_MERGE_FAILED } from "../engine/apply-event.ts";
 import { lostResolutions } from "../engine/conflicts.ts";
 import { credentialOf } from "../attempt/credential-proxy.ts";
+import { checkAgent } from "../attempt/preflight.ts";
 import { anthropicEnvironment, type AnthropicCredential, userLogin } from "./credentials.ts";
 import { LocalHost } from "./effects.ts";
 import { GitRefStateStore } from "./git-store.ts";
@@ -130,6 +131,24 @@ async function runLocked(
       ? {}
       : { AGENTRELAY_CLAUDE_LOGIN: login };
 
+  const claudeEnv = {
+    HOME: agentHome,
+    DISABLE_AUTOUPDATER: "1",
+    DISABLE_TELEMETRY: "1",
+    ...options.claudeEnv,
+    ...credentialEnv,
+  };
+
+  // Before anything is spent, the agent: a run that has nothing left to start needs none.
+  const existing = await store.load(runKey);
+  if (!existing || existing.state.outcome === null || options.command)
+    await checkAgent({
+      bin: options.claudeBin,
+      // The attempt process inherits the runner's environment (attempt-process.ts).
+      env: { ...process.env, ...claudeEnv },
+      ...LOCAL_REMEDIES,
+    });
+
   // Work that outlives a write (attempts): the run ends when none is left.
   const inFlight = new Set<Promise<void>>();
   const track = (work: Promise<void>) => {
@@ -168,15 +187,8 @@ async function runLocked(
       entry: options.entry,
       graphText: options.graphText,
       claudeBin: options.claudeBin,
-      claudeEnv: (tier) => ({
-        HOME: agentHome,
-        DISABLE_AUTOUPDATER: "1",
-        DISABLE_TELEMETRY: "1",
-        ...options.claudeEnv,
-        ...credentialEnv,
-        // The task's token tier: its variables, from the credentials file.
-        ...(options.credentials?.tokenTiers?.[tier] ?? {}),
-      }),
+      // The task's token tier: its variables, from the credentials file.
+      claudeEnv: (tier) => ({ ...claudeEnv, ...(options.credentials?.tokenTiers?.[tier] ?? {}) }),
       maxTurns: options.maxTurns ?? 60,
       attemptTimeoutMs: options.attemptTimeoutMs ?? 60 * 60_000,
       gateTimeoutMs: options.gateTimeoutMs ?? 600_000,
@@ -203,7 +215,6 @@ async function runLocked(
 
   // Start, or resume what an earlier invocation left.
   let drift: string[] = [];
-  const existing = await store.load(runKey);
   if (!existing) {
     const started = engine.start(Date.now());
     state = started.state;
@@ -259,3 +270,10 @@ async function runLocked(
 }
 
 const hasCredential = (env: NodeJS.ProcessEnv) => credentialOf(env) !== null;
+
+/** What a user of local mode does when the agent cannot work here (the command line's options). */
+const LOCAL_REMEDIES = {
+  nameAnother: "name it with --claude PATH",
+  logIn:
+    "run `claude` and log in (/login), set ANTHROPIC_API_KEY, or pass --credentials FILE (--scripted-model needs no account)",
+};

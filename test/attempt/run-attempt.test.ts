@@ -308,10 +308,12 @@ describe("an attempt whose credential is refused", () => {
       const started = Date.now();
       const result = await runAttempt(ctx);
       expect(Date.now() - started).toBeLessThan(20_000);
+      // Not the task's failure: the attempt does not count (protocol/report.ts).
       expect(result).toMatchObject({
         outcome: "failed",
+        agentUnavailable: true,
         reason:
-          "Claude Code could not authenticate: the Anthropic API refused the credential (401): invalid x-api-key",
+          "Claude Code could not authenticate: the Anthropic API refused the credential (401): invalid x-api-key, then retry the task",
       });
 
       const login = join(mkdtempSync(join(tmpdir(), "agentrelay-login-")), ".credentials.json");
@@ -323,10 +325,30 @@ describe("an attempt whose credential is refused", () => {
       const { ANTHROPIC_API_KEY: _, ...env } = expired.claude.env;
       expired.claude.env = { ...env, AGENTRELAY_CLAUDE_LOGIN: login };
       expect((await runAttempt(expired)).reason).toBe(
-        `Claude Code could not authenticate: the Claude login in ${login} has expired: run \`claude\` once to renew it`,
+        `Claude Code could not authenticate: the Claude login in ${login} has expired: run \`claude\` once to renew it, then retry the task`,
       );
     } finally {
       refusing.close();
     }
+  });
+});
+
+describe("an attempt whose model API becomes unreachable", () => {
+  it("stops after the grace, in words about the network, and does not count", async () => {
+    // A port nothing listens on: every request of the agent fails to connect.
+    const closed = createServer();
+    await new Promise<void>((done) => closed.listen(0, "127.0.0.1", done));
+    const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((done) => closed.close(done));
+    const ctx = { ...(await attemptSetup(GRAPH, "greet", url)), unreachableGraceMs: 1_000 };
+    const started = Date.now();
+    const result = await runAttempt(ctx);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(result).toMatchObject({
+      outcome: "failed",
+      agentUnavailable: true,
+      reason: `the model API at ${url} (ANTHROPIC_BASE_URL) cannot be reached: the connection was refused; check that it is up (or unset ANTHROPIC_BASE_URL), then retry the task`,
+    });
+    expect(ctx.lines.join("\n")).not.toContain("inference gateway");
   });
 });

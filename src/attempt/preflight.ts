@@ -1,0 +1,119 @@
+/**
+ * What the agent needs of this machine, checked before a run spends an attempt on it: Claude Code
+ * found and of a version we support, a credential it can use, and the model API answering within a
+ * few seconds. Without this check the first attempt is where a newcomer learns that `claude` is not
+ * installed or not logged in, and a machine without network waits minutes for Claude Code's retries.
+ * Each problem is one line that says what to do. Local mode checks before its run starts (or resumes);
+ * the Action checks before the agent starts and reports an attempt that does not count.
+ */
+import { execFile } from "node:child_process";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { credentialOf, credentialProblem } from "./credential-proxy.ts";
+import { ANTHROPIC_API, modelApiUnreachable, networkCause } from "./network.ts";
+
+/** The agent cannot work here; the message says what to do. */
+export class AgentUnavailableError extends Error {
+  override name = "AgentUnavailableError";
+}
+
+/**
+ * The oldest Claude Code agentrelay runs: it passes flags that older versions do not have
+ * (`--max-budget-usd` arrived late in 2025, in 2.0), and it is tested with the version package.json pins.
+ */
+export const MIN_CLAUDE_CODE = "2.1.0";
+
+/** How long the model API may take to answer the check. */
+export const REACH_TIMEOUT_MS = 5_000;
+
+export interface AgentCheck {
+  /** The Claude Code executable, as the attempt would start it. */
+  bin: string;
+  /** The environment the attempt would give it (its credential, ANTHROPIC_BASE_URL, PATH). */
+  env: NodeJS.ProcessEnv;
+  /** How a user of this host names another executable ("pass --claude PATH", say). */
+  nameAnother: string;
+  /** How a user of this host gives a credential. */
+  logIn: string;
+  timeoutMs?: number;
+}
+
+/** Checks the agent; throws AgentUnavailableError with what to do. Returns Claude Code's version. */
+export async function checkAgent(check: AgentCheck): Promise<string> {
+  const version = await claudeVersion(check);
+  const credential = credentialOf(check.env);
+  if (!credential) throw new AgentUnavailableError(`Claude Code is not logged in here: ${check.logIn}`);
+  const problem = credentialProblem(credential);
+  if (problem) throw new AgentUnavailableError(problem);
+  const base = check.env.ANTHROPIC_BASE_URL || ANTHROPIC_API;
+  const cause = await unreachable(base, check.timeoutMs ?? REACH_TIMEOUT_MS);
+  if (cause) throw new AgentUnavailableError(`${modelApiUnreachable(base, cause)}, then run again`);
+  return version;
+}
+
+const older = (a: number[], b: number[]) => {
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i]! < b[i]!;
+  return false;
+};
+
+/** `claude --version`, as the attempt would run it. */
+function claudeVersion({ bin, env, nameAnother }: AgentCheck): Promise<string> {
+  const install = "install it with `npm install -g @anthropic-ai/claude-code`";
+  return new Promise((resolve, reject) => {
+    execFile(bin, ["--version"], { env, timeout: 30_000, encoding: "utf8" }, (error, stdout, stderr) => {
+      const code = (error as NodeJS.ErrnoException | null)?.code;
+      if (code === "ENOENT")
+        return reject(
+          new AgentUnavailableError(`Claude Code was not found (${bin}): ${install}, or ${nameAnother}`),
+        );
+      if (code === "EACCES")
+        return reject(
+          new AgentUnavailableError(`${bin} is not executable: fix its permissions, or ${nameAnother}`),
+        );
+      if (error) {
+        const said = `${stderr}`.trim().split("\n").at(-1) || error.message.split("\n")[0];
+        return reject(
+          new AgentUnavailableError(
+            `\`${bin} --version\` failed (${said}): reinstall Claude Code, or ${nameAnother}`,
+          ),
+        );
+      }
+      const found = /(\d+)\.(\d+)\.(\d+)/.exec(stdout);
+      if (!found)
+        return reject(
+          new AgentUnavailableError(
+            `${bin} does not look like Claude Code (\`--version\` printed '${stdout.trim().slice(0, 80)}'): ${nameAnother}`,
+          ),
+        );
+      const version = found[0];
+      if (older(found.slice(1).map(Number), MIN_CLAUDE_CODE.split(".").map(Number)))
+        return reject(
+          new AgentUnavailableError(
+            `Claude Code ${version} is older than ${MIN_CLAUDE_CODE}, the oldest agentrelay supports: update it with \`npm install -g @anthropic-ai/claude-code@latest\``,
+          ),
+        );
+      resolve(version);
+    });
+  });
+}
+
+/**
+ * Why the model API at `base` cannot be reached, or null when it answers: any HTTP answer will do
+ * (Claude Code itself starts with `HEAD /`), since only the network is in question here.
+ */
+export function unreachable(base: string, timeoutMs: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    const url = new URL(base);
+    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    const request = send(url, { method: "HEAD", timeout: timeoutMs }, (answer) => {
+      answer.resume();
+      resolve(null);
+    });
+    request.on("timeout", () => {
+      resolve(`no answer within ${timeoutMs / 1000} s`);
+      request.destroy();
+    });
+    request.on("error", (error) => resolve(networkCause(error)));
+    request.end();
+  });
+}
