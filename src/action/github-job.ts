@@ -16,6 +16,7 @@ import { buildPlan } from "../plan/plan.ts";
 import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
+import { AgentUnavailableError, checkAgent } from "../attempt/preflight.ts";
 import { failedAttempt } from "../attempt/run-attempt.ts";
 import {
   AGENT_CONFIG_PATHS,
@@ -66,7 +67,23 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const graph = parseRunGraph(state.source);
   const subject = subjectOfInput(buildPlan(graph), inputs.task);
   if (!subject) throw new JobError(`run ${inputs.run} has no task '${inputs.task}'`);
-  const credentialEnv = anthropicEnv(env, graph.settings.anthropicCredential);
+  // Before the agent spends anything: its credential, its executable, the model API. What fails here
+  // is reported as an attempt that does not count (the same cause would fail a retry).
+  let credentialEnv: Record<string, string> = {};
+  let unavailable: string | null = null;
+  try {
+    credentialEnv = anthropicEnv(env, graph.settings.anthropicCredential);
+    await checkAgent({
+      bin: inputs.claudePath,
+      env: { ...agentEnv(env), ...credentialEnv },
+      nameAnother:
+        "run the job in the agent image `agentrelay init` names, or set the Action's claude-path input",
+      logIn: "give the job the secret the graph names",
+    });
+  } catch (error) {
+    if (!(error instanceof JobError || error instanceof AgentUnavailableError)) throw error;
+    unavailable = error.message;
+  }
   const workspace = env.GITHUB_WORKSPACE || process.cwd();
   const repoDir = join(workspace, "repo");
   const workDir = join(env.RUNNER_TEMP || workspace, "agentrelay", inputs.task, String(inputs.attempt));
@@ -90,6 +107,8 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     credentialEnv,
     started,
   };
+  if (unavailable !== null)
+    return finishJob(job, { ...failedAttempt(unavailable), agentUnavailable: true }, false, null);
   if ("resolution" in subject) return runResolutionJob(job, subject.resolution);
   const task = graph.tasks.find((t) => t.id === inputs.task)!;
 

@@ -365,14 +365,31 @@ describe("the task Action", () => {
     });
   });
 
-  it("fails before the agent starts when the Anthropic credential is missing, saying which secret", async () => {
+  it.each([
+    [
+      "the Anthropic credential is missing, saying which secret",
+      { AGENTRELAY_ANTHROPIC_CREDENTIAL: "" },
+      /^no Anthropic credential: add a repository or organisation secret ANTHROPIC_API_KEY .* or CLAUDE_CODE_OAUTH_TOKEN/,
+    ],
+    [
+      "Claude Code is not in the job",
+      { "INPUT_CLAUDE-PATH": "/nowhere/claude" },
+      /^Claude Code was not found \(\/nowhere\/claude\): install it .*, or run the job in the agent image/,
+    ],
+    [
+      "the model API cannot be reached",
+      { ANTHROPIC_BASE_URL: "http://127.0.0.1:9" },
+      /^the model API at http:\/\/127.0.0.1:9 \(ANTHROPIC_BASE_URL\) cannot be reached: the connection was refused/,
+    ],
+  ])("when %s: reports before the agent starts, an attempt that does not count", async (_, env, reason) => {
     server = await startScriptedModel(sequence([], "never"));
-    const { url } = await remote();
-    await expect(runJob(url, 1, { AGENTRELAY_ANTHROPIC_CREDENTIAL: "" })).rejects.toThrow(
-      /ANTHROPIC_API_KEY .* or CLAUDE_CODE_OAUTH_TOKEN/,
-    );
+    const { url, bare } = await remote();
+    const { outcome } = await runJob(url, 1, env);
+    expect(outcome.result.reason).toMatch(reason);
     expect(server.requests).toHaveLength(0);
-    expect(reports).toHaveLength(0);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]!.result).toMatchObject({ outcome: "failed", agentUnavailable: true, commit: null });
+    expect(await git(bare, ["branch", "--list", "agentrelay/g/greet"])).toBe("");
   });
 
   it("refuses to run outside a workflow_dispatch job (pull_request_target, say)", async () => {

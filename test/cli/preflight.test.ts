@@ -20,7 +20,11 @@ const SAMPLE = join(REPO_ROOT, "templates/sample-graph.yaml");
 
 /** The environment of someone with no Claude login and no key: an empty HOME, no credential variable. */
 function loggedOut(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env, HOME: mkdtempSync(join(tmpdir(), "agentrelay-home-")), ...extra };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOME: mkdtempSync(join(tmpdir(), "agentrelay-home-")),
+    ...extra,
+  };
   for (const name of [
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
