@@ -55,7 +55,7 @@ describe("the packed package in a new repository", () => {
     expect(init!.code, init!.out).toBe(0);
     expect(init!.out).toContain(`wrote ${join(project, ".workflow/hello.yaml")}`);
     expect(validate!.out).toContain(".workflow/hello.yaml: ok (agentrelay, 1 task)");
-    expect(first!.code).toBe(1);
+    expect(first!.code).toBe(3);
     expect(first!.out).toContain(
       "Run hello/1: waiting for you: merge agentrelay/hello/hello/integration into main (git merge), then run again",
     );

@@ -11,6 +11,9 @@ export const processIo: Io = {
   err: (text) => process.stderr.write(text.endsWith("\n") ? text : `${text}\n`),
 };
 
+/** The exit codes (main.ts's EXIT_CODES says what each means). */
+export const EXIT = { ok: 0, failed: 1, usage: 2, waiting: 3, interrupted: 130 } as const;
+
 export class UsageError extends Error {
   override name = "UsageError";
 }

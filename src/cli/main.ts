@@ -1,14 +1,14 @@
 /**
  * The `agentrelay` command line. This file only knows the commands' names, usage and options; each
  * command's module is loaded when it runs, so that `agentrelay validate` loads the graph loader and
- * nothing else. Exit codes: 0 ok, 1 invalid input or a failed run, 2 usage error.
+ * nothing else. The exit codes are EXIT_CODES, which `--help` prints and the docs list.
  */
 import { randomUUID } from "node:crypto";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { closest, distance } from "fastest-levenshtein";
 import { formatIssue, GraphError } from "../graph/errors.ts";
 import pkg from "../../package.json" with { type: "json" };
-import { type Io, parseParams, processIo, UsageError } from "./io.ts";
+import { EXIT, type Io, parseParams, processIo, UsageError } from "./io.ts";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 type Values = Record<string, string | boolean | string[] | undefined>;
@@ -252,10 +252,60 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
+/** What each exit code means: `--help` prints this table, and every command keeps to it. */
+export const EXIT_CODES: [code: number, meaning: string][] = [
+  [
+    EXIT.ok,
+    "ok: done as asked; where a command carries on or shows a run (run, status, a steering command with no live runner), the run succeeded",
+  ],
+  [
+    EXIT.failed,
+    "failed: invalid input (graph, credentials, repository, the agent check), a steering command refused, or the run finished without succeeding (completed_with_failures, cancelled)",
+  ],
+  [EXIT.usage, "usage: an unknown command or option, missing or extra arguments"],
+  [
+    EXIT.waiting,
+    "not finished: the run waits for you (a merge, a budget, a conflict: its last line says what to do), or a runner is live (status)",
+  ],
+  [EXIT.interrupted, "interrupted (Ctrl-C): run the same command again to resume"],
+];
+
+/** Options `args` gives that `options` does not take (with the nearest it does), or a value missing or misplaced. */
+function optionProblem(command: string, args: readonly string[], options: Options): string | null {
+  const names = Object.keys(options);
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") break;
+    if (!arg.startsWith("-") || arg === "-") continue;
+    const name = arg.replace(/^--?/, "").split("=")[0]!;
+    const inline = arg.startsWith("--") && arg.includes("=");
+    const option = arg.startsWith("--") ? options[name] : undefined;
+    if (!option) {
+      const near = names.length > 0 ? closest(name, names) : null;
+      const takes =
+        names.length > 0
+          ? `\`${command}\` takes ${names.map((n) => `--${n}`).join(", ")}`
+          : `\`${command}\` takes no options`;
+      return near && distance(name, near) <= 2
+        ? `unknown option ${arg.split("=")[0]} (did you mean --${near}?)`
+        : `unknown option ${arg.split("=")[0]}; ${takes}`;
+    }
+    if (option.type === "boolean" && inline) return `--${name} takes no value`;
+    if (option.type === "string" && !inline) {
+      const next = args[i + 1];
+      if (next === undefined || next.startsWith("--")) return `--${name} needs a value`;
+      i++;
+    }
+  }
+  return null;
+}
+
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim();
 
 /** Errors that say what to do in their one line: printed as they are, exit code 1. */
 const USER_ERRORS = new Set(["CredentialError", "RunLockedError", "LocalRunError", "AgentUnavailableError"]);
+
+const exitCodeLines = () => EXIT_CODES.map(([code, meaning]) => `  ${String(code).padEnd(4)} ${meaning}`);
 
 export function usage(): string {
   const lines = ["usage: agentrelay <command> [options]", "", "commands:"];
@@ -263,11 +313,8 @@ export function usage(): string {
     if (command.internal) continue;
     lines.push(`  ${command.usage}`, `      ${command.summary}`);
   }
-  lines.push(
-    "",
-    "`agentrelay COMMAND --help` shows one command, `agentrelay --version` the version.",
-    "Exit codes: 0 ok, 1 invalid input or a run that did not succeed, 2 usage error.",
-  );
+  lines.push("", "exit codes:", ...exitCodeLines());
+  lines.push("", "`agentrelay COMMAND --help` shows one command, `agentrelay --version` the version.");
   return `${lines.join("\n")}\n`;
 }
 
@@ -276,11 +323,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   try {
     if (name === undefined || name === "help" || name === "--help" || name === "-h") {
       io.out(usage());
-      return name === undefined ? 2 : 0;
+      return name === undefined ? EXIT.usage : EXIT.ok;
     }
     if (name === "--version" || name === "-v" || name === "version") {
       io.out(`agentrelay ${pkg.version}`);
-      return 0;
+      return EXIT.ok;
     }
     if (name === "signal") return (await import("./commands/signal.ts")).signalCommand(rest, io);
     const command = COMMANDS[name];
@@ -290,9 +337,13 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       throw new UsageError(`unknown command '${name}'${hint}`);
     }
     if (rest.includes("--help") || rest.includes("-h")) {
-      io.out(`usage: agentrelay ${command.usage}\n\n${command.summary}\n`);
-      return 0;
+      io.out(
+        `usage: agentrelay ${command.usage}\n\n${command.summary}\n\nexit codes:\n${exitCodeLines().join("\n")}\n`,
+      );
+      return EXIT.ok;
     }
+    const problem = optionProblem(name, rest, command.options);
+    if (problem) throw new UsageError(problem);
     const { positionals, values } = parseArgs({
       args: rest,
       allowPositionals: true,
@@ -305,22 +356,22 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   } catch (error) {
     if (error instanceof GraphError) {
       for (const issue of error.issues) io.out(formatIssue(issue));
-      return 1;
+      return EXIT.failed;
     }
     if (USER_ERRORS.has((error as Error).name)) {
       io.err(`agentrelay: ${oneLine((error as Error).message)}`);
-      return 1;
+      return EXIT.failed;
     }
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
       const help = name && COMMANDS[name] ? `agentrelay ${name} --help` : "agentrelay --help";
       io.err(`agentrelay: ${oneLine((error as Error).message)} (see \`${help}\`)`);
-      return 2;
+      return EXIT.usage;
     }
     // Anything else is still one line; the stack is there for whoever debugs it.
     if (process.env.AGENTRELAY_DEBUG) io.err(String((error as Error).stack ?? error));
     io.err(
       `agentrelay: ${oneLine((error as Error).message ?? String(error))} (AGENTRELAY_DEBUG=1 shows where it happened)`,
     );
-    return 1;
+    return EXIT.failed;
   }
 }

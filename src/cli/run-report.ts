@@ -3,10 +3,16 @@
  * waits for and what to do; each task with its cost and reason, and the end of a failed gate's
  * output; each workstream with where its work is and why it stopped.
  */
-import { spendLine, spentBy, taskSpent, waitsOnBudget } from "../engine/budget.ts";
+import { AUTO_MERGE_FAILED } from "../engine/apply-event.ts";
+import { spendLine, spentBy, taskSpent, usd, waitsOnBudget } from "../engine/budget.ts";
 import { leftToPerson } from "../engine/conflicts.ts";
 import type { Conflict, RunState } from "../engine/types.ts";
 import { type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
+import { EXIT } from "./io.ts";
+
+/** The exit code of a command that carried on or showed a run (main.ts's EXIT_CODES). */
+export const exitOf = (state: RunState): number =>
+  state.outcome === "succeeded" ? EXIT.ok : state.outcome !== null ? EXIT.failed : EXIT.waiting;
 
 /** What resolving a PR's conflicts took: how many attempts, on which files, how the last one ended. */
 function resolutions(conflict: Conflict | undefined): string | null {
@@ -15,7 +21,7 @@ function resolutions(conflict: Conflict | undefined): string | null {
   const cost = spentBy(tried);
   const last = tried.at(-1)!;
   const files = conflict!.files.length ? ` in ${conflict!.files.join(", ")}` : "";
-  return `conflicts${files}: ${tried.length} resolution(s), $${cost.toFixed(4)}, the last ${last.outcome ?? "running"}${last.reason ? ` (${last.reason})` : ""}`;
+  return `conflicts${files}: ${tried.length} resolution(s), ${usd(cost)}, the last ${last.outcome ?? "running"}${last.reason ? ` (${last.reason})` : ""}`;
 }
 
 const indent = (text: string, prefix: string) =>
@@ -32,19 +38,37 @@ export function waitingFor(state: RunState, graph: Graph): string {
   const conflicted = Object.entries(state.tasks).find(([, t]) => leftToPerson(t));
   if (conflicted) return `waiting for you: task ${conflicted[0]}'s ${conflicted[1].reason}, then run again`;
   const open = graph.workstreams.filter((w) => state.workstreams[w.id]?.status === "pr_open");
-  if (open.length === 0) return "not finished: run the same command again to go on";
+  // An auto-merge that failed says why (the target checked out with uncommitted changes, say): that
+  // comes first, since merging by hand would meet the same cause.
+  const failed = open
+    .map((w) => state.workstreams[w.id]!.reason)
+    .find((r) => r?.startsWith(AUTO_MERGE_FAILED));
+  if (failed) return `waiting for you: ${failed.slice(AUTO_MERGE_FAILED.length)}`;
+  if (open.length === 0) return "not finished: run `agentrelay run` again to go on";
   const merges = open.map((w) => `${integrationBranch(graph.name, w.id)} into ${w.mergeTargetBranch}`);
   return `waiting for you: merge ${merges.join(", ")} (git merge), then run again`;
 }
 
-export function runReport(state: RunState, repo: string, graph: Graph): string {
-  const lines = ["", `Run ${state.runKey}: ${state.outcome ?? waitingFor(state, graph)}`, ""];
+export interface ReportOptions {
+  /** The pid of the live runner, when one is (for `status`): the run is going on, not waiting. */
+  runner?: number | null;
+  /** The run's model was the scripted one: its costs are what Claude Code computed, not money spent. */
+  scripted?: boolean;
+}
+
+export function runReport(state: RunState, repo: string, graph: Graph, options: ReportOptions = {}): string {
+  const headline =
+    state.outcome ??
+    (options.runner != null
+      ? `running (a runner is live, pid ${options.runner}; retry, cancel and reset go to it)`
+      : waitingFor(state, graph));
+  const lines = ["", `Run ${state.runKey}: ${headline}`, ""];
   let cost = 0;
   for (const [id, t] of Object.entries(state.tasks)) {
     const spent = taskSpent(t);
     cost += spent;
     lines.push(
-      `  ${id.padEnd(24)} ${t.status.padEnd(10)} attempts ${t.attempt}  $${spent.toFixed(4)}${t.reason ? `  (${t.reason})` : ""}`,
+      `  ${id.padEnd(24)} ${t.status.padEnd(10)} attempts ${t.attempt}  ${usd(spent)}${t.reason ? `  (${t.reason})` : ""}`,
     );
     const gateOutput = t.status === "failed" ? t.attempts[t.attempt - 1]?.gateOutput : undefined;
     if (gateOutput) lines.push("      gate output (end):", ...indent(gateOutput, "      | "));
@@ -67,9 +91,8 @@ export function runReport(state: RunState, repo: string, graph: Graph): string {
   }
   lines.push(
     "",
-    state.budget || graph.settings.maxCostUsd !== null
-      ? spendLine(state, graph)
-      : `Cost: $${cost.toFixed(4)}`,
+    (state.budget ? spendLine(state, graph) : `Spent ${usd(cost)}`) +
+      (options.scripted ? " (simulated: the scripted model charges nothing)" : ""),
     `Work: task branches ${taskBranch(graph.name, "<task>")} in ${repo}`,
     `State: git log -p refs/agentrelay/runs/${state.runKey} (in ${repo})`,
   );

@@ -5,7 +5,7 @@
  */
 import { agentText, cut, redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
-import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
+import { count, integrationBranch, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/plan.ts";
 import { type StatusView, tasksToDispatch } from "../plan/readiness.ts";
@@ -209,7 +209,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
       ? ` (${first.length} of the ${ready} ready tasks: one per workstream, \`max_concurrency: ${graph.settings.maxConcurrency}\`)`
       : "";
   const head = [
-    `**${graph.name}** (${graph.dialect}): ${graph.tasks.length} tasks in ${graph.workstreams.length} workstreams, ${plan.waves.length} waves.`,
+    `**${graph.name}** (${graph.dialect}): ${count(graph.tasks.length, "task")} in ${count(graph.workstreams.length, "workstream")}, ${count(plan.waves.length, "wave")}.`,
     "",
     `**Dispatched first**${more}: ${first.length ? idList(first, 20, (id) => `\`${id}\` → \`${taskBranch(graph.name, id)}\``) : "nothing"}`,
   ];

@@ -65,11 +65,18 @@ function objectsAt(schema: SchemaLike, path: readonly PathSegment[]): SchemaLike
   return [];
 }
 
+/** Two letters side by side swapped (`modle` for `model`): one slip, though two edits apart. */
+function swapped(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  const at = [...a].flatMap((c, i) => (c === b[i] ? [] : [i]));
+  return at.length === 2 && at[1] === at[0]! + 1 && a[at[0]!] === b[at[1]!] && a[at[1]!] === b[at[0]!];
+}
+
 /** The valid key nearest to a mistyped one, if one is near enough to be meant. */
 export function nearestKey(key: string, valid: readonly string[]): string | null {
   if (valid.length === 0) return null;
   const near = closest(key, [...valid]);
-  return distance(key, near) <= Math.max(1, Math.floor(key.length / 3)) ? near : null;
+  return distance(key, near) <= Math.max(1, Math.floor(key.length / 3)) || swapped(key, near) ? near : null;
 }
 
 /**
@@ -100,13 +107,11 @@ export function addZodIssues(
     if (issue.code === "unrecognized_keys" && issue.keys) {
       const keys = [...issue.keys].sort();
       const valid = [...new Set(objectsAt(schema, path).flatMap((s) => Object.keys(s.shape!)))];
-      const hint = keys.length === 1 ? nearestKey(keys[0]!, valid) : null;
-      issues.add(
-        [...path, issue.keys[0]!],
-        `contains unknown key(s): ${listed(keys)}${hint ? ` (did you mean \`${hint}\`?)` : ""}`,
-        "key",
-        path,
-      );
+      const hinted = keys.map((key) => {
+        const hint = nearestKey(key, valid);
+        return hint ? `${key} (did you mean \`${hint}\`?)` : key;
+      });
+      issues.add([...path, issue.keys[0]!], `contains unknown key(s): ${listed(hinted)}`, "key", path);
       return;
     }
     const inner = issue.code === "invalid_union" ? unionInner(issue) : null;

@@ -6,6 +6,7 @@
  * readable, else one node per workstream, else not at all (the caller shows a table instead).
  */
 import type { Plan } from "./plan.ts";
+import { count } from "../graph/model.ts";
 
 const PALETTE = ["#dbeafe", "#dcfce7", "#fef9c3", "#fce7f3", "#ede9fe", "#ffedd5", "#cffafe", "#f1f5f9"];
 
@@ -137,10 +138,7 @@ function workstreamEdges(plan: Plan): { from: string; to: string; parent: boolea
 }
 
 /** A workstream's label under its id: its task count. */
-const taskCount = (plan: Plan, ws: string) => {
-  const n = (plan.tasksByWorkstream.get(ws) ?? []).length;
-  return `${n} task${n === 1 ? "" : "s"}`;
-};
+const taskCount = (plan: Plan, ws: string) => count((plan.tasksByWorkstream.get(ws) ?? []).length, "task");
 
 /**
  * The workstream chart's layout: workstreams with no edge at all are stacked in a grid of as many

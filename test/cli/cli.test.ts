@@ -70,6 +70,17 @@ describe("agentrelay validate", () => {
     expect(stderr).toContain(`${fine}: ok (cyberian, 1 task)`);
   });
 
+  it("suggests the nearest key for a mistyped one, however deep, and for several at once", () => {
+    const typos = write(
+      "typos.yaml",
+      "name: g\nmodle: x\ntasks:\n  - id: a\n    description: x\n    primary_agent: {modle: x, verbsity: y}\n",
+    );
+    expect(agentrelay("validate", typos).stdout.trim().split("\n")).toEqual([
+      `${typos}:2:1: contains unknown key(s): modle (did you mean \`model\`?)`,
+      `${typos}:6:21: tasks[0].primary_agent: contains unknown key(s): modle (did you mean \`model\`?), verbsity`,
+    ]);
+  });
+
   it("exits 2 on a usage error", () => {
     expect(agentrelay("validate").code).toBe(2);
     expect(agentrelay("frobnicate").code).toBe(2);
@@ -91,6 +102,7 @@ describe("agentrelay plan", () => {
 
   it("prints a readable plan with a mermaid diagram", () => {
     const { stdout } = agentrelay("plan", good);
+    expect(stdout).toMatch(/^Graph g \(agentrelay, 2 tasks, 1 workstream\)\n/);
     expect(stdout).toContain("1. a  [default]");
     expect(stdout).toContain("```mermaid\nflowchart TD");
     expect(stdout).toContain("t0 --> t1");
@@ -235,11 +247,21 @@ describe("agentrelay run", () => {
     );
     expect(code).toBe(0);
     expect(stdout).toContain("Run demo-diamond/1: succeeded");
+    // The scripted model's costs are what Claude Code computes for its turns: the report says so.
+    expect(stdout).toMatch(/\nSpent \$0\.\d+ \(simulated: the scripted model charges nothing\)\n/);
     expect(stdout).toMatch(/ws_combined\s+merged\s+merged into main/);
     expect(stdout).toMatch(/base_calc\s+running/);
     expect(
       execFileSync("git", ["ls-tree", "-r", "--name-only", "main"], { cwd: repo, encoding: "utf8" }),
     ).toContain("calc/combined.py");
+  });
+
+  it("names a graph file it cannot read as validate does, in one located line", () => {
+    const missing = join(dir, "missing.yaml");
+    const result = agentrelay("run", missing, "--repo", dir, "--scripted-model");
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe(`${missing}:1:1: cannot read the file: no such file\n`);
+    expect(result.stderr).toBe("");
   });
 
   it("explains a credentials problem before anything runs", () => {

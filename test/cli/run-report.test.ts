@@ -24,9 +24,9 @@ describe("the local run's report", () => {
       "Run g/1: waiting for you: task b's conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s) did not settle them): merge agentrelay/g/right/integration into agentrelay/g/b by hand, then run again",
     );
     // b's spend counts its PR's two resolutions.
-    expect(report).toMatch(/\n {2}b +pr_open +attempts 1 {2}\$0\.0300 /);
+    expect(report).toMatch(/\n {2}b +pr_open +attempts 1 {2}\$0\.03 /);
     expect(report).toContain(
-      "      conflicts in simulated.txt: 2 resolution(s), $0.0200, the last succeeded\n",
+      "      conflicts in simulated.txt: 2 resolution(s), $0.02, the last succeeded\n",
     );
   });
 
@@ -35,7 +35,7 @@ describe("the local run's report", () => {
     const report = runReport(state, "/repo", graph);
     expect(report).toContain("Run g/1: succeeded");
     expect(report).toMatch(
-      /\n {2}right +merged +merged into main\n {6}conflicts in simulated\.txt: 1 resolution\(s\), \$0\.0000, the last succeeded\n/,
+      /\n {2}right +merged +merged into main\n {6}conflicts in simulated\.txt: 1 resolution\(s\), \$0\.00, the last succeeded\n/,
     );
   });
 });

@@ -60,7 +60,7 @@ describe("conflicts between parallel workstreams, locally", () => {
     expect(result.stdout).toMatch(/ (left|right) \(integration\) +resolving conflicts \(resolution 1\)\n/);
     expect(result.stdout).toMatch(/ (left|right) \(integration\) +resolution 1 succeeded\n/);
     expect(result.stdout).toMatch(
-      /\n {6}conflicts in shared\.txt: 1 resolution\(s\), \$\d\.\d{4}, the last succeeded\n/,
+      /\n {6}conflicts in shared\.txt: 1 resolution\(s\), \$\d\.\d{2,4}, the last succeeded\n/,
     );
     const shared = await git(repo, ["show", "main:shared.txt"]);
     expect(shared).toContain("written for task a");
@@ -82,7 +82,8 @@ describe("conflicts between parallel workstreams, locally", () => {
   it("with resolution off, the conflict waits for a person, and says which file", async () => {
     const repo = await tempRepo();
     const result = run(graphFile(GRAPH(0)), repo);
-    expect(result.code).toBe(1);
+    // Not finished: it waits for a person (exit code 3).
+    expect(result.code).toBe(3);
     expect(result.stdout).toMatch(
       /conflicts with main in shared\.txt \(resolution is off \(max_resolution_attempts: 0\)\): merge main into agentrelay\/g\/(left|right)\/integration by hand/,
     );

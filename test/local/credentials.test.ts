@@ -8,9 +8,10 @@ import { checkTiers, loadCredentials, selectAnthropic } from "../../src/local/cr
 import { git } from "../../src/attempt/git.ts";
 import { runLocal } from "../../src/local/run.ts";
 import { sequence, startScriptedModel } from "../../src/scripted/model-server.ts";
-import { fixture, hasFixtures } from "../support/fixtures.ts";
+import { fixture } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { scriptedRun } from "../support/local-run.ts";
+import { describeNeeding, NO_FIXTURES } from "../support/skips.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "agentrelay-creds-"));
 const file = (name: string, text: string) => {
@@ -40,7 +41,7 @@ afterEach(() => {
   process.env.HOME = home;
 });
 
-describe.skipIf(!hasFixtures)("agentrelay's credentials examples", () => {
+describeNeeding(NO_FIXTURES, "agentrelay's credentials examples", () => {
   it("read key_file from the home directory, and report a missing one at its node", () => {
     const path = fixture("agentrelay/docs-examples/credentials-api-key.yaml");
     expect(errors(path)).toEqual([

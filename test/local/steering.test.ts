@@ -107,11 +107,12 @@ describe("steering a local run", () => {
     expect(retried.stdout).toContain(
       "Run g/1: waiting for you: merge agentrelay/g/default/integration into main (git merge), then run again",
     );
-    expect(retried.code).toBe(1);
+    expect(retried.code).toBe(3);
     const refused = agentrelay("retry", graph, "a", "--repo", repo, "--scripted-model");
     expect(refused.stdout).toContain(
       "refused: task 'a' is merged; only failed or cancelled tasks can be retried",
     );
+    expect(refused.code).toBe(1);
   });
 
   it("cancel reaches the live runner from another terminal and stops the attempt", async () => {
@@ -133,6 +134,15 @@ describe("steering a local run", () => {
     // The attempt process records its process group when it starts; its gate keeps it live until stopped.
     while (!existsSync(join(repo, ".agentrelay/g/tasks/slow/processes-1")) && runner.exitCode === null)
       await new Promise((resolve) => setTimeout(resolve, 100));
+    // status says the run goes on, once, and not also that it should be run again.
+    const status = agentrelay("status", graph, "--repo", repo);
+    expect(status.stdout).toMatch(
+      new RegExp(
+        `^Run g/1: running \\(a runner is live, pid ${runner.pid}; retry, cancel and reset go to it\\)\n`,
+      ),
+    );
+    expect(status.stdout).not.toContain("run again");
+    expect(status.code).toBe(3);
     const startedAt = Date.now();
     const cancel = agentrelay("cancel", graph, "slow", "--repo", repo);
     expect(cancel.stdout.trim()).toBe("cancelled 'slow'");
@@ -171,9 +181,10 @@ describe("steering a local run", () => {
     writeFileSync(join(repo, "src/app.txt"), "v2, not committed\n");
     const graph = graphFile(graphYaml([{ id: "a", ws: "x" }], [{ id: "x", autoMerge: true }]));
     const first = agentrelay("run", graph, "--repo", repo, "--scripted-model");
-    expect(first.code).toBe(1);
+    expect(first.code).toBe(3);
+    // The cause first: merging by hand would meet the same uncommitted changes.
     expect(first.stdout).toContain(
-      "Run g/1: waiting for you: merge agentrelay/g/x/integration into main (git merge), then run again",
+      `Run g/1: waiting for you: 'main' is checked out at ${repo} with uncommitted changes: commit or stash them, then run again`,
     );
     expect(first.stdout).toMatch(/x\s+pr_open .*uncommitted changes: commit or stash them, then run again/);
     await git(repo, ["stash", "-q"]);

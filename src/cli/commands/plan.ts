@@ -1,6 +1,6 @@
 import { budgetsText } from "../../engine/budget.ts";
 import { readGraphFile } from "../../graph/read.ts";
-import { integrationBranch } from "../../graph/model.ts";
+import { count, integrationBranch } from "../../graph/model.ts";
 import { mermaidDag } from "../../plan/mermaid.ts";
 import { buildPlan, type Plan } from "../../plan/plan.ts";
 import type { Io } from "../io.ts";
@@ -21,13 +21,16 @@ export function planJson(plan: Plan): object {
 export function planText(plan: Plan): string {
   const { graph } = plan;
   const lines = [
-    `Graph ${graph.name} (${graph.dialect}, ${graph.tasks.length} tasks, ${graph.workstreams.length} workstreams)`,
+    `Graph ${graph.name} (${graph.dialect}, ${count(graph.tasks.length, "task")}, ${count(graph.workstreams.length, "workstream")})`,
     "",
   ];
   lines.push("Order:");
   for (const [i, id] of plan.order.entries())
     lines.push(`  ${i + 1}. ${id}  [${plan.tasks.get(id)!.workstreamId}]`);
-  lines.push("", "Waves (what could run together, ignoring capacity and workstream workstreams):");
+  lines.push(
+    "",
+    "Waves (what could run together, ignoring capacity and that a workstream runs one task at a time):",
+  );
   for (const [i, wave] of plan.waves.entries()) lines.push(`  ${i + 1}: ${wave.join(", ")}`);
   lines.push("", "Workstreams:");
   for (const ws of graph.workstreams) {

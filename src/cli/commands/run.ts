@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { checkTiers, loadCredentials, selectAnthropic } from "../../local/credentials.ts";
@@ -7,10 +7,11 @@ import { runLocal } from "../../local/run.ts";
 import { startScriptedModel } from "../../scripted/model-server.ts";
 import type { Answer, SteeringCommand } from "../../local/inbox.ts";
 import { LiveView } from "../live-view.ts";
-import { runReport } from "../run-report.ts";
+import { exitOf, runReport } from "../run-report.ts";
 import { parseGraph } from "../../graph/load.ts";
+import { readGraphText } from "../../graph/dialect.ts";
 import { paramErrors, workflowParams } from "./render.ts";
-import type { Io } from "../io.ts";
+import { EXIT, type Io } from "../io.ts";
 
 export interface RunCommandOptions {
   repo: string;
@@ -44,7 +45,7 @@ function claudeBinary(explicit: string | undefined): string {
 
 /** `agentrelay run FILE --repo DIR [--scripted-model]`. */
 export async function runCommand(file: string, options: RunCommandOptions, io: Io): Promise<number> {
-  const graphText = readFileSync(file, "utf8");
+  const graphText = readGraphText(file);
   const graph = parseGraph(file, graphText);
   const repo = resolve(options.repo);
   const params = workflowParams(file, options.params ?? {});
@@ -78,6 +79,7 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
   const interrupt = () => stop.abort();
   process.once("SIGINT", interrupt);
   process.once("SIGTERM", interrupt);
+  let refused = false;
   try {
     const result = await runLocal({
       graph,
@@ -98,18 +100,21 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
       ...(options.command
         ? {
             command: options.command,
-            onAnswer: (a: Answer) => io.out(`${a.ok ? "" : "refused: "}${a.message}`),
+            onAnswer: (a: Answer) => {
+              refused ||= !a.ok;
+              io.out(`${a.ok ? "" : "refused: "}${a.message}`);
+            },
           }
         : {}),
     });
     view.stop();
     if (stop.signal.aborted) {
       io.err("\ninterrupted; run the same command again to resume");
-      return 130;
+      return EXIT.interrupted;
     }
     for (const line of result.drift) io.out(`drift: ${line}`);
-    io.out(runReport(result.state, repo, graph));
-    return result.state.outcome === "succeeded" ? 0 : 1;
+    io.out(runReport(result.state, repo, graph, { scripted: options.scriptedModel }));
+    return refused ? EXIT.failed : exitOf(result.state);
   } finally {
     process.removeListener("SIGINT", interrupt);
     process.removeListener("SIGTERM", interrupt);

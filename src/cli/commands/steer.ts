@@ -5,20 +5,19 @@
  */
 import { existsSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { parseGraph } from "../../graph/load.ts";
-import { readFileSync } from "node:fs";
+import { loadGraphFile } from "../../graph/load.ts";
 import { awaitAnswer, post, type SteeringCommand } from "../../local/inbox.ts";
 import { GitRefStateStore } from "../../local/git-store.ts";
 import { checkRepository, LocalRunError } from "../../local/repository.ts";
 import { liveRunner } from "../../local/run-lock.ts";
 import { workRootOf } from "../../local/run.ts";
 import { latestRunNumber } from "../../local/runs.ts";
-import type { Io } from "../io.ts";
-import { runReport, waitingFor } from "../run-report.ts";
+import { EXIT, type Io } from "../io.ts";
+import { exitOf, runReport } from "../run-report.ts";
 import { runCommand, type RunCommandOptions } from "./run.ts";
 
 export async function statusCommand(file: string, repoDir: string, io: Io): Promise<number> {
-  const graph = parseGraph(file, readFileSync(file, "utf8"));
+  const graph = loadGraphFile(file);
   const repo = resolve(repoDir);
   await checkRepository(repo, graph);
   const latest = await latestRunNumber(repo, graph.name);
@@ -26,15 +25,8 @@ export async function statusCommand(file: string, repoDir: string, io: Io): Prom
   if (!stored)
     throw new LocalRunError(`graph '${graph.name}' has not run in ${repo}: start it with \`agentrelay run\``);
   const runner = liveRunner(workRootOf(repo, graph.name));
-  io.out(runReport(stored.state, repo, graph).trimStart());
-  io.out(
-    runner !== null
-      ? `\nA runner is live (pid ${runner}); retry, cancel and reset go to it.`
-      : stored.state.outcome === null
-        ? `\nNo runner is live; ${waitingFor(stored.state, graph).replace("then run again", "then `agentrelay run` again")}.`
-        : "",
-  );
-  return stored.state.outcome === "succeeded" ? 0 : 1;
+  io.out(runReport(stored.state, repo, graph, { runner }).trimStart());
+  return exitOf(stored.state);
 }
 
 /** How long a steering command waits for the live runner's answer. */
@@ -46,14 +38,14 @@ export async function steerCommand(
   options: RunCommandOptions,
   io: Io,
 ): Promise<number> {
-  const graph = parseGraph(file, readFileSync(file, "utf8"));
+  const graph = loadGraphFile(file);
   const workRoot = workRootOf(options.repo, graph.name);
   if (liveRunner(workRoot) === null) return runCommand(file, { ...options, command }, io);
   const id = post(workRoot, command);
   const answer = await awaitAnswer(workRoot, id, ANSWER_WAIT_MS);
   if (answer) {
     io.out(`${answer.ok ? "" : "refused: "}${answer.message}`);
-    return answer.ok ? 0 : 1;
+    return answer.ok ? EXIT.ok : EXIT.failed;
   }
   // Not taken in time: withdrawn, so that it does not surprise anyone later.
   const waiting = join(workRoot, "inbox", `${id}.json`);

@@ -1,4 +1,5 @@
 import { formatIssue, GraphError } from "../../graph/errors.ts";
+import { count } from "../../graph/model.ts";
 import { readGraphFile } from "../../graph/read.ts";
 import type { Io } from "../io.ts";
 
@@ -8,9 +9,7 @@ export async function validateCommand(files: string[], io: Io): Promise<number> 
   for (const file of files) {
     try {
       const graph = await readGraphFile(file);
-      io.err(
-        `${file}: ok (${graph.dialect}, ${graph.tasks.length} task${graph.tasks.length === 1 ? "" : "s"})`,
-      );
+      io.err(`${file}: ok (${graph.dialect}, ${count(graph.tasks.length, "task")})`);
     } catch (error) {
       if (!(error instanceof GraphError)) throw error;
       failed = true;

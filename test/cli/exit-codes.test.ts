@@ -1,0 +1,107 @@
+/**
+ * The exit codes `agentrelay --help` lists, one test per row, through the real binary: a script can
+ * tell a run that succeeded from one that failed, one that waits for the user, and a usage error.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { git } from "../../src/attempt/git.ts";
+import { EXIT_CODES } from "../../src/cli/main.ts";
+import { REPO_ROOT } from "../support/fixtures.ts";
+import { tempRepo } from "../support/git.ts";
+import { graphYaml } from "../support/graphs.ts";
+
+const BIN = join(REPO_ROOT, "bin/agentrelay.js");
+const SAMPLE = join(REPO_ROOT, "templates/sample-graph.yaml");
+
+function agentrelay(...args: string[]) {
+  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+function graphFile(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), "agentrelay-graph-")), "g.yaml");
+  writeFileSync(file, text);
+  return file;
+}
+
+describe("exit codes", () => {
+  it("--help and each command's --help list exactly the codes below", () => {
+    const rows = EXIT_CODES.map(([code, meaning]) => `  ${String(code).padEnd(4)} ${meaning}`).join("\n");
+    expect(EXIT_CODES.map(([code]) => code)).toEqual([0, 1, 2, 3, 130]);
+    expect(agentrelay("--help").stdout).toContain(`exit codes:\n${rows}\n`);
+    expect(agentrelay("run", "--help").stdout).toContain(`exit codes:\n${rows}\n`);
+  });
+
+  it("3 while the run waits for you (a merge), 3 from status too; 0 once it succeeded", async () => {
+    const repo = await tempRepo();
+    const waiting = agentrelay("run", SAMPLE, "--repo", repo, "--scripted-model");
+    expect(waiting.stdout).toContain(
+      "Run hello/1: waiting for you: merge agentrelay/hello/hello/integration",
+    );
+    expect(waiting.code).toBe(3);
+    expect(agentrelay("status", SAMPLE, "--repo", repo).code).toBe(3);
+    await git(repo, ["merge", "-q", "--no-edit", "agentrelay/hello/hello/integration"]);
+    const done = agentrelay("run", SAMPLE, "--repo", repo, "--scripted-model");
+    expect(done.stdout).toContain("Run hello/1: succeeded");
+    expect(done.code).toBe(0);
+    expect(agentrelay("status", SAMPLE, "--repo", repo).code).toBe(0);
+    // A steering command the run refuses is a failure, though the run itself succeeded.
+    const refused = agentrelay("retry", SAMPLE, "hello_note", "--repo", repo, "--scripted-model");
+    expect(refused.stdout).toContain("refused: task 'hello_note' is merged");
+    expect(refused.code).toBe(1);
+  });
+
+  it("1 for invalid input and for a run that finished without succeeding", async () => {
+    const bad = graphFile("name: g\ntasks:\n  - id: a\n    dependencies: [zz]\n    description: x\n");
+    expect(agentrelay("validate", bad).code).toBe(1);
+    const repo = await tempRepo();
+    const failing = graphFile(
+      graphYaml(
+        [{ id: "a", extra: 'completion_gate: "false"\nmax_gate_attempts: 1' }],
+        undefined,
+        "max_task_attempts: 1",
+      ),
+    );
+    const failed = agentrelay("run", failing, "--repo", repo, "--scripted-model");
+    expect(failed.stdout).toContain("Run g/1: completed_with_failures");
+    expect(failed.code).toBe(1);
+  });
+
+  it("2 for a usage error: a misspelled option gets the nearest one, not the parser's message", () => {
+    const typo = agentrelay("run", SAMPLE, "--repo", ".", "--scripted-modle");
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toBe(
+      "agentrelay: unknown option --scripted-modle (did you mean --scripted-model?) (see `agentrelay run --help`)\n",
+    );
+    expect(agentrelay("plan", SAMPLE, "--repo", ".").stderr).toBe(
+      "agentrelay: unknown option --repo; `plan` takes --json (see `agentrelay plan --help`)\n",
+    );
+    expect(agentrelay("run", SAMPLE, "--repo").stderr).toBe(
+      "agentrelay: --repo needs a value (see `agentrelay run --help`)\n",
+    );
+    expect(agentrelay("plan", SAMPLE, "--json=yes").stderr).toBe(
+      "agentrelay: --json takes no value (see `agentrelay plan --help`)\n",
+    );
+    expect(agentrelay("frobnicate").code).toBe(2);
+  });
+
+  it("130 when interrupted", async () => {
+    const repo = await tempRepo();
+    const graph = graphFile(graphYaml([{ id: "a", extra: `completion_gate: "sleep 60.${process.pid}"` }]));
+    const child = spawn(process.execPath, [BIN, "run", graph, "--repo", repo, "--scripted-model"]);
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk));
+    const exit = new Promise<number | null>((done) => child.on("exit", done));
+    for (let waited = 0; !/a\s+running/.test(output); waited += 100) {
+      if (waited > 60_000) throw new Error(`the run did not start: ${output}`);
+      await new Promise((done) => setTimeout(done, 100));
+    }
+    child.kill("SIGINT");
+    expect(await exit).toBe(130);
+    expect(output).toContain("interrupted; run the same command again to resume");
+  });
+});
