@@ -3,8 +3,9 @@ import { describe, expect, it } from "vitest";
 import { simulate, type SimulateOptions } from "../../src/engine/simulate.ts";
 import { loadGraphFile } from "../../src/graph/load.ts";
 import type { Graph } from "../../src/graph/model.ts";
-import { fixture, hasFixtures } from "../support/fixtures.ts";
+import { fixture } from "../support/fixtures.ts";
 import { graphOf } from "../support/graphs.ts";
+import { describeNeeding, NO_FIXTURES } from "../support/skips.ts";
 
 function load(path: string, settings: Partial<Graph["settings"]> = {}): Graph {
   const graph = loadGraphFile(fixture("agentrelay/graphs", path));
@@ -20,7 +21,7 @@ function run(graph: Graph, options: SimulateOptions = {}) {
   return { ...result, status, ws, order };
 }
 
-describe.skipIf(!hasFixtures)("agentrelay's scenarios", () => {
+describeNeeding(NO_FIXTURES, "agentrelay's scenarios", () => {
   it("diamond across 4 workstreams with auto-merge: autonomous, every workstream merged", () => {
     const r = run(load("workstreams/diamond_4_workstreams_auto_merge.yaml", { maxConcurrency: 2 }));
     expect(r.outcome).toBe("succeeded");

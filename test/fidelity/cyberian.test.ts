@@ -22,9 +22,10 @@ import {
   startScriptedModel,
   userPrompts,
 } from "../../src/scripted/model-server.ts";
-import { fixture, hasFixtures } from "../support/fixtures.ts";
+import { fixture } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { scriptedRun } from "../support/local-run.ts";
+import { describeNeeding, NO_FIXTURES } from "../support/skips.ts";
 
 const workflow = (body: string) => `name: w\n${body}`;
 const errorsOf = (text: string): string[] => {
@@ -427,7 +428,7 @@ const writesNamedFiles: Script = (request) => {
   return { text: `Done.\nCOMPLETION_STATUS: ${loop ?? "COMPLETE"}` };
 };
 
-describe.skipIf(!hasFixtures)("every cyberian fixture workflow, end to end", () => {
+describeNeeding(NO_FIXTURES, "every cyberian fixture workflow, end to end", () => {
   let server: ScriptedModelServer;
   beforeAll(async () => {
     server = await startScriptedModel(writesNamedFiles);

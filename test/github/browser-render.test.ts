@@ -28,6 +28,7 @@ import { READABLE } from "../../src/plan/mermaid.ts";
 import { buildPlan, type Plan } from "../../src/plan/plan.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { runAt, scaleGraph, scaleWorld, workstreamsGraph } from "../support/runs.ts";
+import { describeNeeding } from "../support/skips.ts";
 
 function findChromium(): string | null {
   if (process.env.CHROMIUM) return process.env.CHROMIUM;
@@ -249,23 +250,27 @@ const CASES: [string, () => string][] = [
   ]),
 ];
 
-describe.skipIf(!chromium && !required)("comments rendered in a browser", () => {
-  let browser: Browser;
-  beforeAll(async () => {
-    if (!chromium) throw new Error("Chromium is required (AGENTRELAY_REQUIRE_BROWSER) but was not found");
-    mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await puppeteer.launch({ executablePath: chromium, args: ["--no-sandbox"], headless: true });
-  }, 60_000);
-  afterAll(() => browser?.close());
+describeNeeding(
+  chromium || required ? null : "no Chromium here (install Debian's chromium, or name one with CHROMIUM)",
+  "comments rendered in a browser",
+  () => {
+    let browser: Browser;
+    beforeAll(async () => {
+      if (!chromium && !required) return; // its tests skip, saying why
+      if (!chromium) throw new Error("Chromium is required (AGENTRELAY_REQUIRE_BROWSER) but was not found");
+      mkdirSync(ARTIFACTS, { recursive: true });
+      browser = await puppeteer.launch({ executablePath: chromium, args: ["--no-sandbox"], headless: true });
+    }, 60_000);
+    afterAll(() => browser?.close());
 
-  async function render(name: string, markdown: string): Promise<Rendered> {
-    const tab = await browser.newPage();
-    try {
-      await tab.setViewport(WINDOW);
-      await tab.setContent(page(markdown));
-      await tab.addScriptTag({ path: MERMAID });
-      // What runs in the page is written as page script: this file is type-checked for Node, not the DOM.
-      const errors = (await tab.evaluate(`(async () => {
+    async function render(name: string, markdown: string): Promise<Rendered> {
+      const tab = await browser.newPage();
+      try {
+        await tab.setViewport(WINDOW);
+        await tab.setContent(page(markdown));
+        await tab.addScriptTag({ path: MERMAID });
+        // What runs in the page is written as page script: this file is type-checked for Node, not the DOM.
+        const errors = (await tab.evaluate(`(async () => {
         mermaid.initialize({ startOnLoad: false, securityLevel: "strict" });
         const failures = [];
         for (const node of document.querySelectorAll("pre.mermaid")) {
@@ -277,12 +282,12 @@ describe.skipIf(!chromium && !required)("comments rendered in a browser", () => 
         }
         return failures;
       })()`)) as string[];
-      const file = name.replace(/\W+/g, "-");
-      await tab.screenshot({ path: join(ARTIFACTS, `${file}-first-screen.png`) });
-      const closedHeight = (await tab.evaluate("document.documentElement.scrollHeight")) as number;
-      const shown = (await tab.evaluate("document.body.innerText")) as string;
-      // The text of the first screen: every text node that starts within it.
-      const firstScreen = (await tab.evaluate(`(() => {
+        const file = name.replace(/\W+/g, "-");
+        await tab.screenshot({ path: join(ARTIFACTS, `${file}-first-screen.png`) });
+        const closedHeight = (await tab.evaluate("document.documentElement.scrollHeight")) as number;
+        const shown = (await tab.evaluate("document.body.innerText")) as string;
+        // The text of the first screen: every text node that starts within it.
+        const firstScreen = (await tab.evaluate(`(() => {
         const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
         const parts = [];
         for (let node = walker.nextNode(); node; node = walker.nextNode()) {
@@ -293,51 +298,52 @@ describe.skipIf(!chromium && !required)("comments rendered in a browser", () => 
         }
         return parts.join(" ");
       })()`)) as string;
-      await tab.evaluate(`document.querySelectorAll("details").forEach((d) => (d.open = true))`);
-      // Each chart's size, and its smallest text as drawn: the font size times the chart's scale.
-      const charts = (await tab.evaluate(`[...document.querySelectorAll("pre.mermaid svg")].map((svg) => {
+        await tab.evaluate(`document.querySelectorAll("details").forEach((d) => (d.open = true))`);
+        // Each chart's size, and its smallest text as drawn: the font size times the chart's scale.
+        const charts = (await tab.evaluate(`[...document.querySelectorAll("pre.mermaid svg")].map((svg) => {
         const box = svg.getBoundingClientRect();
         const scale = svg.viewBox.baseVal && svg.viewBox.baseVal.width ? box.width / svg.viewBox.baseVal.width : 1;
         const texts = [...svg.querySelectorAll(".nodeLabel, .cluster-label, text")].filter((el) => el.textContent.trim());
         const sizes = texts.map((el) => parseFloat(getComputedStyle(el).fontSize) * scale);
         return { width: box.width, height: box.height, smallestTextPx: Math.min(...sizes) };
       })`)) as Rendered["charts"];
-      for (const [i, chart] of (await tab.$$("pre.mermaid")).entries())
-        await chart.screenshot({ path: join(ARTIFACTS, `${file}-chart-${i}.png`) });
-      return { errors, charts, closedHeight, shown, firstScreen };
-    } finally {
-      await tab.close();
+        for (const [i, chart] of (await tab.$$("pre.mermaid")).entries())
+          await chart.screenshot({ path: join(ARTIFACTS, `${file}-chart-${i}.png`) });
+        return { errors, charts, closedHeight, shown, firstScreen };
+      } finally {
+        await tab.close();
+      }
     }
-  }
 
-  it.each(CASES)(
-    "%s: every chart draws with text at least 10 px, what to do comes first, and the page stays bounded",
-    async (name, markdown) => {
-      const text = markdown();
-      const { errors, charts, closedHeight, shown, firstScreen } = await render(name, text);
-      expect(errors).toEqual([]);
-      if (name === "5 tasks by hand") {
-        expect(shown).toContain(
-          "Waiting for you: budget spent: $2.01 of $2.00 for the run; 2 tasks wait for it.",
-        );
-        expect(shown).toContain("Spent $2.01 of $2.00.");
-        expect(shown).toContain("Budgets: the run $2.00.");
-        expect(shown).toContain(
-          "Resolving conflicts (an agent merges, then the PR merges again): #12: attempt 1 merges agentrelay/five/ws_0/integration into agentrelay/five/w0_t3 (src/calc.py).",
-        );
-        expect(shown).toMatch(/w0_t3\s+resolving conflicts/);
-      }
-      // What to do next is on the first screen.
-      if (shown.includes("Waiting for you")) expect(firstScreen).toContain("Waiting for you");
-      const blocks = text.split("```mermaid").length - 1;
-      expect(charts).toHaveLength(blocks);
-      for (const chart of charts) {
-        expect(chart.height).toBeGreaterThan(20);
-        expect(chart.height).toBeLessThan(6_000);
-        expect(chart.smallestTextPx).toBeGreaterThanOrEqual(READABLE.minPx);
-      }
-      expect(closedHeight).toBeLessThan(12_000);
-    },
-    120_000,
-  );
-});
+    it.each(CASES)(
+      "%s: every chart draws with text at least 10 px, what to do comes first, and the page stays bounded",
+      async (name, markdown) => {
+        const text = markdown();
+        const { errors, charts, closedHeight, shown, firstScreen } = await render(name, text);
+        expect(errors).toEqual([]);
+        if (name === "5 tasks by hand") {
+          expect(shown).toContain(
+            "Waiting for you: budget spent: $2.01 of $2.00 for the run; 2 tasks wait for it.",
+          );
+          expect(shown).toContain("Spent $2.01 of $2.00.");
+          expect(shown).toContain("Budgets: the run $2.00.");
+          expect(shown).toContain(
+            "Resolving conflicts (an agent merges, then the PR merges again): #12: attempt 1 merges agentrelay/five/ws_0/integration into agentrelay/five/w0_t3 (src/calc.py).",
+          );
+          expect(shown).toMatch(/w0_t3\s+resolving conflicts/);
+        }
+        // What to do next is on the first screen.
+        if (shown.includes("Waiting for you")) expect(firstScreen).toContain("Waiting for you");
+        const blocks = text.split("```mermaid").length - 1;
+        expect(charts).toHaveLength(blocks);
+        for (const chart of charts) {
+          expect(chart.height).toBeGreaterThan(20);
+          expect(chart.height).toBeLessThan(6_000);
+          expect(chart.smallestTextPx).toBeGreaterThanOrEqual(READABLE.minPx);
+        }
+        expect(closedHeight).toBeLessThan(12_000);
+      },
+      120_000,
+    );
+  },
+);

@@ -1,8 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { GraphError } from "../../src/graph/errors.ts";
 import { loadGraphFile } from "../../src/graph/load.ts";
 import { canonicalOrder } from "../../src/plan/plan.ts";
-import { fixture, hasFixtures, yamlFiles } from "../support/fixtures.ts";
+import { fixture, yamlFiles } from "../support/fixtures.ts";
+import { describeNeeding, NO_FIXTURES } from "../support/skips.ts";
 
 /** Orders worked out by hand from agentrelay's rule: Kahn's algorithm, ready set sorted by id. */
 const EXPECTED_ORDERS: Record<string, string[]> = {
@@ -32,7 +33,7 @@ const EXPECTED_ORDERS: Record<string, string[]> = {
   "workstreams/serial_workstream.yaml": ["create_stack", "extend_stack", "use_stack"],
 };
 
-describe.skipIf(!hasFixtures)("agentrelay's own graphs", () => {
+describeNeeding(NO_FIXTURES, "agentrelay's own graphs", () => {
   const files = yamlFiles("agentrelay/graphs");
 
   it("finds the fixture graphs", () => {
@@ -83,7 +84,7 @@ describe.skipIf(!hasFixtures)("agentrelay's own graphs", () => {
   });
 });
 
-describe.skipIf(!hasFixtures)("agentrelay's documentation examples", () => {
+describeNeeding(NO_FIXTURES, "agentrelay's documentation examples", () => {
   it("loads the minimal graph with its implicit default workstream", () => {
     const graph = loadGraphFile(fixture("agentrelay/docs-examples/minimal.yaml"));
     expect(graph.workstreams).toEqual([
@@ -121,7 +122,7 @@ describe.skipIf(!hasFixtures)("agentrelay's documentation examples", () => {
   });
 });
 
-describe.skipIf(!hasFixtures)("cyberian workflows", () => {
+describeNeeding(NO_FIXTURES, "cyberian workflows", () => {
   const workflows = yamlFiles("cyberian").filter((f) => !f.endsWith("test-farm.yaml"));
 
   it("finds the fixture workflows", () => {

@@ -4,7 +4,8 @@ import { join, relative, resolve } from "node:path";
 import { REPO_ROOT } from "../../harness/paths.ts";
 
 export { REPO_ROOT };
-export const FIXTURES = resolve(REPO_ROOT, "../shared/fixtures");
+/** The real files agentrelay and cyberian were written for: beside the repository, or where AGENTRELAY_FIXTURES says. */
+export const FIXTURES = process.env.AGENTRELAY_FIXTURES ?? resolve(REPO_ROOT, "../shared/fixtures");
 export const hasFixtures = existsSync(FIXTURES);
 
 export function fixture(...parts: string[]): string {
