@@ -24,7 +24,7 @@ export class AgentUnavailableError extends Error {
 export const MIN_CLAUDE_CODE = "2.1.0";
 
 /** How long the model API may take to answer the check. */
-export const REACH_TIMEOUT_MS = 5_000;
+export const REACH_TIMEOUT_MS = 10_000;
 
 export interface AgentCheck {
   /** The Claude Code executable, as the attempt would start it. */
