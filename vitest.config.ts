@@ -25,6 +25,9 @@ export default defineConfig({
     // Some tests run the real Claude Code CLI through whole graphs; none should come near this.
     testTimeout: 120_000,
     pool: "forks",
+    // Most test files wait on processes (Claude Code, git, loopback servers) far more than they
+    // compute: three at a time keep two cores busy, where vitest's default (cores - 1) runs one.
+    maxWorkers: 3,
     // The default reporter counts skipped tests; this one also says why.
     reporters: ["default", "./test/support/skip-reporter.ts"],
     // GitHub's workflow parser imports its JSON schemas without import attributes; let vite handle them.

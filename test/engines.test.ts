@@ -1,22 +1,41 @@
 /**
- * The Node version the README and package.json state is one every installed package accepts: `npm ci`
- * on it warns of no unsupported engine.
+ * The Node versions package.json states are the ones the README names and CI tests, and every
+ * installed package accepts them: `npm ci` (and a user's install) warns of no unsupported engine,
+ * but for the one upstream mistake named below.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { load } from "js-yaml";
 import semver from "semver";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "./support/fixtures.ts";
 
-describe("the stated Node version", () => {
+/**
+ * Packages that state a newer Node than they need, by mistake, with where that is being undone.
+ * content-type 3 states Node 22; @octokit/request took it in a patch release (10.0.15) although
+ * Octokit supports Node 20, and is going back to content-type 2 (octokit/request.js#835).
+ */
+const UPSTREAM_MISTAKES: Record<string, string> = {
+  "node_modules/content-type": "octokit/request.js#835",
+};
+
+describe("the stated Node versions", () => {
   const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
   const floor = /^>=(\d+\.\d+\.\d+)$/.exec(pkg.engines.node)![1]!;
 
-  it("is the README's", () => {
+  it("are the README's", () => {
     expect(readFileSync(join(REPO_ROOT, "README.md"), "utf8")).toContain(`Node ${floor} or newer`);
   });
 
-  it("is accepted by every installed package", () => {
+  it("are what CI tests: the floor's major line and the two after it", () => {
+    const ci = load(readFileSync(join(REPO_ROOT, ".github/workflows/ci.yml"), "utf8")) as {
+      jobs: { test: { strategy: { matrix: { node: number[] } } } };
+    };
+    const major = semver.major(floor);
+    expect(ci.jobs.test.strategy.matrix.node).toEqual([major, major + 2, major + 4]);
+  });
+
+  it("are accepted by every installed package", () => {
     const lock = JSON.parse(readFileSync(join(REPO_ROOT, "package-lock.json"), "utf8"));
     const refused = Object.entries(
       lock.packages as Record<string, { engines?: { node?: string }; dev?: boolean }>,
@@ -25,9 +44,8 @@ describe("the stated Node version", () => {
         ([path, p]) =>
           path && typeof p.engines?.node === "string" && !semver.satisfies(floor, p.engines.node),
       )
-      // The Claude Code CLI states Node 22 but ships a native binary that runs here (see the tests using it).
-      .filter(([path]) => !path.endsWith("node_modules/@anthropic-ai/claude-code"))
-      .map(([path, p]) => `${path} wants node ${p.engines!.node}`);
-    expect(refused).toEqual([]);
+      .map(([path]) => path);
+    // A mistake undone upstream leaves this list, and then the exception goes too.
+    expect(refused).toEqual(Object.keys(UPSTREAM_MISTAKES));
   });
 });
