@@ -254,19 +254,13 @@ const COMMANDS: Record<string, Command> = {
 
 /** What each exit code means: `--help` prints this table, and every command keeps to it. */
 export const EXIT_CODES: [code: number, meaning: string][] = [
-  [
-    EXIT.ok,
-    "ok: done as asked; where a command carries on or shows a run (run, status, a steering command with no live runner), the run succeeded",
-  ],
+  [EXIT.ok, "ok: done as asked; where a command shows or carries on a run, the run succeeded"],
   [
     EXIT.failed,
-    "failed: invalid input (graph, credentials, repository, the agent check), a steering command refused, or the run finished without succeeding (completed_with_failures, cancelled)",
+    "failed: invalid input, the agent check, a refused command, or a run that ended without succeeding",
   ],
-  [EXIT.usage, "usage: an unknown command or option, missing or extra arguments"],
-  [
-    EXIT.waiting,
-    "not finished: the run waits for you (a merge, a budget, a conflict: its last line says what to do), or a runner is live (status)",
-  ],
+  [EXIT.usage, "usage: an unknown command or option, or missing or extra arguments"],
+  [EXIT.waiting, "not finished: the run waits for you (a merge, a budget, a conflict) or a runner is live"],
   [EXIT.interrupted, "interrupted (Ctrl-C): run the same command again to resume"],
 ];
 
