@@ -1,11 +1,9 @@
 /**
- * The package as a user gets it: `npm pack`, installed into a new project, and the README's
- * "In your own repository" lines run there as written (the package from the tarball instead of the
- * registry; Claude Code on the PATH, its model scripted).
+ * The package as a user gets it: the README's "In your own repository" lines run as written in a new
+ * project (this repository the clone they pack; Claude Code on the PATH, its model scripted).
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CLAUDE_BIN } from "../harness/claude.ts";
@@ -25,12 +23,6 @@ function readmeLines(): string[] {
 
 describe("the packed package in a new repository", () => {
   it("follows the README: npm init, install, init, validate, run, merge, run again", async () => {
-    const packed = mkdtempSync(join(tmpdir(), "agentrelay-pack-"));
-    execFileSync("npm", ["pack", "--pack-destination", packed], { cwd: REPO_ROOT, stdio: "ignore" });
-    const tarball = join(
-      packed,
-      readdirSync(packed).find((f) => f.endsWith(".tgz"))!,
-    );
     const project = await tempRepo("agentrelay-user-");
     const env = {
       ...process.env,
@@ -45,7 +37,8 @@ describe("the packed package in a new repository", () => {
     const lines = readmeLines();
     expect(lines).toHaveLength(7);
     const results = lines.map((line) => {
-      const command = line.replace("npm install --save-dev agentrelay", `npm install --save-dev ${tarball}`);
+      // This repository is the clone the README packs.
+      const command = line.replaceAll("~/agentrelay", REPO_ROOT);
       const run = spawnSync("bash", ["-c", command], { cwd: project, env, encoding: "utf8" });
       return { line, code: run.status, out: run.stdout + run.stderr };
     });
@@ -70,6 +63,10 @@ describe("the packed package in a new repository", () => {
       execFileSync("git", ["show", "main:docs/agentrelay-hello.md"], { cwd: project, encoding: "utf8" }),
     ).toContain("written for task hello_note");
     // The package carries no tests, fixtures or sources it does not run.
+    const tarball = join(
+      project,
+      readdirSync(project).find((f) => /^agentrelay-.*\.tgz$/.test(f))!,
+    );
     const files = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).split("\n");
     expect(files.some((f) => f.startsWith("package/test/") || f.startsWith("package/src/"))).toBe(false);
   }, 180_000);

@@ -3,7 +3,7 @@
  * tell a run that succeeded from one that failed, one that waits for the user, and a usage error.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -33,6 +33,10 @@ describe("exit codes", () => {
     expect(EXIT_CODES.map(([code]) => code)).toEqual([0, 1, 2, 3, 130]);
     expect(agentrelay("--help").stdout).toContain(`exit codes:\n${rows}\n`);
     expect(agentrelay("run", "--help").stdout).toContain(`exit codes:\n${rows}\n`);
+    // The command line's page has the same table.
+    const page = readFileSync(join(REPO_ROOT, "docs/cli.md"), "utf8");
+    const table = [...page.matchAll(/^\| (\d+) +\| (.+?) +\|$/gm)].map((m) => [Number(m[1]), m[2]]);
+    expect(table).toEqual(EXIT_CODES);
   });
 
   it("3 while the run waits for you (a merge), 3 from status too; 0 once it succeeded", async () => {
