@@ -3,17 +3,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { agentrelay } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { graphYaml } from "../support/graphs.ts";
-
-/** Runs the real binary, as users and other tools do. */
-function agentrelay(...args: string[]) {
-  const result = spawnSync(process.execPath, [join(REPO_ROOT, "bin/agentrelay.js"), ...args], {
-    encoding: "utf8",
-  });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
 
 const dir = mkdtempSync(join(tmpdir(), "agentrelay-cli-"));
 const write = (name: string, text: string) => {

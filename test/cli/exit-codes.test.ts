@@ -2,30 +2,18 @@
  * The exit codes `agentrelay --help` lists, one test per row, through the real binary: a script can
  * tell a run that succeeded from one that failed, one that waits for the user, and a usage error.
  */
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
 import { EXIT_CODES } from "../../src/cli/main.ts";
+import { agentrelay, BIN, graphFile } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { graphYaml } from "../support/graphs.ts";
 
-const BIN = join(REPO_ROOT, "bin/agentrelay.js");
 const SAMPLE = join(REPO_ROOT, "templates/sample-graph.yaml");
-
-function agentrelay(...args: string[]) {
-  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
-
-function graphFile(text: string): string {
-  const file = join(mkdtempSync(join(tmpdir(), "agentrelay-graph-")), "g.yaml");
-  writeFileSync(file, text);
-  return file;
-}
 
 describe("exit codes", () => {
   it("--help and each command's --help list exactly the codes below", () => {

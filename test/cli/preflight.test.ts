@@ -3,7 +3,7 @@
  * API that cannot be reached, is one line that says what to do, and the task's attempts are as they
  * were. Through the real binary and the real Claude Code CLI, with an empty HOME.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -12,10 +12,10 @@ import { describe, expect, it } from "vitest";
 import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { git } from "../../src/attempt/git.ts";
 import { checkAgent } from "../../src/attempt/preflight.ts";
+import { agentrelayWith } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 
-const BIN = join(REPO_ROOT, "bin/agentrelay.js");
 const SAMPLE = join(REPO_ROOT, "templates/sample-graph.yaml");
 
 /** The environment of someone with no Claude login and no key: an empty HOME, no credential variable. */
@@ -35,17 +35,11 @@ function loggedOut(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return env;
 }
 
-function agentrelay(env: NodeJS.ProcessEnv, ...args: string[]) {
-  const started = Date.now();
-  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", env });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr, ms: Date.now() - started };
-}
-
 /** The run's state ref and what its tasks' attempts are ("" when the run never started). */
 async function attempts(repo: string): Promise<string> {
   const ref = await git(repo, ["for-each-ref", "--format=%(objectname)", "refs/agentrelay/runs/"]);
   if (!ref) return "";
-  const status = agentrelay(loggedOut(), "status", SAMPLE, "--repo", repo);
+  const status = agentrelayWith(loggedOut(), "status", SAMPLE, "--repo", repo);
   return `${ref} ${/hello_note\s+\S+\s+attempts \d+/.exec(status.stdout)?.[0]}`;
 }
 
@@ -61,7 +55,7 @@ async function closedPort(): Promise<number> {
 describe("the agent check before a local run", () => {
   it("a missing claude: one line, and the run does not start", async () => {
     const repo = await tempRepo();
-    const result = agentrelay(loggedOut(), "run", SAMPLE, "--repo", repo, "--claude", "/nowhere/claude");
+    const result = agentrelayWith(loggedOut(), "run", SAMPLE, "--repo", repo, "--claude", "/nowhere/claude");
     expect(result.code).toBe(1);
     expect(result.stdout).toBe("");
     expect(result.stderr).toBe(
@@ -72,7 +66,7 @@ describe("the agent check before a local run", () => {
 
   it("a logged-out claude (empty HOME, no key): one line, and the run does not start", async () => {
     const repo = await tempRepo();
-    const result = agentrelay(loggedOut(), "run", SAMPLE, "--repo", repo, "--claude", CLAUDE_BIN);
+    const result = agentrelayWith(loggedOut(), "run", SAMPLE, "--repo", repo, "--claude", CLAUDE_BIN);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
       "agentrelay: Claude Code is not logged in here: run `claude` and log in (/login), set ANTHROPIC_API_KEY, or pass --credentials FILE (--scripted-model needs no account)\n",
@@ -83,7 +77,7 @@ describe("the agent check before a local run", () => {
   it("a model API that cannot be reached: in seconds, about the network, attempts untouched", async () => {
     const repo = await tempRepo();
     // The sample's one attempt, with the scripted model; the run then waits for a merge.
-    const first = agentrelay(loggedOut(), "run", SAMPLE, "--repo", repo, "--scripted-model");
+    const first = agentrelayWith(loggedOut(), "run", SAMPLE, "--repo", repo, "--scripted-model");
     expect(first.stdout).toContain("hello_note");
     const before = await attempts(repo);
     expect(before).toMatch(/attempts 1$/);
@@ -91,7 +85,7 @@ describe("the agent check before a local run", () => {
 
     const url = `http://127.0.0.1:${await closedPort()}`;
     const env = loggedOut({ ANTHROPIC_API_KEY: "sk-ant-test", ANTHROPIC_BASE_URL: url });
-    const result = agentrelay(env, "run", SAMPLE, "--repo", repo, "--claude", CLAUDE_BIN);
+    const result = agentrelayWith(env, "run", SAMPLE, "--repo", repo, "--claude", CLAUDE_BIN);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
       `agentrelay: the model API at ${url} (ANTHROPIC_BASE_URL) cannot be reached: the connection was refused; check that it is up (or unset ANTHROPIC_BASE_URL), then run again\n`,

@@ -9,22 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
-import { REPO_ROOT } from "../support/fixtures.ts";
+import { agentrelay, BIN, graphFile } from "../support/cli.ts";
 import { tempRepo } from "../support/git.ts";
 import { graphYaml } from "../support/graphs.ts";
-
-const BIN = join(REPO_ROOT, "bin/agentrelay.js");
-
-function agentrelay(...args: string[]) {
-  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
-
-function graphFile(text: string): string {
-  const file = join(mkdtempSync(join(tmpdir(), "agentrelay-graph-")), "g.yaml");
-  writeFileSync(file, text);
-  return file;
-}
 
 const refs = async (repo: string, prefix: string) =>
   (await git(repo, ["for-each-ref", "--format=%(refname)", prefix])).split("\n").filter(Boolean);

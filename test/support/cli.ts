@@ -1,0 +1,26 @@
+/** The real `agentrelay` binary, run as users and other tools run it, and graph files to give it. */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { REPO_ROOT } from "./fixtures.ts";
+
+export const BIN = join(REPO_ROOT, "bin/agentrelay.js");
+
+/** Runs `agentrelay ARGS...` in this process's environment (or `env`) and waits for it. */
+export function agentrelay(...args: string[]) {
+  return agentrelayWith(process.env, ...args);
+}
+
+export function agentrelayWith(env: NodeJS.ProcessEnv, ...args: string[]) {
+  const started = Date.now();
+  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", env });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr, ms: Date.now() - started };
+}
+
+/** `text` written as g.yaml in a new temporary folder; its path. */
+export function graphFile(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), "agentrelay-graph-")), "g.yaml");
+  writeFileSync(file, text);
+  return file;
+}
