@@ -5,7 +5,7 @@
 import type { Octokit } from "@octokit/rest";
 import type { StateCache } from "./state-store.ts";
 
-export type GitHubClient = Pick<Octokit, "rest" | "request" | "graphql">;
+export type GitHubClient = Pick<Octokit, "rest" | "request" | "graphql" | "paginate">;
 
 export interface AppConfig {
   /** File name of the task workflow under .github/workflows/. */
