@@ -8,14 +8,17 @@
  * the one artifact, naming the attempt it was dispatched for.
  */
 import { unzipSync } from "fflate";
-import { type AttemptReport, type AttemptRequest, attemptReportSchema } from "../protocol/report.ts";
+import {
+  type AttemptReport,
+  type AttemptRequest,
+  attemptReportSchema,
+  REPORT_FILE,
+} from "../protocol/report.ts";
 import { type RepoContext, statusOf } from "./client.ts";
 
 export const REPORT_ARTIFACT = "agentrelay-report";
 /** The task workflow's step that uploads the report (templates/workflows/no-app/agentrelay-attempt.yml). */
 export const REPORT_STEP = "Hand the report to the orchestrator";
-/** The report file inside the artifact. */
-export const REPORT_FILE = "report.json";
 /** A report is small (its fields are bounded by the schema): anything larger is refused unread. */
 const MAX_REPORT_BYTES = 1024 * 1024;
 
