@@ -29,6 +29,14 @@ const WorkflowOctokit = Octokit.plugin(retry, throttling, gitHubLimits).defaults
   withRetryPolicy(o),
 );
 
+/**
+ * GitHub asks clients to pace their writes (plugin-throttling waits a second between two); a server
+ * with no rate limits (a GitHub Enterprise Server that turned them off, the stand-in) may say
+ * AGENTRELAY_GITHUB_PACING=off.
+ */
+const pacing = (env: NodeJS.ProcessEnv) =>
+  env.AGENTRELAY_GITHUB_PACING === "off" ? { throttle: { enabled: false } } : {};
+
 export class OrchestratorError extends Error {
   override name = "OrchestratorError";
 }
@@ -76,6 +84,7 @@ export async function orchestrate(env: NodeJS.ProcessEnv = process.env): Promise
     auth: token,
     baseUrl: env.GITHUB_API_URL || "https://api.github.com",
     request: { fetch: globalThis.fetch },
+    ...pacing(env),
   }) as unknown as GitHubClient;
   const [owner, repo] = (env.GITHUB_REPOSITORY ?? "").split("/") as [string, string];
   // Scheduled and dispatched runs may carry no repository: it is asked for.
