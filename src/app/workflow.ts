@@ -34,8 +34,8 @@ const WorkflowOctokit = Octokit.plugin(retry, throttling, gitHubLimits).defaults
  * with no rate limits (a GitHub Enterprise Server that turned them off, the stand-in) may say
  * AGENTRELAY_GITHUB_PACING=off.
  */
-const pacing = (env: NodeJS.ProcessEnv) =>
-  env.AGENTRELAY_GITHUB_PACING === "off" ? { throttle: { enabled: false } } : {};
+const pacing = (env: NodeJS.ProcessEnv): { throttle?: never } =>
+  env.AGENTRELAY_GITHUB_PACING === "off" ? { throttle: { enabled: false } as never } : {};
 
 export class OrchestratorError extends Error {
   override name = "OrchestratorError";
