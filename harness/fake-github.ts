@@ -196,6 +196,12 @@ export class FakeGitHub {
       url.pathname + url.search,
       raw ? JSON.parse(raw) : undefined,
     );
+    // fetch follows a redirect: here only an artifact's, to its archive.
+    if (data instanceof Redirect) {
+      const id = Number(/artifact-(\d+)$/.exec(data.location)![1]);
+      const zip = this.artifacts.find((a) => a.id === id)!.zip;
+      return new Response(zip, { status: 200, headers: { "content-type": "application/zip" } });
+    }
     const text = typeof data === "string";
     return new Response(status === 204 || data === undefined ? null : text ? data : JSON.stringify(data), {
       status,

@@ -42,6 +42,11 @@ describe("workflow-only mode on a loopback GitHub", () => {
     expect(standin.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}/${d.inputs.tier}`)).toEqual(
       ["a/1/standard", "b/1/standard", "c/1/standard", "d/1/standard"],
     );
+    // The status comment says plainly what GITHUB_TOKEN cannot do, and the fix.
+    const status = standin.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+    expect(status).toContain("succeeded (4 merged)");
+    expect(status).toContain("GitHub starts no workflow for PRs it opens");
+    expect(status).toContain("AGENTRELAY_APP_PRIVATE_KEY");
     // Nothing but the jobs' own tokens and artifacts: no app endpoint was called.
     expect(standin.jobRequests).toEqual([]);
     expect(standin.gh.artifacts.map((a) => a.name)).toEqual(Array(4).fill("agentrelay-report"));
