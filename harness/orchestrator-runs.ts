@@ -5,11 +5,11 @@
  * read from the workflow `init --no-app` writes and evaluated with GitHub's expression library; a
  * group runs one run at a time and keeps one pending, and a newer pending run cancels the older one.
  */
-import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { load } from "js-yaml";
 import { REPO_ROOT } from "./paths.ts";
+import { runnerStep } from "./runner-process.ts";
 import { condition, githubContext, interpolate } from "./workflow-expressions.ts";
 
 export const ORCHESTRATOR_WORKFLOW = join(REPO_ROOT, "templates/workflows/no-app/agentrelay.yml");
@@ -105,29 +105,15 @@ export class OrchestratorRuns {
     mkdirSync(home, { recursive: true });
     const eventPath = join(home, "event.json");
     writeFileSync(eventPath, JSON.stringify(this.payloads.get(run.n)));
-    writeFileSync(join(home, "output"), "");
     const started = performance.now();
-    const child = spawn(process.execPath, [join(REPO_ROOT, "dist/orchestrate/index.js")], {
-      cwd: home,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        PATH: process.env.PATH,
-        HOME: home,
-        GITHUB_EVENT_NAME: run.event,
-        GITHUB_EVENT_PATH: eventPath,
-        GITHUB_REPOSITORY: "octo/demo",
-        RUNNER_TEMP: home,
-        GITHUB_OUTPUT: join(home, "output"),
-        GITHUB_STEP_SUMMARY: join(home, "output"),
-        ...this.options.env(),
-      },
+    const step = runnerStep("dist/orchestrate/index.js", home, {
+      GITHUB_EVENT_NAME: run.event,
+      GITHUB_EVENT_PATH: eventPath,
+      RUNNER_TEMP: home,
+      ...this.options.env(),
     });
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    run.code = await new Promise<number | null>((done) => child.on("close", done));
+    ({ code: run.code, log: run.log } = await step.done);
     run.ms = performance.now() - started;
-    run.log = log;
     const next = group.pending;
     group.running = next;
     group.pending = null;

@@ -10,9 +10,9 @@
  * reports over as artifacts of their runs, and what the orchestrator does with GITHUB_TOKEN (its
  * merges) starts no workflow, as on GitHub. Jobs may also be scripted in process, for large graphs.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -35,7 +35,7 @@ import { graphOf, pushPayload, repository, user } from "./app.ts";
 import { CLAUDE_BIN } from "./claude.ts";
 import { type FakeStep, FakeGitHub, Redirect } from "./fake-github.ts";
 import { OrchestratorRuns } from "./orchestrator-runs.ts";
-import { REPO_ROOT } from "./paths.ts";
+import { runnerStep } from "./runner-process.ts";
 import { BareRepoStore } from "./repo-store.ts";
 
 const SECRET = "e2e-webhook-secret";
@@ -390,53 +390,39 @@ export class Standin {
 
   private async startJob(inputs: Record<string, string>, runId: number): Promise<void> {
     const home = join(this.root, "runners", String(runId));
-    mkdirSync(home, { recursive: true });
-    const output = join(home, "output");
-    writeFileSync(output, "");
     const run = this.gh.workflowRuns.get(runId)!;
     run.status = "in_progress";
-    const child = spawn(process.execPath, [join(REPO_ROOT, "dist/action/index.js")], {
-      cwd: home,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        PATH: process.env.PATH,
-        HOME: home,
-        GITHUB_EVENT_NAME: "workflow_dispatch",
-        GITHUB_REPOSITORY: "octo/demo",
-        GITHUB_SERVER_URL: `file://${join(this.root, "remote")}`,
-        GITHUB_API_URL: this.url,
-        GITHUB_WORKSPACE: join(home, "workspace"),
-        RUNNER_TEMP: join(home, "temp"),
-        GITHUB_OUTPUT: output,
-        GITHUB_STEP_SUMMARY: output,
-        // Jobs here share the machine's network namespace, and run side by side: the egress rules are
-        // for a job container's own namespace (test/action/egress-container.test.ts).
-        AGENTRELAY_EGRESS: "off",
-        ...(this.workflowMode
-          ? { INPUT_TOKEN: WORKFLOW_TOKEN, INPUT_TIER: inputs.tier }
-          : {
-              ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
-              ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
-              "INPUT_APP-URL": this.url,
-            }),
-        INPUT_RUN: inputs.run,
-        INPUT_TASK: inputs.task,
-        INPUT_ATTEMPT: inputs.attempt,
-        "INPUT_STATE-VERSION": inputs["state-version"],
-        "INPUT_CLAUDE-PATH": CLAUDE_BIN,
-        "INPUT_TIMEOUT-MINUTES": "3",
-        AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-e2e-scripted",
-        ANTHROPIC_BASE_URL: this.model.url,
-        DISABLE_TELEMETRY: "1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-      },
+    const step = runnerStep("dist/action/index.js", home, {
+      GITHUB_EVENT_NAME: "workflow_dispatch",
+      GITHUB_SERVER_URL: `file://${join(this.root, "remote")}`,
+      GITHUB_API_URL: this.url,
+      GITHUB_WORKSPACE: join(home, "workspace"),
+      RUNNER_TEMP: join(home, "temp"),
+      // Jobs here share the machine's network namespace, and run side by side: the egress rules are
+      // for a job container's own namespace (test/action/egress-container.test.ts).
+      AGENTRELAY_EGRESS: "off",
+      ...(this.workflowMode
+        ? { INPUT_TOKEN: WORKFLOW_TOKEN, INPUT_TIER: inputs.tier }
+        : {
+            ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
+            ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
+            "INPUT_APP-URL": this.url,
+          }),
+      INPUT_RUN: inputs.run,
+      INPUT_TASK: inputs.task,
+      INPUT_ATTEMPT: inputs.attempt,
+      "INPUT_STATE-VERSION": inputs["state-version"],
+      "INPUT_CLAUDE-PATH": CLAUDE_BIN,
+      "INPUT_TIMEOUT-MINUTES": "3",
+      AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-e2e-scripted",
+      ANTHROPIC_BASE_URL: this.model.url,
+      DISABLE_TELEMETRY: "1",
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     });
-    this.jobs.set(runId, child);
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    const code = await new Promise<number | null>((done) => child.on("close", done));
+    this.jobs.set(runId, step.child);
+    const { code, log } = await step.done;
     this.jobLogs.set(runId, log);
+    const output = step.output;
     const report = /^report<<(\S+)\n([\s\S]*?)\n\1$/m.exec(readFileSync(output, "utf8"))?.[2] ?? null;
     await this.endRun(runId, inputs.tier ?? "task", code === 0, report);
   }
