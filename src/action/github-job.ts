@@ -50,11 +50,14 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   // app, the job's own (the task workflow's job of the task's tier).
   const attemptRequest = { run: inputs.run, task: inputs.task, attempt: inputs.attempt };
   let token = inputs.token;
+  /** When the app's token lapses (a job's own GITHUB_TOKEN lasts as long as the job). */
+  let expiresAt = "";
   const secrets = token ? [token] : [];
   if (inputs.appUrl) {
     const oidc = await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay");
     const grant = await postJson(`${inputs.appUrl}/agentrelay/token`, attemptRequest, oidc);
     token = String(grant.token);
+    expiresAt = String(grant.expires_at);
     core.setSecret(token);
     secrets.push(token, oidc);
     core.info(
@@ -147,9 +150,9 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   if (result.commit && tier !== "read_only") {
     // The first token may have lapsed while the agent worked: the push asks for its own then.
     const audience = env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay";
-    const pushGrant = await tokenForPush({ token, expiresAt: String(grant.expires_at) }, () =>
-      askPushToken(inputs.appUrl, attemptRequest, audience),
-    );
+    const pushGrant = inputs.appUrl
+      ? await tokenForPush({ token, expiresAt }, () => askPushToken(inputs.appUrl, attemptRequest, audience))
+      : { token };
     const push = await gitRaw(
       repoDir,
       ["push", "-q", ...(fresh ? ["--force"] : []), "origin", `HEAD:refs/heads/${branch}`],
