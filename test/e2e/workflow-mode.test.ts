@@ -44,7 +44,7 @@ describe("workflow-only mode on a loopback GitHub", () => {
     );
     // The status comment says plainly what GITHUB_TOKEN cannot do, and the fix.
     const status = standin.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
-    expect(status).toContain("succeeded (4 merged)");
+    expect(status).toContain("done (4 merged)");
     expect(status).toContain("GitHub starts no workflow for PRs it opens");
     expect(status).toContain("AGENTRELAY_APP_PRIVATE_KEY");
     // Nothing but the jobs' own tokens and artifacts: no app endpoint was called.
