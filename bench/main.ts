@@ -6,6 +6,7 @@ import { engineBench } from "./engine.ts";
 import { jobOverheadBench } from "./job-overhead.ts";
 import { graphScale, graphScaleWorker } from "./graph-scale.ts";
 import { hostileGraphs } from "./hostile-graphs.ts";
+import { workflowModeBench } from "./workflow-mode.ts";
 
 const BENCHES: Record<string, () => string | Promise<string>> = {
   "graph-scale": graphScale,
@@ -15,6 +16,7 @@ const BENCHES: Record<string, () => string | Promise<string>> = {
   "api-budget": apiBudgetBench,
   "job-overhead": jobOverheadBench,
   e2e: e2eBench,
+  "workflow-mode": workflowModeBench,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -219,7 +219,7 @@ export function pushPayload(
 /** A simulated task job: takes its token, pushes a commit to its task branch, reports. */
 // Parsed graphs by text: a stand-in job parses its run's graph once, as the app's engine cache does.
 const parsed = new Map<string, ReturnType<typeof parseRunGraph>>();
-function graphOf(source: RunSource): ReturnType<typeof parseRunGraph> {
+export function graphOf(source: RunSource): ReturnType<typeof parseRunGraph> {
   const key = `${source.path}\0${JSON.stringify(source.params ?? {})}\0${source.text}`;
   let graph = parsed.get(key);
   if (!graph) {

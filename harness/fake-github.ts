@@ -34,6 +34,24 @@ export interface RecordedCall {
 }
 
 type Reply = [number, unknown?];
+
+/** A redirect GitHub answers with (an artifact's download: 302 to its blob); servers send `Location`. */
+export class Redirect {
+  constructor(readonly location: string) {}
+}
+
+/** A step of a job, as the jobs of a workflow run list them. */
+export interface FakeStep {
+  name: string;
+  conclusion: "success" | "failure" | "skipped" | "cancelled";
+}
+
+export interface FakeArtifact {
+  id: number;
+  runId: number;
+  name: string;
+  zip: Uint8Array;
+}
 type Route = (match: RegExpExecArray, body: Record<string, unknown>, query: URLSearchParams) => Reply;
 
 export class FakeGitHub {
@@ -57,8 +75,17 @@ export class FakeGitHub {
   readonly dispatches: { inputs: Record<string, string>; runId: number }[] = [];
   readonly workflowRuns = new Map<
     number,
-    { id: number; display_title: string; status: string; conclusion: string | null }
+    {
+      id: number;
+      display_title: string;
+      status: string;
+      conclusion: string | null;
+      /** The run's jobs and their steps, once it ran (workflow-only mode reads the report step). */
+      jobs?: { name: string; steps: FakeStep[] }[];
+    }
   >();
+  /** Artifacts uploaded by workflow runs (an upload of a name the run already has fails, as in v4). */
+  readonly artifacts: FakeArtifact[] = [];
   readonly tokens: { permissions: Record<string, string>; repositories: string[] }[] = [];
   readonly reactions: { comment: number; content: string }[] = [];
   readonly calls: RecordedCall[] = [];
@@ -117,6 +144,13 @@ export class FakeGitHub {
     return pull;
   }
 
+  /** An artifact uploaded by run `runId` (upload-artifact v4: a name already uploaded in the run is refused). */
+  uploadArtifact(runId: number, name: string, zip: Uint8Array): boolean {
+    if (this.artifacts.some((a) => a.runId === runId && a.name === name)) return false;
+    this.artifacts.push({ id: this.nextId++, runId, name, zip });
+    return true;
+  }
+
   /** Calls made, as `METHOD path` lines (query strings dropped), for assertions. */
   log(filter?: RegExp): string[] {
     return this.calls
@@ -162,6 +196,12 @@ export class FakeGitHub {
       url.pathname + url.search,
       raw ? JSON.parse(raw) : undefined,
     );
+    // fetch follows a redirect: here only an artifact's, to its archive.
+    if (data instanceof Redirect) {
+      const id = Number(/artifact-(\d+)$/.exec(data.location)![1]);
+      const zip = this.artifacts.find((a) => a.id === id)!.zip;
+      return new Response(zip, { status: 200, headers: { "content-type": "application/zip" } });
+    }
     const text = typeof data === "string";
     return new Response(status === 204 || data === undefined ? null : text ? data : JSON.stringify(data), {
       status,
@@ -313,6 +353,40 @@ export class FakeGitHub {
       const run = this.workflowRuns.get(Number(m[1]));
       return run ? [200, run] : [404, { message: "Not Found" }];
     });
+    this.route("GET", "REPO\\/actions\\/runs\\/(\\d+)\\/jobs", (m) => {
+      const run = this.workflowRuns.get(Number(m[1]));
+      if (!run) return [404, { message: "Not Found" }];
+      const jobs = (run.jobs ?? []).map((job, i) => ({
+        id: run.id * 10 + i,
+        run_id: run.id,
+        name: job.name,
+        status: run.status,
+        conclusion: run.conclusion,
+        steps: job.steps.map((step, n) => ({ ...step, number: n + 1, status: "completed" })),
+      }));
+      return [200, { total_count: jobs.length, jobs }];
+    });
+    this.route("GET", "REPO\\/actions\\/runs\\/(\\d+)\\/artifacts", (m, _b, q) => {
+      const listed = this.artifacts
+        .filter((a) => a.runId === Number(m[1]) && (!q.get("name") || a.name === q.get("name")))
+        .map((a) => ({ id: a.id, name: a.name, size_in_bytes: a.zip.length, expired: false }));
+      return [200, { total_count: listed.length, artifacts: listed }];
+    });
+    // GitHub answers with a redirect to the archive's blob, which the client follows.
+    this.route("GET", "REPO\\/actions\\/artifacts\\/(\\d+)\\/zip", (m) =>
+      this.artifacts.some((a) => a.id === Number(m[1]))
+        ? [302, new Redirect(`/_blobs/artifact-${m[1]}`)]
+        : [404, { message: "Not Found" }],
+    );
+    this.route("GET", "REPO", () => [
+      200,
+      {
+        name: this.repo,
+        full_name: `${this.owner}/${this.repo}`,
+        default_branch: "main",
+        owner: { login: this.owner },
+      },
+    ]);
     this.route("POST", "REPO\\/actions\\/runs\\/(\\d+)\\/cancel", (m) => {
       const run = this.workflowRuns.get(Number(m[1]));
       if (!run || run.status === "completed")

@@ -67,3 +67,19 @@ tasks:
     workstream_id: right
     description: right work
 `;
+
+/**
+ * `tasks` tasks in `workstreams` chains (each task after the previous one of its workstream, every
+ * workstream merging into main on its own), as many running at once as there are workstreams.
+ */
+export function chainsGraph(tasks: number, workstreams: number): string {
+  const lines = [`name: chains`, `max_concurrency: ${workstreams}`, "workstreams:"];
+  for (let w = 0; w < workstreams; w++) lines.push(`  - id: ws_${w}`, "    auto_merge: true");
+  lines.push("tasks:");
+  for (let t = 0; t < tasks; t++) {
+    const w = t % workstreams;
+    lines.push(`  - id: t${t}`, `    workstream_id: ws_${w}`, `    description: task ${t}`);
+    if (t >= workstreams) lines.push(`    dependencies: [t${t - workstreams}]`);
+  }
+  return `${lines.join("\n")}\n`;
+}

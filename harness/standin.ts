@@ -4,15 +4,21 @@
  * description), issues Actions OIDC tokens, delivers signed webhooks to the real app servers, and
  * runs each workflow_dispatch by starting the real bundled Action as a child process, with the
  * environment a runner gives it and the real Claude Code CLI against a scripted model server.
+ *
+ * In workflow-only mode (`orchestrator: "workflow"`) there is no app: each event starts the
+ * orchestrator workflow instead (orchestrator-runs.ts), jobs act with their own token and hand their
+ * reports over as artifacts of their runs, and what the orchestrator does with GITHUB_TOKEN (its
+ * merges) starts no workflow, as on GitHub. Jobs may also be scripted in process, for large graphs.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
+import { zipSync } from "fflate";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { Probot } from "probot";
 import { agentrelayApp } from "../src/app/index.ts";
@@ -21,11 +27,15 @@ import { appRequestHandler } from "../src/app/server.ts";
 import { reconcileRepository } from "../src/app/reconcile.ts";
 import { DEFAULT_CONFIG, type GitHubClient } from "../src/github/client.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
+import { REPORT_ARTIFACT, REPORT_STEP } from "../src/github/reports.ts";
+import { integrationBranch, taskBranch } from "../src/graph/model.ts";
+import { REPORT_FILE } from "../src/protocol/report.ts";
 import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
-import { pushPayload, repository, user } from "./app.ts";
+import { graphOf, pushPayload, repository, user } from "./app.ts";
 import { CLAUDE_BIN } from "./claude.ts";
-import { FakeGitHub } from "./fake-github.ts";
-import { REPO_ROOT } from "./paths.ts";
+import { type FakeStep, FakeGitHub, Redirect } from "./fake-github.ts";
+import { OrchestratorRuns } from "./orchestrator-runs.ts";
+import { runnerStep } from "./runner-process.ts";
 import { BareRepoStore } from "./repo-store.ts";
 
 const SECRET = "e2e-webhook-secret";
@@ -49,7 +59,14 @@ export interface StandinOptions {
   delay?: (delivery: Delivery) => number;
   /** Fails a GitHub API call on purpose: a reply, or null to let it through. */
   fault?: (call: { method: string; path: string; body: unknown }) => [number, unknown?] | null;
+  /** Who orchestrates: the app's replicas (webhooks), or the orchestrator workflow (`init --no-app`). */
+  orchestrator?: "app" | "workflow";
+  /** Task jobs: the bundled Action with the real CLI (default), or scripted in process (large graphs). */
+  jobs?: "action" | "scripted";
 }
+
+/** The tokens workflow-only mode's jobs hold (the fake GitHub takes any). */
+const WORKFLOW_TOKEN = `ghs_${"w".repeat(36)}`;
 
 interface Replica {
   probot: Probot;
@@ -78,6 +95,8 @@ export class Standin {
   private pending = new Set<Promise<unknown>>();
   private deliveryCount = 0;
   private nextReplica = 0;
+  /** Workflow-only mode: the orchestrator workflow's runs. */
+  runs: OrchestratorRuns | null = null;
 
   constructor(private readonly options: StandinOptions) {
     this.gh = new FakeGitHub(BareRepoStore.create(this.bare));
@@ -87,10 +106,17 @@ export class Standin {
       privateKeyEncoding: { type: "pkcs8", format: "pem" },
       publicKeyEncoding: { type: "spki", format: "pem" },
     }).privateKey;
-    this.gh.onDispatch = (dispatch) => this.track(this.startJob(dispatch.inputs, dispatch.runId));
+    this.gh.onDispatch = (dispatch) =>
+      this.track(
+        options.jobs === "scripted"
+          ? this.scriptedJob(dispatch.inputs, dispatch.runId)
+          : this.startJob(dispatch.inputs, dispatch.runId),
+      );
     if (options.fault) this.gh.fault = options.fault;
     this.gh.onCancel = (runId) => this.jobs.get(runId)?.kill("SIGTERM");
+    // The orchestrator workflow merges with GITHUB_TOKEN, whose events start no workflow.
     this.gh.onMerge = (pull) =>
+      this.workflowMode ||
       this.track(
         this.webhook("pull_request", {
           action: "closed",
@@ -117,6 +143,14 @@ export class Standin {
     this.jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] };
     this.server = createServer((req, res) => {
       void this.serve(req).then(([status, body]) => {
+        if (body instanceof Redirect) {
+          res.writeHead(status, { location: `${this.url}${body.location}` }).end();
+          return;
+        }
+        if (Buffer.isBuffer(body)) {
+          res.writeHead(status, { "content-type": "application/zip" }).end(body);
+          return;
+        }
         const text = typeof body === "string";
         res.writeHead(status, { "content-type": text ? "text/plain" : "application/json" });
         res.end(status === 204 || body === undefined ? undefined : text ? body : JSON.stringify(body));
@@ -125,8 +159,32 @@ export class Standin {
     await new Promise<void>((done) => this.server.listen(0, "127.0.0.1", done));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     this.model = await startScriptedModel(this.options.script);
+    if (this.workflowMode) {
+      this.runs = new OrchestratorRuns({
+        root: this.root,
+        // As the app's replicas here: status edits due at once, writes not paced (the fake has no limits).
+        env: () => ({
+          GITHUB_API_URL: this.url,
+          INPUT_TOKEN: WORKFLOW_TOKEN,
+          AGENTRELAY_STATUS_INTERVAL_MS: "0",
+          AGENTRELAY_GITHUB_PACING: "off",
+        }),
+        sha: (event, payload) =>
+          event === "push" ? (payload as { after: string }).after : this.gh.branches.get("main")!,
+      });
+      return this;
+    }
     for (let i = 0; i < (this.options.replicas ?? 1); i++) this.replicas.push(await this.startReplica());
     return this;
+  }
+
+  get workflowMode(): boolean {
+    return this.options.orchestrator === "workflow";
+  }
+
+  /** Workflow-only mode: the orchestrator's scheduled run (the reconciler), as cron starts it. */
+  schedule(): void {
+    this.runs!.trigger("schedule", { schedule: "*/15 * * * *" });
   }
 
   private async serve(req: IncomingMessage): Promise<[number, unknown]> {
@@ -153,6 +211,12 @@ export class Standin {
     if (url.pathname === "/oidc-issuer/.well-known/jwks") return [200, this.jwks];
     // The app's job endpoints behind a load balancer: any live replica answers.
     if (url.pathname.startsWith("/agentrelay/")) return this.balance(req, url, raw);
+    // An artifact's archive, where GitHub's download redirects.
+    const blob = /^\/_blobs\/artifact-(\d+)$/.exec(url.pathname);
+    if (blob) {
+      const artifact = this.gh.artifacts.find((a) => a.id === Number(blob[1]));
+      return artifact ? [200, Buffer.from(artifact.zip)] : [404, "no such blob"];
+    }
     const [status, body] = this.gh.handle(
       req.method ?? "GET",
       `${url.pathname}${url.search}`,
@@ -254,7 +318,7 @@ export class Standin {
   /** Waits until no job runs and no webhook is in flight. */
   async idle(timeoutMs = 180_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (this.pending.size > 0) {
+    while (this.pending.size > 0 || (this.runs?.busy ?? 0) > 0) {
       if (Date.now() > deadline) throw new Error(`stand-in still busy after ${timeoutMs} ms`);
       await Promise.race([...this.pending, new Promise((done) => setTimeout(done, 200))]);
     }
@@ -278,6 +342,11 @@ export class Standin {
     await new Promise((done) => setImmediate(done));
     const delay = this.options.delay?.(delivery) ?? 0;
     if (delay > 0) await new Promise((done) => setTimeout(done, delay));
+    if (this.runs) {
+      // Each event starts the orchestrator workflow (a duplicate: twice).
+      for (let i = fate === "duplicate" ? 2 : 1; i > 0; i--) this.runs.trigger(name, delivery.payload);
+      return;
+    }
     const live = this.replicas.filter((r) => r.alive);
     const targets = this.options.broadcast ? live : [live[this.nextReplica++ % live.length]!];
     const times = fate === "duplicate" ? 2 : 1;
@@ -321,51 +390,60 @@ export class Standin {
 
   private async startJob(inputs: Record<string, string>, runId: number): Promise<void> {
     const home = join(this.root, "runners", String(runId));
-    mkdirSync(home, { recursive: true });
-    const output = join(home, "output");
-    writeFileSync(output, "");
     const run = this.gh.workflowRuns.get(runId)!;
     run.status = "in_progress";
-    const child = spawn(process.execPath, [join(REPO_ROOT, "dist/action/index.js")], {
-      cwd: home,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        PATH: process.env.PATH,
-        HOME: home,
-        GITHUB_EVENT_NAME: "workflow_dispatch",
-        GITHUB_REPOSITORY: "octo/demo",
-        GITHUB_SERVER_URL: `file://${join(this.root, "remote")}`,
-        GITHUB_API_URL: this.url,
-        GITHUB_WORKSPACE: join(home, "workspace"),
-        RUNNER_TEMP: join(home, "temp"),
-        GITHUB_OUTPUT: output,
-        GITHUB_STEP_SUMMARY: output,
-        ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
-        ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
-        // Jobs here share the machine's network namespace, and run side by side: the egress rules are
-        // for a job container's own namespace (test/action/egress-container.test.ts).
-        AGENTRELAY_EGRESS: "off",
-        INPUT_RUN: inputs.run,
-        INPUT_TASK: inputs.task,
-        INPUT_ATTEMPT: inputs.attempt,
-        "INPUT_STATE-VERSION": inputs["state-version"],
-        "INPUT_APP-URL": this.url,
-        "INPUT_CLAUDE-PATH": CLAUDE_BIN,
-        "INPUT_TIMEOUT-MINUTES": "3",
-        AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-e2e-scripted",
-        ANTHROPIC_BASE_URL: this.model.url,
-        DISABLE_TELEMETRY: "1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-      },
+    const step = runnerStep("dist/action/index.js", home, {
+      GITHUB_EVENT_NAME: "workflow_dispatch",
+      GITHUB_SERVER_URL: `file://${join(this.root, "remote")}`,
+      GITHUB_API_URL: this.url,
+      GITHUB_WORKSPACE: join(home, "workspace"),
+      RUNNER_TEMP: join(home, "temp"),
+      // Jobs here share the machine's network namespace, and run side by side: the egress rules are
+      // for a job container's own namespace (test/action/egress-container.test.ts).
+      AGENTRELAY_EGRESS: "off",
+      ...(this.workflowMode
+        ? { INPUT_TOKEN: WORKFLOW_TOKEN, INPUT_TIER: inputs.tier }
+        : {
+            ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
+            ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
+            "INPUT_APP-URL": this.url,
+          }),
+      INPUT_RUN: inputs.run,
+      INPUT_TASK: inputs.task,
+      INPUT_ATTEMPT: inputs.attempt,
+      "INPUT_STATE-VERSION": inputs["state-version"],
+      "INPUT_CLAUDE-PATH": CLAUDE_BIN,
+      "INPUT_TIMEOUT-MINUTES": "3",
+      AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-e2e-scripted",
+      ANTHROPIC_BASE_URL: this.model.url,
+      DISABLE_TELEMETRY: "1",
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     });
-    this.jobs.set(runId, child);
-    let log = "";
-    child.stdout.on("data", (d) => (log += d));
-    child.stderr.on("data", (d) => (log += d));
-    const code = await new Promise<number | null>((done) => child.on("close", done));
+    this.jobs.set(runId, step.child);
+    const { code, log } = await step.done;
     this.jobLogs.set(runId, log);
-    if (run.status !== "completed")
-      Object.assign(run, { status: "completed", conclusion: code === 0 ? "success" : "failure" });
+    const output = step.output;
+    const report = /^report<<(\S+)\n([\s\S]*?)\n\1$/m.exec(readFileSync(output, "utf8"))?.[2] ?? null;
+    await this.endRun(runId, inputs.tier ?? "task", code === 0, report);
+  }
+
+  /**
+   * A task workflow run ends: in workflow-only mode its next step hands the report over (an artifact
+   * of the run, refused when the run already has one of that name), then workflow_run is delivered.
+   */
+  private async endRun(runId: number, job: string, ran: boolean, report: string | null): Promise<void> {
+    const run = this.gh.workflowRuns.get(runId)!;
+    const steps: FakeStep[] = [{ name: "Run the task", conclusion: ran ? "success" : "failure" }];
+    if (this.workflowMode && report !== null && run.status !== "completed") {
+      const zip = zipSync({ [REPORT_FILE]: readFileSync(report) });
+      const uploaded = this.gh.uploadArtifact(runId, REPORT_ARTIFACT, zip);
+      steps.push({ name: REPORT_STEP, conclusion: uploaded ? "success" : "failure" });
+    }
+    run.jobs = [{ name: job, steps }];
+    if (run.status !== "completed") {
+      const ok = steps.every((s) => s.conclusion === "success");
+      Object.assign(run, { status: "completed", conclusion: ok ? "success" : "failure" });
+    }
     await this.webhook("workflow_run", {
       action: "completed",
       workflow_run: {
@@ -377,6 +455,36 @@ export class Standin {
         html_url: `https://github.com/octo/demo/actions/runs/${runId}`,
       },
     });
+  }
+
+  /**
+   * A scripted job of workflow-only mode, in process: the task's commit pushed to its branch (new from
+   * its integration branch), and the report its Action would write.
+   */
+  private async scriptedJob(inputs: Record<string, string>, runId: number): Promise<void> {
+    await new Promise((done) => setTimeout(done, 5));
+    const { run: runKey, task, attempt } = inputs as { run: string; task: string; attempt: string };
+    this.gh.workflowRuns.get(runId)!.status = "in_progress";
+    const graph = graphOf(this.gh.runSource(runKey));
+    const branch = taskBranch(graph.name, task);
+    const workstream = graph.tasks.find((t) => t.id === task)!.workstreamId;
+    if (!this.gh.branches.has(branch) || attempt === "1")
+      this.gh.branches.set(branch, this.gh.branches.get(integrationBranch(graph.name, workstream))!);
+    const commit = this.gh.commit(
+      branch,
+      { [`notes/${task}.md`]: `task ${task}, attempt ${attempt}\n` },
+      task,
+    );
+    const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [] };
+    const report = {
+      run: runKey,
+      task,
+      attempt: Number(attempt),
+      result: { ...result, summary: `did ${task}`, outputs: [], costUsd: 0.01, turns: 1, gates: [], commit },
+    };
+    const file = join(this.root, `report-${runId}.json`);
+    writeFileSync(file, JSON.stringify(report));
+    await this.endRun(runId, inputs.tier!, true, file);
   }
 
   async close(): Promise<void> {

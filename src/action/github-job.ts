@@ -11,7 +11,7 @@ import * as core from "@actions/core";
 import { Octokit } from "@octokit/rest";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { parseRunGraph } from "../protocol/run-source.ts";
-import { subjectOfInput } from "../protocol/resolution.ts";
+import { subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
@@ -47,15 +47,24 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const [owner, repo] = (env.GITHUB_REPOSITORY ?? "").split("/") as [string, string];
   const started = Date.now();
 
-  // 1. The attempt's token, for the OIDC token that proves which job this is.
-  const oidc = await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay");
+  // 1. The attempt's token: from the app, for the OIDC token that proves which job this is; without an
+  // app, the job's own (the task workflow's job of the task's tier).
   const attemptRequest = { run: inputs.run, task: inputs.task, attempt: inputs.attempt };
-  const grant = await postJson(`${inputs.appUrl}/agentrelay/token`, attemptRequest, oidc);
-  const token = String(grant.token);
-  core.setSecret(token);
-  core.info(
-    `attempt ${inputs.attempt} of ${inputs.task} (${inputs.run}): ${String(grant.tier)} token until ${String(grant.expires_at)}`,
-  );
+  let token = inputs.token;
+  /** When the app's token lapses (a job's own GITHUB_TOKEN lasts as long as the job). */
+  let expiresAt = "";
+  const secrets = token ? [token] : [];
+  if (inputs.appUrl) {
+    const oidc = await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay");
+    const grant = await postJson(`${inputs.appUrl}/agentrelay/token`, attemptRequest, oidc);
+    token = String(grant.token);
+    expiresAt = String(grant.expires_at);
+    core.setSecret(token);
+    secrets.push(token, oidc);
+    core.info(
+      `attempt ${inputs.attempt} of ${inputs.task} (${inputs.run}): ${String(grant.tier)} token until ${String(grant.expires_at)}`,
+    );
+  }
 
   // 2. The task and the run, as they were when the attempt was dispatched.
   const octokit = new Octokit({
@@ -65,8 +74,14 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   });
   const state = await storedRun(octokit, owner, repo, inputs.run, inputs.stateVersion);
   const graph = parseRunGraph(state.source);
-  const subject = subjectOfInput(buildPlan(graph), inputs.task);
+  const plan = buildPlan(graph);
+  const subject = subjectOfInput(plan, inputs.task);
   if (!subject) throw new JobError(`run ${inputs.run} has no task '${inputs.task}'`);
+  // Without an app, the tier chose this job and its token: it must be the one the graph gives the task.
+  if (inputs.tier && inputs.tier !== tierOfInput(plan, inputs.task))
+    throw new JobError(
+      `this job runs with the ${inputs.tier} token tier, but ${inputs.task} has ${tierOfInput(plan, inputs.task)}: only the orchestrator should dispatch the task workflow`,
+    );
   // Before the agent spends anything: its credential, its executable, the model API. What fails here
   // is reported as an attempt that does not count (the same cause would fail a retry).
   let credentialEnv: Record<string, string> = {};
@@ -92,7 +107,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   core.setOutput("work-dir", workDir);
   const auth = gitAuth(token);
   const url = `${env.GITHUB_SERVER_URL || "https://github.com"}/${owner}/${repo}.git`;
-  const mask = redactor([token, oidc, ...Object.values(credentialEnv)]);
+  const mask = redactor([...secrets, ...Object.values(credentialEnv)]);
   const job = {
     env,
     inputs,
@@ -154,9 +169,9 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   if (result.commit && tier !== "read_only") {
     // The first token may have lapsed while the agent worked: the push asks for its own then.
     const audience = env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay";
-    const pushGrant = await tokenForPush({ token, expiresAt: String(grant.expires_at) }, () =>
-      askPushToken(inputs.appUrl, attemptRequest, audience),
-    );
+    const pushGrant = inputs.appUrl
+      ? await tokenForPush({ token, expiresAt }, () => askPushToken(inputs.appUrl, attemptRequest, audience))
+      : { token };
     const push = await gitRaw(
       repoDir,
       ["push", "-q", ...(fresh ? ["--force"] : []), "origin", `HEAD:refs/heads/${branch}`],

@@ -3,6 +3,9 @@
  * was stored at the dispatched version, git over HTTPS with the attempt's token, and the agent's
  * environment without the job's own credentials. Secrets are masked the moment they exist.
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import * as core from "@actions/core";
 import { git, gitRaw } from "../attempt/git.ts";
 import {
@@ -13,7 +16,7 @@ import {
   runAttempt,
 } from "../attempt/run-attempt.ts";
 import type { Graph } from "../graph/model.ts";
-import { type AttemptRequest, toReport } from "../protocol/report.ts";
+import { type AttemptRequest, REPORT_FILE, toReport } from "../protocol/report.ts";
 import type { Octokit } from "@octokit/rest";
 import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
 import {
@@ -146,7 +149,11 @@ export interface Inputs {
   task: string;
   attempt: number;
   stateVersion: string;
+  /** The app's address; empty in workflow-only mode, where the job acts with `token`. */
   appUrl: string;
+  /** Workflow-only mode: the job's token (its tier's GITHUB_TOKEN) and the tier it was dispatched with. */
+  token: string;
+  tier: string;
   claudePath: string;
   maxTurns: number;
   timeoutMs: number;
@@ -159,12 +166,21 @@ export function readInputs(): Inputs {
   if (!Number.isInteger(attempt) || attempt < 1)
     throw new JobError(`input 'attempt' must be a positive integer`);
   const number = (name: string, fallback: number) => Number(core.getInput(name) || fallback);
+  const appUrl = core.getInput("app-url").replace(/\/$/, "");
+  const token = core.getInput("token");
+  if (token) core.setSecret(token);
+  if (!appUrl && !token)
+    throw new JobError(
+      "set the input 'app-url' (the agentrelay app's address) or, without an app, 'token' and 'tier' (agentrelay init writes them)",
+    );
   return {
     run: required("run"),
     task: required("task"),
     attempt,
     stateVersion: required("state-version"),
-    appUrl: required("app-url").replace(/\/$/, ""),
+    appUrl,
+    token: appUrl ? "" : token,
+    tier: appUrl ? "" : required("tier"),
     claudePath: core.getInput("claude-path") || "claude",
     maxTurns: number("max-turns", 60),
     timeoutMs: number("timeout-minutes", 100) * 60_000,
@@ -251,7 +267,11 @@ export async function attemptInJob(
   }
 }
 
-/** Reports the result through the OIDC channel (whatever the token tier), then the summary and outputs. */
+/**
+ * Reports the result: to the app through the OIDC channel (whatever the token tier), or without an
+ * app as a file the workflow's next step uploads as the run's artifact (output `report`: a fresh
+ * directory, written once the agent has ended); then the summary and outputs.
+ */
 export async function finishJob(
   job: Job,
   result: AttemptResult,
@@ -260,11 +280,17 @@ export async function finishJob(
 ): Promise<JobOutcome> {
   const { env, inputs } = job;
   const report = toReport(job.attemptRequest, { ...result, commit: pushed ? result.commit : null });
-  await postJson(
-    `${inputs.appUrl}/agentrelay/report`,
-    report,
-    await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay"),
-  );
+  if (inputs.appUrl) {
+    await postJson(
+      `${inputs.appUrl}/agentrelay/report`,
+      report,
+      await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay"),
+    );
+  } else {
+    const dir = mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), "agentrelay-report-"));
+    writeFileSync(join(dir, REPORT_FILE), JSON.stringify(report), { flag: "wx" });
+    core.setOutput("report", join(dir, REPORT_FILE));
+  }
   await writeSummary(job.repoDir, inputs, result, pushed, Date.now() - job.started, capUsd);
   core.setOutput("outcome", result.outcome);
   core.setOutput("cost-usd", result.costUsd.toFixed(4));

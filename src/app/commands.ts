@@ -7,9 +7,8 @@
 import type { Context } from "probot";
 import type { EngineEvent } from "../engine/types.ts";
 import { ParamPairError, parseParamPairs } from "../graph/params.ts";
-import type { AppConfig, RepoContext } from "../github/client.ts";
+import type { RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
-import { repoContext } from "./context.ts";
 import { startGraph } from "./push.ts";
 import { reconcileRun } from "./reconcile.ts";
 
@@ -57,17 +56,19 @@ function runOf(body: string | null | undefined): string | null {
   return m ? m[1]! : null;
 }
 
-export async function onComment(context: Context<"issue_comment.created">, config: AppConfig): Promise<void> {
-  const { comment, issue, sender } = context.payload;
+export async function onComment(
+  ctx: RepoContext,
+  payload: Context<"issue_comment.created">["payload"],
+): Promise<void> {
+  const { comment, issue, sender } = payload;
   const commands = parseCommands(comment.body);
   if (commands.length === 0) return;
-  if (sender.type === "Bot" && !config.allowedBots.includes(sender.login)) return;
-  const ctx = repoContext(context, config);
+  if (sender.type === "Bot" && !ctx.config.allowedBots.includes(sender.login)) return;
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const react = (content: "+1" | "-1" | "eyes") =>
-    context.octokit.rest.reactions.createForIssueComment({ ...repo, comment_id: comment.id, content });
+    ctx.octokit.rest.reactions.createForIssueComment({ ...repo, comment_id: comment.id, content });
   const reply = (body: string) =>
-    context.octokit.rest.issues.createComment({
+    ctx.octokit.rest.issues.createComment({
       ...repo,
       issue_number: issue.number,
       body: `> ${comment.body.split("\n")[0]}\n\n${body}`,
@@ -152,13 +153,12 @@ export async function onComment(context: Context<"issue_comment.created">, confi
 }
 
 export async function onCheckRunRerequested(
-  context: Context<"check_run.rerequested">,
-  config: AppConfig,
+  ctx: RepoContext,
+  payload: Context<"check_run.rerequested">["payload"],
 ): Promise<void> {
-  const { check_run: check, sender } = context.payload;
+  const { check_run: check, sender } = payload;
   const m = /^([A-Za-z0-9_.-]+\/\d+)\/([A-Za-z0-9_.-]+)$/.exec(check.external_id ?? "");
   if (!m || !check.name.startsWith("agentrelay / ")) return;
-  const ctx = repoContext(context, config);
   if (sender.type === "Bot" || !(await mayCommand(ctx, sender.login))) return;
   await new RunDriver(ctx).drive(m[1]!, [
     { type: "command", command: "retry", task: m[2]!, by: sender.login, at: Date.now() },

@@ -1,12 +1,11 @@
 /**
- * From a Probot webhook context to what the GitHub adapter needs, and reading files at a commit.
+ * From an event's repository to what the GitHub adapter needs, and reading files at a commit.
  */
-import type { Context } from "probot";
 import { parseParamsFile } from "../graph/params.ts";
 import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
 import { paramsFileOf } from "../protocol/run-source.ts";
 
-interface Repository {
+export interface Repository {
   name: string;
   owner: { login: string };
   default_branch: string;
@@ -28,12 +27,6 @@ export function repoContextOf(
     now: Date.now,
     log,
   };
-}
-
-/** The same, for the repository a webhook is about. */
-export function repoContext(context: Context, config: AppConfig): RepoContext {
-  const { repository } = context.payload as unknown as { repository: Repository };
-  return repoContextOf(context.octokit, repository, config, (message) => context.log.info(message));
 }
 
 /** A file's text at a commit (the contents API, never a branch head), or null when it does not exist. */

@@ -6,11 +6,8 @@ import type { ApplicationFunction, Probot } from "probot";
 import { type AppConfig, configFromEnv } from "../github/client.ts";
 import { oidcVerifier, type ActionsIdentity } from "../github/oidc.ts";
 import { StateCache } from "../github/state-store.ts";
-import { onCheckRunRerequested, onComment } from "./commands.ts";
-import { repoContextOf } from "./context.ts";
-import { onCheckSuite, onPullRequestClosed, onWorkflowRun } from "./outcomes.ts";
-import { planPullRequest } from "./plan.ts";
-import { runOnPush } from "./push.ts";
+import { type Repository, repoContextOf } from "./context.ts";
+import { EVENT_HANDLERS, handlerOf, type HandledEvent } from "./events.ts";
 import { reconcileRepository } from "./reconcile.ts";
 import { jobRoutes } from "./routes.ts";
 
@@ -41,15 +38,11 @@ export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFu
           throw error;
         }));
 
-    app.on(["pull_request.opened", "pull_request.synchronize", "pull_request.reopened"], (context) =>
-      planPullRequest(context, config),
-    );
-    app.on("push", (context) => runOnPush(context, config));
-    app.on("workflow_run.completed", (context) => onWorkflowRun(context, config));
-    app.on("pull_request.closed", (context) => onPullRequestClosed(context, config, appLogin));
-    app.on("check_suite.completed", (context) => onCheckSuite(context, config));
-    app.on("issue_comment.created", (context) => onComment(context, config));
-    app.on("check_run.rerequested", (context) => onCheckRunRerequested(context, config));
+    app.on(Object.keys(EVENT_HANDLERS) as HandledEvent[], (context) => {
+      const { repository } = context.payload as unknown as { repository: Repository };
+      const ctx = repoContextOf(context.octokit, repository, config, (message) => context.log.info(message));
+      return handlerOf(context.name, context.payload)!(ctx, context.payload as never, appLogin);
+    });
     addHandler(jobRoutes(app, { config, verify }));
   };
 }

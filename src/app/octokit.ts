@@ -1,27 +1,13 @@
 /**
- * The app's Octokit: Probot's, with bounded retries everywhere. 5xx and 429 answers are retried
- * (plugin-retry, up to 3 times with growing delays); primary and secondary rate limits wait as
- * GitHub says (`retry-after`, or the reset time) and are retried up to 3 times, then the handler
- * fails and the reconciler picks the work up later: never a tight loop, never dropped. Texts are
- * brought within GitHub's limits before they are sent (github/limits.ts).
+ * The app's Octokit: Probot's, with the retry and rate-limit policy of every agentrelay client
+ * (github/client-policy.ts) and the app's JWT signed once and reused.
  */
 import { createHash } from "node:crypto";
 import { ProbotOctokit } from "probot";
-import { withinLimits } from "../github/limits.ts";
 import githubAppJwt from "universal-github-app-jwt";
+import { gitHubLimits, MAX_RETRIES, type OctokitOptions, withRetryPolicy } from "../github/client-policy.ts";
 
-export const MAX_RETRIES = 3;
-
-interface Limited {
-  method: string;
-  url: string;
-}
-
-type OctokitOptions = Record<string, unknown> & {
-  throttle?: Record<string, unknown>;
-  retry?: Record<string, unknown>;
-  auth?: unknown;
-};
+export { MAX_RETRIES };
 
 type CreateJwt = (
   appId: number | string,
@@ -81,31 +67,8 @@ function withJwtSigner(auth: unknown): unknown {
   return { ...rest, createJwt: appJwtSigner(String(privateKey)) };
 }
 
-/** An Octokit plugin: every text a request sends is brought within GitHub's limits first. */
-function gitHubLimits(octokit: {
-  hook: { before: (name: "request", hook: (o: Record<string, unknown>) => void) => void };
-}) {
-  octokit.hook.before("request", withinLimits);
-}
-
 export function agentrelayOctokit(options: { retryBaseMs?: number } = {}): typeof ProbotOctokit {
-  return ProbotOctokit.plugin(gitHubLimits).defaults((o: OctokitOptions) => ({
-    ...o,
-    auth: withJwtSigner(o.auth),
-    retry: { ...o.retry, retries: MAX_RETRIES, retryAfterBaseValue: options.retryBaseMs ?? 1000 },
-    throttle:
-      o.throttle?.enabled === false
-        ? o.throttle
-        : {
-            ...o.throttle,
-            onRateLimit: (_after: number, _request: Limited, _octokit: unknown, retryCount: number) =>
-              retryCount < MAX_RETRIES,
-            onSecondaryRateLimit: (
-              _after: number,
-              _request: Limited,
-              _octokit: unknown,
-              retryCount: number,
-            ) => retryCount < MAX_RETRIES,
-          },
-  })) as typeof ProbotOctokit;
+  return ProbotOctokit.plugin(gitHubLimits).defaults((o: OctokitOptions) =>
+    withRetryPolicy({ ...o, auth: withJwtSigner(o.auth) }, options.retryBaseMs),
+  ) as typeof ProbotOctokit;
 }

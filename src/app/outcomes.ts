@@ -5,9 +5,8 @@
  */
 import type { Context } from "probot";
 import type { EngineEvent } from "../engine/types.ts";
-import { type AppConfig, parseAttemptRunName, type RepoContext } from "../github/client.ts";
+import { parseAttemptRunName, type RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
-import { repoContext } from "./context.ts";
 
 /** Which run and task (or workstream) a branch belongs to. */
 export function branchOwner(ref: string): { graph: string; task?: string; workstream?: string } | null {
@@ -25,11 +24,11 @@ async function currentRun(driver: RunDriver, graph: string): Promise<string | nu
 const KIND = { cancelled: "cancelled", timed_out: "timed_out" } as const;
 
 export async function onWorkflowRun(
-  context: Context<"workflow_run.completed">,
-  config: AppConfig,
+  ctx: RepoContext,
+  payload: Context<"workflow_run.completed">["payload"],
 ): Promise<void> {
-  const run = context.payload.workflow_run;
-  if (run.path !== `.github/workflows/${config.taskWorkflow}` || run.conclusion === "success") return;
+  const run = payload.workflow_run;
+  if (run.path !== `.github/workflows/${ctx.config.taskWorkflow}` || run.conclusion === "success") return;
   // A successful job has already reported (its report step is part of it); anything else is a verdict.
   const attempt = parseAttemptRunName(run.display_title ?? "");
   if (!attempt) return;
@@ -42,20 +41,19 @@ export async function onWorkflowRun(
     reason: `the job ${run.conclusion ?? "failed"}: ${run.html_url}`,
     at: Date.now(),
   };
-  await new RunDriver(repoContext(context, config)).drive(attempt.run, [event]);
+  await new RunDriver(ctx).drive(attempt.run, [event]);
 }
 
 export async function onPullRequestClosed(
-  context: Context<"pull_request.closed">,
-  config: AppConfig,
-  appLogin: () => Promise<string>,
+  ctx: RepoContext,
+  payload: Context<"pull_request.closed">["payload"],
+  ownLogin: () => Promise<string>,
 ): Promise<void> {
-  const { pull_request: pr, repository, sender } = context.payload;
+  const { pull_request: pr, repository, sender } = payload;
   // The app records its own merges as it makes them; fork PRs never count (they only borrow a name).
-  if (sender.login === (await appLogin()) || pr.head.repo?.full_name !== repository.full_name) return;
+  if (sender.login === (await ownLogin()) || pr.head.repo?.full_name !== repository.full_name) return;
   const owner = branchOwner(pr.head.ref);
   if (!owner) return;
-  const ctx: RepoContext = repoContext(context, config);
   const driver = new RunDriver(ctx);
   const runKey = await currentRun(driver, owner.graph);
   if (!runKey) return;
@@ -73,13 +71,13 @@ export async function onPullRequestClosed(
 
 /** Checks finished on a task or integration PR: the run tries its pending merges again. */
 export async function onCheckSuite(
-  context: Context<"check_suite.completed">,
-  config: AppConfig,
+  ctx: RepoContext,
+  payload: Context<"check_suite.completed">["payload"],
 ): Promise<void> {
-  const suite = context.payload.check_suite;
+  const suite = payload.check_suite;
   const owner = suite.head_branch ? branchOwner(suite.head_branch) : null;
   if (!owner || suite.pull_requests.length === 0) return;
-  const driver = new RunDriver(repoContext(context, config));
+  const driver = new RunDriver(ctx);
   const runKey = await currentRun(driver, owner.graph);
   if (!runKey) return;
   const run = await driver.drive(runKey, [], { pending: true });

@@ -6,16 +6,18 @@
 import type { Context } from "probot";
 import { GraphError, printable } from "../graph/errors.ts";
 import { buildPlan } from "../plan/plan.ts";
-import type { AppConfig } from "../github/client.ts";
+import type { RepoContext } from "../github/client.ts";
 import { isGraphPath, parseRunGraph } from "../protocol/run-source.ts";
 import { annotations, PLAN_MARKER, planSummary, takeLines, unannotated } from "../github/render.ts";
-import { readFileAt, readParams, repoContext } from "./context.ts";
+import { readFileAt, readParams } from "./context.ts";
 
-export async function planPullRequest(context: Context<"pull_request">, config: AppConfig): Promise<void> {
-  const ctx = repoContext(context, config);
-  const pr = context.payload.pull_request;
+export async function planPullRequest(
+  ctx: RepoContext,
+  payload: Context<"pull_request">["payload"],
+): Promise<void> {
+  const pr = payload.pull_request;
   const repo = { owner: ctx.owner, repo: ctx.repo };
-  const files = await context.octokit.paginate(context.octokit.rest.pulls.listFiles, {
+  const files = await ctx.octokit.paginate(ctx.octokit.rest.pulls.listFiles, {
     ...repo,
     pull_number: pr.number,
     per_page: 100,
@@ -46,7 +48,7 @@ export async function planPullRequest(context: Context<"pull_request">, config: 
   const ok = issues.length === 0;
   const note = unannotated(issues);
   const summary = [...(note ? [`_${note}_`] : []), ...sections].join("\n\n");
-  await context.octokit.rest.checks.create({
+  await ctx.octokit.rest.checks.create({
     ...repo,
     name: "agentrelay / plan",
     head_sha: pr.head.sha,
@@ -61,12 +63,12 @@ export async function planPullRequest(context: Context<"pull_request">, config: 
     },
   });
   const body = `${PLAN_MARKER}\n### agentrelay plan\n\nNothing runs from a pull request; merging into \`${ctx.defaultBranch}\` starts the run.\n\n${summary}`;
-  const comments = await context.octokit.paginate(context.octokit.rest.issues.listComments, {
+  const comments = await ctx.octokit.paginate(ctx.octokit.rest.issues.listComments, {
     ...repo,
     issue_number: pr.number,
     per_page: 100,
   });
   const sticky = comments.find((c) => c.body?.startsWith(PLAN_MARKER) && c.performed_via_github_app);
-  if (sticky) await context.octokit.rest.issues.updateComment({ ...repo, comment_id: sticky.id, body });
-  else await context.octokit.rest.issues.createComment({ ...repo, issue_number: pr.number, body });
+  if (sticky) await ctx.octokit.rest.issues.updateComment({ ...repo, comment_id: sticky.id, body });
+  else await ctx.octokit.rest.issues.createComment({ ...repo, issue_number: pr.number, body });
 }

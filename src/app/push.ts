@@ -6,15 +6,13 @@
 import type { Context } from "probot";
 import { GraphError } from "../graph/errors.ts";
 import { parseGraph } from "../graph/load.ts";
-import type { AppConfig, RepoContext } from "../github/client.ts";
+import type { RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
 import { graphPathOf, requireParams, type RunSource } from "../protocol/run-source.ts";
 import { annotations, cut, unannotated } from "../github/render.ts";
-import { readFileAt, readParams, repoContext } from "./context.ts";
+import { readFileAt, readParams } from "./context.ts";
 
-export async function runOnPush(context: Context<"push">, config: AppConfig): Promise<void> {
-  const { payload } = context;
-  const ctx = repoContext(context, config);
+export async function runOnPush(ctx: RepoContext, payload: Context<"push">["payload"]): Promise<void> {
   if (payload.ref !== `refs/heads/${ctx.defaultBranch}` || payload.deleted) return;
   const touched = new Set<string>();
   for (const commit of payload.commits) {

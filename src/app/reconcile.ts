@@ -1,20 +1,27 @@
 /**
  * The reconciler: rebuilds the facts from GitHub and feeds the engine what was missed (a webhook
- * never delivered, a job that never reported, a merge whose answer was lost). Runs on start-up,
- * periodically, and on `/agentrelay status`; running it twice is harmless.
+ * never delivered, a job that never reported, a merge whose answer was lost, an integration PR a
+ * person merged or closed). Runs on start-up, periodically, on `/agentrelay status`, and in workflow
+ * mode on every orchestrator run, where it also reads the reports of jobs that ended (from their
+ * runs' artifacts: github/reports.ts). Running it twice is harmless.
  */
 import { runningResolutions } from "../engine/conflicts.ts";
 import type { EngineEvent } from "../engine/types.ts";
-import { resolutionInput } from "../protocol/resolution.ts";
+import { factsOfReport, resolutionInput, subjectOfInput } from "../protocol/resolution.ts";
 import { attemptRunName, type RepoContext, statusOf } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
+import { reportOfRun } from "../github/reports.ts";
 
 /** A dispatched job that has not started after this long is looked for by its run-name. */
 const START_GRACE_MS = 10 * 60_000;
 
-type Job = { status: string | null; conclusion: string | null };
+type Job = { id: number; status: string | null; conclusion: string | null };
 
-export async function reconcileRun(driver: RunDriver, runKey: string): Promise<void> {
+export async function reconcileRun(
+  driver: RunDriver,
+  runKey: string,
+  options: { refreshStatus?: boolean } = {},
+): Promise<void> {
   const loaded = await driver.load(runKey, { fresh: true });
   if (!loaded || loaded.run.outcome) return;
   const { ctx } = driver;
@@ -22,6 +29,16 @@ export async function reconcileRun(driver: RunDriver, runKey: string): Promise<v
   const now = ctx.now();
   const facts: EngineEvent[] = [{ type: "tick", at: now }];
   let recentRuns: (Job & { display_title: string })[] | null = null;
+  /** The task workflow's latest runs, read once: most jobs of a run are among them. */
+  const recent = async () =>
+    (recentRuns ??= (
+      await ctx.octokit.rest.actions.listWorkflowRuns({
+        ...repo,
+        workflow_id: ctx.config.taskWorkflow,
+        event: "workflow_dispatch",
+        per_page: 100,
+      })
+    ).data.workflow_runs);
   /**
    * The job of an attempt (`input` is its `task` input): by its run id, else by its run-name once it
    * had time to appear; "missing" when no run appeared, null while it may still.
@@ -32,6 +49,11 @@ export async function reconcileRun(driver: RunDriver, runKey: string): Promise<v
     record: { job?: string | null; dispatchedAt: number },
   ): Promise<Job | "missing" | null> => {
     if (record.job) {
+      // In workflow mode every orchestrator run asks: one listing answers for most jobs at once.
+      const listed = ctx.config.workflow
+        ? (await recent()).find((r) => String(r.id) === record.job)
+        : undefined;
+      if (listed) return listed;
       try {
         return (await ctx.octokit.rest.actions.getWorkflowRun({ ...repo, run_id: Number(record.job) })).data;
       } catch (error) {
@@ -40,20 +62,26 @@ export async function reconcileRun(driver: RunDriver, runKey: string): Promise<v
       }
     }
     if (now - record.dispatchedAt <= START_GRACE_MS) return null;
-    recentRuns ??= (
-      await ctx.octokit.rest.actions.listWorkflowRuns({
-        ...repo,
-        workflow_id: ctx.config.taskWorkflow,
-        event: "workflow_dispatch",
-        per_page: 100,
-      })
-    ).data.workflow_runs;
-    return recentRuns.find((r) => r.display_title === attemptRunName(runKey, input, attempt)) ?? "missing";
+    return (
+      (await recent()).find((r) => r.display_title === attemptRunName(runKey, input, attempt)) ?? "missing"
+    );
   };
   const ended = (job: Job) =>
     job.conclusion === "success"
       ? "the job finished without reporting its result"
       : `the job ended: ${job.conclusion}`;
+  /** Workflow mode: the facts of the report the ended job handed over in its run, or why there are none. */
+  const reported = async (input: string, attempt: number, job: Job): Promise<EngineEvent[] | string> => {
+    if (!ctx.config.workflow) return ended(job);
+    const read = await reportOfRun(ctx, String(job.id), { run: runKey, task: input, attempt });
+    if ("reason" in read) return job.conclusion === "success" ? read.reason : ended(job);
+    const subject = subjectOfInput(loaded.engine.plan, input)!;
+    const started: EngineEvent =
+      "task" in subject
+        ? { type: "job_started", task: subject.task, attempt, job: String(job.id), at: now }
+        : { type: "resolution_started", ...subject.resolution, n: attempt, job: String(job.id), at: now };
+    return [started, ...factsOfReport(subject, read.report, now)];
+  };
 
   for (const [task, t] of Object.entries(loaded.run.tasks)) {
     if (t.status !== "running") continue;
@@ -68,28 +96,47 @@ export async function reconcileRun(driver: RunDriver, runKey: string): Promise<v
         at: now,
       });
     } else if (job?.status === "completed") {
+      const report = await reported(task, attempt, job);
+      if (typeof report !== "string") {
+        facts.push(...report);
+        continue;
+      }
       const kind =
         job.conclusion === "cancelled"
           ? "cancelled"
           : job.conclusion === "timed_out"
             ? "timed_out"
             : "failed";
-      facts.push({ type: "job_failed", task, attempt, reason: ended(job), kind, at: now });
+      facts.push({ type: "job_failed", task, attempt, reason: report, kind, at: now });
     }
   }
   for (const { subject, record } of runningResolutions(loaded.run, loaded.engine.plan)) {
-    const job = await jobOf(resolutionInput(subject), record.n, record);
+    const input = resolutionInput(subject);
+    const job = await jobOf(input, record.n, record);
     const about = { ...subject, n: record.n, at: now };
     if (job === "missing")
       facts.push({ type: "resolution_lost", ...about, reason: "no workflow run appeared for the dispatch" });
-    else if (job?.status === "completed")
-      facts.push({ type: "resolution_finished", ...about, ok: false, reason: ended(job) });
+    else if (job?.status === "completed") {
+      const report = await reported(input, record.n, job);
+      if (typeof report !== "string") facts.push(...report);
+      else facts.push({ type: "resolution_finished", ...about, ok: false, reason: report });
+    }
   }
-  await driver.drive(runKey, facts, { pending: true, refreshStatus: true });
+  // An integration PR left to a person: whether they merged or closed it (the event may be lost).
+  for (const [workstream, ws] of Object.entries(loaded.run.workstreams)) {
+    if (ws.status !== "pr_open" || !ws.pr) continue;
+    const { data: pr } = await ctx.octokit.rest.pulls.get({ ...repo, pull_number: ws.pr.number });
+    if (pr.merged) facts.push({ type: "integration_pr_merged", workstream, at: now });
+    else if (pr.state === "closed") facts.push({ type: "integration_pr_closed", workstream, at: now });
+  }
+  await driver.drive(runKey, facts, { pending: true, refreshStatus: options.refreshStatus ?? true });
 }
 
 /** Every unfinished run of the repository (one per graph with a state branch). */
-export async function reconcileRepository(ctx: RepoContext): Promise<void> {
+export async function reconcileRepository(
+  ctx: RepoContext,
+  options: { refreshStatus?: boolean } = {},
+): Promise<void> {
   const { data: refs } = await ctx.octokit.rest.git.listMatchingRefs({
     owner: ctx.owner,
     repo: ctx.repo,
@@ -99,6 +146,6 @@ export async function reconcileRepository(ctx: RepoContext): Promise<void> {
   for (const ref of refs) {
     const graph = ref.ref.slice("refs/heads/agentrelay-state/".length);
     const latest = await driver.latestRun(graph);
-    if (latest > 0) await reconcileRun(driver, `${graph}/${latest}`);
+    if (latest > 0) await reconcileRun(driver, `${graph}/${latest}`, options);
   }
 }

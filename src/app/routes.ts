@@ -31,10 +31,8 @@ import {
   attemptReportSchema,
   type AttemptRequest,
   attemptRequestSchema,
-  eventsOfReport,
 } from "../protocol/report.ts";
-import { resolutionFinishedOf, subjectOfInput } from "../protocol/resolution.ts";
-import { resolverOf } from "../plan/resolution.ts";
+import { factsOfReport, subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { conflictOf } from "../engine/conflicts.ts";
 import type { EngineEvent } from "../engine/types.ts";
 
@@ -185,14 +183,6 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       );
   }
 
-  /** The token tier of the agent that works for the attempt (a resolution's: its resolver's). */
-  const tierOf = (loaded: Loaded, subject: Subject) => {
-    const plan = loaded.engine.plan;
-    const agentTask =
-      "task" in subject ? plan.tasks.get(subject.task)! : resolverOf(plan, subject.resolution).agentTask;
-    return agentTask.primaryAgent.isolation.tokenTier;
-  };
-
   /** An installation token for the one repository, with exactly these permissions. */
   const mint = async (installationId: number, repo: string, permissions: Record<string, string>) =>
     (
@@ -231,7 +221,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
           : `attempt ${attempt} of ${request.task} is not running`,
       );
     }
-    const tier = tierOf(loaded, subject);
+    const tier = tierOfInput(loaded.engine.plan, request.task);
     const permissions = tierPermissions(tier);
     const data = await mint(installationId, ctx.repo, permissions);
     return {
@@ -259,7 +249,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     const running =
       "task" in subject ? t?.attempt === request.attempt && t.status === "running" : own.outcome === null;
     if (!running) throw new HttpError(409, `attempt ${request.attempt} of ${request.task} is not running`);
-    if (tierOf(loaded, subject) === "read_only")
+    if (tierOfInput(loaded.engine.plan, request.task) === "read_only")
       throw new HttpError(403, `${request.task} is a read_only task: its attempts push nothing`);
     const permissions = { contents: "write", metadata: "read" } as const;
     const data = await mint(installationId, ctx.repo, permissions);
@@ -275,11 +265,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     if (!ownedBy(loaded))
       throw new HttpError(403, `attempt ${request.attempt} of ${request.task} belongs to another job`);
     const report = request as AttemptReport;
-    const facts =
-      "task" in subject
-        ? eventsOfReport(report, now())
-        : [resolutionFinishedOf(subject.resolution, report.attempt, report.result, now())];
-    const run = await driver.drive(request.run, facts, { loaded });
+    const run = await driver.drive(request.run, factsOfReport(subject, report, now()), { loaded });
     const status =
       "task" in subject
         ? run?.tasks[subject.task]?.status

@@ -213,10 +213,11 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   init: {
-    usage: "init [--repo DIR] [--action OWNER/REPO@REF] [--image IMAGE] [--force]",
+    usage: "init [--no-app] [--repo DIR] [--action OWNER/REPO@REF] [--image IMAGE] [--force]",
     summary:
-      "install the task workflow and a small sample graph in your repository (the current one by default)",
+      "install the task workflow (with --no-app, also the orchestrator workflow: no app to host) and a small sample graph in your repository (the current one by default)",
     options: {
+      "no-app": { type: "boolean" },
       repo: { type: "string" },
       action: { type: "string" },
       image: { type: "string" },
@@ -230,6 +231,7 @@ const COMMANDS: Record<string, Command> = {
           action: str(values.action),
           image: str(values.image),
           force: values.force === true,
+          noApp: values["no-app"] === true,
         },
         io,
       ),

@@ -5,7 +5,7 @@
 import type { Octokit } from "@octokit/rest";
 import type { StateCache } from "./state-store.ts";
 
-export type GitHubClient = Pick<Octokit, "rest" | "request" | "graphql">;
+export type GitHubClient = Pick<Octokit, "rest" | "request" | "graphql" | "paginate">;
 
 export interface AppConfig {
   /** File name of the task workflow under .github/workflows/. */
@@ -22,6 +22,13 @@ export interface AppConfig {
   attemptTimeoutMs: number;
   /** This replica's memory of run-state versions (the app gives each replica its own). */
   stateCache?: StateCache;
+  /**
+   * Set when the orchestrator runs as a workflow, with no app server (app/workflow.ts): jobs then hand
+   * their reports over as artifacts of their own runs, and `token` says whose token the orchestrator
+   * holds: a registered app's installation token, or the workflow's GITHUB_TOKEN, whose pull requests
+   * start no workflow.
+   */
+  workflow?: { token: "app" | "github_token" };
 }
 
 export const DEFAULT_CONFIG: AppConfig = {

@@ -18,7 +18,7 @@ import {
 } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { subjectOf } from "../plan/resolution.ts";
-import { resolutionInput } from "../protocol/resolution.ts";
+import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
 
 type Facts = Promise<EngineEvent[]>;
@@ -87,6 +87,8 @@ export class GitHubEffects {
           integrationBranch(graph, task.workstreamId),
         );
         if (merged === "merged") return [{ type: "task_pr_merged", task: effect.task, pr: effect.pr, at }];
+        // Closed by someone: the same fact as the closing event's, should that event never arrive.
+        if (merged === "closed") return [{ type: "task_pr_closed", task: effect.task, pr: effect.pr, at }];
         if (merged === "conflicted") {
           const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
           return [{ type: "task_conflicted", task: effect.task, files: [], ...echo, at }];
@@ -120,6 +122,8 @@ export class GitHubEffects {
         );
         if (merged === "merged")
           return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
+        if (merged === "closed")
+          return [{ type: "integration_pr_closed", workstream: effect.workstream, at }];
         if (merged === "conflicted") {
           const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
           return [{ type: "integration_conflicted", workstream: effect.workstream, files: [], ...echo, at }];
@@ -174,11 +178,21 @@ export class GitHubEffects {
       return {
         reason: `anthropic_credential '${credential}' is not a valid secret name (letters, digits and _)`,
       };
+    const inputs: Record<string, string> = {
+      run: run.runKey,
+      task,
+      attempt: String(attempt),
+      "state-version": stateVersion,
+      credential,
+    };
+    // Without an app to mint the attempt's token, the task workflow runs the job of the task's tier,
+    // whose GITHUB_TOKEN holds that tier's permissions (the job checks the tier against the graph).
+    if (this.ctx.config.workflow) inputs.tier = tierOfInput(engine.plan, task);
     const request = {
       ...this.repo,
       workflow_id: this.ctx.config.taskWorkflow,
       ref: run.source.branch,
-      inputs: { run: run.runKey, task, attempt: String(attempt), "state-version": stateVersion, credential },
+      inputs,
     };
     const route = "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches";
     try {
@@ -324,7 +338,7 @@ export class GitHubEffects {
     pr: PullRequest,
     title: string,
     base?: string,
-  ): Promise<"merged" | "waiting" | "conflicted" | { reason: string }> {
+  ): Promise<"merged" | "closed" | "waiting" | "conflicted" | { reason: string }> {
     try {
       const { data } = await this.ctx.octokit.rest.pulls.merge({
         ...this.repo,
@@ -339,7 +353,7 @@ export class GitHubEffects {
       if (status !== 405 && status !== 409) throw error;
       const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
       if (data.merged) return "merged";
-      if (data.state === "closed") return { reason: `PR #${pr.number} was closed` };
+      if (data.state === "closed") return "closed";
       if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
       this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${messageOf(error)}`);
       return "waiting";

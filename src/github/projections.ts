@@ -15,11 +15,19 @@ import type { HostedRun } from "./hosted-run.ts";
 import { agentText, codeBlock } from "./render.ts";
 import { statusComment, type StatusLinks } from "./status-comment.ts";
 
+/**
+ * Said on every status comment of a run orchestrated by a workflow with its GITHUB_TOKEN: GitHub starts
+ * no workflow for what that token does, so CI never runs on the task PRs.
+ */
+export const GITHUB_TOKEN_NOTICE =
+  "The orchestrator acts as this repository's GITHUB_TOKEN, and GitHub starts no workflow for PRs it opens: your CI does not run on task PRs. To have it run, register a GitHub App and set the variable `AGENTRELAY_APP_CLIENT_ID` and the secret `AGENTRELAY_APP_PRIVATE_KEY` (docs/github.md).";
+
 /** Where the status comment's links point: the tracking issue, job pages, the graph file at the run's commit. */
 const statusLinks = (ctx: RepoContext, run: HostedRun): StatusLinks => ({
   trackingIssue: run.github.trackingIssue,
   job: (job) => jobUrl(ctx, job),
   graph: repoPage(ctx, `blob/${run.source.commit}/${run.source.path}`),
+  ...(ctx.config.workflow?.token === "github_token" ? { notice: GITHUB_TOKEN_NOTICE } : {}),
 });
 
 export const trackingMarker = (runKey: string): string => `<!-- agentrelay:run=${runKey} -->`;

@@ -23,6 +23,8 @@ export interface StatusLinks {
   job?: (job: string) => string;
   /** The graph file at the run's commit: the full graph, when the chart is drawn by workstream. */
   graph?: string;
+  /** What the orchestrator cannot do where it runs, and how to fix it (one line, shown under the commands). */
+  notice?: string;
 }
 
 /** Rows shown under their workstream in "Needs attention": what holds a workstream now. */
@@ -264,6 +266,7 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
     links.trackingIssue
       ? `Tracking issue #${links.trackingIssue}. Commands: \`/agentrelay status\`, \`retry TASK\`, \`cancel [TASK]\`, \`reset TASK\`, \`budget +USD\`.`
       : "Commands: `/agentrelay status`, `retry TASK`, `cancel [TASK]`, `reset TASK`, `budget +USD`.",
+    ...(links.notice ? ["", `> [!NOTE]`, `> ${links.notice}`] : []),
   ];
   const stateBranch = `the full state is on the \`agentrelay-state/${state.graph}\` branch`;
   let budget = BODY_LIMIT - 500 - head.join("\n").length;

@@ -14,6 +14,9 @@ export const attemptRequestSchema = z.object({
 });
 export type AttemptRequest = z.infer<typeof attemptRequestSchema>;
 
+/** Workflow-only mode: the file the Action writes the report to, inside the run's report artifact. */
+export const REPORT_FILE = "report.json";
+
 const text = z.string().max(20_000);
 
 /** What an attempt hands back, as the engine records it. */

@@ -7,8 +7,9 @@
 import type { EngineEvent } from "../engine/types.ts";
 import { integrationBranch } from "../graph/model.ts";
 import type { Plan } from "../plan/plan.ts";
-import type { ResolutionSubject } from "../plan/resolution.ts";
-import type { AttemptReportResult } from "./report.ts";
+import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
+import type { TokenTier } from "../graph/schema.ts";
+import { type AttemptReport, type AttemptReportResult, eventsOfReport } from "./report.ts";
 
 const TASK_PR = "resolve-pr@";
 const INTEGRATION = "resolve-integration@";
@@ -31,6 +32,15 @@ export function subjectOfInput(
     return plan.workstreams.has(workstream) ? { resolution: { workstream } } : null;
   }
   return plan.tasks.has(input) ? { task: input } : null;
+}
+
+/** The token tier an attempt named by a `task` input runs with: its task's, or its resolver's. */
+export function tierOfInput(plan: Plan, input: string): TokenTier {
+  const subject = subjectOfInput(plan, input);
+  if (!subject) throw new Error(`no task '${input}' in the plan`);
+  const task =
+    "task" in subject ? plan.tasks.get(subject.task)! : resolverOf(plan, subject.resolution).agentTask;
+  return task.primaryAgent.isolation.tokenTier;
 }
 
 /**
@@ -92,3 +102,13 @@ export const resolutionFinishedOf = (
   ...(result.conflicted.length > 0 ? { files: result.conflicted } : {}),
   at,
 });
+
+/** The facts an attempt's report stands for: a task's attempt, or a resolution (its subject). */
+export const factsOfReport = (
+  subject: { task: string } | { resolution: ResolutionSubject },
+  report: AttemptReport,
+  at: number,
+): EngineEvent[] =>
+  "task" in subject
+    ? eventsOfReport(report, at)
+    : [resolutionFinishedOf(subject.resolution, report.attempt, report.result, at)];

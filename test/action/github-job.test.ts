@@ -392,6 +392,31 @@ describe("the task Action", () => {
     expect(await git(bare, ["branch", "--list", "agentrelay/g/greet"])).toBe("");
   });
 
+  it("without an app: acts with the job's own token, refuses a tier the graph does not give the task, writes its report to a file", async () => {
+    server = await startScriptedModel(
+      sequence([bash("printf 'hi\\n' > hi.txt && agentrelay-complete")], "Done."),
+    );
+    const { bare, url } = await remote();
+    const noApp = { "INPUT_APP-URL": "", INPUT_TOKEN: TOKEN };
+    await expect(runJob(url, 1, { ...noApp, INPUT_TIER: "elevated" })).rejects.toThrow(
+      /runs with the elevated token tier, but greet has standard/,
+    );
+    expect(server.requests).toHaveLength(0);
+    const { outcome, output } = await runJob(url, 1, { ...noApp, INPUT_TIER: "standard" });
+    expect(outcome.pushed).toBe(true);
+    expect(await git(bare, ["show", "agentrelay/g/greet:hi.txt"])).toBe("hi");
+    // Nothing asked of an app: the report is a file for the workflow's next step to upload.
+    expect(tokenRequests).toBe(0);
+    expect(reports).toHaveLength(0);
+    const file = /^report<<(\S+)\n(.+)\n\1$/m.exec(output)![2]!;
+    expect(JSON.parse(readFileSync(file, "utf8"))).toMatchObject({
+      run: "g/1",
+      task: "greet",
+      attempt: 1,
+      result: { outcome: "succeeded", commit: outcome.result.commit },
+    });
+  });
+
   it("refuses to run outside a workflow_dispatch job (pull_request_target, say)", async () => {
     await expect(runTaskJob({ GITHUB_EVENT_NAME: "pull_request_target" })).rejects.toThrow(
       /only in jobs started by workflow_dispatch/,

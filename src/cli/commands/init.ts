@@ -1,6 +1,7 @@
 /**
- * `agentrelay init [--repo DIR] [--action REF] [--image REF] [--force]`: installs the task workflow
- * and a small sample graph in a repository (the current one, found from where the command was run).
+ * `agentrelay init [--no-app] [--repo DIR] [--action REF] [--image REF] [--force]`: installs the task
+ * workflow and a small sample graph in a repository (the current one, found from where the command was
+ * run); with --no-app, the task workflow of workflow-only mode and the orchestrator workflow beside it.
  * The workflow names the Action and the agent image as the release workflow publishes them: this
  * project's by default, or a fork's when the tool runs from a clone of one.
  */
@@ -17,6 +18,8 @@ export interface InitOptions {
   action?: string | undefined;
   image?: string | undefined;
   force: boolean;
+  /** Workflow-only mode: the orchestrator runs as a workflow, with no app to host. */
+  noApp?: boolean;
 }
 
 const git = (dir: string, args: string[]): string | null => {
@@ -72,18 +75,33 @@ function targetRepository(explicit: string | undefined): string {
   return root;
 }
 
+/** A workflow template with the Action (and its orchestrator) and the image this tool publishes. */
+function workflowText(template: string, action: string, image: string): string {
+  return readFileSync(join(templatesDir(), "workflows", template), "utf8")
+    .replace(/^(\s+uses: )agentrelay\/agentrelay@\S+$/gm, `$1${action}`)
+    .replace(
+      /^(\s+uses: )agentrelay\/agentrelay\/orchestrate@\S+$/gm,
+      `$1${action.replace("@", "/orchestrate@")}`,
+    )
+    .replace(/^(\s+image: )ghcr\.io\/agentrelay\/agentrelay-agent:\S+$/gm, `$1${image}`);
+}
+
 export function initCommand(options: InitOptions, io: Io): number {
   const root = targetRepository(options.repo);
   const published = publication(toolDir());
   const action = options.action ?? published.action;
   const image = options.image ?? published.image;
-  const workflow = readFileSync(join(templatesDir(), "workflows", "agentrelay-task.yml"), "utf8")
-    .replace(/^(\s+uses: )agentrelay\/agentrelay@\S+$/m, `$1${action}`)
-    .replace(/^(\s+image: )ghcr\.io\/agentrelay\/agentrelay-agent:\S+$/m, `$1${image}`);
-  const files: [string, string][] = [
-    [join(root, ".github", "workflows", "agentrelay-task.yml"), workflow],
-    [join(root, ".workflow", "hello.yaml"), readFileSync(join(templatesDir(), "sample-graph.yaml"), "utf8")],
-  ];
+  const workflows = join(root, ".github", "workflows");
+  const files: [string, string][] = options.noApp
+    ? [
+        [join(workflows, "agentrelay.yml"), workflowText("no-app/agentrelay.yml", action, image)],
+        [join(workflows, "agentrelay-task.yml"), workflowText("no-app/agentrelay-task.yml", action, image)],
+      ]
+    : [[join(workflows, "agentrelay-task.yml"), workflowText("agentrelay-task.yml", action, image)]];
+  files.push([
+    join(root, ".workflow", "hello.yaml"),
+    readFileSync(join(templatesDir(), "sample-graph.yaml"), "utf8"),
+  ]);
   let refused = false;
   for (const [to, text] of files) {
     if (existsSync(to) && !options.force) {
@@ -95,15 +113,23 @@ export function initCommand(options: InitOptions, io: Io): number {
     writeFileSync(to, text);
     io.out(`wrote ${to}`);
   }
-  io.out(
-    [
-      "",
-      `The workflow runs ${action} in ${image}.`,
-      "Next: try the sample locally for free (npx agentrelay run .workflow/hello.yaml --repo . --scripted-model);",
-      "then install the agentrelay app on the repository, set the repository variable AGENTRELAY_APP_URL",
-      "to the app's address, add a secret ANTHROPIC_API_KEY (or CLAUDE_CODE_OAUTH_TOKEN), and commit.",
-      "A graph on the default branch under .workflow/ starts a run: the sample is one small task.",
-    ].join("\n"),
-  );
+  const next = options.noApp
+    ? [
+        "Next: try the sample locally for free (npx agentrelay run .workflow/hello.yaml --repo . --scripted-model);",
+        "then add a secret ANTHROPIC_API_KEY (or CLAUDE_CODE_OAUTH_TOKEN) and commit: the orchestrator is a workflow,",
+        "nothing to host. A graph on the default branch under .workflow/ starts a run: the sample is one small task.",
+        "",
+        "Note: the orchestrator acts as the workflow's GITHUB_TOKEN, and PRs it opens start no workflow: your CI",
+        "will not run on task PRs. To have it run, register a GitHub App (no server; see docs/github.md) and set",
+        "the variable AGENTRELAY_APP_CLIENT_ID and the secret AGENTRELAY_APP_PRIVATE_KEY.",
+      ]
+    : [
+        "Next: try the sample locally for free (npx agentrelay run .workflow/hello.yaml --repo . --scripted-model);",
+        "then install the agentrelay app on the repository, set the repository variable AGENTRELAY_APP_URL",
+        "to the app's address, add a secret ANTHROPIC_API_KEY (or CLAUDE_CODE_OAUTH_TOKEN), and commit.",
+        "A graph on the default branch under .workflow/ starts a run: the sample is one small task.",
+        "No server to run the app on? `agentrelay init --no-app` makes the orchestrator a workflow instead.",
+      ];
+  io.out(["", `The workflow${options.noApp ? "s run" : " runs"} ${action} in ${image}.`, ...next].join("\n"));
   return refused ? 1 : 0;
 }
