@@ -1,7 +1,14 @@
 /**
- * Runs git with an argument vector (never a shell string: ids and branch names never meet a shell).
+ * Runs git with an argument vector (never a shell string: ids and branch names never meet a shell),
+ * as the runner: every git command the runner starts sees only the environment git needs (no
+ * credential but the one a command is given, no Actions or OIDC variable), reads no system or global
+ * configuration, and runs no hook and no fsmonitor, whatever a repository's configuration says. In a
+ * checkout an agent works in, the runner goes through a git directory of its own (`inCheckout`),
+ * never the `.git` the agent can rewrite.
  */
 import { execFile } from "node:child_process";
+import { chownSync, lstatSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 
 export interface GitResult {
   code: number;
@@ -16,6 +23,47 @@ const IDENTITY = {
   GIT_COMMITTER_EMAIL: "agentrelay@users.noreply.github.com",
 };
 
+/** The variables of the runner's own environment that git may see: none of them is a credential. */
+const KEPT = ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT"];
+
+/**
+ * The environment of a git command the runner starts: `extra` (a command's own credential, an index
+ * file) and nothing else of the runner's, which holds the attempt's token, the job's OIDC request
+ * variables and the Anthropic credential. System and global configuration are not read.
+ */
+export function runnerGitEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const kept = Object.fromEntries(
+    KEPT.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])),
+  );
+  return {
+    ...kept,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_ATTR_NOSYSTEM: "1",
+    GIT_TERMINAL_PROMPT: "0",
+    ...IDENTITY,
+    ...extra,
+  };
+}
+
+/**
+ * Given before every command: whatever a repository's own configuration says, no hook runs (hooks
+ * path: nowhere), no fsmonitor command, no credential helper, no attributes file outside the tree,
+ * and no transport that runs a command (`ext::`).
+ */
+export const RUNNER_GIT_OPTIONS = [
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "credential.helper=",
+  "-c",
+  "core.attributesFile=/dev/null",
+  "-c",
+  "protocol.ext.allow=never",
+];
+
 export function gitRaw(
   cwd: string,
   args: string[],
@@ -25,8 +73,8 @@ export function gitRaw(
   return new Promise((resolve, reject) => {
     const child = execFile(
       "git",
-      args,
-      { cwd, env: { ...process.env, ...IDENTITY, ...env }, maxBuffer: 256 * 1024 * 1024 },
+      [...RUNNER_GIT_OPTIONS, ...args],
+      { cwd, env: runnerGitEnv(env), maxBuffer: 256 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
         if (error && typeof error.code !== "number") return reject(error);
@@ -63,10 +111,10 @@ export function catFiles(cwd: string, specs: readonly string[]): Promise<(string
   return new Promise((resolve, reject) => {
     const child = execFile(
       "git",
-      ["cat-file", "--batch"],
+      [...RUNNER_GIT_OPTIONS, "cat-file", "--batch"],
       {
         cwd,
-        env: process.env,
+        env: runnerGitEnv(),
         encoding: "buffer",
         maxBuffer: 1024 * 1024 * 1024,
       },
@@ -91,4 +139,57 @@ export function catFiles(cwd: string, specs: readonly string[]): Promise<(string
     );
     child.stdin!.end(`${specs.join("\n")}\n`);
   });
+}
+
+/**
+ * A checkout an agent works in, seen through the runner's own git directory: the agent may rewrite
+ * the checkout's `.git` (hooks, configuration, a `.git` file pointing elsewhere), the runner never
+ * reads it. Git finds the work tree's files as data; filters, diff and merge drivers can only come
+ * from the runner's git directory's configuration, which the agent does not write.
+ */
+export interface Checkout {
+  workTree: string;
+  gitDir: string;
+}
+
+export interface CheckoutGit extends Checkout {
+  git(args: string[], input?: string, env?: NodeJS.ProcessEnv): Promise<string>;
+  raw(args: string[], input?: string, env?: NodeJS.ProcessEnv): Promise<GitResult>;
+}
+
+export function inCheckout(checkout: Checkout): CheckoutGit {
+  const where = [
+    // The directory may belong to another user (sealed, below): it is the runner's own, by path.
+    "-c",
+    `safe.directory=${checkout.gitDir}`,
+    `--git-dir=${checkout.gitDir}`,
+    `--work-tree=${checkout.workTree}`,
+  ];
+  return {
+    ...checkout,
+    git: (args, input, env) => git(checkout.workTree, [...where, ...args], input, env),
+    raw: (args, input, env) => gitRaw(checkout.workTree, [...where, ...args], input, env),
+  };
+}
+
+/** The user that owns a sealed git directory: nobody. */
+export const SEALED_UID = 65_534;
+
+/**
+ * Seals the runner's git directory before an agent starts, where the runner is root (a job
+ * container): every file of it then belongs to nobody, so the agent, root without capabilities,
+ * can read it but not change it (hooks, configuration, the objects the output checks compare with).
+ * The runner itself, with its capabilities, still writes there. Elsewhere (the agent runs as the
+ * runner's own user) nothing changes: hooks and configuration are still ignored, by the options above.
+ */
+export function sealGitDir(gitDir: string): boolean {
+  if (process.getuid?.() !== 0) return false;
+  const seal = (path: string) => {
+    const stat = lstatSync(path);
+    if (stat.isSymbolicLink()) return;
+    chownSync(path, SEALED_UID, SEALED_UID);
+    if (stat.isDirectory()) for (const entry of readdirSync(path)) seal(join(path, entry));
+  };
+  seal(gitDir);
+  return true;
 }

@@ -7,7 +7,7 @@
  */
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { git, gitRaw } from "./git.ts";
+import type { CheckoutGit } from "./git.ts";
 
 export interface ResolutionInputs {
   /** The branch merged in (the integration PR's target). */
@@ -55,18 +55,19 @@ const MARKER = /^(<{7}|>{7})( |$)/m;
  * gate (returning its failure, or null).
  */
 export async function resolveConflicts(
-  repoDir: string,
+  checkout: CheckoutGit,
   resolution: ResolutionInputs,
   agent: (prompt: string) => Promise<string | null>,
   gate: (command: string) => Promise<string | null>,
 ): Promise<ResolutionOutcome> {
-  const branch = await git(repoDir, ["rev-parse", "--abbrev-ref", "HEAD"]);
-  const merge = await gitRaw(repoDir, ["merge", "--no-ff", "--no-edit", "--no-verify", resolution.target]);
+  const { workTree: repoDir, git: inRepo, raw } = checkout;
+  const branch = await inRepo(["rev-parse", "--abbrev-ref", "HEAD"]);
+  const merge = await raw(["merge", "--no-ff", "--no-edit", "--no-verify", resolution.target]);
   if (merge.code === 0)
-    return { ok: true, reason: null, commit: await git(repoDir, ["rev-parse", "HEAD"]), files: [] };
-  const files = (await git(repoDir, ["diff", "--name-only", "--diff-filter=U"])).split("\n").filter(Boolean);
+    return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files: [] };
+  const files = (await inRepo(["diff", "--name-only", "--diff-filter=U"])).split("\n").filter(Boolean);
   const fail = async (reason: string): Promise<ResolutionOutcome> => {
-    await gitRaw(repoDir, ["merge", "--abort"]);
+    await raw(["merge", "--abort"]);
     return { ok: false, reason, commit: null, files };
   };
   if (files.length === 0)
@@ -83,10 +84,10 @@ export async function resolveConflicts(
     for (const path of configPaths) {
       rmSync(join(repoDir, path), { recursive: true, force: true });
       const listed = source
-        ? await git(repoDir, ["ls-tree", "--name-only", source, "--", path])
-        : await git(repoDir, ["ls-files", "--", path]);
+        ? await inRepo(["ls-tree", "--name-only", source, "--", path])
+        : await inRepo(["ls-files", "--", path]);
       if (listed)
-        await git(repoDir, ["restore", "--worktree", ...(source ? [`--source=${source}`] : []), "--", path]);
+        await inRepo(["restore", "--worktree", ...(source ? [`--source=${source}`] : []), "--", path]);
     }
   };
   if (config) await configure(config.from);
@@ -94,13 +95,13 @@ export async function resolveConflicts(
   if (failure) return fail(failure);
   const left = files.filter((f) => MARKER.test(readFileSync(join(repoDir, f), "utf8")));
   if (left.length > 0) return fail(`conflict markers are left in ${left.join(", ")}`);
-  await git(repoDir, ["add", "--", ...files]);
-  if ((await git(repoDir, ["diff", "--name-only", "--diff-filter=U"])) !== "")
+  await inRepo(["add", "--", ...files]);
+  if ((await inRepo(["diff", "--name-only", "--diff-filter=U"])) !== "")
     return fail("files are still unmerged");
   for (const command of resolution.gates) {
     const failed = await gate(command);
     if (failed) return fail(failed);
   }
-  await git(repoDir, ["commit", "-q", "--no-edit", "--no-verify"]);
-  return { ok: true, reason: null, commit: await git(repoDir, ["rev-parse", "HEAD"]), files };
+  await inRepo(["commit", "-q", "--no-edit", "--no-verify"]);
+  return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files };
 }

@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import { MIN_ATTEMPT_USD, usd } from "../engine/budget.ts";
 import type { Graph, Task } from "../graph/model.ts";
-import { git, gitRaw } from "./git.ts";
+import { type CheckoutGit, git, inCheckout, sealGitDir } from "./git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
 import type { AttemptReportResult } from "../protocol/report.ts";
 import { runBounded } from "./bounded.ts";
@@ -46,6 +46,12 @@ export interface AttemptInputs {
   /** 1-based. */
   attempt: number;
   repoDir: string;
+  /**
+   * The runner's own git directory for `repoDir`, through which it commits, checks and merges (never
+   * the checkout's `.git`, which the agent may rewrite); by default the one git finds before the agent
+   * starts. `seal`: make it unwritable for the agent once its own work is set up (see git.ts).
+   */
+  gitDir?: { path: string; seal: boolean };
   /** What the task branch started from (the integration branch): commits after it are the task's work. */
   baseRef: string;
   workDir: string;
@@ -248,8 +254,13 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
           log,
         })
       : null;
+    const gitDir = context.gitDir?.path ?? (await git(context.repoDir, ["rev-parse", "--absolute-git-dir"]));
     const ctx: RunningAttempt = {
       ...context,
+      git: inCheckout({ workTree: context.repoDir, gitDir }),
+      sealGitDir: () => {
+        if (context.gitDir?.seal) sealGitDir(gitDir);
+      },
       claude: { ...context.claude, env: { ...modelEnv, ...egress?.env } },
       prefix: egress?.prefix ?? [],
       redact,
@@ -286,6 +297,10 @@ function withoutCredential(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 
 /** An attempt while it runs: its log and everything it keeps are masked with `redact`. */
 interface RunningAttempt extends AttemptContext {
+  /** Git in the checkout, through the runner's git directory. */
+  git: CheckoutGit;
+  /** Called once the runner's own git work is done and before anything of the agent's side runs. */
+  sealGitDir: () => void;
   redact: (text: string) => string;
   /** Put before every command the agent's side runs (its network namespace; see egress/). */
   prefix: string[];
@@ -300,9 +315,10 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
   let overBudget = false;
   let gateOutput: string | null = null;
   const outcome = await resolveConflicts(
-    ctx.repoDir,
+    ctx.git,
     resolution,
     async (prompt) => {
+      ctx.sealGitDir();
       const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
       const r = await runClaudeCode({
         bin: ctx.claude.bin,
@@ -399,17 +415,18 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
 
   // Where the attempt's own work begins (with what the runner staged, such as the agent configuration
   // it restored): what the output checks compare with, and where a blocked attempt returns.
-  const startHead = await git(ctx.repoDir, ["rev-parse", "HEAD"]);
-  await git(ctx.repoDir, ["add", "--all"]);
-  const startTree = await git(ctx.repoDir, ["write-tree"]);
+  const startHead = await ctx.git.git(["rev-parse", "HEAD"]);
+  await ctx.git.git(["add", "--all"]);
+  const startTree = await ctx.git.git(["write-tree"]);
+  ctx.sealGitDir();
 
   /** The output checks (and the output review, when the graph asks for it) on the attempt's commits. */
   const checkBeforeLanding = async (commit: string, succeeded: boolean): Promise<string[]> => {
-    const found = await checkOutput(ctx.repoDir, startTree, commit, ctx.task.taggedPaths);
+    const found = await checkOutput(ctx.git, startTree, commit, ctx.task.taggedPaths);
     reviewConcerns.push(...found.concerns);
     const settings = ctx.graph.settings.outputReview;
     if (found.blocking.length > 0 || !settings || !succeeded) return found.blocking;
-    const diff = await git(ctx.repoDir, ["diff", "--no-color", startTree, commit]);
+    const diff = await ctx.git.git(["diff", "--no-color", startTree, commit]);
     const answer = await runClaudeCode({
       bin: ctx.claude.bin,
       cwd: ctx.repoDir,
@@ -461,8 +478,8 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       if (blocking.length > 0) {
         // Nothing of this attempt lands: the branch returns to where it started, and the attempt fails.
         for (const finding of blocking) ctx.log(`output check: ${finding}`);
-        await git(ctx.repoDir, ["reset", "-q", "--hard", startHead]);
-        await git(ctx.repoDir, ["read-tree", "-u", "--reset", startTree]);
+        await ctx.git.git(["reset", "-q", "--hard", startHead]);
+        await ctx.git.git(["read-tree", "-u", "--reset", startTree]);
         outcome = "failed";
         reason = `the output checks blocked the push: ${blocking.join("; ")}`;
         commit = null;
@@ -595,8 +612,8 @@ async function review(
   env: NodeJS.ProcessEnv,
   model: string | null,
 ): Promise<{ findings: string[]; turns: number; costUsd: number }> {
-  await git(ctx.repoDir, ["add", "--all"]);
-  const diff = await git(ctx.repoDir, ["diff", "--cached", ctx.baseRef]);
+  await ctx.git.git(["add", "--all"]);
+  const diff = await ctx.git.git(["diff", "--cached", ctx.baseRef]);
   const prompt = [
     `${REVIEW_MARKER} '${ctx.task.id}'. The task:`,
     "",
@@ -641,11 +658,11 @@ export function parseReview(answer: string): string[] {
 }
 
 /** Commits what the agent changed to the task branch; returns the branch head, or null if it has no work. */
-async function commitWork(ctx: AttemptContext, note: string): Promise<string | null> {
-  await git(ctx.repoDir, ["add", "--all"]);
-  const staged = await gitRaw(ctx.repoDir, ["diff", "--cached", "--quiet"]);
+async function commitWork(ctx: RunningAttempt, note: string): Promise<string | null> {
+  await ctx.git.git(["add", "--all"]);
+  const staged = await ctx.git.raw(["diff", "--cached", "--quiet"]);
   if (staged.code !== 0) {
-    await git(ctx.repoDir, [
+    await ctx.git.git([
       "commit",
       "-q",
       "-m",
@@ -654,7 +671,7 @@ async function commitWork(ctx: AttemptContext, note: string): Promise<string | n
       `agentrelay task ${ctx.graph.name}/${ctx.task.id}`,
     ]);
   }
-  // The agent may have committed itself, and a retry starts from earlier attempts' commits.
-  const ahead = Number(await git(ctx.repoDir, ["rev-list", "--count", `${ctx.baseRef}..HEAD`]));
-  return ahead > 0 ? git(ctx.repoDir, ["rev-parse", "HEAD"]) : null;
+  // A retry starts from earlier attempts' commits (and locally, the agent may have committed itself).
+  const ahead = Number(await ctx.git.git(["rev-list", "--count", `${ctx.baseRef}..HEAD`]));
+  return ahead > 0 ? ctx.git.git(["rev-parse", "HEAD"]) : null;
 }
