@@ -13,7 +13,6 @@ import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { parseRunGraph } from "../protocol/run-source.ts";
 import { subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { buildPlan } from "../plan/plan.ts";
-import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
 import { AgentUnavailableError, checkAgent } from "../attempt/preflight.ts";
@@ -26,10 +25,12 @@ import {
   fetchBranches,
   finishJob,
   gitAuth,
+  giveAgentRepository,
   JobError,
   type JobOutcome,
   postJson,
   readInputs,
+  runnerCheckout,
   storedRun,
 } from "./job-io.ts";
 import { runResolutionJob } from "./resolution-job.ts";
@@ -108,6 +109,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const auth = gitAuth(token);
   const url = `${env.GITHUB_SERVER_URL || "https://github.com"}/${owner}/${repo}.git`;
   const mask = redactor([...secrets, ...Object.values(credentialEnv)]);
+  const checkout = runnerCheckout(repoDir, env);
   const job = {
     env,
     inputs,
@@ -116,6 +118,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     graph,
     repoDir,
     workDir,
+    checkout,
     auth,
     url,
     mask,
@@ -132,25 +135,25 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const integration = integrationBranch(graph.name, task.workstreamId);
   const defaultBranch = state.source.branch;
   core.startGroup("Check out the task branch");
-  await fetchBranches(repoDir, url, [integration, defaultBranch], auth);
+  await fetchBranches(checkout, url, [integration, defaultBranch], auth);
   const existing =
     (
-      await gitRaw(
-        repoDir,
+      await checkout.raw(
         ["fetch", "-q", "--no-tags", "origin", `+refs/heads/${branch}:refs/remotes/origin/${branch}`],
         undefined,
         auth,
       )
     ).code === 0;
   const fresh = inputs.attempt === 1 || !existing;
-  await git(repoDir, ["checkout", "-q", "-B", branch, fresh ? `origin/${integration}` : `origin/${branch}`]);
+  await checkout.git(["checkout", "-q", "-B", branch, fresh ? `origin/${integration}` : `origin/${branch}`]);
   core.info(fresh ? `${branch} starts from ${integration}` : `${branch} continues from the previous attempt`);
   // Agent configuration comes from the default branch, whatever the task branch holds.
   for (const path of AGENT_CONFIG_PATHS) {
-    await gitRaw(repoDir, ["rm", "-r", "-q", "--ignore-unmatch", "--", path]);
-    const onDefault = await git(repoDir, ["ls-tree", "--name-only", `origin/${defaultBranch}`, "--", path]);
-    if (onDefault) await git(repoDir, ["checkout", `origin/${defaultBranch}`, "--", path]);
+    await checkout.raw(["rm", "-r", "-q", "--ignore-unmatch", "--", path]);
+    const onDefault = await checkout.git(["ls-tree", "--name-only", `origin/${defaultBranch}`, "--", path]);
+    if (onDefault) await checkout.git(["checkout", `origin/${defaultBranch}`, "--", path]);
   }
+  await giveAgentRepository(checkout, branch);
   core.endGroup();
 
   // 4-8. The attempt itself (protocol files, Claude Code, in-job commands, gate, review, commit).
@@ -172,9 +175,9 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     const pushGrant = inputs.appUrl
       ? await tokenForPush({ token, expiresAt }, () => askPushToken(inputs.appUrl, attemptRequest, audience))
       : { token };
-    const push = await gitRaw(
-      repoDir,
-      ["push", "-q", ...(fresh ? ["--force"] : []), "origin", `HEAD:refs/heads/${branch}`],
+    // The commit the runner made and checked, from its own git directory: never the agent's HEAD.
+    const push = await checkout.raw(
+      ["push", "-q", ...(fresh ? ["--force"] : []), "origin", `${result.commit}:refs/heads/${branch}`],
       undefined,
       pushGrant.token === token ? auth : gitAuth(pushGrant.token),
     );

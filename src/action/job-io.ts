@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as core from "@actions/core";
-import { git, gitRaw } from "../attempt/git.ts";
+import { type CheckoutGit, git, inCheckout } from "../attempt/git.ts";
 import {
   type AttemptContext,
   type AttemptResult,
@@ -205,6 +205,8 @@ export interface Job {
   graph: Graph;
   repoDir: string;
   workDir: string;
+  /** Git in the checkout through the runner's own git directory (see runnerCheckout). */
+  checkout: CheckoutGit;
   /** Git's environment for the remote (the attempt's token, never on a command line). */
   auth: NodeJS.ProcessEnv;
   url: string;
@@ -213,17 +215,45 @@ export interface Job {
   started: number;
 }
 
-/** An empty repository whose `origin` is the job's, with these branches fetched as `origin/<name>`. */
+/**
+ * The job's checkout (`repoDir`, where the agent works) with the runner's own git directory beside
+ * it, outside the checkout and the agent's work directory: everything the runner does with git, from
+ * the first fetch to the push, goes through it, and it is sealed before the agent starts (git.ts).
+ */
+export function runnerCheckout(repoDir: string, env: NodeJS.ProcessEnv): CheckoutGit {
+  return inCheckout({
+    workTree: repoDir,
+    gitDir: mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), "agentrelay-git-")),
+  });
+}
+
+/** The runner's git directory, empty but for `origin` (the job's repository) and these branches as `origin/<name>`. */
 export async function fetchBranches(
-  repoDir: string,
+  checkout: CheckoutGit,
   url: string,
   branches: string[],
   auth: NodeJS.ProcessEnv,
 ): Promise<void> {
-  await git(repoDir, ["init", "-q"]);
-  await git(repoDir, ["remote", "add", "origin", url]);
+  await git(checkout.workTree, ["init", "-q", "--bare", checkout.gitDir]);
+  await checkout.git(["config", "core.bare", "false"]);
+  await checkout.git(["remote", "add", "origin", url]);
   const refspecs = [...new Set(branches)].map((b) => `+refs/heads/${b}:refs/remotes/origin/${b}`);
-  await git(repoDir, ["fetch", "-q", "--no-tags", "origin", ...refspecs], undefined, auth);
+  await checkout.git(["fetch", "-q", "--no-tags", "origin", ...refspecs], undefined, auth);
+}
+
+/**
+ * A repository of the agent's own in the checkout, on `branch` at the runner's HEAD, its objects
+ * borrowed from the runner's (read-only to the agent once sealed): the agent may use git as it likes
+ * there, and nothing it does to it reaches the runner, who commits the checkout's files as data.
+ */
+export async function giveAgentRepository(checkout: CheckoutGit, branch: string): Promise<void> {
+  const dir = checkout.workTree;
+  const head = await checkout.git(["rev-parse", "HEAD"]);
+  await git(dir, ["init", "-q"]);
+  writeFileSync(join(dir, ".git", "objects", "info", "alternates"), `${join(checkout.gitDir, "objects")}\n`);
+  await git(dir, ["update-ref", `refs/heads/${branch}`, head]);
+  await git(dir, ["symbolic-ref", "HEAD", `refs/heads/${branch}`]);
+  await git(dir, ["read-tree", "HEAD"]);
 }
 
 /**
@@ -243,6 +273,7 @@ export async function attemptInJob(
       graphText: state.source.text,
       attempt: inputs.attempt,
       repoDir: job.repoDir,
+      gitDir: { path: job.checkout.gitDir, seal: true },
       workDir: job.workDir,
       ...(state.source.params ? { params: state.source.params } : {}),
       claude: {
@@ -291,7 +322,7 @@ export async function finishJob(
     writeFileSync(join(dir, REPORT_FILE), JSON.stringify(report), { flag: "wx" });
     core.setOutput("report", join(dir, REPORT_FILE));
   }
-  await writeSummary(job.repoDir, inputs, result, pushed, Date.now() - job.started, capUsd);
+  await writeSummary(job.checkout, inputs, result, pushed, Date.now() - job.started, capUsd);
   core.setOutput("outcome", result.outcome);
   core.setOutput("cost-usd", result.costUsd.toFixed(4));
   core.setOutput("turns", String(result.turns));
@@ -301,7 +332,7 @@ export async function finishJob(
 }
 
 async function writeSummary(
-  repoDir: string,
+  checkout: CheckoutGit,
   inputs: Inputs,
   result: AttemptResult,
   pushed: boolean,
@@ -309,7 +340,10 @@ async function writeSummary(
   /** What the attempt was allowed to spend, when a budget applied. */
   capUsd: number | null,
 ): Promise<void> {
-  const stat = pushed ? (await gitRaw(repoDir, ["diff", "--stat", "HEAD~1", "HEAD"])).stdout.trim() : "";
+  const stat =
+    pushed && result.commit
+      ? (await checkout.raw(["diff", "--stat", `${result.commit}~1`, result.commit])).stdout.trim()
+      : "";
   const gates = result.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ") || "none";
   core.summary.addHeading(`agentrelay: ${inputs.task}, attempt ${inputs.attempt}`, 3).addTable([
     [
