@@ -21,7 +21,8 @@ import { sign } from "@octokit/webhooks-methods";
 import { zipSync } from "fflate";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { Probot } from "probot";
-import { agentrelayApp } from "../src/app/index.ts";
+import { agentrelayApp, reportSecretOf } from "../src/app/index.ts";
+import { REPORT_KEY_HEADER } from "../src/protocol/report.ts";
 import { agentrelayOctokit } from "../src/app/octokit.ts";
 import { appRequestHandler } from "../src/app/server.ts";
 import { reconcileRepository } from "../src/app/reconcile.ts";
@@ -231,7 +232,14 @@ export class Standin {
     if (!replica) return [502, { error: "no app replica is up" }];
     const response = await fetch(`${replica.url}${url.pathname}`, {
       method: req.method,
-      headers: { "content-type": "application/json", authorization: req.headers.authorization ?? "" },
+      // A load balancer passes the request's headers on (the runner's report key among them).
+      headers: {
+        "content-type": "application/json",
+        authorization: req.headers.authorization ?? "",
+        ...(typeof req.headers[REPORT_KEY_HEADER] === "string"
+          ? { [REPORT_KEY_HEADER]: req.headers[REPORT_KEY_HEADER] }
+          : {}),
+      },
       body: raw,
     }).catch(() => null);
     const answer: [number, unknown] = response
@@ -264,6 +272,8 @@ export class Standin {
     const app = agentrelayApp({
       config,
       verify: oidcVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience }),
+      // As every replica of the app derives it: from the private key they share.
+      reportSecret: reportSecretOf({ PRIVATE_KEY: this.privateKey }),
     });
     const handler = await appRequestHandler(probot, app, { secret: SECRET, log: () => {} });
     const server = createServer((req, res) => void handler(req, res));

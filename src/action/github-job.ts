@@ -54,14 +54,17 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   let token = inputs.token;
   /** When the app's token lapses (a job's own GITHUB_TOKEN lasts as long as the job). */
   let expiresAt = "";
+  let reportKey: string | null = null;
   const secrets = token ? [token] : [];
   if (inputs.appUrl) {
     const oidc = await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay");
     const grant = await postJson(`${inputs.appUrl}/agentrelay/token`, attemptRequest, oidc);
     token = String(grant.token);
     expiresAt = String(grant.expires_at);
+    reportKey = typeof grant.report_key === "string" ? grant.report_key : null;
     core.setSecret(token);
-    secrets.push(token, oidc);
+    if (reportKey) core.setSecret(reportKey);
+    secrets.push(token, oidc, ...(reportKey ? [reportKey] : []));
     core.info(
       `attempt ${inputs.attempt} of ${inputs.task} (${inputs.run}): ${String(grant.tier)} token until ${String(grant.expires_at)}`,
     );
@@ -119,6 +122,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     repoDir,
     workDir,
     checkout,
+    reportKey,
     auth,
     url,
     mask,
@@ -173,7 +177,9 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     // The first token may have lapsed while the agent worked: the push asks for its own then.
     const audience = env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay";
     const pushGrant = inputs.appUrl
-      ? await tokenForPush({ token, expiresAt }, () => askPushToken(inputs.appUrl, attemptRequest, audience))
+      ? await tokenForPush({ token, expiresAt }, () =>
+          askPushToken(inputs.appUrl, attemptRequest, audience, reportKey),
+        )
       : { token };
     // The commit the runner made and checked, from its own git directory: never the agent's HEAD.
     const push = await checkout.raw(

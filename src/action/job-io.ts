@@ -16,7 +16,7 @@ import {
   runAttempt,
 } from "../attempt/run-attempt.ts";
 import type { Graph } from "../graph/model.ts";
-import { type AttemptRequest, REPORT_FILE, toReport } from "../protocol/report.ts";
+import { type AttemptRequest, REPORT_FILE, REPORT_KEY_HEADER, toReport } from "../protocol/report.ts";
 import type { Octokit } from "@octokit/rest";
 import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
 import {
@@ -53,11 +53,16 @@ async function retried<T>(
  * errors (no status) and 5xx answers are tried again (a report is applied once however often it
  * arrives).
  */
-export function postJson(url: string, body: object, bearer: string): Promise<Record<string, unknown>> {
+export function postJson(
+  url: string,
+  body: object,
+  bearer: string,
+  headers: Record<string, string> = {},
+): Promise<Record<string, unknown>> {
   const post = async () => {
     const response = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
+      headers: { "content-type": "application/json", authorization: `Bearer ${bearer}`, ...headers },
       body: JSON.stringify(body),
     }).catch((error: unknown) => {
       throw new JobError(`${url} could not be reached: ${(error as Error).message}`);
@@ -75,6 +80,10 @@ export function postJson(url: string, body: object, bearer: string): Promise<Rec
 /** GitHub answers 5xx and 429 now and then: a read is tried again. */
 const githubRetryable = (status: number | undefined) =>
   status !== undefined && (status >= 500 || status === 429);
+
+/** The header that carries the report key, when the app gave one. */
+export const reportKeyHeader = (key: string | null): Record<string, string> =>
+  key ? { [REPORT_KEY_HEADER]: key } : {};
 
 /** The credential the workflow resolved from the secret the graph names, as Claude Code's variable. */
 export function anthropicEnv(env: NodeJS.ProcessEnv, credentialName: string | null): Record<string, string> {
@@ -207,6 +216,12 @@ export interface Job {
   workDir: string;
   /** Git in the checkout through the runner's own git directory (see runnerCheckout). */
   checkout: CheckoutGit;
+  /**
+   * The attempt's report key, handed out with its first token: kept in this process's memory only
+   * (never in the environment, a file or a child's arguments), it proves the push-token request and
+   * the report come from the runner.
+   */
+  reportKey: string | null;
   /** Git's environment for the remote (the attempt's token, never on a command line). */
   auth: NodeJS.ProcessEnv;
   url: string;
@@ -316,6 +331,7 @@ export async function finishJob(
       `${inputs.appUrl}/agentrelay/report`,
       report,
       await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay"),
+      reportKeyHeader(job.reportKey),
     );
   } else {
     const dir = mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), "agentrelay-report-"));

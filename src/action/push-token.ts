@@ -8,7 +8,7 @@
  */
 import * as core from "@actions/core";
 import type { AttemptRequest } from "../protocol/report.ts";
-import { postJson } from "./job-io.ts";
+import { postJson, reportKeyHeader } from "./job-io.ts";
 
 export interface Grant {
   token: string;
@@ -40,7 +40,13 @@ export async function askPushToken(
   appUrl: string,
   attempt: AttemptRequest,
   audience: string,
+  reportKey: string | null,
 ): Promise<Grant> {
-  const answer = await postJson(`${appUrl}/agentrelay/push-token`, attempt, await core.getIDToken(audience));
+  const answer = await postJson(
+    `${appUrl}/agentrelay/push-token`,
+    attempt,
+    await core.getIDToken(audience),
+    reportKeyHeader(reportKey),
+  );
   return { token: String(answer.token), expiresAt: String(answer.expires_at) };
 }

@@ -2,6 +2,8 @@
  * The agentrelay GitHub App (Probot): one handler per event family, the job endpoints and the
  * reconciler. It keeps nothing in memory between events: every handler reads the run from GitHub.
  */
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { ApplicationFunction, Probot } from "probot";
 import { type AppConfig, configFromEnv } from "../github/client.ts";
 import { oidcVerifier, type ActionsIdentity } from "../github/oidc.ts";
@@ -15,6 +17,19 @@ export interface AgentrelayAppOptions {
   config?: AppConfig;
   /** Verifies jobs' OIDC tokens (default: against GitHub's key set). */
   verify?: (token: string) => Promise<ActionsIdentity>;
+  /** What attempts' report keys derive from (default: the app's private key, see reportSecretOf). */
+  reportSecret?: string;
+}
+
+/**
+ * The secret attempts' report keys derive from: a hash of the app's private key, which every replica
+ * holds and which never leaves the app; without one (a test, a first start), a secret of this process.
+ */
+export function reportSecretOf(env: NodeJS.ProcessEnv): string {
+  const key = env.PRIVATE_KEY || (env.PRIVATE_KEY_PATH ? readFileSync(env.PRIVATE_KEY_PATH, "utf8") : "");
+  return key
+    ? createHash("sha256").update(`agentrelay report keys\n${key}`).digest("hex")
+    : randomBytes(32).toString("hex");
 }
 
 export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFunction {
@@ -26,6 +41,7 @@ export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFu
       audience: config.oidcAudience,
       ...(config.oidcIssuer ? { issuer: config.oidcIssuer } : {}),
     });
+  const reportSecret = options.reportSecret ?? reportSecretOf(process.env);
   return async (app: Probot, { addHandler }) => {
     let login: Promise<string> | null = null;
     // The app's own bot login, to tell its own actions from people's.
@@ -43,7 +59,7 @@ export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFu
       const ctx = repoContextOf(context.octokit, repository, config, (message) => context.log.info(message));
       return handlerOf(context.name, context.payload)!(ctx, context.payload as never, appLogin);
     });
-    addHandler(jobRoutes(app, { config, verify }));
+    addHandler(jobRoutes(app, { config, verify, reportSecret }));
   };
 }
 

@@ -8,10 +8,16 @@
  *   may outlast its first token's hour): only for the job that took the attempt's first token, only
  *   while the attempt runs. The agent never holds the job's OIDC credentials, so it cannot ask.
  * - POST /agentrelay/report: the attempt's result, from the job that took the token.
+ * The first token's answer also holds the attempt's report key (HMAC of the attempt and its job under
+ * the app's secret, so that any replica can check it without keeping it): push tokens and reports are
+ * answered only to a request that carries it. A process in the job that obtains an OIDC token (an
+ * agent's leftover, a planted git hook) can no longer take the first token, which is answered once,
+ * so it cannot report or push for the attempt.
  * A resolution attempt (protocol/resolution.ts) asks and reports the same way, with the token tier of
  * the task whose agent resolves.
  * The app's private key never leaves the app.
  */
+import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Probot } from "probot";
 import type { z } from "zod";
@@ -31,6 +37,7 @@ import {
   attemptReportSchema,
   type AttemptRequest,
   attemptRequestSchema,
+  REPORT_KEY_HEADER,
 } from "../protocol/report.ts";
 import { factsOfReport, subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { conflictOf } from "../engine/conflicts.ts";
@@ -66,6 +73,8 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 
 export interface JobRoutesOptions {
   config: AppConfig;
+  /** What attempts' report keys derive from: the same for every replica of the app (see app/index.ts). */
+  reportSecret: string;
   verify: (token: string) => Promise<ActionsIdentity>;
   now?: () => number;
 }
@@ -183,6 +192,30 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       );
   }
 
+  /** The report key of an attempt taken by the job `job`. */
+  const reportKey = (repository: string, request: AttemptRequest, job: string) =>
+    createHmac("sha256", options.reportSecret)
+      .update([repository, request.run, request.task, request.attempt, job].join("\n"))
+      .digest("base64url");
+
+  /** Refuses a request without the report key of the attempt (only the runner has it). */
+  function requireReportKey(
+    req: IncomingMessage,
+    { identity, request }: { identity: ActionsIdentity; request: AttemptRequest },
+  ): void {
+    const given = req.headers[REPORT_KEY_HEADER];
+    const expected = Buffer.from(reportKey(identity.repository, request, identity.runId));
+    if (
+      typeof given !== "string" ||
+      given.length !== expected.length ||
+      !timingSafeEqual(Buffer.from(given), expected)
+    )
+      throw new HttpError(
+        403,
+        `this request does not carry the report key of attempt ${request.attempt} of ${request.task}: only the runner that took the attempt's first token may push or report`,
+      );
+  }
+
   /** An installation token for the one repository, with exactly these permissions. */
   const mint = async (installationId: number, repo: string, permissions: Record<string, string>) =>
     (
@@ -230,6 +263,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       permissions: data.permissions ?? permissions,
       tier,
       state_version: started.version,
+      report_key: reportKey(identity.repository, request, job),
     };
   }
 
@@ -245,6 +279,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     // Bound to the job that took the attempt's first token (job_started recorded its run id).
     if (!own?.startedAt || own.job !== identity.runId)
       throw new HttpError(403, `attempt ${request.attempt} of ${request.task} has not taken its first token`);
+    requireReportKey(req, authenticated);
     const t = "task" in subject ? loaded.run.tasks[subject.task] : undefined;
     const running =
       "task" in subject ? t?.attempt === request.attempt && t.status === "running" : own.outcome === null;
@@ -264,6 +299,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     if (!ownedBy(loaded) && loaded.cached) loaded = (await driver.load(request.run, { fresh: true }))!;
     if (!ownedBy(loaded))
       throw new HttpError(403, `attempt ${request.attempt} of ${request.task} belongs to another job`);
+    requireReportKey(req, authenticated);
     const report = request as AttemptReport;
     const run = await driver.drive(request.run, factsOfReport(subject, report, now()), { loaded });
     const status =

@@ -17,6 +17,13 @@ export type AttemptRequest = z.infer<typeof attemptRequestSchema>;
 /** Workflow-only mode: the file the Action writes the report to, inside the run's report artifact. */
 export const REPORT_FILE = "report.json";
 
+/**
+ * The header with which the runner proves it is the runner: the key the app handed out with the
+ * attempt's first token (once per attempt), which the runner keeps in memory and gives no process.
+ * A push token and a report are answered only with it.
+ */
+export const REPORT_KEY_HEADER = "x-agentrelay-report-key";
+
 const text = z.string().max(20_000);
 
 /** What an attempt hands back, as the engine records it. */
