@@ -96,7 +96,11 @@ export async function git(
   input?: string,
   env?: NodeJS.ProcessEnv,
 ): Promise<string> {
-  const result = await gitRaw(cwd, args, input, env);
+  return ok(args, await gitRaw(cwd, args, input, env));
+}
+
+/** A command's trimmed output, or git's message as an error. */
+function ok(args: string[], result: GitResult): string {
   if (result.code !== 0)
     throw new GitError(`git ${args.join(" ")}: ${result.stderr.trim() || `exit ${result.code}`}`);
   return result.stdout.trim();
@@ -165,11 +169,35 @@ export function inCheckout(checkout: Checkout): CheckoutGit {
     `--git-dir=${checkout.gitDir}`,
     `--work-tree=${checkout.workTree}`,
   ];
+  const raw = async (args: string[], input?: string, env?: NodeJS.ProcessEnv) =>
+    gitRaw(
+      checkout.workTree,
+      [...where, ...(await withoutDrivers(checkout.workTree, where)), ...args],
+      input,
+      env,
+    );
   return {
     ...checkout,
-    git: (args, input, env) => git(checkout.workTree, [...where, ...args], input, env),
-    raw: (args, input, env) => gitRaw(checkout.workTree, [...where, ...args], input, env),
+    git: async (args, input, env) => ok(args, await raw(args, input, env)),
+    raw,
   };
+}
+
+/** Driver commands git could run for a path's attributes (a tree's .gitattributes is the agent's). */
+const DRIVER_COMMANDS = "^(filter|diff|merge)\\..+\\.(clean|smudge|process|driver|textconv|command)$";
+
+/**
+ * Options that empty every filter, diff and merge driver command the repository's configuration
+ * names: locally, an agent can write that configuration (its worktree's repository is the user's), and
+ * the attributes that select a driver come with the tree it wrote. Git then runs none of them: a
+ * filter is skipped, and a merge that would need a driver fails instead of running it.
+ */
+export async function withoutDrivers(cwd: string, where: string[] = []): Promise<string[]> {
+  const listed = await gitRaw(cwd, [...where, "config", "--name-only", "--get-regexp", DRIVER_COMMANDS]);
+  return listed.stdout
+    .split("\n")
+    .filter(Boolean)
+    .flatMap((key) => ["-c", `${key}=`]);
 }
 
 /** The user that owns a sealed git directory: nobody. */

@@ -6,7 +6,7 @@
  */
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { git, gitRaw, inCheckout } from "../attempt/git.ts";
+import { git, gitRaw, inCheckout, withoutDrivers } from "../attempt/git.ts";
 
 export async function branchExists(repo: string, branch: string): Promise<boolean> {
   return (await gitRaw(repo, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`])).code === 0;
@@ -103,7 +103,15 @@ export async function mergeBranch(
         ok: false,
         reason: `'${target}' is checked out at ${worktree} with uncommitted changes: commit or stash them, then run again`,
       };
-    const merged = await gitRaw(worktree, ["merge", "--no-ff", "--no-edit", "-m", message, source]);
+    const merged = await gitRaw(worktree, [
+      ...(await withoutDrivers(worktree)),
+      "merge",
+      "--no-ff",
+      "--no-edit",
+      "-m",
+      message,
+      source,
+    ]);
     if (merged.code !== 0) {
       const conflicts = (await git(worktree, ["diff", "--name-only", "--diff-filter=U"]))
         .split("\n")
@@ -114,7 +122,15 @@ export async function mergeBranch(
     return { ok: true, sha: await git(worktree, ["rev-parse", "HEAD"]) };
   }
   const old = await git(repo, ["rev-parse", `refs/heads/${target}`]);
-  const tree = await gitRaw(repo, ["merge-tree", "--write-tree", "--name-only", target, source]);
+  // The task branch's .gitattributes may name a merge driver its agent configured: none runs.
+  const tree = await gitRaw(repo, [
+    ...(await withoutDrivers(repo)),
+    "merge-tree",
+    "--write-tree",
+    "--name-only",
+    target,
+    source,
+  ]);
   if (tree.code !== 0) {
     // The tree, then the conflicted files, then a blank line and git's messages.
     const lines = tree.stdout.split("\n");
