@@ -3,6 +3,7 @@
  * is), what an attempt reports back, and the engine events a report stands for. The Action sends it,
  * the app checks it with these schemas, and local mode reads the attempt process's result with them.
  */
+import { MAX_USD } from "../graph/amount.ts";
 import { z } from "zod";
 import type { EngineEvent } from "../engine/types.ts";
 
@@ -38,7 +39,10 @@ export const attemptResultSchema = z.object({
   outputs: z
     .array(z.object({ path: z.string().max(1000), action: z.string().max(40), category: z.string().max(80) }))
     .max(1000),
-  costUsd: z.number().nonnegative(),
+  costUsd: z
+    .number()
+    .nonnegative()
+    .max(MAX_USD, { error: `a cost must be a number of US dollars from 0 to ${MAX_USD}` }),
   turns: z.number().int().nonnegative(),
   gates: z.array(z.object({ n: z.number().int().positive(), passed: z.boolean() })).max(100),
   /** The end of the last gate's output when the attempt failed on it (masked). */
