@@ -10,6 +10,7 @@
  * changed: the index, and the buckets of the tasks the round touched. The branch holds no workflow
  * files, so its commits start no runs.
  */
+import { StateDamageError } from "../protocol/state-check.ts";
 import { createHash } from "node:crypto";
 import type { Octokit } from "@octokit/rest";
 import type { StateStore, Versioned } from "../engine/store.ts";
@@ -19,6 +20,7 @@ import {
   HOSTED_PER_TASK,
   nextParts,
   partsOfRunFiles,
+  type StoredParts,
   RUN_FILES,
   type RunFiles,
   stateOfParts,
@@ -199,16 +201,29 @@ export class GitHubStateStore implements StateStore {
       legacy,
     });
     const target = data.repository.ref?.target;
-    const parts = target ? partsOfRunFiles(target) : null;
-    if (!target || !parts) return null;
+    if (!target) return null;
+    let parts: StoredParts | null;
+    let state: RunState;
+    try {
+      parts = partsOfRunFiles(target);
+      if (!parts) return null;
+      state = stateOfParts(parts, PER_TASK);
+    } catch (error) {
+      if (!(error instanceof StateDamageError)) throw error;
+      throw new StateDamageError(
+        error.part,
+        `of run ${run} ${error.problem} (${dir}/${error.part} on the branch ${stateBranch(graph)} at ${target.oid.slice(0, 12)}): nothing was changed; restore ${dir}/ from an earlier commit of that branch (git log -p -- ${dir}) and push it`,
+      );
+    }
     return {
       version: target.oid,
       buckets: parts.buckets,
       index: parts.index,
-      bucketTexts: parts.bucketTexts,
+      // Checked whole above: every bucket is there.
+      bucketTexts: parts.bucketTexts as string[],
       members: null,
       graph: parts.graphText !== null ? { text: parts.graphText, key: parts.graphKey ?? "" } : null,
-      state: null,
+      state,
       lent: false,
     };
   }

@@ -11,6 +11,7 @@
  * Runs stored before (one `run-<n>.json` document) still load, and are rewritten in this layout by
  * their next write.
  */
+import { checkIndex, checkTaskMap, parsePart, StateDamageError } from "./state-check.ts";
 import type { RunState } from "../engine/types.ts";
 
 export const TASKS_PER_BUCKET = 32;
@@ -166,17 +167,36 @@ export function layoutOf(text: string): { version: 2; buckets: number } | null {
   return m ? { version: 2, buckets: Number(m[1]) } : null;
 }
 
-/** A state from its index and bucket texts. */
+/** The layout of a run.json, which must have one with at least one bucket. */
+export function indexLayout(text: string): { version: 2; buckets: number } {
+  const layout = layoutOf(text);
+  if (!layout) throw new StateDamageError("run.json", "does not start with its layout ($layout, version 2)");
+  if (layout.buckets < 1) throw new StateDamageError("run.json", "says the run has no task buckets");
+  return layout;
+}
+
+/**
+ * A state from its index and bucket texts, each checked as it is read (state-check.ts): a damaged or
+ * missing part is a StateDamageError naming it, never a state read half.
+ */
 export function joinState<S extends RunState>(
   index: string,
-  buckets: Iterable<string>,
+  buckets: Iterable<string | null>,
   perTask: PerTaskMaps,
 ): S {
-  const state = JSON.parse(index) as S & { [LAYOUT_KEY]?: unknown };
+  const state = parsePart("run.json", index) as S & { [LAYOUT_KEY]?: unknown };
   delete state[LAYOUT_KEY];
+  checkIndex("run.json", state as unknown as Record<string, unknown>);
+  let bucket = 0;
   for (const text of buckets) {
-    const maps = JSON.parse(text) as Record<string, Record<string, unknown>>;
-    for (const path of perTask) Object.assign(at(state, path) ?? {}, maps[path.join(".")]);
+    const part = bucketPath(bucket++);
+    const maps = parsePart(part, text);
+    for (const path of perTask) {
+      const name = path.join(".");
+      const into = at(state, path);
+      const map = checkTaskMap(part, name, maps[name]);
+      if (into) Object.assign(into, map);
+    }
   }
   return state;
 }
@@ -186,7 +206,8 @@ export interface StoredParts {
   /** Bucket count, or 0 for the earlier format's one document (then `index` is that document). */
   buckets: number;
   index: string;
-  bucketTexts: string[];
+  /** null: the bucket is not there (damage, never an empty bucket). */
+  bucketTexts: (string | null)[];
   /** The pinned graph text, where the host stores one (the GitHub app does). */
   graphText: string | null;
   /** Names the pinned graph's content (its blob id), where known. */
@@ -195,7 +216,13 @@ export interface StoredParts {
 
 /** The state the parts make, with the pinned graph text put back into its source where there is one. */
 export function stateOfParts<S extends RunState>(parts: StoredParts, perTask: PerTaskMaps): S {
-  if (parts.buckets === 0) return JSON.parse(parts.index) as S;
+  if (parts.buckets === 0) {
+    // The earlier format's one document.
+    const state = parsePart("the run's document", parts.index);
+    checkIndex("the run's document", state);
+    checkTaskMap("the run's document", "tasks", state.tasks);
+    return state as unknown as S;
+  }
   const state = joinState<S>(parts.index, parts.bucketTexts, perTask);
   const source = (state as { source?: { text?: string } }).source;
   if (source && parts.graphText !== null) source.text = parts.graphText;
@@ -225,7 +252,8 @@ export interface RunFiles {
 export function partsOfRunFiles(files: RunFiles): StoredParts | null {
   const entries = files.dir?.object?.entries;
   const index = entries?.find((f) => f.name === "run.json")?.object?.text;
-  const layout = index ? layoutOf(index) : null;
+  if (entries && index == null) throw new StateDamageError("run.json", "is missing from the run's directory");
+  const layout = index ? indexLayout(index) : null;
   if (entries && index && layout) {
     const graph = entries.find((f) => f.name === "graph.yaml");
     const buckets = new Map(
@@ -237,7 +265,7 @@ export function partsOfRunFiles(files: RunFiles): StoredParts | null {
     return {
       buckets: layout.buckets,
       index,
-      bucketTexts: Array.from({ length: layout.buckets }, (_, b) => buckets.get(bucketPath(b)) ?? "{}"),
+      bucketTexts: Array.from({ length: layout.buckets }, (_, b) => buckets.get(bucketPath(b)) ?? null),
       graphText: graph?.object?.text ?? null,
       graphKey: graph?.oid ?? null,
     };
