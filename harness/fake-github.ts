@@ -494,6 +494,12 @@ export class FakeGitHub {
         },
       ];
     });
+    this.route("GET", "REPO\\/issues", (_m, _b, q) => [
+      200,
+      this.issues
+        .filter((i) => !q.get("state") || q.get("state") === "all" || i.state === q.get("state"))
+        .map((i) => ({ number: i.number, title: i.title, body: i.body, state: i.state })),
+    ]);
     this.route("POST", "REPO\\/issues", (_m, body) => {
       const n = this.issues.length + this.pulls.length + 1;
       this.issues.push({

@@ -10,6 +10,7 @@
  * changed: the index, and the buckets of the tasks the round touched. The branch holds no workflow
  * files, so its commits start no runs.
  */
+import { RunStateDamageError } from "./damage.ts";
 import { StateDamageError } from "../protocol/state-check.ts";
 import { createHash } from "node:crypto";
 import type { Octokit } from "@octokit/rest";
@@ -190,7 +191,7 @@ export class GitHubStateStore implements StateStore {
     return this.loaded(entry, false);
   }
 
-  /** Reads a run's parts at the branch head, in either format. */
+  /** Reads a run's parts at the branch head, in either format, checked whole (state-check.ts). */
   private async read(run: string): Promise<Entry | null> {
     const { graph, dir, legacy } = runFolder(run);
     const data = await this.graphql<RunRead>(READ_RUN, {
@@ -210,8 +211,9 @@ export class GitHubStateStore implements StateStore {
       state = stateOfParts(parts, PER_TASK);
     } catch (error) {
       if (!(error instanceof StateDamageError)) throw error;
-      throw new StateDamageError(
-        error.part,
+      throw new RunStateDamageError(
+        error,
+        { run, version: target.oid, trackingIssue: trackingIssueOf(target) },
         `of run ${run} ${error.problem} (${dir}/${error.part} on the branch ${stateBranch(graph)} at ${target.oid.slice(0, 12)}): nothing was changed; restore ${dir}/ from an earlier commit of that branch (git log -p -- ${dir}) and push it`,
       );
     }
@@ -379,5 +381,17 @@ export class GitHubStateStore implements StateStore {
       throw error;
     }
     return commit.sha;
+  }
+}
+
+/** The tracking issue a run's record names, if its run.json can still be read that far. */
+function trackingIssueOf(files: RunFiles): number | null {
+  const index = files.dir?.object?.entries?.find((f) => f.name === "run.json")?.object?.text;
+  try {
+    const issue = (JSON.parse(index ?? "null") as { github?: { trackingIssue?: unknown } } | null)?.github
+      ?.trackingIssue;
+    return typeof issue === "number" ? issue : null;
+  } catch {
+    return null;
   }
 }
