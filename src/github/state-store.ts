@@ -25,6 +25,7 @@ import {
   RUN_FILES,
   type RunFiles,
   stateOfParts,
+  wholeRunFiles,
 } from "../protocol/state-layout.ts";
 import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
 
@@ -158,6 +159,16 @@ export class GitHubStateStore implements StateStore {
     return body.data!;
   }
 
+  /** A blob's whole text, by the git blobs API (up to 100 MB; GraphQL cuts texts at 512,000 bytes). */
+  private async blobText(oid: string): Promise<string> {
+    const { data } = await this.octokit.request("GET /repos/{owner}/{repo}/git/blobs/{file_sha}", {
+      owner: this.owner,
+      repo: this.repo,
+      file_sha: oid,
+    });
+    return Buffer.from(data.content, "base64").toString("utf8");
+  }
+
   private key(run: string): string {
     return `${this.owner}/${this.repo}/${run}`;
   }
@@ -206,7 +217,7 @@ export class GitHubStateStore implements StateStore {
     let parts: StoredParts | null;
     let state: RunState;
     try {
-      parts = partsOfRunFiles(target);
+      parts = partsOfRunFiles(await wholeRunFiles(target, (oid) => this.blobText(oid)));
       if (!parts) return null;
       state = stateOfParts(parts, PER_TASK);
     } catch (error) {

@@ -232,21 +232,61 @@ export function stateOfParts<S extends RunState>(parts: StoredParts, perTask: Pe
 /**
  * The GraphQL selection of a run's files in a commit (GitHub's API), with `$dir` = `run-<n>` and
  * `$legacy` = `run-<n>.json`: the app reads it at the branch head, the task Action at the commit it
- * was dispatched at. Both read the answer with partsOfRunFiles.
+ * was dispatched at. Both complete it with wholeRunFiles, then read it with partsOfRunFiles.
+ * GitHub cuts `Blob.text` at 512,000 bytes and says so in `isTruncated`
+ * (https://docs.github.com/en/graphql/reference/objects#blob): every blob is asked with its flag and id.
  */
 export const RUN_FILES = `dir: file(path: $dir) { object { ... on Tree { entries { name oid object {
-  ... on Blob { text } ... on Tree { entries { name object { ... on Blob { text } } } } } } } } }
-  legacy: file(path: $legacy) { object { ... on Blob { text } } }`;
+  ... on Blob { text isTruncated } ... on Tree { entries { name oid object { ... on Blob { text isTruncated } } } } } } } } }
+  legacy: file(path: $legacy) { oid object { ... on Blob { text isTruncated } } }`;
 
 interface FileEntry {
   name: string;
   oid?: string;
-  object: { text?: string | null; entries?: FileEntry[] } | null;
+  object: { text?: string | null; isTruncated?: boolean; entries?: FileEntry[] } | null;
 }
 
 export interface RunFiles {
   dir?: { object: { entries?: FileEntry[] } | null } | null;
-  legacy?: { object: { text?: string | null } | null } | null;
+  legacy?: { oid?: string; object: { text?: string | null; isTruncated?: boolean } | null } | null;
+}
+
+/**
+ * The run's files with every blob GitHub cut read whole by its id (`readBlob`: the git blobs API,
+ * up to 100 MB); a blob that cannot be read whole is damage that names it, never a cut text.
+ */
+export async function wholeRunFiles(
+  files: RunFiles,
+  readBlob: (oid: string) => Promise<string>,
+): Promise<RunFiles> {
+  const whole = async (
+    path: string,
+    oid: string | undefined,
+    object: { text?: string | null; isTruncated?: boolean },
+  ) => {
+    if (!object.isTruncated) return;
+    if (!oid)
+      throw new StateDamageError(path, "was cut by GitHub's GraphQL API and has no id to read it whole by");
+    try {
+      object.text = await readBlob(oid);
+      object.isTruncated = false;
+    } catch (error) {
+      throw new StateDamageError(
+        path,
+        `was cut by GitHub's GraphQL API and could not be read whole: ${(error as Error).message}`,
+      );
+    }
+  };
+  const walk = async (entries: FileEntry[] | undefined, prefix: string): Promise<void> => {
+    for (const entry of entries ?? []) {
+      if (!entry.object) continue;
+      await whole(`${prefix}${entry.name}`, entry.oid, entry.object);
+      await walk(entry.object.entries, `${prefix}${entry.name}/`);
+    }
+  };
+  await walk(files.dir?.object?.entries, "");
+  if (files.legacy?.object) await whole("the run's document", files.legacy.oid, files.legacy.object);
+  return files;
 }
 
 export function partsOfRunFiles(files: RunFiles): StoredParts | null {
