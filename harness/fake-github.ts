@@ -9,6 +9,7 @@ import type { RunSource } from "../src/protocol/run-source.ts";
 import { createHash } from "node:crypto";
 import nock from "nock";
 import { HOSTED_PER_TASK, partsOfRunFiles, stateOfParts } from "../src/protocol/state-layout.ts";
+import { overLimit } from "./fake-limits.ts";
 import { checkRequest } from "./openapi.ts";
 import { type BranchMap, MemoryStore, type RepoStore } from "./repo-store.ts";
 
@@ -33,7 +34,7 @@ export interface RecordedCall {
   status: number;
 }
 
-type Reply = [number, unknown?];
+export type Reply = [number, unknown?];
 
 /** A redirect GitHub answers with (an artifact's download: 302 to its blob); servers send `Location`. */
 export class Redirect {
@@ -65,7 +66,7 @@ export const GRAPHQL_BLOB_TEXT_BYTES = 512_000;
 export class FakeGitHub {
   readonly owner = "octo";
   /** GitHub's limits the fake enforces; a test that needs one off says so. */
-  readonly limits = { blobText: true };
+  readonly limits = { blobText: true, requests: true };
   /** Blob texts by id, as the fake has served them (for the git blobs API). */
   private readonly blobs = new Map<string, string>();
   readonly repo = "demo";
@@ -185,6 +186,13 @@ export class FakeGitHub {
       this.violations.push((error as Error).message);
       this.calls.push({ ...call, path: url, status: 422 });
       return [422, { message: (error as Error).message }];
+    }
+    const over = this.limits.requests ? overLimit(method, call.path, body) : null;
+    if (over) {
+      // The app cuts every text to fit (github/limits.ts): a request past a limit is a defect, seen here.
+      this.violations.push(`${method} ${call.path}: ${JSON.stringify(over[1])}`);
+      this.calls.push({ ...call, path: url, status: over[0] });
+      return over;
     }
     for (const [m, pattern, route] of this.routes) {
       if (m !== method) continue;

@@ -6,8 +6,10 @@
  */
 
 export const LIMITS = {
-  /** Issue, PR and comment bodies; check-run summaries and texts (characters). */
+  /** Issue, PR and comment bodies (characters). */
   body: 65_536,
+  /** Check-run output summaries and texts (characters): one less than a comment's, as GitHub's OpenAPI says. */
+  checkText: 65_535,
   /** Issue and PR titles (characters). */
   title: 256,
   /** Check-run output titles and annotation titles (characters). */
@@ -56,8 +58,8 @@ export function withinLimits(params: Record<string, unknown>): void {
     { title?: string; summary?: string; text?: string; annotations?: Annotation[] } | undefined;
   if (output && typeof output === "object") {
     if (typeof output.title === "string") output.title = fit(output.title, LIMITS.checkTitle);
-    if (typeof output.summary === "string") output.summary = fit(output.summary, LIMITS.body);
-    if (typeof output.text === "string") output.text = fit(output.text, LIMITS.body);
+    if (typeof output.summary === "string") output.summary = fit(output.summary, LIMITS.checkText);
+    if (typeof output.text === "string") output.text = fit(output.text, LIMITS.checkText);
     if (Array.isArray(output.annotations)) {
       output.annotations = output.annotations.slice(0, LIMITS.annotations).map((a) => ({
         ...a,
