@@ -81,9 +81,18 @@ export async function checkOutput(
   from: string,
   to: string,
   taggedPaths: readonly TaggedPath[],
+  /** Where the commits are when not in `repoDir` (the runner's git directory: runner-git.ts). */
+  gitEnv?: NodeJS.ProcessEnv,
 ): Promise<OutputFindings> {
-  const diff = await git(repoDir, ["diff", "--no-color", "--no-renames", "--no-ext-diff", "-U0", from, to]);
-  const changed = (await git(repoDir, ["diff", "--no-renames", "--name-only", "-z", from, to]))
+  const diff = await git(
+    repoDir,
+    ["diff", "--no-color", "--no-renames", "--no-ext-diff", "--no-textconv", "-U0", from, to],
+    undefined,
+    gitEnv,
+  );
+  const changed = (
+    await git(repoDir, ["diff", "--no-renames", "--no-ext-diff", "--name-only", "-z", from, to], undefined, gitEnv)
+  )
     .split("\0")
     .filter(Boolean);
   const blocking = await secretsIn(diff);

@@ -11,7 +11,6 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import { MIN_ATTEMPT_USD, usd } from "../engine/budget.ts";
 import type { Graph, Task } from "../graph/model.ts";
-import { git, gitRaw } from "./git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
 import type { AttemptReportResult } from "../protocol/report.ts";
 import { runBounded } from "./bounded.ts";
@@ -30,6 +29,7 @@ import { agentText, redactor, secretValues } from "./redact.ts";
 import { type Egress, egressLines, type EgressMode, startEgress } from "./egress/egress.ts";
 import { readSignals, writeSignalShims } from "./signals.ts";
 import { checkOutput } from "./output-checks.ts";
+import { type AttemptStart, attemptStart, pointCheckoutAt, stageWorkTree, withRunnerRepo } from "./runner-git.ts";
 import { OUTPUT_REVIEW_MODEL, outputReviewPrompt, parseOutputReview } from "./output-review.ts";
 
 export interface PeerArtifacts {
@@ -399,17 +399,20 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
 
   // Where the attempt's own work begins (with what the runner staged, such as the agent configuration
   // it restored): what the output checks compare with, and where a blocked attempt returns.
-  const startHead = await git(ctx.repoDir, ["rev-parse", "HEAD"]);
-  await git(ctx.repoDir, ["add", "--all"]);
-  const startTree = await git(ctx.repoDir, ["write-tree"]);
+  // From here on the agent may have written the checkout's .git: the runner's git works in a git
+  // directory of its own (runner-git.ts), with these ids captured before the agent starts.
+  const start = await attemptStart(ctx.repoDir, ctx.baseRef);
+  const startTree = start.tree;
 
   /** The output checks (and the output review, when the graph asks for it) on the attempt's commits. */
   const checkBeforeLanding = async (commit: string, succeeded: boolean): Promise<string[]> => {
-    const found = await checkOutput(ctx.repoDir, startTree, commit, ctx.task.taggedPaths);
+    const { found, diff } = await withRunnerRepo(start.objects, null, async (repo) => ({
+      found: await checkOutput(ctx.repoDir, startTree, commit, ctx.task.taggedPaths, repo.env),
+      diff: await repo.run(["diff", "--no-color", "--no-ext-diff", "--no-textconv", startTree, commit]),
+    }));
     reviewConcerns.push(...found.concerns);
     const settings = ctx.graph.settings.outputReview;
     if (found.blocking.length > 0 || !settings || !succeeded) return found.blocking;
-    const diff = await git(ctx.repoDir, ["diff", "--no-color", startTree, commit]);
     const answer = await runClaudeCode({
       bin: ctx.claude.bin,
       cwd: ctx.repoDir,
@@ -444,7 +447,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     let noPr = signals.done?.noPr ?? false;
     let commit: string | null = null;
     if (outcome === "succeeded" && !noPr) {
-      commit = await commitWork(ctx, "");
+      commit = await commitWork(ctx, start, "");
       if (commit === null) {
         noPr = true;
         if (signals.done)
@@ -454,15 +457,18 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       }
     } else if (outcome === "failed") {
       // Kept on the task branch (no PR is opened), so that a retry continues from this work.
-      commit = await commitWork(ctx, " (failed)");
+      commit = await commitWork(ctx, start, " (failed)");
     }
     if (commit !== null) {
       const blocking = await checkBeforeLanding(commit, outcome === "succeeded");
       if (blocking.length > 0) {
         // Nothing of this attempt lands: the branch returns to where it started, and the attempt fails.
         for (const finding of blocking) ctx.log(`output check: ${finding}`);
-        await git(ctx.repoDir, ["reset", "-q", "--hard", startHead]);
-        await git(ctx.repoDir, ["read-tree", "-u", "--reset", startTree]);
+        await withRunnerRepo(start.objects, ctx.repoDir, async (repo) => {
+          await repo.run(["read-tree", commit!]);
+          await repo.run(["read-tree", "-u", "--reset", startTree]);
+        });
+        await pointCheckoutAt(ctx.repoDir, start, start.head, startTree);
         outcome = "failed";
         reason = `the output checks blocked the push: ${blocking.join("; ")}`;
         commit = null;
@@ -561,7 +567,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
 
   // Self-review: a second pass reads the diff; its findings go back to the agent once, then become concerns.
   if (ctx.task.review && ctx.attempt >= ctx.task.review.reviewOnAttempt) {
-    const first = await review(ctx, env, ctx.task.review.agent.model);
+    const first = await review(ctx, start, env, ctx.task.review.agent.model);
     turns += first.turns;
     costUsd += first.costUsd;
     if (first.findings.length > 0) {
@@ -578,7 +584,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       session = fix.sessionId ?? session;
       const again = await gateLoop();
       if (again) return finish("failed", again);
-      const second = await review(ctx, env, ctx.task.review.agent.model);
+      const second = await review(ctx, start, env, ctx.task.review.agent.model);
       turns += second.turns;
       costUsd += second.costUsd;
       reviewConcerns.push(...second.findings.map((f) => `review: ${f}`));
@@ -592,11 +598,14 @@ const REVIEW_MARKER = "You are reviewing the work of task";
 /** One review pass: a fresh, read-only session that answers APPROVE or CHANGES with findings. */
 async function review(
   ctx: RunningAttempt,
+  start: AttemptStart,
   env: NodeJS.ProcessEnv,
   model: string | null,
 ): Promise<{ findings: string[]; turns: number; costUsd: number }> {
-  await git(ctx.repoDir, ["add", "--all"]);
-  const diff = await git(ctx.repoDir, ["diff", "--cached", ctx.baseRef]);
+  const diff = await withRunnerRepo(start.objects, ctx.repoDir, async (repo) => {
+    await stageWorkTree(repo, start.head);
+    return repo.run(["diff", "--cached", "--no-ext-diff", "--no-textconv", start.base]);
+  });
   const prompt = [
     `${REVIEW_MARKER} '${ctx.task.id}'. The task:`,
     "",
@@ -640,21 +649,30 @@ export function parseReview(answer: string): string[] {
   return findings.length > 0 ? findings : ["the reviewer asked for changes without listing them"];
 }
 
-/** Commits what the agent changed to the task branch; returns the branch head, or null if it has no work. */
-async function commitWork(ctx: AttemptContext, note: string): Promise<string | null> {
-  await git(ctx.repoDir, ["add", "--all"]);
-  const staged = await gitRaw(ctx.repoDir, ["diff", "--cached", "--quiet"]);
-  if (staged.code !== 0) {
-    await git(ctx.repoDir, [
-      "commit",
-      "-q",
-      "-m",
-      `${ctx.task.id}: attempt ${ctx.attempt}${note}`,
-      "-m",
-      `agentrelay task ${ctx.graph.name}/${ctx.task.id}`,
-    ]);
-  }
-  // The agent may have committed itself, and a retry starts from earlier attempts' commits.
-  const ahead = Number(await git(ctx.repoDir, ["rev-list", "--count", `${ctx.baseRef}..HEAD`]));
-  return ahead > 0 ? git(ctx.repoDir, ["rev-parse", "HEAD"]) : null;
+/**
+ * Commits what the agent changed to the task branch, in the runner's own git directory: the tree on
+ * disk on top of where the attempt started (commits the agent made itself are taken as their tree).
+ * Returns the branch head, or null if the branch has no work of the task.
+ */
+async function commitWork(ctx: AttemptContext, start: AttemptStart, note: string): Promise<string | null> {
+  const { commit, ahead } = await withRunnerRepo(start.objects, ctx.repoDir, async (repo) => {
+    const tree = await stageWorkTree(repo, start.head);
+    const changed = tree !== (await repo.run(["rev-parse", `${start.head}^{tree}`]));
+    const commit = changed
+      ? await repo.run([
+          "commit-tree",
+          tree,
+          "-p",
+          start.head,
+          "-m",
+          `${ctx.task.id}: attempt ${ctx.attempt}${note}`,
+          "-m",
+          `agentrelay task ${ctx.graph.name}/${ctx.task.id}`,
+        ])
+      : start.head;
+    // A retry starts from earlier attempts' commits: those are the task's work too.
+    return { commit, ahead: Number(await repo.run(["rev-list", "--count", `${start.base}..${commit}`])) };
+  });
+  await pointCheckoutAt(ctx.repoDir, start, commit);
+  return ahead > 0 ? commit : null;
 }
