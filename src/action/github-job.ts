@@ -15,6 +15,7 @@ import { subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
+import { objectStoreOf, pushCommit } from "../attempt/runner-git.ts";
 import { redactor } from "../attempt/redact.ts";
 import { AgentUnavailableError, checkAgent } from "../attempt/preflight.ts";
 import { failedAttempt } from "../attempt/run-attempt.ts";
@@ -153,6 +154,9 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   }
   core.endGroup();
 
+  // The object store, named before the agent runs: the push reads its objects, never its .git otherwise.
+  const objects = await objectStoreOf(repoDir);
+
   // 4-8. The attempt itself (protocol files, Claude Code, in-job commands, gate, review, commit).
   const { inputFiles, peers } = handoff(state, task);
   let result = await attemptInJob(job, `Claude Code: ${task.id}`, {
@@ -172,10 +176,12 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     const pushGrant = inputs.appUrl
       ? await tokenForPush({ token, expiresAt }, () => askPushToken(inputs.appUrl, attemptRequest, audience))
       : { token };
-    const push = await gitRaw(
-      repoDir,
-      ["push", "-q", ...(fresh ? ["--force"] : []), "origin", `HEAD:refs/heads/${branch}`],
-      undefined,
+    const push = await pushCommit(
+      objects,
+      url,
+      result.commit,
+      `refs/heads/${branch}`,
+      fresh,
       pushGrant.token === token ? auth : gitAuth(pushGrant.token),
     );
     if (push.code !== 0) {
@@ -195,5 +201,5 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   }
 
   const capUsd = state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capUsd ?? null;
-  return finishJob(job, result, pushed, capUsd);
+  return finishJob({ ...job, objects }, result, pushed, capUsd);
 }

@@ -7,7 +7,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as core from "@actions/core";
-import { git, gitRaw } from "../attempt/git.ts";
+import { git } from "../attempt/git.ts";
+import { withRunnerRepo } from "../attempt/runner-git.ts";
 import {
   type AttemptContext,
   type AttemptResult,
@@ -211,6 +212,8 @@ export interface Job {
   mask: (text: string) => string;
   credentialEnv: Record<string, string>;
   started: number;
+  /** The checkout's object store, named before the agent ran (runner-git.ts). */
+  objects?: string;
 }
 
 /** An empty repository whose `origin` is the job's, with these branches fetched as `origin/<name>`. */
@@ -291,7 +294,7 @@ export async function finishJob(
     writeFileSync(join(dir, REPORT_FILE), JSON.stringify(report), { flag: "wx" });
     core.setOutput("report", join(dir, REPORT_FILE));
   }
-  await writeSummary(job.repoDir, inputs, result, pushed, Date.now() - job.started, capUsd);
+  await writeSummary(job.objects ?? null, inputs, result, pushed, Date.now() - job.started, capUsd);
   core.setOutput("outcome", result.outcome);
   core.setOutput("cost-usd", result.costUsd.toFixed(4));
   core.setOutput("turns", String(result.turns));
@@ -301,7 +304,8 @@ export async function finishJob(
 }
 
 async function writeSummary(
-  repoDir: string,
+  /** The checkout's object store (the runner reads its objects, not its .git), when the attempt ran. */
+  objects: string | null,
   inputs: Inputs,
   result: AttemptResult,
   pushed: boolean,
@@ -309,7 +313,15 @@ async function writeSummary(
   /** What the attempt was allowed to spend, when a budget applied. */
   capUsd: number | null,
 ): Promise<void> {
-  const stat = pushed ? (await gitRaw(repoDir, ["diff", "--stat", "HEAD~1", "HEAD"])).stdout.trim() : "";
+  const commit = result.commit;
+  const stat =
+    pushed && objects && commit
+      ? await withRunnerRepo(objects, null, async (repo) =>
+          (
+            await repo.raw(["diff", "--stat", "--no-ext-diff", "--no-textconv", `${commit}~1`, commit])
+          ).stdout.trim(),
+        )
+      : "";
   const gates = result.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ") || "none";
   core.summary.addHeading(`agentrelay: ${inputs.task}, attempt ${inputs.attempt}`, 3).addTable([
     [

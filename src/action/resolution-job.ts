@@ -5,7 +5,8 @@
  * so that a person who pushed meanwhile wins (the push is refused and the engine merges again).
  */
 import * as core from "@actions/core";
-import { gitRaw, git } from "../attempt/git.ts";
+import { git } from "../attempt/git.ts";
+import { objectStoreOf, pushCommit } from "../attempt/runner-git.ts";
 import { failedAttempt } from "../attempt/run-attempt.ts";
 import { conflictOf } from "../engine/conflicts.ts";
 import { buildPlan } from "../plan/plan.ts";
@@ -30,6 +31,7 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
   await fetchBranches(repoDir, job.url, [resolver.branch, resolver.target, defaultBranch], auth);
   await git(repoDir, ["checkout", "-q", "-B", resolver.branch, `origin/${resolver.branch}`]);
   core.endGroup();
+  const objects = await objectStoreOf(repoDir);
 
   const capUsd = conflictOf(state, subject)?.resolutions[inputs.attempt - 1]?.capUsd ?? null;
   let result = await attemptInJob(job, `Claude Code: resolving ${resolver.branch} with ${resolver.target}`, {
@@ -49,10 +51,12 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
 
   let pushed = false;
   if (result.outcome === "succeeded" && result.commit) {
-    const push = await gitRaw(
-      repoDir,
-      ["push", "-q", "origin", `HEAD:refs/heads/${resolver.branch}`],
-      undefined,
+    const push = await pushCommit(
+      objects,
+      job.url,
+      result.commit,
+      `refs/heads/${resolver.branch}`,
+      false,
       auth,
     );
     if (push.code === 0) pushed = true;
@@ -66,5 +70,5 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
         conflicted: result.conflicted,
       };
   }
-  return finishJob(job, result, pushed, capUsd);
+  return finishJob({ ...job, objects }, result, pushed, capUsd);
 }

@@ -91,7 +91,12 @@ export async function checkOutput(
     gitEnv,
   );
   const changed = (
-    await git(repoDir, ["diff", "--no-renames", "--no-ext-diff", "--name-only", "-z", from, to], undefined, gitEnv)
+    await git(
+      repoDir,
+      ["diff", "--no-renames", "--no-ext-diff", "--name-only", "-z", from, to],
+      undefined,
+      gitEnv,
+    )
   )
     .split("\0")
     .filter(Boolean);

@@ -29,7 +29,13 @@ import { agentText, redactor, secretValues } from "./redact.ts";
 import { type Egress, egressLines, type EgressMode, startEgress } from "./egress/egress.ts";
 import { readSignals, writeSignalShims } from "./signals.ts";
 import { checkOutput } from "./output-checks.ts";
-import { type AttemptStart, attemptStart, pointCheckoutAt, stageWorkTree, withRunnerRepo } from "./runner-git.ts";
+import {
+  type AttemptStart,
+  attemptStart,
+  pointCheckoutAt,
+  stageWorkTree,
+  withRunnerRepo,
+} from "./runner-git.ts";
 import { OUTPUT_REVIEW_MODEL, outputReviewPrompt, parseOutputReview } from "./output-review.ts";
 
 export interface PeerArtifacts {

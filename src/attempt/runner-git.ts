@@ -36,7 +36,11 @@ export async function runnerRepo(objectsDir: string, workTree: string | null): P
   // No template: no sample hooks, no info/exclude of anyone's.
   await git(gitDir, ["init", "-q", "--bare", "--template=", gitDir]);
   if (workTree) await git(gitDir, ["--git-dir", gitDir, "config", "core.bare", "false"]);
-  const env = { GIT_DIR: gitDir, GIT_OBJECT_DIRECTORY: objectsDir, ...(workTree ? { GIT_WORK_TREE: workTree } : {}) };
+  const env = {
+    GIT_DIR: gitDir,
+    GIT_OBJECT_DIRECTORY: objectsDir,
+    ...(workTree ? { GIT_WORK_TREE: workTree } : {}),
+  };
   const raw = (args: string[], input?: string, extra: NodeJS.ProcessEnv = {}) =>
     gitRaw(workTree ?? gitDir, args, input, { ...env, ...extra });
   return {
@@ -95,10 +99,11 @@ export interface AttemptStart {
   objects: string;
 }
 
-export async function attemptStart(repoDir: string, baseRef: string): Promise<AttemptStart> {
+/** `stage`: what is on disk is staged first (an attempt's start); otherwise the tree is the head's. */
+export async function attemptStart(repoDir: string, baseRef: string, stage = true): Promise<AttemptStart> {
   const head = await git(repoDir, ["rev-parse", "HEAD"]);
-  await git(repoDir, ["add", "--all"]);
-  const tree = await git(repoDir, ["write-tree"]);
+  if (stage) await git(repoDir, ["add", "--all"]);
+  const tree = await git(repoDir, stage ? ["write-tree"] : ["rev-parse", `${head}^{tree}`]);
   const base = await git(repoDir, ["rev-parse", "--verify", `${baseRef}^{commit}`]);
   const ref = (await gitRaw(repoDir, ["symbolic-ref", "-q", "HEAD"])).stdout.trim() || null;
   return { head, tree, base, ref, objects: await objectStoreOf(repoDir) };
@@ -120,4 +125,21 @@ export async function pointCheckoutAt(
     await git(repoDir, ["symbolic-ref", "HEAD", start.ref]);
   } else await git(repoDir, ["update-ref", "--no-deref", "HEAD", commit]);
   await git(repoDir, ["read-tree", tree]);
+}
+
+/**
+ * Pushes `commit` to `ref` at `url` from a new runner repository over `objects`: the URL is the
+ * runner's (no insteadOf of anyone's), and the token reaches this one git only, through `auth`.
+ */
+export async function pushCommit(
+  objects: string,
+  url: string,
+  commit: string,
+  ref: string,
+  force: boolean,
+  auth: NodeJS.ProcessEnv,
+): Promise<GitResult> {
+  return withRunnerRepo(objects, null, (repo) =>
+    repo.raw(["push", "-q", ...(force ? ["--force"] : []), url, `${commit}:${ref}`], undefined, auth),
+  );
 }
