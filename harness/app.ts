@@ -11,6 +11,7 @@ import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import nock from "nock";
 import { Probot } from "probot";
 import { agentrelayApp } from "../src/app/index.ts";
+import { SIGNATURE_HEADER, signBody } from "../src/protocol/attempt-key.ts";
 import { agentrelayOctokit } from "../src/app/octokit.ts";
 import { appRequestHandler } from "../src/app/server.ts";
 import { DEFAULT_CONFIG, type AppConfig } from "../src/github/client.ts";
@@ -34,10 +35,12 @@ export interface Harness {
   /** Commits files to main (a graph, its params) and delivers the push; the new commit. */
   pushGraph(path: string, text: string, extra?: Record<string, string>): Promise<string>;
   oidc(claims?: Record<string, unknown>): Promise<string>;
+  /** A job's request; `key` (the attempt's report key) signs the body as the runner does. */
   call(
     path: string,
     body: unknown,
     token: string | null,
+    key?: unknown,
   ): Promise<{ status: number; body: Record<string, unknown> }>;
   close(): Promise<void>;
 }
@@ -139,14 +142,16 @@ export async function startApp(
         .setExpirationTime("5m")
         .sign(jwtPrivate);
     },
-    async call(path, body, token) {
+    async call(path, body, token, key) {
+      const text = typeof body === "string" ? body : JSON.stringify(body);
       const response = await fetch(`${url}${path}`, {
         method: "POST",
         headers: {
           "content-type": "application/json",
           ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...(typeof key === "string" ? { [SIGNATURE_HEADER]: signBody(key, text) } : {}),
         },
-        body: typeof body === "string" ? body : JSON.stringify(body),
+        body: text,
       });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     },
@@ -282,6 +287,7 @@ export async function runJob(
       },
     },
     oidc,
+    token.body.report_key,
   );
   return { token: token.body, report };
 }

@@ -263,6 +263,8 @@ export class Standin {
     });
     const app = agentrelayApp({
       config,
+      // Every replica derives the same report keys, as replicas sharing the app's private key do.
+      attemptSecret: this.privateKey,
       verify: oidcVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience }),
     });
     const handler = await appRequestHandler(probot, app, { secret: SECRET, log: () => {} });

@@ -54,12 +54,20 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   let token = inputs.token;
   /** When the app's token lapses (a job's own GITHUB_TOKEN lasts as long as the job). */
   let expiresAt = "";
+  /** Signs the push-token request and the report: kept in this variable only. */
+  let reportKey: string | undefined;
   const secrets = token ? [token] : [];
   if (inputs.appUrl) {
     const oidc = await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay");
     const grant = await postJson(`${inputs.appUrl}/agentrelay/token`, attemptRequest, oidc);
     token = String(grant.token);
     expiresAt = String(grant.expires_at);
+    if (typeof grant.report_key !== "string" || !grant.report_key)
+      throw new JobError(
+        `${inputs.appUrl} gave no report key with the attempt's token: update the agentrelay app to the Action's version`,
+      );
+    reportKey = grant.report_key;
+    core.setSecret(reportKey);
     core.setSecret(token);
     secrets.push(token, oidc);
     core.info(
@@ -122,6 +130,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     mask,
     credentialEnv,
     started,
+    ...(reportKey ? { reportKey } : {}),
   };
   if (unavailable !== null)
     return finishJob(job, { ...failedAttempt(unavailable), agentUnavailable: true }, false, null);
@@ -174,7 +183,9 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     // The first token may have lapsed while the agent worked: the push asks for its own then.
     const audience = env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay";
     const pushGrant = inputs.appUrl
-      ? await tokenForPush({ token, expiresAt }, () => askPushToken(inputs.appUrl, attemptRequest, audience))
+      ? await tokenForPush({ token, expiresAt }, () =>
+          askPushToken(inputs.appUrl, attemptRequest, audience, reportKey),
+        )
       : { token };
     const push = await pushCommit(
       objects,

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import * as core from "@actions/core";
 import { git } from "../attempt/git.ts";
 import { withRunnerRepo } from "../attempt/runner-git.ts";
+import { SIGNATURE_HEADER, signBody } from "../protocol/attempt-key.ts";
 import {
   type AttemptContext,
   type AttemptResult,
@@ -54,12 +55,20 @@ async function retried<T>(
  * errors (no status) and 5xx answers are tried again (a report is applied once however often it
  * arrives).
  */
-export function postJson(url: string, body: object, bearer: string): Promise<Record<string, unknown>> {
+/** POSTs JSON to the app; `key` (the attempt's report key, in memory only) signs the body. */
+export function postJson(
+  url: string,
+  body: object,
+  bearer: string,
+  key?: string,
+): Promise<Record<string, unknown>> {
+  const text = JSON.stringify(body);
+  const signature: Record<string, string> = key ? { [SIGNATURE_HEADER]: signBody(key, text) } : {};
   const post = async () => {
     const response = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
-      body: JSON.stringify(body),
+      headers: { "content-type": "application/json", authorization: `Bearer ${bearer}`, ...signature },
+      body: text,
     }).catch((error: unknown) => {
       throw new JobError(`${url} could not be reached: ${(error as Error).message}`);
     });
@@ -214,6 +223,11 @@ export interface Job {
   started: number;
   /** The checkout's object store, named before the agent ran (runner-git.ts). */
   objects?: string;
+  /**
+   * The attempt's report key, from the app's first answer: in this process's memory only (never an
+   * environment, a file or a child's argument), so that only the runner can report (attempt-key.ts).
+   */
+  reportKey?: string;
 }
 
 /** An empty repository whose `origin` is the job's, with these branches fetched as `origin/<name>`. */
@@ -288,6 +302,7 @@ export async function finishJob(
       `${inputs.appUrl}/agentrelay/report`,
       report,
       await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay"),
+      job.reportKey,
     );
   } else {
     const dir = mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), "agentrelay-report-"));

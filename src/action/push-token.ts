@@ -40,7 +40,10 @@ export async function askPushToken(
   appUrl: string,
   attempt: AttemptRequest,
   audience: string,
+  /** The attempt's report key: the app gives a push token only to a request signed with it. */
+  reportKey?: string,
 ): Promise<Grant> {
-  const answer = await postJson(`${appUrl}/agentrelay/push-token`, attempt, await core.getIDToken(audience));
+  const oidc = await core.getIDToken(audience);
+  const answer = await postJson(`${appUrl}/agentrelay/push-token`, attempt, oidc, reportKey);
   return { token: String(answer.token), expiresAt: String(answer.expires_at) };
 }

@@ -8,6 +8,9 @@
  *   may outlast its first token's hour): only for the job that took the attempt's first token, only
  *   while the attempt runs. The agent never holds the job's OIDC credentials, so it cannot ask.
  * - POST /agentrelay/report: the attempt's result, from the job that took the token.
+ * The first token's answer carries the attempt's report key (protocol/attempt-key.ts): the push-token
+ * request and the report must be signed with it, so that only the runner, not any process in its job
+ * that fetched an OIDC token, can ask or report.
  * A resolution attempt (protocol/resolution.ts) asks and reports the same way, with the token tier of
  * the task whose agent resolves.
  * The app's private key never leaves the app.
@@ -34,6 +37,7 @@ import {
 } from "../protocol/report.ts";
 import { factsOfReport, subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { conflictOf } from "../engine/conflicts.ts";
+import { attemptKey, SIGNATURE_HEADER, signatureMatches } from "../protocol/attempt-key.ts";
 import type { EngineEvent } from "../engine/types.ts";
 
 type Subject = NonNullable<ReturnType<typeof subjectOfInput>>;
@@ -49,7 +53,7 @@ class HttpError extends Error {
   }
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+async function readJson(req: IncomingMessage): Promise<{ raw: string; json: unknown }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -57,8 +61,9 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
     if (size > MAX_BODY) throw new HttpError(413, "the request body is too large");
     chunks.push(chunk as Buffer);
   }
+  const raw = Buffer.concat(chunks).toString("utf8");
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return { raw, json: JSON.parse(raw) };
   } catch {
     throw new HttpError(400, "the request body is not JSON");
   }
@@ -66,6 +71,8 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 
 export interface JobRoutesOptions {
   config: AppConfig;
+  /** The app's secret the attempts' report keys are derived from (protocol/attempt-key.ts). */
+  attemptSecret: string;
   verify: (token: string) => Promise<ActionsIdentity>;
   now?: () => number;
 }
@@ -108,7 +115,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     const header = req.headers.authorization ?? "";
     if (!header.startsWith("Bearer "))
       throw new HttpError(401, "an OIDC token is required (Authorization: Bearer)");
-    const body = await readJson(req);
+    const { raw, json: body } = await readJson(req);
     const identity = await options.verify(header.slice("Bearer ".length)).catch((error: unknown) => {
       throw error instanceof OidcError ? new HttpError(401, error.message) : error;
     });
@@ -136,7 +143,17 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     }
     const subject = subjectOfInput(loaded.engine.plan, request.task);
     if (!subject) throw new HttpError(404, `no task ${request.task} in run ${request.run}`);
-    return { identity, request, ctx, installationId, driver, subject, loaded };
+    const signature = req.headers[SIGNATURE_HEADER];
+    return {
+      identity,
+      request,
+      ctx,
+      installationId,
+      driver,
+      subject,
+      loaded,
+      body: { raw, signature: typeof signature === "string" ? signature : undefined },
+    };
   }
 
   type Authenticated = Awaited<ReturnType<typeof authenticate<typeof attemptRequestSchema>>>;
@@ -182,6 +199,37 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
         `this job's run ${identity.runId} was not dispatched for attempt ${request.attempt} of ${request.task}`,
       );
   }
+
+  /** The attempt's report key, from what job_started recorded (the same on every replica). */
+  const keyOf = (
+    identity: ActionsIdentity,
+    request: AttemptRequest,
+    record: { job?: string | null; startedAt?: number | null },
+  ) =>
+    attemptKey(options.attemptSecret, {
+      repository: identity.repository,
+      run: request.run,
+      task: request.task,
+      attempt: request.attempt,
+      job: record.job ?? "",
+      startedAt: record.startedAt ?? 0,
+    });
+
+  /**
+   * Only the runner signs with the attempt's key: a process in the job that fetched the OIDC token
+   * itself holds no key, and what it sends changes nothing.
+   */
+  const requireRunner = (
+    { identity, request, body }: Authenticated,
+    record: { job?: string | null; startedAt?: number | null },
+    what: string,
+  ) => {
+    if (!signatureMatches(keyOf(identity, request, record), body.raw, body.signature))
+      throw new HttpError(
+        403,
+        `${what} for attempt ${request.attempt} of ${request.task} is not signed with the attempt's report key: only its runner may send it`,
+      );
+  };
 
   /** An installation token for the one repository, with exactly these permissions. */
   const mint = async (installationId: number, repo: string, permissions: Record<string, string>) =>
@@ -230,6 +278,8 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       permissions: data.permissions ?? permissions,
       tier,
       state_version: started.version,
+      // Only in this answer, which is given once per attempt.
+      report_key: keyOf(identity, request, recordOf(started.state, subject, attempt)!),
     };
   }
 
@@ -249,6 +299,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     const running =
       "task" in subject ? t?.attempt === request.attempt && t.status === "running" : own.outcome === null;
     if (!running) throw new HttpError(409, `attempt ${request.attempt} of ${request.task} is not running`);
+    requireRunner(authenticated, own, "the push-token request");
     if (tierOfInput(loaded.engine.plan, request.task) === "read_only")
       throw new HttpError(403, `${request.task} is a read_only task: its attempts push nothing`);
     const permissions = { contents: "write", metadata: "read" } as const;
@@ -264,6 +315,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     if (!ownedBy(loaded) && loaded.cached) loaded = (await driver.load(request.run, { fresh: true }))!;
     if (!ownedBy(loaded))
       throw new HttpError(403, `attempt ${request.attempt} of ${request.task} belongs to another job`);
+    requireRunner(authenticated, recordOf(loaded.run, subject, request.attempt)!, "the report");
     const report = request as AttemptReport;
     const run = await driver.drive(request.run, factsOfReport(subject, report, now()), { loaded });
     const status =

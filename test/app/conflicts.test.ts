@@ -86,6 +86,7 @@ describe("a resolution job through the app", () => {
             "/agentrelay/report",
             { run: "overlap/1", task: "resolve-integration@right", attempt: 1, result },
             oidc,
+            own.body.report_key,
           ),
         );
     expect((await report(a.runId)).status).toBe(403);

@@ -168,22 +168,36 @@ describe("job endpoints", () => {
     await h.pushGraph(".workflow/tiers.yaml", TIERS);
     const byTask = Object.fromEntries(h.gh.dispatches.map((d) => [d.inputs.task, d]));
     const writer = byTask.writer!;
-    const ask = async (task: string, runId: number) =>
+    const keys: Record<string, unknown> = {};
+    const ask = async (task: string, runId: number, key: unknown = keys[task]) =>
       h.call(
         "/agentrelay/push-token",
         { run: "tiers/1", task, attempt: 1 },
         await h.oidc({ run_id: String(runId) }),
+        key,
       );
     // Before the attempt took its first token, there is nothing to renew.
     expect((await ask("writer", writer.runId)).body.error).toBe(
       "attempt 1 of writer has not taken its first token",
     );
-    await h.call(
-      "/agentrelay/token",
-      { run: "tiers/1", task: "writer", attempt: 1 },
-      await h.oidc({ run_id: String(writer.runId) }),
-    );
+    keys.writer = (
+      await h.call(
+        "/agentrelay/token",
+        { run: "tiers/1", task: "writer", attempt: 1 },
+        await h.oidc({ run_id: String(writer.runId) }),
+      )
+    ).body.report_key;
     const minted = h.gh.tokens.length;
+    // The job's OIDC token alone is not enough: only the runner holds the attempt's report key.
+    for (const key of [null, "not-the-key"])
+      expect(await ask("writer", writer.runId, key)).toMatchObject({
+        status: 403,
+        body: {
+          error:
+            "the push-token request for attempt 1 of writer is not signed with the attempt's report key: only its runner may send it",
+        },
+      });
+    expect(h.gh.tokens.length).toBe(minted);
     // Asked again at push time (any number of times while the attempt runs): a token that only pushes.
     for (let i = 0; i < 2; i++) {
       const again = await ask("writer", writer.runId);
@@ -201,11 +215,13 @@ describe("job endpoints", () => {
       `attempt 1 of writer belongs to workflow run ${writer.runId}, not to this job's run ${byTask.reader!.runId}`,
     );
     // A read_only task pushes nothing, so it gets no push token.
-    await h.call(
-      "/agentrelay/token",
-      { run: "tiers/1", task: "reader", attempt: 1 },
-      await h.oidc({ run_id: String(byTask.reader!.runId) }),
-    );
+    keys.reader = (
+      await h.call(
+        "/agentrelay/token",
+        { run: "tiers/1", task: "reader", attempt: 1 },
+        await h.oidc({ run_id: String(byTask.reader!.runId) }),
+      )
+    ).body.report_key;
     expect((await ask("reader", byTask.reader!.runId)).status).toBe(403);
     // Once the attempt has reported, it is over: no token outlives it.
     expect((await runJob(h, byTask.admin!)).report.status).toBe(200);
