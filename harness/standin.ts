@@ -29,6 +29,7 @@ import { DEFAULT_CONFIG, type GitHubClient } from "../src/github/client.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
 import { REPORT_ARTIFACT, REPORT_STEP } from "../src/github/reports.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
+import { SIGNATURE_HEADER } from "../src/protocol/attempt-key.ts";
 import { REPORT_FILE } from "../src/protocol/report.ts";
 import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
 import { graphOf, pushPayload, repository, user } from "./app.ts";
@@ -231,7 +232,13 @@ export class Standin {
     if (!replica) return [502, { error: "no app replica is up" }];
     const response = await fetch(`${replica.url}${url.pathname}`, {
       method: req.method,
-      headers: { "content-type": "application/json", authorization: req.headers.authorization ?? "" },
+      headers: {
+        "content-type": "application/json",
+        authorization: req.headers.authorization ?? "",
+        ...(typeof req.headers[SIGNATURE_HEADER] === "string"
+          ? { [SIGNATURE_HEADER]: req.headers[SIGNATURE_HEADER] }
+          : {}),
+      },
       body: raw,
     }).catch(() => null);
     const answer: [number, unknown] = response
