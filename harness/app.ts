@@ -10,11 +10,11 @@ import { sign } from "@octokit/webhooks-methods";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import nock from "nock";
 import { Probot } from "probot";
-import { agentrelayApp } from "../src/app/index.ts";
-import { SIGNATURE_HEADER, signBody } from "../src/protocol/attempt-key.ts";
+import { agentrelayApp, reportSecretOf } from "../src/app/index.ts";
 import { agentrelayOctokit } from "../src/app/octokit.ts";
 import { appRequestHandler } from "../src/app/server.ts";
 import { DEFAULT_CONFIG, type AppConfig } from "../src/github/client.ts";
+import { REPORT_KEY_HEADER } from "../src/protocol/report.ts";
 import { parseRunGraph, type RunSource } from "../src/protocol/run-source.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
@@ -35,12 +35,11 @@ export interface Harness {
   /** Commits files to main (a graph, its params) and delivers the push; the new commit. */
   pushGraph(path: string, text: string, extra?: Record<string, string>): Promise<string>;
   oidc(claims?: Record<string, unknown>): Promise<string>;
-  /** A job's request; `key` (the attempt's report key) signs the body as the runner does. */
   call(
     path: string,
     body: unknown,
     token: string | null,
-    key?: unknown,
+    headers?: Record<string, string>,
   ): Promise<{ status: number; body: Record<string, unknown> }>;
   close(): Promise<void>;
 }
@@ -88,6 +87,7 @@ export async function startApp(
   const app = agentrelayApp({
     config: appConfig,
     verify: oidcVerifier({ issuer: ISSUER, audience: appConfig.oidcAudience }),
+    reportSecret: reportSecretOf({ PRIVATE_KEY: privateKey }),
   });
   const handler = await appRequestHandler(probot, app, {
     secret: WEBHOOK_SECRET,
@@ -142,16 +142,15 @@ export async function startApp(
         .setExpirationTime("5m")
         .sign(jwtPrivate);
     },
-    async call(path, body, token, key) {
-      const text = typeof body === "string" ? body : JSON.stringify(body);
+    async call(path, body, token, headers = {}) {
       const response = await fetch(`${url}${path}`, {
         method: "POST",
         headers: {
           "content-type": "application/json",
           ...(token ? { authorization: `Bearer ${token}` } : {}),
-          ...(typeof key === "string" ? { [SIGNATURE_HEADER]: signBody(key, text) } : {}),
+          ...headers,
         },
-        body: text,
+        body: typeof body === "string" ? body : JSON.stringify(body),
       });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     },
@@ -234,6 +233,11 @@ export function graphOf(source: RunSource): ReturnType<typeof parseRunGraph> {
   return graph;
 }
 
+/** The report key header of a token's answer, as the runner sends it with its push-token request and report. */
+export const keyOf = (grant: Record<string, unknown>): Record<string, string> => ({
+  [REPORT_KEY_HEADER]: String(grant.report_key),
+});
+
 export async function runJob(
   h: Harness,
   dispatch: { inputs: Record<string, string>; runId: number },
@@ -287,7 +291,7 @@ export async function runJob(
       },
     },
     oidc,
-    token.body.report_key,
+    keyOf(token.body),
   );
   return { token: token.body, report };
 }

@@ -21,7 +21,8 @@ import { sign } from "@octokit/webhooks-methods";
 import { zipSync } from "fflate";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { Probot } from "probot";
-import { agentrelayApp } from "../src/app/index.ts";
+import { agentrelayApp, reportSecretOf } from "../src/app/index.ts";
+import { REPORT_KEY_HEADER } from "../src/protocol/report.ts";
 import { agentrelayOctokit } from "../src/app/octokit.ts";
 import { appRequestHandler } from "../src/app/server.ts";
 import { reconcileRepository } from "../src/app/reconcile.ts";
@@ -29,7 +30,6 @@ import { DEFAULT_CONFIG, type GitHubClient } from "../src/github/client.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
 import { REPORT_ARTIFACT, REPORT_STEP } from "../src/github/reports.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
-import { SIGNATURE_HEADER } from "../src/protocol/attempt-key.ts";
 import { REPORT_FILE } from "../src/protocol/report.ts";
 import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
 import { graphOf, pushPayload, repository, user } from "./app.ts";
@@ -232,11 +232,12 @@ export class Standin {
     if (!replica) return [502, { error: "no app replica is up" }];
     const response = await fetch(`${replica.url}${url.pathname}`, {
       method: req.method,
+      // A load balancer passes the request's headers on (the runner's report key among them).
       headers: {
         "content-type": "application/json",
         authorization: req.headers.authorization ?? "",
-        ...(typeof req.headers[SIGNATURE_HEADER] === "string"
-          ? { [SIGNATURE_HEADER]: req.headers[SIGNATURE_HEADER] }
+        ...(typeof req.headers[REPORT_KEY_HEADER] === "string"
+          ? { [REPORT_KEY_HEADER]: req.headers[REPORT_KEY_HEADER] }
           : {}),
       },
       body: raw,
@@ -270,9 +271,9 @@ export class Standin {
     });
     const app = agentrelayApp({
       config,
-      // Every replica derives the same report keys, as replicas sharing the app's private key do.
-      attemptSecret: this.privateKey,
       verify: oidcVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience }),
+      // As every replica of the app derives it: from the private key they share.
+      reportSecret: reportSecretOf({ PRIVATE_KEY: this.privateKey }),
     });
     const handler = await appRequestHandler(probot, app, { secret: SECRET, log: () => {} });
     const server = createServer((req, res) => void handler(req, res));

@@ -13,9 +13,7 @@ import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { parseRunGraph } from "../protocol/run-source.ts";
 import { subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { buildPlan } from "../plan/plan.ts";
-import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
-import { objectStoreOf, pushCommit } from "../attempt/runner-git.ts";
 import { redactor } from "../attempt/redact.ts";
 import { AgentUnavailableError, checkAgent } from "../attempt/preflight.ts";
 import { failedAttempt } from "../attempt/run-attempt.ts";
@@ -27,10 +25,12 @@ import {
   fetchBranches,
   finishJob,
   gitAuth,
+  giveAgentRepository,
   JobError,
   type JobOutcome,
   postJson,
   readInputs,
+  runnerCheckout,
   storedRun,
 } from "./job-io.ts";
 import { runResolutionJob } from "./resolution-job.ts";
@@ -54,22 +54,17 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   let token = inputs.token;
   /** When the app's token lapses (a job's own GITHUB_TOKEN lasts as long as the job). */
   let expiresAt = "";
-  /** Signs the push-token request and the report: kept in this variable only. */
-  let reportKey: string | undefined;
+  let reportKey: string | null = null;
   const secrets = token ? [token] : [];
   if (inputs.appUrl) {
     const oidc = await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay");
     const grant = await postJson(`${inputs.appUrl}/agentrelay/token`, attemptRequest, oidc);
     token = String(grant.token);
     expiresAt = String(grant.expires_at);
-    if (typeof grant.report_key !== "string" || !grant.report_key)
-      throw new JobError(
-        `${inputs.appUrl} gave no report key with the attempt's token: update the agentrelay app to the Action's version`,
-      );
-    reportKey = grant.report_key;
-    core.setSecret(reportKey);
+    reportKey = typeof grant.report_key === "string" ? grant.report_key : null;
     core.setSecret(token);
-    secrets.push(token, oidc);
+    if (reportKey) core.setSecret(reportKey);
+    secrets.push(token, oidc, ...(reportKey ? [reportKey] : []));
     core.info(
       `attempt ${inputs.attempt} of ${inputs.task} (${inputs.run}): ${String(grant.tier)} token until ${String(grant.expires_at)}`,
     );
@@ -117,6 +112,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const auth = gitAuth(token);
   const url = `${env.GITHUB_SERVER_URL || "https://github.com"}/${owner}/${repo}.git`;
   const mask = redactor([...secrets, ...Object.values(credentialEnv)]);
+  const checkout = runnerCheckout(repoDir, env);
   const job = {
     env,
     inputs,
@@ -125,12 +121,13 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     graph,
     repoDir,
     workDir,
+    checkout,
+    reportKey,
     auth,
     url,
     mask,
     credentialEnv,
     started,
-    ...(reportKey ? { reportKey } : {}),
   };
   if (unavailable !== null)
     return finishJob(job, { ...failedAttempt(unavailable), agentUnavailable: true }, false, null);
@@ -142,29 +139,26 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const integration = integrationBranch(graph.name, task.workstreamId);
   const defaultBranch = state.source.branch;
   core.startGroup("Check out the task branch");
-  await fetchBranches(repoDir, url, [integration, defaultBranch], auth);
+  await fetchBranches(checkout, url, [integration, defaultBranch], auth);
   const existing =
     (
-      await gitRaw(
-        repoDir,
+      await checkout.raw(
         ["fetch", "-q", "--no-tags", "origin", `+refs/heads/${branch}:refs/remotes/origin/${branch}`],
         undefined,
         auth,
       )
     ).code === 0;
   const fresh = inputs.attempt === 1 || !existing;
-  await git(repoDir, ["checkout", "-q", "-B", branch, fresh ? `origin/${integration}` : `origin/${branch}`]);
+  await checkout.git(["checkout", "-q", "-B", branch, fresh ? `origin/${integration}` : `origin/${branch}`]);
   core.info(fresh ? `${branch} starts from ${integration}` : `${branch} continues from the previous attempt`);
   // Agent configuration comes from the default branch, whatever the task branch holds.
   for (const path of AGENT_CONFIG_PATHS) {
-    await gitRaw(repoDir, ["rm", "-r", "-q", "--ignore-unmatch", "--", path]);
-    const onDefault = await git(repoDir, ["ls-tree", "--name-only", `origin/${defaultBranch}`, "--", path]);
-    if (onDefault) await git(repoDir, ["checkout", `origin/${defaultBranch}`, "--", path]);
+    await checkout.raw(["rm", "-r", "-q", "--ignore-unmatch", "--", path]);
+    const onDefault = await checkout.git(["ls-tree", "--name-only", `origin/${defaultBranch}`, "--", path]);
+    if (onDefault) await checkout.git(["checkout", `origin/${defaultBranch}`, "--", path]);
   }
+  await giveAgentRepository(checkout, branch);
   core.endGroup();
-
-  // The object store, named before the agent runs: the push reads its objects, never its .git otherwise.
-  const objects = await objectStoreOf(repoDir);
 
   // 4-8. The attempt itself (protocol files, Claude Code, in-job commands, gate, review, commit).
   const { inputFiles, peers } = handoff(state, task);
@@ -187,12 +181,10 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
           askPushToken(inputs.appUrl, attemptRequest, audience, reportKey),
         )
       : { token };
-    const push = await pushCommit(
-      objects,
-      url,
-      result.commit,
-      `refs/heads/${branch}`,
-      fresh,
+    // The commit the runner made and checked, from its own git directory: never the agent's HEAD.
+    const push = await checkout.raw(
+      ["push", "-q", ...(fresh ? ["--force"] : []), "origin", `${result.commit}:refs/heads/${branch}`],
+      undefined,
       pushGrant.token === token ? auth : gitAuth(pushGrant.token),
     );
     if (push.code !== 0) {
@@ -212,5 +204,5 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   }
 
   const capUsd = state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capUsd ?? null;
-  return finishJob({ ...job, objects }, result, pushed, capUsd);
+  return finishJob(job, result, pushed, capUsd);
 }

@@ -7,9 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as core from "@actions/core";
-import { git } from "../attempt/git.ts";
-import { withRunnerRepo } from "../attempt/runner-git.ts";
-import { SIGNATURE_HEADER, signBody } from "../protocol/attempt-key.ts";
+import { type CheckoutGit, git, inCheckout } from "../attempt/git.ts";
 import {
   type AttemptContext,
   type AttemptResult,
@@ -18,7 +16,7 @@ import {
   runAttempt,
 } from "../attempt/run-attempt.ts";
 import type { Graph } from "../graph/model.ts";
-import { type AttemptRequest, REPORT_FILE, toReport } from "../protocol/report.ts";
+import { type AttemptRequest, REPORT_FILE, REPORT_KEY_HEADER, toReport } from "../protocol/report.ts";
 import type { Octokit } from "@octokit/rest";
 import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
 import {
@@ -55,20 +53,17 @@ async function retried<T>(
  * errors (no status) and 5xx answers are tried again (a report is applied once however often it
  * arrives).
  */
-/** POSTs JSON to the app; `key` (the attempt's report key, in memory only) signs the body. */
 export function postJson(
   url: string,
   body: object,
   bearer: string,
-  key?: string,
+  headers: Record<string, string> = {},
 ): Promise<Record<string, unknown>> {
-  const text = JSON.stringify(body);
-  const signature: Record<string, string> = key ? { [SIGNATURE_HEADER]: signBody(key, text) } : {};
   const post = async () => {
     const response = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${bearer}`, ...signature },
-      body: text,
+      headers: { "content-type": "application/json", authorization: `Bearer ${bearer}`, ...headers },
+      body: JSON.stringify(body),
     }).catch((error: unknown) => {
       throw new JobError(`${url} could not be reached: ${(error as Error).message}`);
     });
@@ -85,6 +80,10 @@ export function postJson(
 /** GitHub answers 5xx and 429 now and then: a read is tried again. */
 const githubRetryable = (status: number | undefined) =>
   status !== undefined && (status >= 500 || status === 429);
+
+/** The header that carries the report key, when the app gave one. */
+export const reportKeyHeader = (key: string | null): Record<string, string> =>
+  key ? { [REPORT_KEY_HEADER]: key } : {};
 
 /** The credential the workflow resolved from the secret the graph names, as Claude Code's variable. */
 export function anthropicEnv(env: NodeJS.ProcessEnv, credentialName: string | null): Record<string, string> {
@@ -215,32 +214,61 @@ export interface Job {
   graph: Graph;
   repoDir: string;
   workDir: string;
+  /** Git in the checkout through the runner's own git directory (see runnerCheckout). */
+  checkout: CheckoutGit;
+  /**
+   * The attempt's report key, handed out with its first token: kept in this process's memory only
+   * (never in the environment, a file or a child's arguments), it proves the push-token request and
+   * the report come from the runner.
+   */
+  reportKey: string | null;
   /** Git's environment for the remote (the attempt's token, never on a command line). */
   auth: NodeJS.ProcessEnv;
   url: string;
   mask: (text: string) => string;
   credentialEnv: Record<string, string>;
   started: number;
-  /** The checkout's object store, named before the agent ran (runner-git.ts). */
-  objects?: string;
-  /**
-   * The attempt's report key, from the app's first answer: in this process's memory only (never an
-   * environment, a file or a child's argument), so that only the runner can report (attempt-key.ts).
-   */
-  reportKey?: string;
 }
 
-/** An empty repository whose `origin` is the job's, with these branches fetched as `origin/<name>`. */
+/**
+ * The job's checkout (`repoDir`, where the agent works) with the runner's own git directory beside
+ * it, outside the checkout and the agent's work directory: everything the runner does with git, from
+ * the first fetch to the push, goes through it, and it is sealed before the agent starts (git.ts).
+ */
+export function runnerCheckout(repoDir: string, env: NodeJS.ProcessEnv): CheckoutGit {
+  return inCheckout({
+    workTree: repoDir,
+    gitDir: mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), "agentrelay-git-")),
+  });
+}
+
+/** The runner's git directory, empty but for `origin` (the job's repository) and these branches as `origin/<name>`. */
 export async function fetchBranches(
-  repoDir: string,
+  checkout: CheckoutGit,
   url: string,
   branches: string[],
   auth: NodeJS.ProcessEnv,
 ): Promise<void> {
-  await git(repoDir, ["init", "-q"]);
-  await git(repoDir, ["remote", "add", "origin", url]);
+  await git(checkout.workTree, ["init", "-q", "--bare", checkout.gitDir]);
+  await checkout.git(["config", "core.bare", "false"]);
+  await checkout.git(["remote", "add", "origin", url]);
   const refspecs = [...new Set(branches)].map((b) => `+refs/heads/${b}:refs/remotes/origin/${b}`);
-  await git(repoDir, ["fetch", "-q", "--no-tags", "origin", ...refspecs], undefined, auth);
+  await checkout.git(["fetch", "-q", "--no-tags", "origin", ...refspecs], undefined, auth);
+}
+
+/**
+ * A repository of the agent's own in the checkout, on `branch` at the runner's HEAD, its objects
+ * borrowed from the runner's (read-only to the agent once sealed): the agent may use git as it likes
+ * there, and nothing it does to it reaches the runner, who commits the checkout's files as data.
+ */
+export async function giveAgentRepository(checkout: CheckoutGit, branch: string): Promise<void> {
+  const dir = checkout.workTree;
+  const head = await checkout.git(["rev-parse", "HEAD"]);
+  await git(dir, ["init", "-q"]);
+  writeFileSync(join(dir, ".git", "objects", "info", "alternates"), `${join(checkout.gitDir, "objects")}\n`);
+  await git(dir, ["update-ref", `refs/heads/${branch}`, head]);
+  await git(dir, ["symbolic-ref", "HEAD", `refs/heads/${branch}`]);
+  await git(dir, ["read-tree", "HEAD"]);
 }
 
 /**
@@ -260,6 +288,7 @@ export async function attemptInJob(
       graphText: state.source.text,
       attempt: inputs.attempt,
       repoDir: job.repoDir,
+      gitDir: { path: job.checkout.gitDir, seal: true },
       workDir: job.workDir,
       ...(state.source.params ? { params: state.source.params } : {}),
       claude: {
@@ -302,14 +331,14 @@ export async function finishJob(
       `${inputs.appUrl}/agentrelay/report`,
       report,
       await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay"),
-      job.reportKey,
+      reportKeyHeader(job.reportKey),
     );
   } else {
     const dir = mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), "agentrelay-report-"));
     writeFileSync(join(dir, REPORT_FILE), JSON.stringify(report), { flag: "wx" });
     core.setOutput("report", join(dir, REPORT_FILE));
   }
-  await writeSummary(job.objects ?? null, inputs, result, pushed, Date.now() - job.started, capUsd);
+  await writeSummary(job.checkout, inputs, result, pushed, Date.now() - job.started, capUsd);
   core.setOutput("outcome", result.outcome);
   core.setOutput("cost-usd", result.costUsd.toFixed(4));
   core.setOutput("turns", String(result.turns));
@@ -319,8 +348,7 @@ export async function finishJob(
 }
 
 async function writeSummary(
-  /** The checkout's object store (the runner reads its objects, not its .git), when the attempt ran. */
-  objects: string | null,
+  checkout: CheckoutGit,
   inputs: Inputs,
   result: AttemptResult,
   pushed: boolean,
@@ -328,14 +356,9 @@ async function writeSummary(
   /** What the attempt was allowed to spend, when a budget applied. */
   capUsd: number | null,
 ): Promise<void> {
-  const commit = result.commit;
   const stat =
-    pushed && objects && commit
-      ? await withRunnerRepo(objects, null, async (repo) =>
-          (
-            await repo.raw(["diff", "--stat", "--no-ext-diff", "--no-textconv", `${commit}~1`, commit])
-          ).stdout.trim(),
-        )
+    pushed && result.commit
+      ? (await checkout.raw(["diff", "--stat", `${result.commit}~1`, result.commit])).stdout.trim()
       : "";
   const gates = result.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ") || "none";
   core.summary.addHeading(`agentrelay: ${inputs.task}, attempt ${inputs.attempt}`, 3).addTable([

@@ -8,7 +8,7 @@
  */
 import * as core from "@actions/core";
 import type { AttemptRequest } from "../protocol/report.ts";
-import { postJson } from "./job-io.ts";
+import { postJson, reportKeyHeader } from "./job-io.ts";
 
 export interface Grant {
   token: string;
@@ -40,10 +40,13 @@ export async function askPushToken(
   appUrl: string,
   attempt: AttemptRequest,
   audience: string,
-  /** The attempt's report key: the app gives a push token only to a request signed with it. */
-  reportKey?: string,
+  reportKey: string | null,
 ): Promise<Grant> {
-  const oidc = await core.getIDToken(audience);
-  const answer = await postJson(`${appUrl}/agentrelay/push-token`, attempt, oidc, reportKey);
+  const answer = await postJson(
+    `${appUrl}/agentrelay/push-token`,
+    attempt,
+    await core.getIDToken(audience),
+    reportKeyHeader(reportKey),
+  );
   return { token: String(answer.token), expiresAt: String(answer.expires_at) };
 }

@@ -5,8 +5,6 @@
  * so that a person who pushed meanwhile wins (the push is refused and the engine merges again).
  */
 import * as core from "@actions/core";
-import { git } from "../attempt/git.ts";
-import { objectStoreOf, pushCommit } from "../attempt/runner-git.ts";
 import { failedAttempt } from "../attempt/run-attempt.ts";
 import { conflictOf } from "../engine/conflicts.ts";
 import { buildPlan } from "../plan/plan.ts";
@@ -17,21 +15,22 @@ import {
   attemptInJob,
   fetchBranches,
   finishJob,
+  giveAgentRepository,
   type Job,
   type JobOutcome,
 } from "./job-io.ts";
 
 export async function runResolutionJob(job: Job, subject: ResolutionSubject): Promise<JobOutcome> {
-  const { inputs, state, graph, repoDir, auth, mask } = job;
+  const { inputs, state, graph, checkout, auth, mask } = job;
   const plan = buildPlan(graph);
   const resolver = resolverOf(plan, subject);
   const { agentTask: task } = resolver;
   const defaultBranch = state.source.branch;
   core.startGroup(`Check out ${resolver.branch}`);
-  await fetchBranches(repoDir, job.url, [resolver.branch, resolver.target, defaultBranch], auth);
-  await git(repoDir, ["checkout", "-q", "-B", resolver.branch, `origin/${resolver.branch}`]);
+  await fetchBranches(checkout, job.url, [resolver.branch, resolver.target, defaultBranch], auth);
+  await checkout.git(["checkout", "-q", "-B", resolver.branch, `origin/${resolver.branch}`]);
+  await giveAgentRepository(checkout, resolver.branch);
   core.endGroup();
-  const objects = await objectStoreOf(repoDir);
 
   const capUsd = conflictOf(state, subject)?.resolutions[inputs.attempt - 1]?.capUsd ?? null;
   let result = await attemptInJob(job, `Claude Code: resolving ${resolver.branch} with ${resolver.target}`, {
@@ -51,12 +50,9 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
 
   let pushed = false;
   if (result.outcome === "succeeded" && result.commit) {
-    const push = await pushCommit(
-      objects,
-      job.url,
-      result.commit,
-      `refs/heads/${resolver.branch}`,
-      false,
+    const push = await checkout.raw(
+      ["push", "-q", "origin", `${result.commit}:refs/heads/${resolver.branch}`],
+      undefined,
       auth,
     );
     if (push.code === 0) pushed = true;
@@ -70,5 +66,5 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
         conflicted: result.conflicted,
       };
   }
-  return finishJob({ ...job, objects }, result, pushed, capUsd);
+  return finishJob(job, result, pushed, capUsd);
 }

@@ -4,6 +4,7 @@
  * access (asked of the API; bots are ignored unless allow-listed), answered with a reaction and a
  * reply; and a task check run's "Re-run" button, which retries the task.
  */
+import { AMOUNT_FORM, parseUsd } from "../graph/amount.ts";
 import type { Context } from "probot";
 import type { EngineEvent } from "../engine/types.ts";
 import { ParamPairError, parseParamPairs } from "../graph/params.ts";
@@ -19,10 +20,11 @@ export interface SlashCommand {
 
 const VERBS = new Set(["status", "retry", "cancel", "reset", "run", "budget"]);
 
-/** `+5`, `+$0.50`: an amount to add, or null. */
+/** `+5`, `+$0.50`: an amount to add (a plain decimal within bounds), or null. */
 const amountOf = (text: string | undefined): number | null => {
-  const m = /^\+\$?(\d+(?:\.\d+)?)$/.exec(text ?? "");
-  return m && Number(m[1]) > 0 ? Number(m[1]) : null;
+  if (!text?.startsWith("+")) return null;
+  const amount = parseUsd(text.slice(1));
+  return "usd" in amount ? amount.usd : null;
 };
 
 /** Commands on their own lines, outside code fences and quotes (quoted text is someone else's). */
@@ -124,7 +126,9 @@ export async function onComment(
     if (command.verb === "budget") {
       const usd = amountOf(command.args[0]);
       if (usd === null) {
-        await reply("Usage: `/agentrelay budget +USD [WORKSTREAM|TASK]`, e.g. `/agentrelay budget +5`");
+        await reply(
+          `Usage: \`/agentrelay budget +USD [WORKSTREAM|TASK]\`, where USD is ${AMOUNT_FORM}: e.g. \`/agentrelay budget +5\``,
+        );
         continue;
       }
       const target = command.args[1];

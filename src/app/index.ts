@@ -2,8 +2,8 @@
  * The agentrelay GitHub App (Probot): one handler per event family, the job endpoints and the
  * reconciler. It keeps nothing in memory between events: every handler reads the run from GitHub.
  */
-import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { ApplicationFunction, Probot } from "probot";
 import { type AppConfig, configFromEnv } from "../github/client.ts";
 import { oidcVerifier, type ActionsIdentity } from "../github/oidc.ts";
@@ -17,25 +17,19 @@ export interface AgentrelayAppOptions {
   config?: AppConfig;
   /** Verifies jobs' OIDC tokens (default: against GitHub's key set). */
   verify?: (token: string) => Promise<ActionsIdentity>;
-  /** The secret attempts' report keys derive from (default: attemptSecretFromEnv). */
-  attemptSecret?: string;
+  /** What attempts' report keys derive from (default: the app's private key, see reportSecretOf). */
+  reportSecret?: string;
 }
 
-let processSecret: string | null = null;
 /**
- * The app's secret for report keys: AGENTRELAY_ATTEMPT_SECRET, else the app's private key (every
- * replica has it), else the webhook secret; a process-wide random one only where none is set (a
- * single development process: `npm start` requires the private key).
+ * The secret attempts' report keys derive from: a hash of the app's private key, which every replica
+ * holds and which never leaves the app; without one (a test, a first start), a secret of this process.
  */
-export function attemptSecretFromEnv(env: NodeJS.ProcessEnv): string {
-  const fromFile =
-    env.PRIVATE_KEY_PATH && existsSync(env.PRIVATE_KEY_PATH)
-      ? readFileSync(env.PRIVATE_KEY_PATH, "utf8")
-      : "";
-  const given = env.AGENTRELAY_ATTEMPT_SECRET || env.PRIVATE_KEY || fromFile || env.WEBHOOK_SECRET;
-  if (given) return given;
-  processSecret ??= randomBytes(32).toString("hex");
-  return processSecret;
+export function reportSecretOf(env: NodeJS.ProcessEnv): string {
+  const key = env.PRIVATE_KEY || (env.PRIVATE_KEY_PATH ? readFileSync(env.PRIVATE_KEY_PATH, "utf8") : "");
+  return key
+    ? createHash("sha256").update(`agentrelay report keys\n${key}`).digest("hex")
+    : randomBytes(32).toString("hex");
 }
 
 export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFunction {
@@ -47,7 +41,7 @@ export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFu
       audience: config.oidcAudience,
       ...(config.oidcIssuer ? { issuer: config.oidcIssuer } : {}),
     });
-  const attemptSecret = options.attemptSecret ?? attemptSecretFromEnv(process.env);
+  const reportSecret = options.reportSecret ?? reportSecretOf(process.env);
   return async (app: Probot, { addHandler }) => {
     let login: Promise<string> | null = null;
     // The app's own bot login, to tell its own actions from people's.
@@ -65,7 +59,7 @@ export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFu
       const ctx = repoContextOf(context.octokit, repository, config, (message) => context.log.info(message));
       return handlerOf(context.name, context.payload)!(ctx, context.payload as never, appLogin);
     });
-    addHandler(jobRoutes(app, { config, verify, attemptSecret }));
+    addHandler(jobRoutes(app, { config, verify, reportSecret }));
   };
 }
 

@@ -8,6 +8,7 @@
  * registers its webhook path there); for development, WEBHOOK_PROXY_URL is a webhook proxy channel
  * (smee.io) whose deliveries are forwarded to this server.
  */
+import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import { createProbot, run } from "probot";
 import { SmeeClient } from "smee-client";
@@ -16,6 +17,9 @@ import { agentrelayApp, reconcileAll } from "./index.ts";
 import { agentrelayOctokit } from "./octokit.ts";
 import { appRequestHandler } from "./server.ts";
 
+// The settings Probot's setup page wrote (and any the docs name) come from .env, as for `probot run`;
+// variables already in the environment win.
+if (existsSync(".env")) process.loadEnvFile(".env");
 const env = process.env;
 const config = configFromEnv(env);
 const app = agentrelayApp({ config });

@@ -8,13 +8,16 @@
  *   may outlast its first token's hour): only for the job that took the attempt's first token, only
  *   while the attempt runs. The agent never holds the job's OIDC credentials, so it cannot ask.
  * - POST /agentrelay/report: the attempt's result, from the job that took the token.
- * The first token's answer carries the attempt's report key (protocol/attempt-key.ts): the push-token
- * request and the report must be signed with it, so that only the runner, not any process in its job
- * that fetched an OIDC token, can ask or report.
+ * The first token's answer also holds the attempt's report key (HMAC of the attempt and its job under
+ * the app's secret, so that any replica can check it without keeping it): push tokens and reports are
+ * answered only to a request that carries it. A process in the job that obtains an OIDC token (an
+ * agent's leftover, a planted git hook) can no longer take the first token, which is answered once,
+ * so it cannot report or push for the attempt.
  * A resolution attempt (protocol/resolution.ts) asks and reports the same way, with the token tier of
  * the task whose agent resolves.
  * The app's private key never leaves the app.
  */
+import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Probot } from "probot";
 import type { z } from "zod";
@@ -34,10 +37,10 @@ import {
   attemptReportSchema,
   type AttemptRequest,
   attemptRequestSchema,
+  REPORT_KEY_HEADER,
 } from "../protocol/report.ts";
 import { factsOfReport, subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { conflictOf } from "../engine/conflicts.ts";
-import { attemptKey, SIGNATURE_HEADER, signatureMatches } from "../protocol/attempt-key.ts";
 import type { EngineEvent } from "../engine/types.ts";
 
 type Subject = NonNullable<ReturnType<typeof subjectOfInput>>;
@@ -53,7 +56,7 @@ class HttpError extends Error {
   }
 }
 
-async function readJson(req: IncomingMessage): Promise<{ raw: string; json: unknown }> {
+async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -61,9 +64,8 @@ async function readJson(req: IncomingMessage): Promise<{ raw: string; json: unkn
     if (size > MAX_BODY) throw new HttpError(413, "the request body is too large");
     chunks.push(chunk as Buffer);
   }
-  const raw = Buffer.concat(chunks).toString("utf8");
   try {
-    return { raw, json: JSON.parse(raw) };
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
   } catch {
     throw new HttpError(400, "the request body is not JSON");
   }
@@ -71,8 +73,8 @@ async function readJson(req: IncomingMessage): Promise<{ raw: string; json: unkn
 
 export interface JobRoutesOptions {
   config: AppConfig;
-  /** The app's secret the attempts' report keys are derived from (protocol/attempt-key.ts). */
-  attemptSecret: string;
+  /** What attempts' report keys derive from: the same for every replica of the app (see app/index.ts). */
+  reportSecret: string;
   verify: (token: string) => Promise<ActionsIdentity>;
   now?: () => number;
 }
@@ -115,7 +117,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     const header = req.headers.authorization ?? "";
     if (!header.startsWith("Bearer "))
       throw new HttpError(401, "an OIDC token is required (Authorization: Bearer)");
-    const { raw, json: body } = await readJson(req);
+    const body = await readJson(req);
     const identity = await options.verify(header.slice("Bearer ".length)).catch((error: unknown) => {
       throw error instanceof OidcError ? new HttpError(401, error.message) : error;
     });
@@ -143,17 +145,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     }
     const subject = subjectOfInput(loaded.engine.plan, request.task);
     if (!subject) throw new HttpError(404, `no task ${request.task} in run ${request.run}`);
-    const signature = req.headers[SIGNATURE_HEADER];
-    return {
-      identity,
-      request,
-      ctx,
-      installationId,
-      driver,
-      subject,
-      loaded,
-      body: { raw, signature: typeof signature === "string" ? signature : undefined },
-    };
+    return { identity, request, ctx, installationId, driver, subject, loaded };
   }
 
   type Authenticated = Awaited<ReturnType<typeof authenticate<typeof attemptRequestSchema>>>;
@@ -200,36 +192,29 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       );
   }
 
-  /** The attempt's report key, from what job_started recorded (the same on every replica). */
-  const keyOf = (
-    identity: ActionsIdentity,
-    request: AttemptRequest,
-    record: { job?: string | null; startedAt?: number | null },
-  ) =>
-    attemptKey(options.attemptSecret, {
-      repository: identity.repository,
-      run: request.run,
-      task: request.task,
-      attempt: request.attempt,
-      job: record.job ?? "",
-      startedAt: record.startedAt ?? 0,
-    });
+  /** The report key of an attempt taken by the job `job`. */
+  const reportKey = (repository: string, request: AttemptRequest, job: string) =>
+    createHmac("sha256", options.reportSecret)
+      .update([repository, request.run, request.task, request.attempt, job].join("\n"))
+      .digest("base64url");
 
-  /**
-   * Only the runner signs with the attempt's key: a process in the job that fetched the OIDC token
-   * itself holds no key, and what it sends changes nothing.
-   */
-  const requireRunner = (
-    { identity, request, body }: Authenticated,
-    record: { job?: string | null; startedAt?: number | null },
-    what: string,
-  ) => {
-    if (!signatureMatches(keyOf(identity, request, record), body.raw, body.signature))
+  /** Refuses a request without the report key of the attempt (only the runner has it). */
+  function requireReportKey(
+    req: IncomingMessage,
+    { identity, request }: { identity: ActionsIdentity; request: AttemptRequest },
+  ): void {
+    const given = req.headers[REPORT_KEY_HEADER];
+    const expected = Buffer.from(reportKey(identity.repository, request, identity.runId));
+    if (
+      typeof given !== "string" ||
+      given.length !== expected.length ||
+      !timingSafeEqual(Buffer.from(given), expected)
+    )
       throw new HttpError(
         403,
-        `${what} for attempt ${request.attempt} of ${request.task} is not signed with the attempt's report key: only its runner may send it`,
+        `this request does not carry the report key of attempt ${request.attempt} of ${request.task}: only the runner that took the attempt's first token may push or report`,
       );
-  };
+  }
 
   /** An installation token for the one repository, with exactly these permissions. */
   const mint = async (installationId: number, repo: string, permissions: Record<string, string>) =>
@@ -278,8 +263,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       permissions: data.permissions ?? permissions,
       tier,
       state_version: started.version,
-      // Only in this answer, which is given once per attempt.
-      report_key: keyOf(identity, request, recordOf(started.state, subject, attempt)!),
+      report_key: reportKey(identity.repository, request, job),
     };
   }
 
@@ -295,11 +279,11 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     // Bound to the job that took the attempt's first token (job_started recorded its run id).
     if (!own?.startedAt || own.job !== identity.runId)
       throw new HttpError(403, `attempt ${request.attempt} of ${request.task} has not taken its first token`);
+    requireReportKey(req, authenticated);
     const t = "task" in subject ? loaded.run.tasks[subject.task] : undefined;
     const running =
       "task" in subject ? t?.attempt === request.attempt && t.status === "running" : own.outcome === null;
     if (!running) throw new HttpError(409, `attempt ${request.attempt} of ${request.task} is not running`);
-    requireRunner(authenticated, own, "the push-token request");
     if (tierOfInput(loaded.engine.plan, request.task) === "read_only")
       throw new HttpError(403, `${request.task} is a read_only task: its attempts push nothing`);
     const permissions = { contents: "write", metadata: "read" } as const;
@@ -315,7 +299,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     if (!ownedBy(loaded) && loaded.cached) loaded = (await driver.load(request.run, { fresh: true }))!;
     if (!ownedBy(loaded))
       throw new HttpError(403, `attempt ${request.attempt} of ${request.task} belongs to another job`);
-    requireRunner(authenticated, recordOf(loaded.run, subject, request.attempt)!, "the report");
+    requireReportKey(req, authenticated);
     const report = request as AttemptReport;
     const run = await driver.drive(request.run, factsOfReport(subject, report, now()), { loaded });
     const status =

@@ -26,6 +26,7 @@ export async function appRequestHandler(
     webhookIngress(probot, {
       path: options.webhookPath ?? "/api/github/webhooks",
       secret: options.secret,
+      ...(options.previousSecrets ? { previousSecrets: options.previousSecrets } : {}),
       log,
     }),
   ];

@@ -1,16 +1,13 @@
 /**
- * Runs git with an argument vector (never a shell string: ids and branch names never meet a shell).
- *
- * Every git the runner starts runs clean: an environment with nothing but what git needs (no token,
- * no Anthropic credential, no ACTIONS_* or OIDC variable: a caller adds its token for a fetch or a push
- * only), no system or global configuration, a home of its own, and options that switch off what a
- * repository's own configuration could make git run (hooks, fsmonitor, credential helpers, signing,
- * automatic gc). A repository an agent wrote can still name filters and drivers in its configuration:
- * what the runner does after an agent ran, it does in a git directory of its own (runner-git.ts).
+ * Runs git with an argument vector (never a shell string: ids and branch names never meet a shell),
+ * as the runner: every git command the runner starts sees only the environment git needs (no
+ * credential but the one a command is given, no Actions or OIDC variable), reads no system or global
+ * configuration, and runs no hook and no fsmonitor, whatever a repository's configuration says. In a
+ * checkout an agent works in, the runner goes through a git directory of its own (`inCheckout`),
+ * never the `.git` the agent can rewrite.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chownSync, lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 
 export interface GitResult {
@@ -26,42 +23,46 @@ const IDENTITY = {
   GIT_COMMITTER_EMAIL: "agentrelay@users.noreply.github.com",
 };
 
-/** Command-line configuration (the highest precedence) that turns off what could run a command. */
-export const NEUTRAL_CONFIG: readonly string[] = [
-  "core.hooksPath=/dev/null",
-  "core.fsmonitor=false",
-  "core.attributesFile=/dev/null",
-  // An empty value clears the list of helpers (git-credential(1)).
-  "credential.helper=",
-  "core.askPass=",
-  "commit.gpgSign=false",
-  "tag.gpgSign=false",
-  "gc.auto=0",
-  "maintenance.auto=false",
-  "protocol.ext.allow=never",
-  "core.pager=cat",
-].flatMap((setting) => ["-c", setting]);
+/** The variables of the runner's own environment that git may see: none of them is a credential. */
+const KEPT = ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT"];
 
-let home: string | null = null;
-/** An empty home of the runner's, so that git finds no file of anyone's there. */
-function gitHome(): string {
-  home ??= mkdtempSync(join(tmpdir(), "agentrelay-git-home-"));
-  return home;
-}
-
-/** The whole environment of a git the runner starts: `extra` is the caller's (a token, a git dir). */
-export function gitEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+/**
+ * The environment of a git command the runner starts: `extra` (a command's own credential, an index
+ * file) and nothing else of the runner's, which holds the attempt's token, the job's OIDC request
+ * variables and the Anthropic credential. System and global configuration are not read.
+ */
+export function runnerGitEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const kept = Object.fromEntries(
+    KEPT.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])),
+  );
   return {
-    PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
-    HOME: gitHome(),
-    LC_ALL: "C",
+    ...kept,
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_ATTR_NOSYSTEM: "1",
     GIT_TERMINAL_PROMPT: "0",
     ...IDENTITY,
     ...extra,
   };
 }
+
+/**
+ * Given before every command: whatever a repository's own configuration says, no hook runs (hooks
+ * path: nowhere), no fsmonitor command, no credential helper, no attributes file outside the tree,
+ * and no transport that runs a command (`ext::`).
+ */
+export const RUNNER_GIT_OPTIONS = [
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "credential.helper=",
+  "-c",
+  "core.attributesFile=/dev/null",
+  "-c",
+  "protocol.ext.allow=never",
+];
 
 export function gitRaw(
   cwd: string,
@@ -72,8 +73,8 @@ export function gitRaw(
   return new Promise((resolve, reject) => {
     const child = execFile(
       "git",
-      [...NEUTRAL_CONFIG, ...args],
-      { cwd, env: gitEnv(env), maxBuffer: 256 * 1024 * 1024 },
+      [...RUNNER_GIT_OPTIONS, ...args],
+      { cwd, env: runnerGitEnv(env), maxBuffer: 256 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
         if (error && typeof error.code !== "number") return reject(error);
@@ -95,7 +96,11 @@ export async function git(
   input?: string,
   env?: NodeJS.ProcessEnv,
 ): Promise<string> {
-  const result = await gitRaw(cwd, args, input, env);
+  return ok(args, await gitRaw(cwd, args, input, env));
+}
+
+/** A command's trimmed output, or git's message as an error. */
+function ok(args: string[], result: GitResult): string {
   if (result.code !== 0)
     throw new GitError(`git ${args.join(" ")}: ${result.stderr.trim() || `exit ${result.code}`}`);
   return result.stdout.trim();
@@ -110,10 +115,10 @@ export function catFiles(cwd: string, specs: readonly string[]): Promise<(string
   return new Promise((resolve, reject) => {
     const child = execFile(
       "git",
-      [...NEUTRAL_CONFIG, "cat-file", "--batch"],
+      [...RUNNER_GIT_OPTIONS, "cat-file", "--batch"],
       {
         cwd,
-        env: gitEnv(),
+        env: runnerGitEnv(),
         encoding: "buffer",
         maxBuffer: 1024 * 1024 * 1024,
       },
@@ -138,4 +143,81 @@ export function catFiles(cwd: string, specs: readonly string[]): Promise<(string
     );
     child.stdin!.end(`${specs.join("\n")}\n`);
   });
+}
+
+/**
+ * A checkout an agent works in, seen through the runner's own git directory: the agent may rewrite
+ * the checkout's `.git` (hooks, configuration, a `.git` file pointing elsewhere), the runner never
+ * reads it. Git finds the work tree's files as data; filters, diff and merge drivers can only come
+ * from the runner's git directory's configuration, which the agent does not write.
+ */
+export interface Checkout {
+  workTree: string;
+  gitDir: string;
+}
+
+export interface CheckoutGit extends Checkout {
+  git(args: string[], input?: string, env?: NodeJS.ProcessEnv): Promise<string>;
+  raw(args: string[], input?: string, env?: NodeJS.ProcessEnv): Promise<GitResult>;
+}
+
+export function inCheckout(checkout: Checkout): CheckoutGit {
+  const where = [
+    // The directory may belong to another user (sealed, below): it is the runner's own, by path.
+    "-c",
+    `safe.directory=${checkout.gitDir}`,
+    `--git-dir=${checkout.gitDir}`,
+    `--work-tree=${checkout.workTree}`,
+  ];
+  const raw = async (args: string[], input?: string, env?: NodeJS.ProcessEnv) =>
+    gitRaw(
+      checkout.workTree,
+      [...where, ...(await withoutDrivers(checkout.workTree, where)), ...args],
+      input,
+      env,
+    );
+  return {
+    ...checkout,
+    git: async (args, input, env) => ok(args, await raw(args, input, env)),
+    raw,
+  };
+}
+
+/** Driver commands git could run for a path's attributes (a tree's .gitattributes is the agent's). */
+const DRIVER_COMMANDS = "^(filter|diff|merge)\\..+\\.(clean|smudge|process|driver|textconv|command)$";
+
+/**
+ * Options that empty every filter, diff and merge driver command the repository's configuration
+ * names: locally, an agent can write that configuration (its worktree's repository is the user's), and
+ * the attributes that select a driver come with the tree it wrote. Git then runs none of them: a
+ * filter is skipped, and a merge that would need a driver fails instead of running it.
+ */
+export async function withoutDrivers(cwd: string, where: string[] = []): Promise<string[]> {
+  const listed = await gitRaw(cwd, [...where, "config", "--name-only", "--get-regexp", DRIVER_COMMANDS]);
+  return listed.stdout
+    .split("\n")
+    .filter(Boolean)
+    .flatMap((key) => ["-c", `${key}=`]);
+}
+
+/** The user that owns a sealed git directory: nobody. */
+export const SEALED_UID = 65_534;
+
+/**
+ * Seals the runner's git directory before an agent starts, where the runner is root (a job
+ * container): every file of it then belongs to nobody, so the agent, root without capabilities,
+ * can read it but not change it (hooks, configuration, the objects the output checks compare with).
+ * The runner itself, with its capabilities, still writes there. Elsewhere (the agent runs as the
+ * runner's own user) nothing changes: hooks and configuration are still ignored, by the options above.
+ */
+export function sealGitDir(gitDir: string): boolean {
+  if (process.getuid?.() !== 0) return false;
+  const seal = (path: string) => {
+    const stat = lstatSync(path);
+    if (stat.isSymbolicLink()) return;
+    chownSync(path, SEALED_UID, SEALED_UID);
+    if (stat.isDirectory()) for (const entry of readdirSync(path)) seal(join(path, entry));
+  };
+  seal(gitDir);
+  return true;
 }

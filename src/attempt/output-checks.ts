@@ -12,7 +12,7 @@
 import { lintSource } from "@secretlint/core";
 import { creator as recommended } from "@secretlint/secretlint-rule-preset-recommend";
 import type { TaggedPath } from "../graph/model.ts";
-import { git } from "./git.ts";
+import { type CheckoutGit, git } from "./git.ts";
 
 export interface OutputFindings {
   /** Each one blocks the push. */
@@ -75,29 +75,26 @@ export async function secretsIn(diff: string): Promise<string[]> {
   return found;
 }
 
-/** Checks the commits between `from` and `to` (the attempt's own work) in `repoDir`. */
+/** Checks the commits between `from` and `to` (the attempt's own work) in a repository or checkout. */
 export async function checkOutput(
-  repoDir: string,
+  repo: string | CheckoutGit,
   from: string,
   to: string,
   taggedPaths: readonly TaggedPath[],
-  /** Where the commits are when not in `repoDir` (the runner's git directory: runner-git.ts). */
-  gitEnv?: NodeJS.ProcessEnv,
 ): Promise<OutputFindings> {
-  const diff = await git(
-    repoDir,
-    ["diff", "--no-color", "--no-renames", "--no-ext-diff", "--no-textconv", "-U0", from, to],
-    undefined,
-    gitEnv,
-  );
-  const changed = (
-    await git(
-      repoDir,
-      ["diff", "--no-renames", "--no-ext-diff", "--name-only", "-z", from, to],
-      undefined,
-      gitEnv,
-    )
-  )
+  const inRepo = typeof repo === "string" ? (args: string[]) => git(repo, args) : repo.git;
+  // No textconv: what is checked is what the commits hold, not what a configured driver makes of it.
+  const diff = await inRepo([
+    "diff",
+    "--no-color",
+    "--no-renames",
+    "--no-ext-diff",
+    "--no-textconv",
+    "-U0",
+    from,
+    to,
+  ]);
+  const changed = (await inRepo(["diff", "--no-renames", "--name-only", "-z", from, to]))
     .split("\0")
     .filter(Boolean);
   const blocking = await secretsIn(diff);

@@ -7,14 +7,7 @@
  */
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { git, gitRaw } from "./git.ts";
-import {
-  attemptStart,
-  pointCheckoutAt,
-  type RunnerRepo,
-  stageWorkTree,
-  withRunnerRepo,
-} from "./runner-git.ts";
+import type { CheckoutGit } from "./git.ts";
 
 export interface ResolutionInputs {
   /** The branch merged in (the integration PR's target). */
@@ -62,99 +55,53 @@ const MARKER = /^(<{7}|>{7})( |$)/m;
  * gate (returning its failure, or null).
  */
 export async function resolveConflicts(
-  repoDir: string,
+  checkout: CheckoutGit,
   resolution: ResolutionInputs,
   agent: (prompt: string) => Promise<string | null>,
   gate: (command: string) => Promise<string | null>,
 ): Promise<ResolutionOutcome> {
-  const branch = await git(repoDir, ["rev-parse", "--abbrev-ref", "HEAD"]);
-  const merge = await gitRaw(repoDir, ["merge", "--no-ff", "--no-edit", "--no-verify", resolution.target]);
+  const { workTree: repoDir, git: inRepo, raw } = checkout;
+  const branch = await inRepo(["rev-parse", "--abbrev-ref", "HEAD"]);
+  const merge = await raw(["merge", "--no-ff", "--no-edit", "--no-verify", resolution.target]);
   if (merge.code === 0)
-    return { ok: true, reason: null, commit: await git(repoDir, ["rev-parse", "HEAD"]), files: [] };
-  const files = (await git(repoDir, ["diff", "--name-only", "--diff-filter=U"])).split("\n").filter(Boolean);
+    return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files: [] };
+  const files = (await inRepo(["diff", "--name-only", "--diff-filter=U"])).split("\n").filter(Boolean);
   const fail = async (reason: string): Promise<ResolutionOutcome> => {
-    await gitRaw(repoDir, ["merge", "--abort"]);
+    await raw(["merge", "--abort"]);
     return { ok: false, reason, commit: null, files };
   };
   if (files.length === 0)
     return fail(
       `merging ${resolution.target} failed: ${`${merge.stdout}${merge.stderr}`.trim().split("\n").pop()}`,
     );
-  // Captured before the agent runs: after it, the runner reads nothing of the checkout's .git and runs
-  // no git there but ref and index writes (runner-git.ts).
-  const start = await attemptStart(repoDir, "HEAD", false);
-  const target = await git(repoDir, ["rev-parse", "--verify", `${resolution.target}^{commit}`]);
-  const merged = (await git(repoDir, ["ls-files", "-s", "-z"])).split("\0").filter((e) => / 0\t/.test(e));
-  const message = mergeMessage(
-    readFileSync(
-      await git(repoDir, ["rev-parse", "--path-format=absolute", "--git-path", "MERGE_MSG"]),
-      "utf8",
-    ),
-    resolution.target,
-    branch,
-  );
   const config = resolution.agentConfig;
   // A configuration file that itself conflicts is the agent's to resolve, like any other.
   const configPaths = (config?.paths ?? []).filter(
     (p) => !files.some((f) => f === p || f.startsWith(`${p}/`)),
   );
-  /** The runner's index: what the merge resolved by itself, and the conflicted files as they are on disk. */
-  const indexOfMerge = async (repo: RunnerRepo) => {
-    await repo.run(["read-tree", "--empty"]);
-    if (merged.length > 0) await repo.run(["update-index", "-z", "--index-info"], `${merged.join("\0")}\0`);
-  };
-  /** After the agent: each config path back as the merge left it, written by the runner's git. */
-  const restoreConfig = () =>
-    withRunnerRepo(start.objects, repoDir, async (repo) => {
-      await indexOfMerge(repo);
-      for (const path of configPaths) {
-        rmSync(join(repoDir, path), { recursive: true, force: true });
-        const listed = await repo.run(["ls-files", "-z", "--", path]);
-        if (listed) await repo.run(["checkout-index", "-f", "-z", "--stdin"], listed);
-      }
-    });
-  /** Back where the branch was, without the agent's repository: its files by the runner's git. */
-  const abandon = async (reason: string): Promise<ResolutionOutcome> => {
-    await withRunnerRepo(start.objects, repoDir, async (repo) => {
-      await stageWorkTree(repo, start.head);
-      await repo.run(["read-tree", "-u", "--reset", start.head]);
-    });
-    await git(repoDir, ["merge", "--quit"]);
-    await pointCheckoutAt(repoDir, start, start.head);
-    return { ok: false, reason, commit: null, files };
-  };
-  if (config) {
+  /** Each config path as `source` has it (a commit; the index when null), or absent where it has none. */
+  const configure = async (source: string | null) => {
     for (const path of configPaths) {
       rmSync(join(repoDir, path), { recursive: true, force: true });
-      if (await git(repoDir, ["ls-tree", "--name-only", config.from, "--", path]))
-        await git(repoDir, ["restore", "--worktree", `--source=${config.from}`, "--", path]);
+      const listed = source
+        ? await inRepo(["ls-tree", "--name-only", source, "--", path])
+        : await inRepo(["ls-files", "--", path]);
+      if (listed)
+        await inRepo(["restore", "--worktree", ...(source ? [`--source=${source}`] : []), "--", path]);
     }
-  }
-  const failure = await agent(resolutionPrompt(branch, resolution, files)).finally(restoreConfig);
-  if (failure) return abandon(failure);
+  };
+  if (config) await configure(config.from);
+  const failure = await agent(resolutionPrompt(branch, resolution, files)).finally(() => configure(null));
+  if (failure) return fail(failure);
   const left = files.filter((f) => MARKER.test(readFileSync(join(repoDir, f), "utf8")));
-  if (left.length > 0) return abandon(`conflict markers are left in ${left.join(", ")}`);
+  if (left.length > 0) return fail(`conflict markers are left in ${left.join(", ")}`);
+  await inRepo(["add", "--", ...files]);
+  if ((await inRepo(["diff", "--name-only", "--diff-filter=U"])) !== "")
+    return fail("files are still unmerged");
   for (const command of resolution.gates) {
     const failed = await gate(command);
-    if (failed) return abandon(failed);
+    if (failed) return fail(failed);
   }
-  const commit = await withRunnerRepo(start.objects, repoDir, async (repo) => {
-    await indexOfMerge(repo);
-    await repo.run(["add", "--", ...files]);
-    const tree = await repo.run(["write-tree"]);
-    return repo.run(["commit-tree", tree, "-p", start.head, "-p", target, "-m", message]);
-  });
-  await git(repoDir, ["merge", "--quit"]);
-  await pointCheckoutAt(repoDir, start, commit);
-  return { ok: true, reason: null, commit, files };
-}
-
-/** The merge commit's message as `git merge --no-edit` would write it (MERGE_MSG without comments). */
-function mergeMessage(text: string, target: string, branch: string): string {
-  const kept = text
-    .split("\n")
-    .filter((line) => !line.startsWith("#"))
-    .join("\n")
-    .trim();
-  return kept || `Merge ${target} into ${branch}`;
+  await inRepo(["commit", "-q", "--no-edit", "--no-verify"]);
+  return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files };
 }

@@ -11,6 +11,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import { MIN_ATTEMPT_USD, usd } from "../engine/budget.ts";
 import type { Graph, Task } from "../graph/model.ts";
+import { type CheckoutGit, git, inCheckout, sealGitDir } from "./git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
 import type { AttemptReportResult } from "../protocol/report.ts";
 import { runBounded } from "./bounded.ts";
@@ -29,13 +30,6 @@ import { agentText, redactor, secretValues } from "./redact.ts";
 import { type Egress, egressLines, type EgressMode, startEgress } from "./egress/egress.ts";
 import { readSignals, writeSignalShims } from "./signals.ts";
 import { checkOutput } from "./output-checks.ts";
-import {
-  type AttemptStart,
-  attemptStart,
-  pointCheckoutAt,
-  stageWorkTree,
-  withRunnerRepo,
-} from "./runner-git.ts";
 import { OUTPUT_REVIEW_MODEL, outputReviewPrompt, parseOutputReview } from "./output-review.ts";
 
 export interface PeerArtifacts {
@@ -52,6 +46,12 @@ export interface AttemptInputs {
   /** 1-based. */
   attempt: number;
   repoDir: string;
+  /**
+   * The runner's own git directory for `repoDir`, through which it commits, checks and merges (never
+   * the checkout's `.git`, which the agent may rewrite); by default the one git finds before the agent
+   * starts. `seal`: make it unwritable for the agent once its own work is set up (see git.ts).
+   */
+  gitDir?: { path: string; seal: boolean };
   /** What the task branch started from (the integration branch): commits after it are the task's work. */
   baseRef: string;
   workDir: string;
@@ -254,8 +254,13 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
           log,
         })
       : null;
+    const gitDir = context.gitDir?.path ?? (await git(context.repoDir, ["rev-parse", "--absolute-git-dir"]));
     const ctx: RunningAttempt = {
       ...context,
+      git: inCheckout({ workTree: context.repoDir, gitDir }),
+      sealGitDir: () => {
+        if (context.gitDir?.seal) sealGitDir(gitDir);
+      },
       claude: { ...context.claude, env: { ...modelEnv, ...egress?.env } },
       prefix: egress?.prefix ?? [],
       redact,
@@ -292,6 +297,10 @@ function withoutCredential(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 
 /** An attempt while it runs: its log and everything it keeps are masked with `redact`. */
 interface RunningAttempt extends AttemptContext {
+  /** Git in the checkout, through the runner's git directory. */
+  git: CheckoutGit;
+  /** Called once the runner's own git work is done and before anything of the agent's side runs. */
+  sealGitDir: () => void;
   redact: (text: string) => string;
   /** Put before every command the agent's side runs (its network namespace; see egress/). */
   prefix: string[];
@@ -306,9 +315,10 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
   let overBudget = false;
   let gateOutput: string | null = null;
   const outcome = await resolveConflicts(
-    ctx.repoDir,
+    ctx.git,
     resolution,
     async (prompt) => {
+      ctx.sealGitDir();
       const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
       const r = await runClaudeCode({
         bin: ctx.claude.bin,
@@ -405,20 +415,18 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
 
   // Where the attempt's own work begins (with what the runner staged, such as the agent configuration
   // it restored): what the output checks compare with, and where a blocked attempt returns.
-  // From here on the agent may have written the checkout's .git: the runner's git works in a git
-  // directory of its own (runner-git.ts), with these ids captured before the agent starts.
-  const start = await attemptStart(ctx.repoDir, ctx.baseRef);
-  const startTree = start.tree;
+  const startHead = await ctx.git.git(["rev-parse", "HEAD"]);
+  await ctx.git.git(["add", "--all"]);
+  const startTree = await ctx.git.git(["write-tree"]);
+  ctx.sealGitDir();
 
   /** The output checks (and the output review, when the graph asks for it) on the attempt's commits. */
   const checkBeforeLanding = async (commit: string, succeeded: boolean): Promise<string[]> => {
-    const { found, diff } = await withRunnerRepo(start.objects, null, async (repo) => ({
-      found: await checkOutput(ctx.repoDir, startTree, commit, ctx.task.taggedPaths, repo.env),
-      diff: await repo.run(["diff", "--no-color", "--no-ext-diff", "--no-textconv", startTree, commit]),
-    }));
+    const found = await checkOutput(ctx.git, startTree, commit, ctx.task.taggedPaths);
     reviewConcerns.push(...found.concerns);
     const settings = ctx.graph.settings.outputReview;
     if (found.blocking.length > 0 || !settings || !succeeded) return found.blocking;
+    const diff = await ctx.git.git(["diff", "--no-color", startTree, commit]);
     const answer = await runClaudeCode({
       bin: ctx.claude.bin,
       cwd: ctx.repoDir,
@@ -453,7 +461,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     let noPr = signals.done?.noPr ?? false;
     let commit: string | null = null;
     if (outcome === "succeeded" && !noPr) {
-      commit = await commitWork(ctx, start, "");
+      commit = await commitWork(ctx, "");
       if (commit === null) {
         noPr = true;
         if (signals.done)
@@ -463,18 +471,15 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       }
     } else if (outcome === "failed") {
       // Kept on the task branch (no PR is opened), so that a retry continues from this work.
-      commit = await commitWork(ctx, start, " (failed)");
+      commit = await commitWork(ctx, " (failed)");
     }
     if (commit !== null) {
       const blocking = await checkBeforeLanding(commit, outcome === "succeeded");
       if (blocking.length > 0) {
         // Nothing of this attempt lands: the branch returns to where it started, and the attempt fails.
         for (const finding of blocking) ctx.log(`output check: ${finding}`);
-        await withRunnerRepo(start.objects, ctx.repoDir, async (repo) => {
-          await repo.run(["read-tree", commit!]);
-          await repo.run(["read-tree", "-u", "--reset", startTree]);
-        });
-        await pointCheckoutAt(ctx.repoDir, start, start.head, startTree);
+        await ctx.git.git(["reset", "-q", "--hard", startHead]);
+        await ctx.git.git(["read-tree", "-u", "--reset", startTree]);
         outcome = "failed";
         reason = `the output checks blocked the push: ${blocking.join("; ")}`;
         commit = null;
@@ -573,7 +578,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
 
   // Self-review: a second pass reads the diff; its findings go back to the agent once, then become concerns.
   if (ctx.task.review && ctx.attempt >= ctx.task.review.reviewOnAttempt) {
-    const first = await review(ctx, start, env, ctx.task.review.agent.model);
+    const first = await review(ctx, env, ctx.task.review.agent.model);
     turns += first.turns;
     costUsd += first.costUsd;
     if (first.findings.length > 0) {
@@ -590,7 +595,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       session = fix.sessionId ?? session;
       const again = await gateLoop();
       if (again) return finish("failed", again);
-      const second = await review(ctx, start, env, ctx.task.review.agent.model);
+      const second = await review(ctx, env, ctx.task.review.agent.model);
       turns += second.turns;
       costUsd += second.costUsd;
       reviewConcerns.push(...second.findings.map((f) => `review: ${f}`));
@@ -604,14 +609,11 @@ const REVIEW_MARKER = "You are reviewing the work of task";
 /** One review pass: a fresh, read-only session that answers APPROVE or CHANGES with findings. */
 async function review(
   ctx: RunningAttempt,
-  start: AttemptStart,
   env: NodeJS.ProcessEnv,
   model: string | null,
 ): Promise<{ findings: string[]; turns: number; costUsd: number }> {
-  const diff = await withRunnerRepo(start.objects, ctx.repoDir, async (repo) => {
-    await stageWorkTree(repo, start.head);
-    return repo.run(["diff", "--cached", "--no-ext-diff", "--no-textconv", start.base]);
-  });
+  await ctx.git.git(["add", "--all"]);
+  const diff = await ctx.git.git(["diff", "--cached", ctx.baseRef]);
   const prompt = [
     `${REVIEW_MARKER} '${ctx.task.id}'. The task:`,
     "",
@@ -655,30 +657,21 @@ export function parseReview(answer: string): string[] {
   return findings.length > 0 ? findings : ["the reviewer asked for changes without listing them"];
 }
 
-/**
- * Commits what the agent changed to the task branch, in the runner's own git directory: the tree on
- * disk on top of where the attempt started (commits the agent made itself are taken as their tree).
- * Returns the branch head, or null if the branch has no work of the task.
- */
-async function commitWork(ctx: AttemptContext, start: AttemptStart, note: string): Promise<string | null> {
-  const { commit, ahead } = await withRunnerRepo(start.objects, ctx.repoDir, async (repo) => {
-    const tree = await stageWorkTree(repo, start.head);
-    const changed = tree !== (await repo.run(["rev-parse", `${start.head}^{tree}`]));
-    const commit = changed
-      ? await repo.run([
-          "commit-tree",
-          tree,
-          "-p",
-          start.head,
-          "-m",
-          `${ctx.task.id}: attempt ${ctx.attempt}${note}`,
-          "-m",
-          `agentrelay task ${ctx.graph.name}/${ctx.task.id}`,
-        ])
-      : start.head;
-    // A retry starts from earlier attempts' commits: those are the task's work too.
-    return { commit, ahead: Number(await repo.run(["rev-list", "--count", `${start.base}..${commit}`])) };
-  });
-  await pointCheckoutAt(ctx.repoDir, start, commit);
-  return ahead > 0 ? commit : null;
+/** Commits what the agent changed to the task branch; returns the branch head, or null if it has no work. */
+async function commitWork(ctx: RunningAttempt, note: string): Promise<string | null> {
+  await ctx.git.git(["add", "--all"]);
+  const staged = await ctx.git.raw(["diff", "--cached", "--quiet"]);
+  if (staged.code !== 0) {
+    await ctx.git.git([
+      "commit",
+      "-q",
+      "-m",
+      `${ctx.task.id}: attempt ${ctx.attempt}${note}`,
+      "-m",
+      `agentrelay task ${ctx.graph.name}/${ctx.task.id}`,
+    ]);
+  }
+  // A retry starts from earlier attempts' commits (and locally, the agent may have committed itself).
+  const ahead = Number(await ctx.git.git(["rev-list", "--count", `${ctx.baseRef}..HEAD`]));
+  return ahead > 0 ? ctx.git.git(["rev-parse", "HEAD"]) : null;
 }

@@ -3,6 +3,7 @@
  * command's module is loaded when it runs, so that `agentrelay validate` loads the graph loader and
  * nothing else. The exit codes are EXIT_CODES, which `--help` prints and the docs list.
  */
+import { AMOUNT_FORM, parseUsd } from "../graph/amount.ts";
 import { randomUUID } from "node:crypto";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { closest, distance } from "fastest-levenshtein";
@@ -87,12 +88,9 @@ function steering(
 /** An amount of US dollars given on the command line (`5`, `+5`, `$0.50`), or undefined if absent. */
 function dollars(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
-  const amount = Number(text.replace(/^\+?\$?/, ""));
-  if (!(amount > 0) || !Number.isFinite(amount))
-    throw new UsageError(
-      `${flag} expects an amount of US dollars greater than 0, e.g. 5 or 0.50, got '${text}'`,
-    );
-  return amount;
+  const amount = parseUsd(text.replace(/^\+/, ""));
+  if ("error" in amount) throw new UsageError(`${flag} expects ${AMOUNT_FORM}, got '${text}'`);
+  return amount.usd;
 }
 
 /** `budget +USD [TARGET]` as a steering command, named once so that it applies once. */

@@ -6,9 +6,15 @@
 import { AUTO_MERGE_FAILED } from "../engine/apply-event.ts";
 import { spendLine, spentBy, taskSpent, usd, waitsOnBudget } from "../engine/budget.ts";
 import { leftToPerson } from "../engine/conflicts.ts";
+import { STATUS_WORDS, WORKSTREAM_WORDS } from "../engine/progress.ts";
 import type { Conflict, RunState } from "../engine/types.ts";
 import { type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
 import { EXIT } from "./io.ts";
+
+/** Status columns as wide as their longest word, so that the columns after them line up. */
+const widest = (words: Record<string, string>) => Math.max(...Object.values(words).map((w) => w.length));
+const TASK_COLUMN = widest(STATUS_WORDS);
+const WORKSTREAM_COLUMN = widest(WORKSTREAM_WORDS);
 
 /** The exit code of a command that carried on or showed a run (main.ts's EXIT_CODES). */
 export const exitOf = (state: RunState): number =>
@@ -68,7 +74,7 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
     const spent = taskSpent(t);
     cost += spent;
     lines.push(
-      `  ${id.padEnd(24)} ${t.status.padEnd(10)} attempts ${t.attempt}  ${usd(spent)}${t.reason ? `  (${t.reason})` : ""}`,
+      `  ${id.padEnd(24)} ${STATUS_WORDS[t.status].padEnd(TASK_COLUMN)} attempts ${t.attempt}  ${usd(spent)}${t.reason ? `  (${t.reason})` : ""}`,
     );
     const gateOutput = t.status === "failed" ? t.attempts[t.attempt - 1]?.gateOutput : undefined;
     if (gateOutput) lines.push("      gate output (end):", ...indent(gateOutput, "      | "));
@@ -84,7 +90,9 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
       w.status === "merged" && w.integration === "merged"
         ? `merged into ${ws.mergeTargetBranch}`
         : integrationBranch(graph.name, ws.id);
-    lines.push(`  ${ws.id.padEnd(24)} ${w.status.padEnd(10)} ${where}${w.reason ? `  (${w.reason})` : ""}`);
+    lines.push(
+      `  ${ws.id.padEnd(24)} ${WORKSTREAM_WORDS[w.status].padEnd(WORKSTREAM_COLUMN)} ${where}${w.reason ? `  (${w.reason})` : ""}`,
+    );
     const resolved = resolutions(w.conflict);
     if (resolved) lines.push(`      ${resolved}`);
     cost += spentBy(w.conflict?.resolutions ?? []);

@@ -10,6 +10,7 @@
  * it is dispatched: the run waits, saying so, until `budget +USD` raises it. An attempt stopped by a
  * budget other than its own per-attempt limit is given back to its task: the task waits, not fails.
  */
+import { AMOUNT_FORM, MAX_RAISED_USD, MAX_USD } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
 import { resolverOf } from "../plan/resolution.ts";
 import { attemptFloorUsd } from "./attempt-floor.ts";
@@ -250,7 +251,7 @@ type BudgetCommand = Extract<EngineEvent, { type: "command"; command: "budget" }
 export function raiseBudget(step: Step, event: BudgetCommand): [boolean, string] | null {
   const { plan, state } = step;
   const { target, usd: amount } = event;
-  if (!(amount > 0) || !Number.isFinite(amount)) return [false, "say how much to add, e.g. budget +5"];
+  if (!(amount > 0) || amount > MAX_USD) return [false, `say how much to add: ${AMOUNT_FORM}`];
   if (state.cancelled || state.outcome !== null) return [false, "the run has already finished"];
   if (state.budget?.raises.includes(event.id)) return null; // the same request again: already answered
   const kind =
@@ -271,6 +272,14 @@ export function raiseBudget(step: Step, event: BudgetCommand): [boolean, string]
   const name = kind === "run" ? "the run" : `${kind} '${target}'`;
   if (limit === null) return [false, `${name} has no budget (max_cost_usd) to raise`];
   const budget = budgetOf(state);
+  const raised =
+    kind === "run"
+      ? budget.run.raisedUsd
+      : kind === "workstream"
+        ? workstreamSpend(budget, target!).raisedUsd
+        : (step.task(target!).budgetRaisedUsd ?? 0);
+  if (limit + raised + amount > MAX_RAISED_USD)
+    return [false, `${name}'s budget would pass ${usd(MAX_RAISED_USD)}: raise it by less`];
   if (kind === "run") budget.run.raisedUsd = exact(budget.run.raisedUsd + amount);
   else if (kind === "workstream") {
     const ws = workstreamSpend(budget, target!);

@@ -6,7 +6,7 @@
 import { ancestorsOf, type Plan } from "../plan/plan.ts";
 import { type Root, rootCauses, rootText } from "./blocking.ts";
 import { leftToPerson, resolving } from "./conflicts.ts";
-import type { RunState, TaskStatus } from "./types.ts";
+import type { RunState, TaskStatus, WorkstreamStatus } from "./types.ts";
 
 /** Task statuses in words, in the order counts are given. */
 export const STATUS_WORDS: Record<TaskStatus, string> = {
@@ -18,6 +18,16 @@ export const STATUS_WORDS: Record<TaskStatus, string> = {
   pending: "to do",
   merged: "merged",
   completed: "done without changes",
+};
+
+/** Workstream statuses in words. */
+export const WORKSTREAM_WORDS: Record<WorkstreamStatus, string> = {
+  pending: "not started",
+  active: "active",
+  merge_ready: "opening its PR",
+  pr_open: "PR open",
+  merged: "merged",
+  failed: "failed",
 };
 
 /** "1,234": counts as people read them. */

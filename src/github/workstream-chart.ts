@@ -4,7 +4,7 @@
  * work is drawn grey and dashed; only a failure of its own outlines a node in red.
  */
 import { rootCauses } from "../engine/blocking.ts";
-import { count, STATUS_WORDS } from "../engine/progress.ts";
+import { count, STATUS_WORDS, WORKSTREAM_WORDS } from "../engine/progress.ts";
 import type { RunState, TaskStatus } from "../engine/types.ts";
 import { type Mark, type Marks, mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/plan.ts";
@@ -56,16 +56,6 @@ function marks(plan: Plan, state: RunState): { tasks: Marks; workstreams: Marks 
     },
   };
 }
-
-/** Workstream statuses in words. */
-const WORKSTREAM_WORDS = {
-  pending: "not started",
-  active: "active",
-  merge_ready: "opening its PR",
-  pr_open: "PR open",
-  merged: "merged",
-  failed: "failed",
-} as const;
 
 /** A workstream's state in words; one failed only because another's failure blocks it says "blocked". */
 export function workstreamState(

@@ -5,6 +5,7 @@
  * Messages follow agentrelay's wording ("must be a string", "contains unknown key(s): a, b") so users
  * of the Python tool recognise them; the location and field path are added by the loader.
  */
+import { MAX_USD } from "./amount.ts";
 import { z } from "zod";
 import { HOST_PATTERN, hostPatternProblem } from "./network.ts";
 
@@ -36,7 +37,7 @@ const positiveInt = () =>
   z
     .int({ error: says("must be an integer") })
     .positive({ error: "must be greater than 0" })
-    .max(1_000_000, { error: "must be at most 1000000" });
+    .max(MAX_USD, { error: `must be at most ${MAX_USD}` });
 
 /** A count that may be zero (an operational key of ours). */
 const count = () =>
@@ -50,7 +51,7 @@ const usd = () =>
   z
     .number({ error: says("must be a number of US dollars") })
     .positive({ error: "must be greater than 0" })
-    .max(1_000_000, { error: "must be at most 1000000" });
+    .max(MAX_USD, { error: `must be at most ${MAX_USD}` });
 
 /**
  * An enum accepted by value or by (Python) enum name, case-insensitively, as agentrelay does; the

@@ -4,8 +4,9 @@
  * compare-and-swap ref update). A task "PR" is a merge commit of the task branch into the integration
  * branch.
  */
-import { existsSync } from "node:fs";
-import { git, gitRaw } from "../attempt/git.ts";
+import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { git, gitRaw, inCheckout, withoutDrivers } from "../attempt/git.ts";
 
 export async function branchExists(repo: string, branch: string): Promise<boolean> {
   return (await gitRaw(repo, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`])).code === 0;
@@ -21,22 +22,41 @@ export async function prepareIntegration(repo: string, integration: string, base
 /**
  * The workstream's worktree (one per workstream, as in agentrelay; its tasks run one at a time),
  * switched to the task branch: a new branch from the integration branch on a first attempt, the
- * existing branch with its earlier commits on a retry. Leftovers of the previous task are discarded.
+ * existing branch with its earlier commits on a retry. Leftovers of the previous task are discarded,
+ * a `.git` an agent replaced included. Returns the worktree's git directory (in the repository's
+ * own), through which the runner works in it: never the `.git` in the worktree, which agents write.
  */
 export async function workstreamCheckout(
   repo: string,
   dir: string,
   branch: string,
   integration: string,
-): Promise<void> {
+): Promise<string> {
   if (!existsSync(dir)) {
     await git(repo, ["worktree", "prune"]);
     await git(repo, ["worktree", "add", "-q", "--detach", dir, integration]);
   }
-  await git(dir, ["reset", "-q", "--hard"]);
-  await git(dir, ["clean", "-q", "-f", "-d"]);
-  if (await branchExists(repo, branch)) await git(dir, ["checkout", "-q", branch]);
-  else await git(dir, ["checkout", "-q", "-b", branch, integration]);
+  const gitDir = await worktreeGitDir(repo, dir);
+  rmSync(join(dir, ".git"), { recursive: true, force: true });
+  writeFileSync(join(dir, ".git"), `gitdir: ${gitDir}\n`);
+  const checkout = inCheckout({ workTree: dir, gitDir });
+  await checkout.git(["reset", "-q", "--hard"]);
+  await checkout.git(["clean", "-q", "-f", "-d"]);
+  if (await branchExists(repo, branch)) await checkout.git(["checkout", "-q", branch]);
+  else await checkout.git(["checkout", "-q", "-b", branch, integration]);
+  return gitDir;
+}
+
+/** The git directory of the worktree at `dir`, found from the repository's side (its `worktrees/`). */
+async function worktreeGitDir(repo: string, dir: string): Promise<string> {
+  const common = resolve(repo, await git(repo, ["rev-parse", "--git-common-dir"]));
+  const wanted = realpathSync(dir);
+  for (const name of readdirSync(join(common, "worktrees"))) {
+    const pointer = readFileSync(join(common, "worktrees", name, "gitdir"), "utf8").trim();
+    if (existsSync(dirname(pointer)) && realpathSync(dirname(pointer)) === wanted)
+      return join(common, "worktrees", name);
+  }
+  throw new Error(`git knows no worktree at ${dir}: remove the directory and run again`);
 }
 
 export async function commitsAhead(repo: string, from: string, to: string): Promise<number> {
@@ -83,7 +103,15 @@ export async function mergeBranch(
         ok: false,
         reason: `'${target}' is checked out at ${worktree} with uncommitted changes: commit or stash them, then run again`,
       };
-    const merged = await gitRaw(worktree, ["merge", "--no-ff", "--no-edit", "-m", message, source]);
+    const merged = await gitRaw(worktree, [
+      ...(await withoutDrivers(worktree)),
+      "merge",
+      "--no-ff",
+      "--no-edit",
+      "-m",
+      message,
+      source,
+    ]);
     if (merged.code !== 0) {
       const conflicts = (await git(worktree, ["diff", "--name-only", "--diff-filter=U"]))
         .split("\n")
@@ -94,7 +122,15 @@ export async function mergeBranch(
     return { ok: true, sha: await git(worktree, ["rev-parse", "HEAD"]) };
   }
   const old = await git(repo, ["rev-parse", `refs/heads/${target}`]);
-  const tree = await gitRaw(repo, ["merge-tree", "--write-tree", "--name-only", target, source]);
+  // The task branch's .gitattributes may name a merge driver its agent configured: none runs.
+  const tree = await gitRaw(repo, [
+    ...(await withoutDrivers(repo)),
+    "merge-tree",
+    "--write-tree",
+    "--name-only",
+    target,
+    source,
+  ]);
   if (tree.code !== 0) {
     // The tree, then the conflicted files, then a blank line and git's messages.
     const lines = tree.stdout.split("\n");

@@ -215,7 +215,7 @@ export class LocalHost implements RunHost {
     const integration = integrationBranch(graph.name, task.workstreamId);
     const taskDir = join(this.workRoot, "tasks", taskId);
     const checkout = join(this.workRoot, "workstreams", task.workstreamId);
-    await workstreamCheckout(this.repo, checkout, taskBranch(graph.name, taskId), integration);
+    const gitDir = await workstreamCheckout(this.repo, checkout, taskBranch(graph.name, taskId), integration);
     // cyberian's agent_lifecycle `reuse`: each step continues the workstream's previous session.
     const sessionFile = join(this.workRoot, "workstreams", `${task.workstreamId}.session`);
     const reuse = graph.cyberian?.agentLifecycle === "reuse" && existsSync(sessionFile);
@@ -227,6 +227,7 @@ export class LocalHost implements RunHost {
       task: taskId,
       attempt,
       repoDir: checkout,
+      gitDir: { path: gitDir, seal: false },
       baseRef: integration,
       workDir: join(taskDir, "work"),
       inputFiles,
@@ -333,13 +334,14 @@ export class LocalHost implements RunHost {
     const dir = join(this.workRoot, "resolutions", resolutionInput(subject));
     const checkout = join(this.workRoot, "workstreams", effect.workstream);
     const integration = integrationBranch(this.graph.name, effect.workstream);
-    await workstreamCheckout(this.repo, checkout, resolver.branch, integration);
+    const gitDir = await workstreamCheckout(this.repo, checkout, resolver.branch, integration);
     const { agent, secrets } = this.agentOf(resolver.agentTask.primaryAgent.isolation.tokenTier);
     const spec: AttemptSpec = {
       ...agent,
       task: resolver.agentTask.id,
       attempt: effect.n,
       repoDir: checkout,
+      gitDir: { path: gitDir, seal: false },
       baseRef: resolver.branch,
       workDir: join(dir, "work"),
       inputFiles: [],

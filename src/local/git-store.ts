@@ -125,9 +125,9 @@ export class GitRefStateStore implements StateStore {
         writeFileSync(path, text);
         return path;
       });
-      return (await git(this.repo, ["hash-object", "-w", "--stdin-paths"], `${paths.join("\n")}\n`)).split(
-        "\n",
-      );
+      return (
+        await git(this.repo, ["hash-object", "-w", "--no-filters", "--stdin-paths"], `${paths.join("\n")}\n`)
+      ).split("\n");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -205,10 +205,25 @@ async function runLocked(
     c.command === "budget"
       ? { type: "command", ...c, at: Date.now() }
       : { type: "command", command: c.command, ...(c.task ? { task: c.task } : {}), at: Date.now() };
+  const say = (line: string) => options.onLog?.(null, line);
+  const reply = (id: string) => (a: Answer) => {
+    try {
+      answer(workRoot, id, a, say);
+    } catch (error) {
+      say(`steering: the answer to ${id} could not be written: ${(error as Error).message}`);
+    }
+  };
+  // What the inbox holds is untrusted: whatever it is, the runner says so and goes on.
   const readInbox = () => {
-    for (const { id, command } of take(workRoot))
-      void apply([commandOf(command)], false, (a) => answer(workRoot, id, a)).catch((error) =>
-        answer(workRoot, id, { ok: false, message: (error as Error).message }),
+    let commands: ReturnType<typeof take> = [];
+    try {
+      commands = take(workRoot, say);
+    } catch (error) {
+      say(`steering: the inbox could not be read: ${(error as Error).message}`);
+    }
+    for (const { id, command } of commands)
+      void apply([commandOf(command)], false, reply(id)).catch((error) =>
+        reply(id)({ ok: false, message: (error as Error).message }),
       );
   };
   const inboxTimer = setInterval(readInbox, 250);

@@ -3,6 +3,7 @@
  * is), what an attempt reports back, and the engine events a report stands for. The Action sends it,
  * the app checks it with these schemas, and local mode reads the attempt process's result with them.
  */
+import { MAX_USD } from "../graph/amount.ts";
 import { z } from "zod";
 import type { EngineEvent } from "../engine/types.ts";
 
@@ -16,6 +17,13 @@ export type AttemptRequest = z.infer<typeof attemptRequestSchema>;
 
 /** Workflow-only mode: the file the Action writes the report to, inside the run's report artifact. */
 export const REPORT_FILE = "report.json";
+
+/**
+ * The header with which the runner proves it is the runner: the key the app handed out with the
+ * attempt's first token (once per attempt), which the runner keeps in memory and gives no process.
+ * A push token and a report are answered only with it.
+ */
+export const REPORT_KEY_HEADER = "x-agentrelay-report-key";
 
 const text = z.string().max(20_000);
 
@@ -31,7 +39,10 @@ export const attemptResultSchema = z.object({
   outputs: z
     .array(z.object({ path: z.string().max(1000), action: z.string().max(40), category: z.string().max(80) }))
     .max(1000),
-  costUsd: z.number().nonnegative(),
+  costUsd: z
+    .number()
+    .nonnegative()
+    .max(MAX_USD, { error: `a cost must be a number of US dollars from 0 to ${MAX_USD}` }),
   turns: z.number().int().nonnegative(),
   gates: z.array(z.object({ n: z.number().int().positive(), passed: z.boolean() })).max(100),
   /** The end of the last gate's output when the attempt failed on it (masked). */

@@ -3,7 +3,6 @@
  * files, a real git remote in a temp dir, the app and GitHub answered by nock, and the real Claude
  * Code CLI against the scripted model server.
  */
-import { SIGNATURE_HEADER, signBody } from "../../src/protocol/attempt-key.ts";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -41,9 +40,6 @@ const bash = (command: string) => ({ name: "Bash", input: { command, description
 let server: ScriptedModelServer | undefined;
 let stdout: string[];
 let reports: { result: Record<string, unknown> }[];
-/** Whether each report (and push-token request) carried the signature of the attempt's report key. */
-let signed: boolean[];
-const REPORT_KEY = "report-key-of-the-attempt";
 let tokenRequests: number;
 /** When the attempt's first token lapses, as the app says (far away unless a test says otherwise). */
 let firstTokenExpires: string;
@@ -171,7 +167,6 @@ beforeEach(() => {
   nock.enableNetConnect("127.0.0.1");
   stdout = [];
   reports = [];
-  signed = [];
   tokenRequests = 0;
   firstTokenExpires = "2099-01-01T00:00:00Z";
   vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
@@ -189,20 +184,10 @@ beforeEach(() => {
     .post("/agentrelay/token", { run: "g/1", task: "greet", attempt: /\d/ as unknown as number })
     .reply(() => {
       tokenRequests++;
-      return [
-        200,
-        {
-          token: TOKEN,
-          tier: "standard",
-          expires_at: firstTokenExpires,
-          state_version: "x",
-          report_key: REPORT_KEY,
-        },
-      ];
+      return [200, { token: TOKEN, tier: "standard", expires_at: firstTokenExpires, state_version: "x" }];
     })
     .post("/agentrelay/report")
-    .reply(function (_uri, body) {
-      signed.push(this.req.headers[SIGNATURE_HEADER] === signBody(REPORT_KEY, JSON.stringify(body)));
+    .reply((_uri, body) => {
       reports.push(body as { result: Record<string, unknown> });
       return [200, { ok: true }];
     });
@@ -245,7 +230,6 @@ describe("the task Action", () => {
     ).toBe("");
     expect(await git(bare, ["rev-parse", "agentrelay/g/greet"])).toBe(outcome.result.commit);
     expect(reports).toHaveLength(1);
-    expect(signed).toEqual([true]);
     expect(reports[0]!.result).toMatchObject({
       outcome: "succeeded",
       commit: outcome.result.commit,
@@ -448,8 +432,7 @@ describe("the task Action", () => {
     let pushTokenRequests = 0;
     nock(APP)
       .post("/agentrelay/push-token", { run: "g/1", task: "greet", attempt: 1 })
-      .reply(function (_uri, body) {
-        signed.push(this.req.headers[SIGNATURE_HEADER] === signBody(REPORT_KEY, JSON.stringify(body)));
+      .reply(() => {
         pushTokenRequests++;
         github.accepted.add(second);
         return [200, { token: second, expires_at: new Date(Date.now() + 60 * 60_000).toISOString() }];
@@ -476,7 +459,6 @@ describe("the task Action", () => {
       expect(outcome.pushed).toBe(true);
       expect(await git(bare, ["show", "agentrelay/g/greet:greet.txt"])).toBe("hello");
       expect(pushTokenRequests).toBe(1);
-      expect(signed).toEqual([true, true]);
       // The fetch at the start used the first token; the push, the one asked for at its end.
       expect(github.presented.at(-1)).toBe(second);
       expect(github.presented).toContain(TOKEN);

@@ -62,6 +62,32 @@ describe("a run with a budget on GitHub", () => {
     expect(check.output!.summary).toContain("Cost $0.20 of its cap $0.50 (task total $0.20; run: Spent $");
   });
 
+  it("takes plain decimal amounts within bounds only, from a command and from a job's report", async () => {
+    await h.pushGraph(".workflow/diamond.yaml", BUDGETED);
+    h.gh.permissions.set("alice", "write");
+    const before = JSON.stringify(h.gh.state("diamond/1"));
+    let id = 600;
+    for (const amount of ["+1e303", `+1${"0".repeat(303)}`, "+0x10", "+Infinity", "+-5", "+1000001"]) {
+      await comment(`/agentrelay budget ${amount}`, "alice", id++);
+      expect(h.gh.comments.at(-1)!.body).toContain(
+        "where USD is a plain decimal number of US dollars greater than 0 and at most 1000000",
+      );
+    }
+    expect(JSON.stringify(h.gh.state("diamond/1"))).toBe(before);
+    // A job that reports an absurd cost is refused, and nothing of its report is applied.
+    const { report } = await runJob(h, h.gh.dispatches[0]!, { costUsd: 1e303 });
+    expect(report).toMatchObject({
+      status: 400,
+      body: {
+        error: "invalid request: result.costUsd: a cost must be a number of US dollars from 0 to 1000000",
+      },
+    });
+    const state = h.gh.state("diamond/1") as unknown as RunState;
+    expect(state.tasks.a!.status).toBe("running");
+    expect(state.budget!.run).toMatchObject({ spentUsd: 0, raisedUsd: 0 });
+    expect(statusBody()).not.toMatch(/Infinity|NaN/);
+  });
+
   it("an attempt stopped by its cap when the budget is then spent waits instead of failing", async () => {
     await h.pushGraph(".workflow/diamond.yaml", BUDGETED);
     await runJob(h, h.gh.dispatches[0]!, {

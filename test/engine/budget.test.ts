@@ -177,15 +177,31 @@ describe("budgets", () => {
       { usd: 1, target: "nope" },
       { usd: 1, target: "ws_a" }, // no budget of its own
       { usd: -1 },
+      { usd: 1e303 },
     ].flatMap((c, i) =>
       engine.apply(state, { type: "command", command: "budget", id: `c${i}`, at: 5, ...c }),
     );
     expect(replies.map((r) => (r.type === "reply" ? r.message : r.type))).toEqual([
       "no workstream or task 'nope'",
       "workstream 'ws_a' has no budget (max_cost_usd) to raise",
-      "say how much to add, e.g. budget +5",
+      "say how much to add: a plain decimal number of US dollars greater than 0 and at most 1000000, e.g. 5 or 0.50",
+      "say how much to add: a plain decimal number of US dollars greater than 0 and at most 1000000, e.g. 5 or 0.50",
     ]);
     expect(JSON.stringify(state)).toBe(before);
+  });
+
+  it("never lets raises take a budget past $1,000,000,000, so that spend and limits stay finite", () => {
+    const engine = createEngine(graph);
+    const { state } = engine.start(0);
+    const replies = Array.from({ length: 1001 }, (_, i) =>
+      engine.apply(state, { type: "command", command: "budget", id: `r${i}`, usd: 1_000_000, at: 5 + i }),
+    ).map((effects) => effects.find((e) => e.type === "reply"));
+    expect(replies.filter((r) => r?.type === "reply" && r.ok)).toHaveLength(999);
+    expect(replies.at(-1)).toMatchObject({
+      ok: false,
+      message: "the run's budget would pass $1,000,000,000.00: raise it by less",
+    });
+    expect(Number.isFinite(state.budget!.run.raisedUsd)).toBe(true);
   });
 
   it("never spends past a budget: what attempts spend stays within their caps", () => {
