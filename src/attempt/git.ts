@@ -242,7 +242,6 @@ const GIT_DIR_EXTRAS = [
 export function pinGitDir(gitDir: string): void {
   if (pinned.has(gitDir)) return;
   pinned.set(gitDir, readFileSync(join(gitDir, "config"), "utf8"));
-  restorePinned(gitDir);
 }
 
 function restorePinned(gitDir: string): void {
