@@ -54,8 +54,20 @@ export interface FakeArtifact {
 }
 type Route = (match: RegExpExecArray, body: Record<string, unknown>, query: URLSearchParams) => Reply;
 
+/**
+ * GraphQL's `Blob.text` holds at most 512,000 bytes; a longer text comes back cut, with `isTruncated:
+ * true` (https://docs.github.com/en/graphql/reference/objects#blob; sveltia-cms#950 lost data this
+ * way). The whole blob is read by the git blobs API, up to 100 MB
+ * (https://docs.github.com/en/rest/git/blobs#get-a-blob).
+ */
+export const GRAPHQL_BLOB_TEXT_BYTES = 512_000;
+
 export class FakeGitHub {
   readonly owner = "octo";
+  /** GitHub's limits the fake enforces; a test that needs one off says so. */
+  readonly limits = { blobText: true };
+  /** Blob texts by id, as the fake has served them (for the git blobs API). */
+  private readonly blobs = new Map<string, string>();
   readonly repo = "demo";
   readonly installationId = 42;
   /** Trees created through the API, until a commit uses them. */
@@ -306,6 +318,20 @@ export class FakeGitHub {
       if (!this.branches.delete(m[1]!)) return [422, { message: "Reference does not exist" }];
       return [204];
     });
+    this.route("GET", "REPO\\/git\\/blobs\\/([0-9a-f]{40})", (m) => {
+      const text = this.blobs.get(m[1]!);
+      return text === undefined
+        ? [404, { message: "Not Found" }]
+        : [
+            200,
+            {
+              sha: m[1],
+              size: Buffer.byteLength(text),
+              encoding: "base64",
+              content: Buffer.from(text).toString("base64"),
+            },
+          ];
+    });
     this.route("POST", "REPO\\/git\\/trees", (_m, body) => {
       const files = Object.fromEntries(
         (body.tree as { path: string; content: string }[]).map((t) => [t.path, t.content]),
@@ -494,6 +520,12 @@ export class FakeGitHub {
         },
       ];
     });
+    this.route("GET", "REPO\\/issues", (_m, _b, q) => [
+      200,
+      this.issues
+        .filter((i) => !q.get("state") || q.get("state") === "all" || i.state === q.get("state"))
+        .map((i) => ({ number: i.number, title: i.title, body: i.body, state: i.state })),
+    ]);
     this.route("POST", "REPO\\/issues", (_m, body) => {
       const n = this.issues.length + this.pulls.length + 1;
       this.issues.push({
@@ -599,11 +631,19 @@ export class FakeGitHub {
         entries: [...new Set(Object.keys(files).map((f) => f.split("/")[0]!))].map((name) => ({ name })),
       };
     if (query.includes("dir: file(")) {
-      target.dir = treeAt(files, String(variables.dir));
+      target.dir = treeAt(files, String(variables.dir), (text) => this.blobObject(text));
       const legacy = files[String(variables.legacy)];
-      target.legacy = legacy === undefined ? null : { object: { text: legacy } };
+      target.legacy = legacy === undefined ? null : { oid: blobId(legacy), object: this.blobObject(legacy) };
     }
     return [200, { data: { repository: variables.oid ? { object: target } : { ref: { target } } } }];
+  }
+
+  /** A blob as GraphQL answers it: its text, cut at GRAPHQL_BLOB_TEXT_BYTES, and whether it was. */
+  private blobObject(text: string): { text: string; isTruncated: boolean } {
+    this.blobs.set(blobId(text), text);
+    const bytes = Buffer.from(text);
+    if (!this.limits.blobText || bytes.length <= GRAPHQL_BLOB_TEXT_BYTES) return { text, isTruncated: false };
+    return { text: bytes.subarray(0, GRAPHQL_BLOB_TEXT_BYTES).toString("utf8"), isTruncated: true };
   }
 
   /** The stored state of a run, as the app wrote it (either layout). */
@@ -635,13 +675,17 @@ export class FakeGitHub {
 }
 
 /** The GraphQL shape of the folder `dir` in a commit's files (two levels, as the app asks). */
-function treeAt(files: Record<string, string>, dir: string) {
+function treeAt(
+  files: Record<string, string>,
+  dir: string,
+  blob: (text: string) => { text: string; isTruncated?: boolean } = (text) => ({ text }),
+) {
   const below = Object.keys(files).filter((f) => f.startsWith(`${dir}/`));
   if (below.length === 0) return null;
   interface Entry {
     name: string;
     oid?: string;
-    object: { text?: string; entries?: Entry[] };
+    object: { text?: string; isTruncated?: boolean; entries?: Entry[] };
   }
   const level = (prefix: string, depth: number): Entry[] => {
     const names = [
@@ -649,8 +693,7 @@ function treeAt(files: Record<string, string>, dir: string) {
     ];
     return names.map((name) => {
       const path = `${prefix}${name}`;
-      if (files[path] !== undefined)
-        return { name, oid: blobId(files[path]!), object: { text: files[path] } };
+      if (files[path] !== undefined) return { name, oid: blobId(files[path]!), object: blob(files[path]!) };
       return { name, object: depth > 0 ? { entries: level(`${path}/`, depth - 1) } : {} };
     });
   };

@@ -25,6 +25,7 @@ import {
   RUN_FILES,
   type RunFiles,
   stateOfParts,
+  wholeRunFiles,
 } from "../protocol/state-layout.ts";
 
 export class JobError extends Error {
@@ -148,7 +149,13 @@ export async function storedRun(
     3,
     500,
   );
-  const parts = data.repository.object ? partsOfRunFiles(data.repository.object) : null;
+  // GitHub cuts texts over 512,000 bytes in GraphQL: those are read whole by the git blobs API.
+  const blobText = async (oid: string) => {
+    const { data: blob } = await octokit.rest.git.getBlob({ owner, repo, file_sha: oid });
+    return Buffer.from(blob.content, "base64").toString("utf8");
+  };
+  const files = data.repository.object ? await wholeRunFiles(data.repository.object, blobText) : null;
+  const parts = files ? partsOfRunFiles(files) : null;
   if (!parts) throw new JobError(`run ${run} has no state at ${version}`);
   return stateOfParts<StoredRun>(parts, HOSTED_PER_TASK);
 }

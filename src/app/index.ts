@@ -2,6 +2,7 @@
  * The agentrelay GitHub App (Probot): one handler per event family, the job endpoints and the
  * reconciler. It keeps nothing in memory between events: every handler reads the run from GitHub.
  */
+import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { ApplicationFunction, Probot } from "probot";
@@ -57,7 +58,13 @@ export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFu
     app.on(Object.keys(EVENT_HANDLERS) as HandledEvent[], (context) => {
       const { repository } = context.payload as unknown as { repository: Repository };
       const ctx = repoContextOf(context.octokit, repository, config, (message) => context.log.info(message));
-      return handlerOf(context.name, context.payload)!(ctx, context.payload as never, appLogin);
+      return handlerOf(context.name, context.payload)!(ctx, context.payload as never, appLogin).catch(
+        (error: unknown) => {
+          // A damaged run would fail every event the same way: said once, and the delivery is done.
+          if (error instanceof RunStateDamageError) return sayStateDamage(ctx, error);
+          throw error;
+        },
+      );
     });
     addHandler(jobRoutes(app, { config, verify, reportSecret }));
   };

@@ -5,6 +5,7 @@
  * mode on every orchestrator run, where it also reads the reports of jobs that ended (from their
  * runs' artifacts: github/reports.ts). Running it twice is harmless.
  */
+import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { runningResolutions } from "../engine/conflicts.ts";
 import type { EngineEvent } from "../engine/types.ts";
 import { factsOfReport, resolutionInput, subjectOfInput } from "../protocol/resolution.ts";
@@ -146,6 +147,11 @@ export async function reconcileRepository(
   for (const ref of refs) {
     const graph = ref.ref.slice("refs/heads/agentrelay-state/".length);
     const latest = await driver.latestRun(graph);
-    if (latest > 0) await reconcileRun(driver, `${graph}/${latest}`, options);
+    // One damaged run is said once and does not stop the others from being repaired.
+    if (latest > 0)
+      await reconcileRun(driver, `${graph}/${latest}`, options).catch((error: unknown) => {
+        if (error instanceof RunStateDamageError) return sayStateDamage(ctx, error);
+        throw error;
+      });
   }
 }

@@ -8,6 +8,7 @@
  * It acts as the token it is given: a registered app's installation token (the workflow mints it
  * with the app's id and private key), or the workflow's GITHUB_TOKEN, whose PRs start no workflow.
  */
+import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { readFileSync } from "node:fs";
 import * as core from "@actions/core";
 import { retry } from "@octokit/plugin-retry";
@@ -115,8 +116,9 @@ export async function orchestrate(env: NodeJS.ProcessEnv = process.env): Promise
   const handler = handlerOf(name, payload);
   if (handler) {
     core.info(`${name}${typeof payload.action === "string" ? `.${payload.action}` : ""}: handling`);
-    await withRetries(() => handler(ctx, payload as never, ownLogin)).catch((error: unknown) => {
-      failed.push(`${name}: ${messageOf(error)}`);
+    await withRetries(() => handler(ctx, payload as never, ownLogin)).catch(async (error: unknown) => {
+      if (error instanceof RunStateDamageError) await sayStateDamage(ctx, error);
+      else failed.push(`${name}: ${messageOf(error)}`);
     });
   }
   // Whatever this run's event, and whatever events of cancelled runs said, the state says the rest.

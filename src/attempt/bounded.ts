@@ -4,8 +4,8 @@
  * keeps the output pipe open (`sleep 20 & exit 0`) can neither outlive its command nor keep the caller
  * waiting. Gates, success criteria, providers and Claude Code itself run this way.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { appendFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { appendFileSync, readFileSync } from "node:fs";
 
 export interface BoundedOptions {
   cwd: string;
@@ -36,11 +36,57 @@ export interface BoundedResult {
 let groupsFile: string | null = null;
 
 /**
- * Records the process group of every command this process starts in `file`, one per line: whoever
- * finds this process dead (local mode, after a crash) stops the groups it left behind.
+ * Records the process group of every command this process starts in `file`, one per line with its
+ * start time (processLine): whoever finds this process dead (local mode, after a crash) stops the
+ * groups it left behind, and only those.
  */
 export function recordProcessGroups(file: string): void {
   groupsFile = file;
+}
+
+/**
+ * When a process started, in clock ticks since boot (field 22 of /proc/PID/stat, read after the
+ * command name, which may hold spaces): with the pid, it names one process, never a later one that
+ * reused the pid. Null where there is no such process or no /proc.
+ */
+export function processStart(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** A process file's line for `pid`: `PID START`. */
+export const processLine = (pid: number): string => `${pid} ${processStart(pid) ?? "?"}\n`;
+
+/** The pid a process file's line names, if that very process still runs (its start time matches). */
+export function stillRunning(line: string): number | null {
+  const [pidText, start] = line.trim().split(" ");
+  const pid = Number(pidText);
+  if (!Number.isInteger(pid) || pid <= 1 || !start || start === "?") return null;
+  return processStart(pid) === start ? pid : null;
+}
+
+let containment: string[] | null = null;
+
+/**
+ * What contains a command's whole tree where the platform allows it: a PID namespace of its own
+ * (`unshare --pid --fork --kill-child`, Linux, as root), whose every process the kernel kills when the
+ * command ends or is stopped, a `setsid` or double-forked daemon included. Elsewhere, the process
+ * group and the descendants found by their parents are stopped (killTree), which a daemon that left
+ * its parent escapes.
+ */
+export function containPrefix(): string[] {
+  if (containment) return containment;
+  const prefix = ["unshare", "--pid", "--fork", "--kill-child", "--"];
+  const usable =
+    process.platform === "linux" &&
+    process.getuid?.() === 0 &&
+    spawnSync(prefix[0]!, [...prefix.slice(1), "true"], { stdio: "ignore" }).status === 0;
+  containment = usable ? prefix : [];
+  return containment;
 }
 
 /** How long output may still arrive after the command exited, before its group is stopped. */
@@ -92,14 +138,17 @@ export function killGroup(child: ChildProcess, signal: NodeJS.Signals = "SIGKILL
 export function runBounded(command: string, args: string[], options: BoundedOptions): Promise<BoundedResult> {
   const max = options.maxOutput ?? 1_000_000;
   return new Promise((resolve) => {
-    const [program, ...programArgs] = [...(options.prefix ?? []), command, ...args] as [string, ...string[]];
+    const [program, ...programArgs] = [...containPrefix(), ...(options.prefix ?? []), command, ...args] as [
+      string,
+      ...string[],
+    ];
     const child = spawn(program, programArgs, {
       cwd: options.cwd,
       env: options.env,
       detached: true, // a process group of its own
       stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
     });
-    if (groupsFile && child.pid !== undefined) appendFileSync(groupsFile, `${child.pid}\n`);
+    if (groupsFile && child.pid !== undefined) appendFileSync(groupsFile, processLine(child.pid));
     let stdout = "";
     let stderr = "";
     let output = "";

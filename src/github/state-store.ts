@@ -10,6 +10,8 @@
  * changed: the index, and the buckets of the tasks the round touched. The branch holds no workflow
  * files, so its commits start no runs.
  */
+import { RunStateDamageError } from "./damage.ts";
+import { StateDamageError } from "../protocol/state-check.ts";
 import { createHash } from "node:crypto";
 import type { Octokit } from "@octokit/rest";
 import type { StateStore, Versioned } from "../engine/store.ts";
@@ -19,9 +21,11 @@ import {
   HOSTED_PER_TASK,
   nextParts,
   partsOfRunFiles,
+  type StoredParts,
   RUN_FILES,
   type RunFiles,
   stateOfParts,
+  wholeRunFiles,
 } from "../protocol/state-layout.ts";
 import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
 
@@ -155,6 +159,16 @@ export class GitHubStateStore implements StateStore {
     return body.data!;
   }
 
+  /** A blob's whole text, by the git blobs API (up to 100 MB; GraphQL cuts texts at 512,000 bytes). */
+  private async blobText(oid: string): Promise<string> {
+    const { data } = await this.octokit.request("GET /repos/{owner}/{repo}/git/blobs/{file_sha}", {
+      owner: this.owner,
+      repo: this.repo,
+      file_sha: oid,
+    });
+    return Buffer.from(data.content, "base64").toString("utf8");
+  }
+
   private key(run: string): string {
     return `${this.owner}/${this.repo}/${run}`;
   }
@@ -188,7 +202,7 @@ export class GitHubStateStore implements StateStore {
     return this.loaded(entry, false);
   }
 
-  /** Reads a run's parts at the branch head, in either format. */
+  /** Reads a run's parts at the branch head, in either format, checked whole (state-check.ts). */
   private async read(run: string): Promise<Entry | null> {
     const { graph, dir, legacy } = runFolder(run);
     const data = await this.graphql<RunRead>(READ_RUN, {
@@ -199,16 +213,30 @@ export class GitHubStateStore implements StateStore {
       legacy,
     });
     const target = data.repository.ref?.target;
-    const parts = target ? partsOfRunFiles(target) : null;
-    if (!target || !parts) return null;
+    if (!target) return null;
+    let parts: StoredParts | null;
+    let state: RunState;
+    try {
+      parts = partsOfRunFiles(await wholeRunFiles(target, (oid) => this.blobText(oid)));
+      if (!parts) return null;
+      state = stateOfParts(parts, PER_TASK);
+    } catch (error) {
+      if (!(error instanceof StateDamageError)) throw error;
+      throw new RunStateDamageError(
+        error,
+        { run, version: target.oid, trackingIssue: trackingIssueOf(target) },
+        `of run ${run} ${error.problem} (${dir}/${error.part} on the branch ${stateBranch(graph)} at ${target.oid.slice(0, 12)}): nothing was changed; restore ${dir}/ from an earlier commit of that branch (git log -p -- ${dir}) and push it`,
+      );
+    }
     return {
       version: target.oid,
       buckets: parts.buckets,
       index: parts.index,
-      bucketTexts: parts.bucketTexts,
+      // Checked whole above: every bucket is there.
+      bucketTexts: parts.bucketTexts as string[],
       members: null,
       graph: parts.graphText !== null ? { text: parts.graphText, key: parts.graphKey ?? "" } : null,
-      state: null,
+      state,
       lent: false,
     };
   }
@@ -364,5 +392,17 @@ export class GitHubStateStore implements StateStore {
       throw error;
     }
     return commit.sha;
+  }
+}
+
+/** The tracking issue a run's record names, if its run.json can still be read that far. */
+function trackingIssueOf(files: RunFiles): number | null {
+  const index = files.dir?.object?.entries?.find((f) => f.name === "run.json")?.object?.text;
+  try {
+    const issue = (JSON.parse(index ?? "null") as { github?: { trackingIssue?: unknown } } | null)?.github
+      ?.trackingIssue;
+    return typeof issue === "number" ? issue : null;
+  } catch {
+    return null;
   }
 }

@@ -46,6 +46,13 @@ const count = () =>
     .min(0, { error: "must be 0 or more" })
     .max(100, { error: "must be at most 100" });
 
+/**
+ * The most tasks a graph may have: twice the largest run the benchmarks measure (10,000 tasks), so that
+ * a pushed graph is planned, started and answered well within GitHub's 10 s and in bounded memory,
+ * whatever the file holds (docs/benchmarks.md).
+ */
+export const MAX_TASKS = 20_000;
+
 /** An amount of US dollars a budget allows (an operational key of ours). */
 const usd = () =>
   z
@@ -191,7 +198,11 @@ export const graphFileSchema = z
     name: text(),
     tasks: z
       .array(taskSchema, { error: says("must be a list") })
-      .min(1, { error: "must contain at least one task" }),
+      .min(1, { error: "must contain at least one task" })
+      .max(MAX_TASKS, {
+        error: (issue) =>
+          `must contain at most ${MAX_TASKS.toLocaleString("en-US")} tasks (this one has ${(issue.input as unknown[]).length.toLocaleString("en-US")}): split it into graphs that depend on each other's merges`,
+      }),
     workstreams: z
       .array(workstreamSchema, { error: "must be a list" })
       .min(1, { error: "must contain at least one workstream" })

@@ -4,6 +4,7 @@
  * attempt the in-job runner as a child process in its workstream's worktree. Branches, "PRs" and
  * merges are carried out before the write (repeating them changes nothing); attempts start after it.
  */
+import { processLine } from "../attempt/bounded.ts";
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -296,7 +297,8 @@ export class LocalHost implements RunHost {
         env: { ...process.env, ...secrets },
         detached: true, // its own process group: stopped whole, on cancel or after a crash
       });
-      writeFileSync(spec.processGroupsFile!, `${child.pid}\n`, { flag: "a" });
+      if (child.pid !== undefined)
+        writeFileSync(spec.processGroupsFile!, processLine(child.pid), { flag: "a" });
       this.running.set(key, child);
       const agentLog: string[] = [];
       const onData = (chunk: Buffer) => {

@@ -12,9 +12,10 @@ import { join } from "node:path";
 import type { StateStore, Versioned } from "../engine/store.ts";
 import type { RunState } from "../engine/types.ts";
 import { catFiles, git, gitRaw } from "../attempt/git.ts";
+import { MAX_PART_BYTES, StateDamageError } from "../protocol/state-check.ts";
 import {
   bucketPath,
-  layoutOf,
+  indexLayout,
   LOCAL_PER_TASK,
   nextParts,
   type StoredParts,
@@ -25,6 +26,13 @@ const ZERO = "0".repeat(40);
 const LEGACY = "state.json";
 
 export const stateRef = (run: string): string => `refs/agentrelay/runs/${run}`;
+
+/** A blob of a run's tree: its id, size and part name (`tasks/003.json`). */
+interface Blob {
+  oid: string;
+  size: number;
+  part: string;
+}
 
 /** What this store last read or wrote of a run: its parts' texts and blob ids, at one version. */
 interface Known {
@@ -44,36 +52,90 @@ export class GitRefStateStore implements StateStore {
     const head = await gitRaw(this.repo, ["rev-parse", "--verify", "--quiet", `${stateRef(run)}^{commit}`]);
     if (head.code !== 0) return null;
     const version = head.stdout.trim();
-    const [index, legacy] = await catFiles(this.repo, [`${version}:run.json`, `${version}:${LEGACY}`]);
-    const layout = index ? layoutOf(index) : null;
-    let parts: StoredParts;
-    let bucketBlobs: string[] = [];
-    if (index && layout) {
-      const listing = await git(this.repo, ["ls-tree", `${version}:tasks`]);
-      // `<mode> blob <oid>\t<name>` per line.
-      const blobs = new Map(
-        listing
-          .split("\n")
-          .filter(Boolean)
-          .map((line) => [line.split("\t")[1]!, line.split("\t")[0]!.split(" ")[2]!]),
+    try {
+      const read = await this.readAt(version);
+      this.known.set(run, { version, ...read, members: null });
+      return { state: read.state, version };
+    } catch (error) {
+      if (!(error instanceof StateDamageError)) throw error;
+      throw await this.damaged(run, version, error);
+    }
+  }
+
+  /** The run's parts and state at a version of its ref, each part checked (state-check.ts). */
+  private async readAt(
+    version: string,
+  ): Promise<{ parts: StoredParts; bucketBlobs: string[]; state: RunState }> {
+    const top = await this.listing(version, "");
+    const index = top.get("run.json");
+    const legacy = top.get(LEGACY);
+    if (!index && !legacy) throw new StateDamageError("run.json", "is missing");
+    if (!index) {
+      const [text] = await this.read([legacy!]);
+      const parts = { buckets: 0, index: text!, bucketTexts: [], graphText: null, graphKey: null };
+      return { parts, bucketBlobs: [], state: stateOfParts(parts, LOCAL_PER_TASK) };
+    }
+    const [indexText] = await this.read([index]);
+    const { buckets } = indexLayout(indexText!);
+    const listed = await this.listing(version, "tasks");
+    const blobs = Array.from({ length: buckets }, (_, b) => listed.get(bucketPath(b).slice(6)));
+    const texts = await this.read(blobs.map((blob, b) => blob ?? { oid: "", size: 0, part: bucketPath(b) }));
+    const parts = { buckets, index: indexText!, bucketTexts: texts, graphText: null, graphKey: null };
+    const state = stateOfParts<RunState>(parts, LOCAL_PER_TASK);
+    return { parts, bucketBlobs: blobs.map((blob) => blob!.oid), state };
+  }
+
+  /** The blobs under `dir` of a version's tree, by name, with their sizes. */
+  private async listing(version: string, dir: string): Promise<Map<string, Blob>> {
+    const out = await gitRaw(this.repo, ["ls-tree", "-l", `${version}:${dir}`]);
+    const blobs = new Map<string, Blob>();
+    // `<mode> blob <oid> <size>\t<name>` per line.
+    for (const line of out.stdout.split("\n").filter(Boolean)) {
+      const [meta, name] = line.split("\t") as [string, string];
+      const [, type, oid, size] = meta.split(/\s+/) as [string, string, string, string];
+      if (type === "blob") blobs.set(name, { oid, size: Number(size), part: dir ? `${dir}/${name}` : name });
+    }
+    return blobs;
+  }
+
+  /** The texts of blobs, each within the size bound (a missing one is null). */
+  private async read(blobs: Blob[]): Promise<(string | null)[]> {
+    for (const blob of blobs)
+      if (blob.size > MAX_PART_BYTES)
+        throw new StateDamageError(blob.part, `is larger than ${MAX_PART_BYTES} bytes (${blob.size})`);
+    const texts = await catFiles(
+      this.repo,
+      blobs.map((blob) => blob.oid || ZERO),
+    );
+    return texts;
+  }
+
+  /**
+   * The error for a damaged run: which part, where, and how to get its last good version back (the
+   * newest earlier version of the ref whose parts all read whole), changing nothing itself.
+   */
+  private async damaged(run: string, version: string, error: StateDamageError): Promise<Error> {
+    const ref = stateRef(run);
+    const history = (await git(this.repo, ["rev-list", "--max-count=50", version])).split("\n").slice(1);
+    let good: string | null = null;
+    for (const candidate of history) {
+      const whole = await this.readAt(candidate).then(
+        () => true,
+        () => false,
       );
-      bucketBlobs = Array.from({ length: layout.buckets }, (_, b) => blobs.get(bucketPath(b).slice(6)) ?? "");
-      const texts = await catFiles(
-        this.repo,
-        bucketBlobs.map((oid) => oid || ZERO),
-      );
-      parts = {
-        buckets: layout.buckets,
-        index,
-        bucketTexts: texts.map((t) => t ?? "{}"),
-        graphText: null,
-        graphKey: null,
-      };
-    } else if (legacy != null) {
-      parts = { buckets: 0, index: legacy, bucketTexts: [], graphText: null, graphKey: null };
-    } else return null;
-    this.known.set(run, { version, parts, bucketBlobs, members: null });
-    return { state: stateOfParts(parts, LOCAL_PER_TASK), version };
+      if (whole) {
+        good = candidate;
+        break;
+      }
+    }
+    const where = `${error.part} in ${ref} at ${version.slice(0, 12)}`;
+    const restore = good
+      ? `go back to its last good version with \`git update-ref ${ref} ${good} ${version}\` (history: \`git log -p ${ref}\`), then run again`
+      : `no earlier version of it is whole: see \`git log -p ${ref}\`, or remove the run with \`git update-ref -d ${ref}\` to start it again`;
+    return new StateDamageError(
+      error.part,
+      `of run ${run} ${error.problem} (${where}): nothing was changed; ${restore}`,
+    );
   }
 
   async compareAndSwap(
@@ -84,7 +146,13 @@ export class GitRefStateStore implements StateStore {
   ): Promise<string | null> {
     const known = this.known.get(run);
     const from = expected !== null && known?.version === expected ? known : undefined;
-    const parts = nextParts(from && { ...from.parts, members: from.members }, next, LOCAL_PER_TASK, touched);
+    // What was read was checked whole: every bucket it holds is there.
+    const read = from && {
+      ...from.parts,
+      bucketTexts: from.parts.bucketTexts as string[],
+      members: from.members,
+    };
+    const parts = nextParts(read, next, LOCAL_PER_TASK, touched);
     const { buckets, bucketTexts: texts, members, changed, index } = parts;
     const blobs = parts.partial ? [...from!.bucketBlobs] : [];
     const written = await this.hashObjects([index, ...changed.map((b) => texts[b]!)]);

@@ -5,10 +5,10 @@
  * every process group its attempts recorded (the attempt, Claude Code, gates), so that no old agent
  * goes on writing in a worktree the new run uses.
  */
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { killTree } from "../attempt/bounded.ts";
+import { killTree, stillRunning } from "../attempt/bounded.ts";
 
 export class RunLockedError extends Error {
   override name = "RunLockedError";
@@ -27,22 +27,29 @@ const alive = (pid: number): boolean => {
 export const processGroupsFile = (taskDir: string, attempt: number): string =>
   join(taskDir, `processes-${attempt}`);
 
-/** Stops every process group recorded under `workRoot/tasks` and forgets them; how many files it read. */
+/**
+ * Stops every process group recorded under `workRoot/tasks` and `workRoot/resolutions` (attempts and
+ * resolutions alike) and forgets them; how many files it read. A line is acted on only when its
+ * process is the one recorded (same pid, same start time): a pid the system gave to another process
+ * since is left alone.
+ */
 export function stopRecordedProcesses(workRoot: string): number {
-  const tasks = join(workRoot, "tasks");
-  if (!existsSync(tasks)) return 0;
   let files = 0;
-  for (const task of readdirSync(tasks)) {
-    for (const name of readdirSync(join(tasks, task))) {
-      if (!name.startsWith("processes-")) continue;
-      const file = join(tasks, task, name);
-      for (const line of readFileSync(file, "utf8").split("\n")) {
-        const pid = Number(line);
-        if (!Number.isInteger(pid) || pid <= 1) continue;
-        killTree(pid);
+  for (const kind of ["tasks", "resolutions"]) {
+    const root = join(workRoot, kind);
+    if (!existsSync(root)) continue;
+    for (const entry of readdirSync(root)) {
+      if (!statSync(join(root, entry)).isDirectory()) continue;
+      for (const name of readdirSync(join(root, entry))) {
+        if (!name.startsWith("processes-")) continue;
+        const file = join(root, entry, name);
+        for (const line of readFileSync(file, "utf8").split("\n")) {
+          const pid = stillRunning(line);
+          if (pid !== null) killTree(pid);
+        }
+        rmSync(file, { force: true });
+        files++;
       }
-      rmSync(file, { force: true });
-      files++;
     }
   }
   return files;

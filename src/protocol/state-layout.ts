@@ -11,6 +11,7 @@
  * Runs stored before (one `run-<n>.json` document) still load, and are rewritten in this layout by
  * their next write.
  */
+import { checkIndex, checkTaskMap, parsePart, StateDamageError } from "./state-check.ts";
 import type { RunState } from "../engine/types.ts";
 
 export const TASKS_PER_BUCKET = 32;
@@ -166,17 +167,36 @@ export function layoutOf(text: string): { version: 2; buckets: number } | null {
   return m ? { version: 2, buckets: Number(m[1]) } : null;
 }
 
-/** A state from its index and bucket texts. */
+/** The layout of a run.json, which must have one with at least one bucket. */
+export function indexLayout(text: string): { version: 2; buckets: number } {
+  const layout = layoutOf(text);
+  if (!layout) throw new StateDamageError("run.json", "does not start with its layout ($layout, version 2)");
+  if (layout.buckets < 1) throw new StateDamageError("run.json", "says the run has no task buckets");
+  return layout;
+}
+
+/**
+ * A state from its index and bucket texts, each checked as it is read (state-check.ts): a damaged or
+ * missing part is a StateDamageError naming it, never a state read half.
+ */
 export function joinState<S extends RunState>(
   index: string,
-  buckets: Iterable<string>,
+  buckets: Iterable<string | null>,
   perTask: PerTaskMaps,
 ): S {
-  const state = JSON.parse(index) as S & { [LAYOUT_KEY]?: unknown };
+  const state = parsePart("run.json", index) as S & { [LAYOUT_KEY]?: unknown };
   delete state[LAYOUT_KEY];
+  checkIndex("run.json", state as unknown as Record<string, unknown>);
+  let bucket = 0;
   for (const text of buckets) {
-    const maps = JSON.parse(text) as Record<string, Record<string, unknown>>;
-    for (const path of perTask) Object.assign(at(state, path) ?? {}, maps[path.join(".")]);
+    const part = bucketPath(bucket++);
+    const maps = parsePart(part, text);
+    for (const path of perTask) {
+      const name = path.join(".");
+      const into = at(state, path);
+      const map = checkTaskMap(part, name, maps[name]);
+      if (into) Object.assign(into, map);
+    }
   }
   return state;
 }
@@ -186,7 +206,8 @@ export interface StoredParts {
   /** Bucket count, or 0 for the earlier format's one document (then `index` is that document). */
   buckets: number;
   index: string;
-  bucketTexts: string[];
+  /** null: the bucket is not there (damage, never an empty bucket). */
+  bucketTexts: (string | null)[];
   /** The pinned graph text, where the host stores one (the GitHub app does). */
   graphText: string | null;
   /** Names the pinned graph's content (its blob id), where known. */
@@ -195,7 +216,13 @@ export interface StoredParts {
 
 /** The state the parts make, with the pinned graph text put back into its source where there is one. */
 export function stateOfParts<S extends RunState>(parts: StoredParts, perTask: PerTaskMaps): S {
-  if (parts.buckets === 0) return JSON.parse(parts.index) as S;
+  if (parts.buckets === 0) {
+    // The earlier format's one document.
+    const state = parsePart("the run's document", parts.index);
+    checkIndex("the run's document", state);
+    checkTaskMap("the run's document", "tasks", state.tasks);
+    return state as unknown as S;
+  }
   const state = joinState<S>(parts.index, parts.bucketTexts, perTask);
   const source = (state as { source?: { text?: string } }).source;
   if (source && parts.graphText !== null) source.text = parts.graphText;
@@ -205,27 +232,68 @@ export function stateOfParts<S extends RunState>(parts: StoredParts, perTask: Pe
 /**
  * The GraphQL selection of a run's files in a commit (GitHub's API), with `$dir` = `run-<n>` and
  * `$legacy` = `run-<n>.json`: the app reads it at the branch head, the task Action at the commit it
- * was dispatched at. Both read the answer with partsOfRunFiles.
+ * was dispatched at. Both complete it with wholeRunFiles, then read it with partsOfRunFiles.
+ * GitHub cuts `Blob.text` at 512,000 bytes and says so in `isTruncated`
+ * (https://docs.github.com/en/graphql/reference/objects#blob): every blob is asked with its flag and id.
  */
 export const RUN_FILES = `dir: file(path: $dir) { object { ... on Tree { entries { name oid object {
-  ... on Blob { text } ... on Tree { entries { name object { ... on Blob { text } } } } } } } } }
-  legacy: file(path: $legacy) { object { ... on Blob { text } } }`;
+  ... on Blob { text isTruncated } ... on Tree { entries { name oid object { ... on Blob { text isTruncated } } } } } } } } }
+  legacy: file(path: $legacy) { oid object { ... on Blob { text isTruncated } } }`;
 
 interface FileEntry {
   name: string;
   oid?: string;
-  object: { text?: string | null; entries?: FileEntry[] } | null;
+  object: { text?: string | null; isTruncated?: boolean; entries?: FileEntry[] } | null;
 }
 
 export interface RunFiles {
   dir?: { object: { entries?: FileEntry[] } | null } | null;
-  legacy?: { object: { text?: string | null } | null } | null;
+  legacy?: { oid?: string; object: { text?: string | null; isTruncated?: boolean } | null } | null;
+}
+
+/**
+ * The run's files with every blob GitHub cut read whole by its id (`readBlob`: the git blobs API,
+ * up to 100 MB); a blob that cannot be read whole is damage that names it, never a cut text.
+ */
+export async function wholeRunFiles(
+  files: RunFiles,
+  readBlob: (oid: string) => Promise<string>,
+): Promise<RunFiles> {
+  const whole = async (
+    path: string,
+    oid: string | undefined,
+    object: { text?: string | null; isTruncated?: boolean },
+  ) => {
+    if (!object.isTruncated) return;
+    if (!oid)
+      throw new StateDamageError(path, "was cut by GitHub's GraphQL API and has no id to read it whole by");
+    try {
+      object.text = await readBlob(oid);
+      object.isTruncated = false;
+    } catch (error) {
+      throw new StateDamageError(
+        path,
+        `was cut by GitHub's GraphQL API and could not be read whole: ${(error as Error).message}`,
+      );
+    }
+  };
+  const walk = async (entries: FileEntry[] | undefined, prefix: string): Promise<void> => {
+    for (const entry of entries ?? []) {
+      if (!entry.object) continue;
+      await whole(`${prefix}${entry.name}`, entry.oid, entry.object);
+      await walk(entry.object.entries, `${prefix}${entry.name}/`);
+    }
+  };
+  await walk(files.dir?.object?.entries, "");
+  if (files.legacy?.object) await whole("the run's document", files.legacy.oid, files.legacy.object);
+  return files;
 }
 
 export function partsOfRunFiles(files: RunFiles): StoredParts | null {
   const entries = files.dir?.object?.entries;
   const index = entries?.find((f) => f.name === "run.json")?.object?.text;
-  const layout = index ? layoutOf(index) : null;
+  if (entries && index == null) throw new StateDamageError("run.json", "is missing from the run's directory");
+  const layout = index ? indexLayout(index) : null;
   if (entries && index && layout) {
     const graph = entries.find((f) => f.name === "graph.yaml");
     const buckets = new Map(
@@ -237,7 +305,7 @@ export function partsOfRunFiles(files: RunFiles): StoredParts | null {
     return {
       buckets: layout.buckets,
       index,
-      bucketTexts: Array.from({ length: layout.buckets }, (_, b) => buckets.get(bucketPath(b)) ?? "{}"),
+      bucketTexts: Array.from({ length: layout.buckets }, (_, b) => buckets.get(bucketPath(b)) ?? null),
       graphText: graph?.object?.text ?? null,
       graphKey: graph?.oid ?? null,
     };

@@ -380,3 +380,17 @@ describe("every request the app makes", () => {
     expect(h.gh.file("agentrelay/diamond/ws_c/integration", "a.txt")).toBeDefined();
   });
 });
+
+describe("a pushed graph past the size a run can hold", () => {
+  it("is refused at once with a located line, nothing started, the delivery answered", async () => {
+    const tasks = Array.from({ length: 20_001 }, (_, i) => `  - {id: t${i}, description: x}`).join("\n");
+    await h.pushGraph(".workflow/huge.yaml", `name: huge\ntasks:\n${tasks}\n`);
+    const check = h.gh.checkRuns.find((c) => c.name === "agentrelay / .workflow/huge.yaml")!;
+    expect(check.conclusion).toBe("failure");
+    expect(check.output!.summary).toContain(
+      "tasks: must contain at most 20,000 tasks (this one has 20,001): split it into graphs that depend on each other's merges",
+    );
+    expect(h.gh.dispatches).toEqual([]);
+    expect(h.gh.branches.has("agentrelay-state/huge")).toBe(false);
+  });
+});

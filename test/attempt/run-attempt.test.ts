@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -253,40 +254,45 @@ tasks:
 });
 
 describe("a gate's deadline", () => {
-  /** Running, as opposed to gone or ended (a zombie waiting for whoever adopted it). */
-  const alive = (pid: number) => {
-    try {
-      return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
-    } catch {
-      return false;
-    }
-  };
+  /**
+   * A sleep no other process sleeps, to find it by (the gate may run in a PID namespace of its own,
+   * where `$!` is not the pid the system knows it by).
+   */
+  const unique = (seconds: number) => `${seconds}.${process.pid}${Math.floor(Math.random() * 1e6)}`;
+  /** Whether a `sleep` of that duration is still running (not a zombie waiting to be reaped). */
+  const sleeping = (nap: string) =>
+    spawnSync("pgrep", ["-f", `^sleep ${nap}$`], { encoding: "utf8" })
+      .stdout.split("\n")
+      .filter(Boolean)
+      .some((pid) => {
+        try {
+          return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+        } catch {
+          return false;
+        }
+      });
 
   it("holds when a grandchild keeps the output open: the gate's exit counts, what it left behind is stopped", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agentrelay-gate-"));
     const started = Date.now();
-    const gate = await runGate("sleep 20 & echo $! > pid.txt; echo done; exit 0", dir, 2_000, process.env);
+    const nap = unique(20);
+    const gate = await runGate(`sleep ${nap} & echo done; exit 0`, dir, 2_000, process.env);
     expect(Date.now() - started).toBeLessThan(1_500);
     expect(gate).toEqual({ passed: true, output: "done\n" });
-    const pid = Number(readFileSync(join(dir, "pid.txt"), "utf8"));
     await new Promise((done) => setTimeout(done, 100));
-    expect(alive(pid)).toBe(false);
+    expect(sleeping(nap)).toBe(false);
   });
 
   it("stops the whole gate at the deadline, grandchildren included", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agentrelay-gate-"));
     const started = Date.now();
-    const gate = await runGate(
-      "(sleep 30; echo late) & echo $! > pid.txt; sleep 30",
-      dir,
-      1_000,
-      process.env,
-    );
+    const nap = unique(30);
+    const gate = await runGate(`(sleep ${nap}; echo late) & sleep 30`, dir, 1_000, process.env);
     expect(Date.now() - started).toBeLessThan(2_500);
     expect(gate.passed).toBe(false);
     expect(gate.output).toContain("[agentrelay] the gate did not finish within 1 s");
     await new Promise((done) => setTimeout(done, 100));
-    expect(alive(Number(readFileSync(join(dir, "pid.txt"), "utf8")))).toBe(false);
+    expect(sleeping(nap)).toBe(false);
   });
 });
 

@@ -1,0 +1,170 @@
+/**
+ * A run's stored state, checked as it is read (locally on a git ref, on GitHub on the state branch,
+ * in the task Action): every part is within a size bound, JSON, an object, and of the shape the engine
+ * writes (engine/types.ts). Damage is a StateDamageError naming the part and what is wrong with it, so
+ * that a run is never read half, with wrong types, or as "not run yet"; the adapter adds where the
+ * part lives and how to get back its last good version.
+ */
+import { z } from "zod";
+
+/** The largest part a run writes is far below this (a 10,000-task run's index is under 1 MB). */
+export const MAX_PART_BYTES = 32 * 1024 * 1024;
+
+export class StateDamageError extends Error {
+  override name = "StateDamageError";
+  constructor(
+    /** The part, as stored: `run.json`, `tasks/003.json`. */
+    readonly part: string,
+    readonly problem: string,
+  ) {
+    super(`${part} ${problem}`);
+  }
+}
+
+const count = z.number().int().nonnegative();
+const time = z.number().finite();
+const pullRequest = z.looseObject({ number: count, url: z.string() }).nullable();
+const amount = z.number().finite().nonnegative();
+
+const attemptRecord = z.looseObject({
+  n: count,
+  dispatchedAt: time,
+  deadline: time,
+  startedAt: time.nullable(),
+  job: z.string().nullish(),
+  outcome: z.enum(["succeeded", "failed", "timed_out", "cancelled"]).nullable(),
+  reason: z.string().nullable(),
+  costUsd: amount.nullable(),
+  turns: count.nullable(),
+  pushedSha: z.string().nullable(),
+  gates: z.array(z.looseObject({ n: count, passed: z.boolean() })),
+  capUsd: amount.nullish(),
+  reservedUsd: amount.optional(),
+});
+
+const resolutionRecord = z.looseObject({
+  n: count,
+  dispatchedAt: time,
+  outcome: z.enum(["succeeded", "failed", "lost"]).nullable(),
+  reason: z.string().nullable(),
+  costUsd: amount.nullable(),
+  turns: count.nullable(),
+});
+
+const conflict = z
+  .looseObject({ files: z.array(z.string()), resolutions: z.array(resolutionRecord) })
+  .optional();
+
+export const taskRunSchema = z.looseObject({
+  status: z.enum(["pending", "running", "pr_open", "merged", "completed", "failed", "blocked", "cancelled"]),
+  attempt: count,
+  attemptBase: count,
+  attempts: z.array(attemptRecord),
+  pr: pullRequest,
+  noPr: z.boolean(),
+  reason: z.string().nullable(),
+  waitingOn: count,
+  concerns: z.array(z.string()),
+  opsConcerns: z.array(z.string()),
+  summary: z.string().nullable(),
+  outputs: z.array(z.looseObject({ path: z.string(), action: z.string(), category: z.string() })),
+  mergedAt: time.nullable(),
+  budgetRaisedUsd: amount.optional(),
+  conflict,
+});
+
+const workstreamRunSchema = z.looseObject({
+  status: z.enum(["pending", "active", "merge_ready", "pr_open", "merged", "failed"]),
+  preparation: z.enum(["none", "requested", "done"]),
+  integration: z.enum(["none", "opening", "open", "merged", "skipped", "closed"]),
+  pr: pullRequest,
+  reason: z.string().nullable(),
+  failedItself: z.boolean(),
+  unfinished: count,
+  activeTask: z.string().nullable(),
+  autoMergeSkipped: z.boolean(),
+  conflict,
+});
+
+/** The run's own record (its index, without the per-task maps the buckets hold). */
+export const runIndexSchema = z.looseObject({
+  schemaVersion: z.literal(1),
+  runKey: z.string().min(1),
+  graph: z.string().min(1),
+  runNumber: count,
+  fingerprint: z.string(),
+  startedAt: time,
+  seq: count,
+  settings: z.looseObject({
+    maxConcurrency: count,
+    maxTaskAttempts: count,
+    attemptTimeoutMs: count,
+    failFastOnWorkstreamError: z.boolean(),
+  }),
+  workstreams: z.record(z.string(), workstreamRunSchema),
+  active: count,
+  candidates: z.array(z.string()),
+  cancelled: z.boolean(),
+  outcome: z.enum(["succeeded", "completed_with_failures", "cancelled"]).nullable(),
+  finishedAt: time.nullable(),
+  timeline: z.array(z.looseObject({ at: time, type: z.string() })),
+  budget: z
+    .looseObject({
+      run: z.looseObject({ spentUsd: amount, reservedUsd: amount, raisedUsd: amount }),
+      workstreams: z.record(
+        z.string(),
+        z.looseObject({ spentUsd: amount, reservedUsd: amount, raisedUsd: amount }),
+      ),
+    })
+    .optional(),
+});
+
+/** The first problem zod found, as words: `tasks.a.status: ...`. */
+const firstIssue = (error: z.ZodError, prefix: string): string => {
+  const issue = error.issues[0]!;
+  const path = [prefix, ...issue.path.map(String)].filter(Boolean).join(".");
+  return `has a wrong value at ${path || "its top"}: ${issue.message}`;
+};
+
+/** A part's JSON object, checked for size and form first; `null` and arrays are not objects. */
+export function parsePart(part: string, text: string | null | undefined): Record<string, unknown> {
+  if (text == null) throw new StateDamageError(part, "is missing");
+  if (text.length > MAX_PART_BYTES)
+    throw new StateDamageError(part, `is larger than ${MAX_PART_BYTES} bytes`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new StateDamageError(part, "is not JSON");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new StateDamageError(
+      part,
+      `is not a JSON object (it is ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value})`,
+    );
+  return value as Record<string, unknown>;
+}
+
+/** Checks a run's index against the schema the engine writes. */
+export function checkIndex(part: string, index: Record<string, unknown>): void {
+  const checked = runIndexSchema.safeParse(index);
+  if (!checked.success) throw new StateDamageError(part, firstIssue(checked.error, ""));
+}
+
+/**
+ * A per-task map of a bucket (`tasks`, `taskFingerprints`, ...), checked: an object whose keys are
+ * task ids (never `__proto__`, which would silently drop the records it holds when merged) and, for
+ * `tasks`, whose records are task runs.
+ */
+export function checkTaskMap(part: string, name: string, map: unknown): Record<string, unknown> {
+  if (map === undefined) return {};
+  if (map === null || typeof map !== "object" || Array.isArray(map))
+    throw new StateDamageError(part, `has no object at ${name}`);
+  if (Object.hasOwn(map, "__proto__")) throw new StateDamageError(part, `has a key __proto__ in ${name}`);
+  if (name === "tasks")
+    for (const [id, record] of Object.entries(map)) {
+      const checked = taskRunSchema.safeParse(record);
+      if (!checked.success) throw new StateDamageError(part, firstIssue(checked.error, `tasks.${id}`));
+    }
+  return map as Record<string, unknown>;
+}

@@ -1,0 +1,155 @@
+/**
+ * A local run's state, damaged in each way we have seen (bad JSON, null, an array, wrong types, a
+ * `__proto__` wrapper, a missing bucket, a bad index, zero buckets, a missing run.json, an oversized
+ * bucket): `status` and `run` exit within seconds with one line naming the part, the run and the
+ * command that restores its last good version; nothing is changed, nothing lost, and once restored
+ * the run reads whole again.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { git } from "../../src/attempt/git.ts";
+import { createEngine } from "../../src/engine/engine.ts";
+import { parseGraph } from "../../src/graph/load.ts";
+import { GitRefStateStore, stateRef } from "../../src/local/git-store.ts";
+import { MAX_PART_BYTES } from "../../src/protocol/state-check.ts";
+import { BIN } from "../support/cli.ts";
+import { tempRepo } from "../support/git.ts";
+
+const REF = stateRef("g/1");
+/** 40 tasks: two buckets of the state layout (32 tasks each at most). */
+const GRAPH = `name: g\ntasks:\n${Array.from({ length: 40 }, (_, i) => `  - id: t${i}\n    description: task ${i}\n`).join("")}`;
+
+let repo: string;
+let file: string;
+let good: string;
+
+/** A new version of the run's ref whose files `change` rewrote (null: removed). */
+async function damage(change: (files: Map<string, string | null>) => void): Promise<string> {
+  await git(repo, ["update-ref", REF, good]);
+  const files = new Map<string, string | null>();
+  for (const path of (await git(repo, ["ls-tree", "-r", "--name-only", good])).split("\n"))
+    files.set(path, await git(repo, ["cat-file", "blob", `${good}:${path}`]));
+  change(files);
+  const dir = mkdtempSync(join(tmpdir(), "agentrelay-damage-"));
+  const index = join(dir, "index");
+  for (const [path, text] of files) {
+    if (text === null) continue;
+    writeFileSync(join(dir, "blob"), text);
+    const blob = await git(repo, ["hash-object", "-w", "--no-filters", join(dir, "blob")]);
+    await git(repo, ["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], undefined, {
+      GIT_INDEX_FILE: index,
+    });
+  }
+  const tree = await git(repo, ["write-tree"], undefined, { GIT_INDEX_FILE: index });
+  const commit = await git(repo, ["commit-tree", tree, "-p", good, "-m", "damage"]);
+  await git(repo, ["update-ref", REF, commit]);
+  return commit;
+}
+
+const agentrelay = (...args: string[]) => {
+  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 30_000 });
+  return {
+    code: result.status,
+    stderr: result.stderr,
+    stdout: result.stdout,
+    timedOut: result.error !== undefined,
+  };
+};
+
+const edit =
+  (path: string, f: (value: Record<string, unknown>) => unknown) => (files: Map<string, string | null>) =>
+    files.set(path, JSON.stringify(f(JSON.parse(files.get(path)!) as Record<string, unknown>)));
+
+const KINDS: [string, string, (files: Map<string, string | null>) => void, RegExp][] = [
+  ["bad JSON", "tasks/001.json", (f) => f.set("tasks/001.json", '{"tasks": {'), /is not JSON/],
+  ["null", "tasks/000.json", (f) => f.set("tasks/000.json", "null"), /is not a JSON object \(it is null\)/],
+  [
+    "an array",
+    "run.json",
+    (f) => f.set("run.json", '{"$layout":{"version":2,"buckets":2},"x":[]}'.replace('"x":[]', '"runKey":[]')),
+    /has a wrong value at/,
+  ],
+  [
+    "wrong types",
+    "tasks/000.json",
+    edit("tasks/000.json", (v) => {
+      const tasks = v.tasks as Record<string, Record<string, unknown>>;
+      tasks[Object.keys(tasks)[0]!]!.status = 5;
+      return v;
+    }),
+    /has a wrong value at tasks\.t\d+\.status/,
+  ],
+  [
+    "a __proto__ wrapper",
+    "tasks/001.json",
+    (f) =>
+      f.set("tasks/001.json", f.get("tasks/001.json")!.replace('"tasks":{', '"tasks":{"__proto__":{"x":1},')),
+    /has a key __proto__ in tasks/,
+  ],
+  ["a missing bucket", "tasks/001.json", (f) => f.set("tasks/001.json", null), /is missing/],
+  [
+    "a bad index",
+    "run.json",
+    (f) => f.set("run.json", f.get("run.json")!.replace('"$layout"', '"$lay"')),
+    /does not start with its layout/,
+  ],
+  [
+    "zero buckets",
+    "run.json",
+    (f) => f.set("run.json", f.get("run.json")!.replace('"buckets":2', '"buckets":0')),
+    /says the run has no task buckets/,
+  ],
+  ["a missing run.json", "run.json", (f) => f.set("run.json", null), /is missing/],
+  [
+    "an oversized bucket",
+    "tasks/000.json",
+    (f) => f.set("tasks/000.json", " ".repeat(MAX_PART_BYTES + 1)),
+    /is larger than/,
+  ],
+];
+
+beforeAll(async () => {
+  repo = await tempRepo();
+  file = join(mkdtempSync(join(tmpdir(), "agentrelay-graph-")), "g.yaml");
+  writeFileSync(file, GRAPH);
+  const { state } = createEngine(parseGraph(file, GRAPH)).start(Date.now());
+  good = (await new GitRefStateStore(repo).compareAndSwap("g/1", null, state))!;
+  expect(await git(repo, ["ls-tree", "-r", "--name-only", good])).toBe(
+    "run.json\ntasks/000.json\ntasks/001.json",
+  );
+});
+
+describe("a damaged local run state", () => {
+  it.each(KINDS)(
+    "%s in %s: one located line, an exit within seconds, nothing changed",
+    async (_kind, part, change, problem) => {
+      const damaged = await damage(change);
+      for (const command of [
+        ["status", file, "--repo", repo],
+        ["run", file, "--repo", repo, "--scripted-model"],
+      ]) {
+        const answer = agentrelay(...command);
+        expect(answer.timedOut, `${command[0]} did not exit`).toBe(false);
+        expect(answer.code).toBe(1);
+        const lines = answer.stderr.trim().split("\n");
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toContain(`agentrelay: ${part} of run g/1 `);
+        expect(lines[0]).toMatch(problem);
+        expect(lines[0]).toContain(`in ${REF} at ${damaged.slice(0, 12)}`);
+        expect(lines[0]).toContain(`git update-ref ${REF} ${good} ${damaged}`);
+      }
+      // Nothing was changed: the ref still points at the damaged version, and no run 2 was started.
+      expect(await git(repo, ["rev-parse", REF])).toBe(damaged);
+      expect(await git(repo, ["for-each-ref", "--format=%(refname)", "refs/agentrelay/runs/g/"])).toBe(REF);
+      // The line's command restores the run whole.
+      await git(repo, ["update-ref", REF, good, damaged]);
+      const restored = agentrelay("status", file, "--repo", repo);
+      expect(restored.stderr).toBe("");
+      expect(restored.stdout.match(/^ {2}t\d+ /gm)).toHaveLength(40);
+    },
+    60_000,
+  );
+});
