@@ -7,7 +7,7 @@
  * never the `.git` the agent can rewrite.
  */
 import { execFile } from "node:child_process";
-import { chownSync, lstatSync, readdirSync } from "node:fs";
+import { chownSync, lstatSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export interface GitResult {
@@ -62,6 +62,14 @@ export const RUNNER_GIT_OPTIONS = [
   "core.attributesFile=/dev/null",
   "-c",
   "protocol.ext.allow=never",
+  // A repository's configuration (or a file it includes) may ask for a signing program, or a program
+  // that asks for a password: git would run either. The runner signs nothing and asks no one.
+  "-c",
+  "commit.gpgSign=false",
+  "-c",
+  "tag.gpgSign=false",
+  "-c",
+  "core.askPass=",
 ];
 
 export function gitRaw(
@@ -169,13 +177,15 @@ export function inCheckout(checkout: Checkout): CheckoutGit {
     `--git-dir=${checkout.gitDir}`,
     `--work-tree=${checkout.workTree}`,
   ];
-  const raw = async (args: string[], input?: string, env?: NodeJS.ProcessEnv) =>
-    gitRaw(
+  const raw = async (args: string[], input?: string, env?: NodeJS.ProcessEnv) => {
+    restorePinned(checkout.gitDir);
+    return gitRaw(
       checkout.workTree,
       [...where, ...(await withoutDrivers(checkout.workTree, where)), ...args],
       input,
       env,
     );
+  };
   return {
     ...checkout,
     git: async (args, input, env) => ok(args, await raw(args, input, env)),
@@ -200,6 +210,49 @@ export async function withoutDrivers(cwd: string, where: string[] = []): Promise
     .flatMap((key) => ["-c", `${key}=`]);
 }
 
+/**
+ * The runner's git directories whose configuration is pinned, with that configuration as the runner
+ * wrote it (in this process's memory, where no agent reaches).
+ */
+const pinned = new Map<string, string>();
+
+/**
+ * What of a git directory git reads besides its objects and refs, and could make it run a program or
+ * send the push elsewhere: its configuration (`include.path`, `commit.gpgSign` with `gpg.program`,
+ * `remote.origin.url`, `url.*.insteadOf`, `http.proxy`, `core.sshCommand`...), hooks, attributes, and
+ * files that point it at other directories.
+ */
+const GIT_DIR_EXTRAS = [
+  "hooks",
+  "info",
+  "commondir",
+  "config.worktree",
+  "objects/info/alternates",
+  "objects/info/http-alternates",
+];
+
+/**
+ * Pins the runner's git directory before an agent starts: where the agent runs as the runner's own
+ * user (no job container seals the directory), it could rewrite it, and options on the command line
+ * cannot undo every setting (`include.path`, `url.*.insteadOf`, `remote.origin.url` have no off
+ * switch). From then on, before each of the runner's commands there, the configuration is put back as
+ * the runner wrote it and hooks, attributes and pointers elsewhere are removed. The first pin holds: a
+ * later call (after an agent ran) changes nothing.
+ */
+export function pinGitDir(gitDir: string): void {
+  if (pinned.has(gitDir)) return;
+  pinned.set(gitDir, readFileSync(join(gitDir, "config"), "utf8"));
+}
+
+function restorePinned(gitDir: string): void {
+  const config = pinned.get(gitDir);
+  if (config === undefined) return;
+  for (const extra of GIT_DIR_EXTRAS) rmSync(join(gitDir, extra), { recursive: true, force: true });
+  // Removed first: a symbolic link the agent put there is replaced, not followed.
+  rmSync(join(gitDir, "config"), { recursive: true, force: true });
+  writeFileSync(join(gitDir, "config"), config, { flag: "wx" });
+}
+
 /** The user that owns a sealed git directory: nobody. */
 export const SEALED_UID = 65_534;
 
@@ -211,6 +264,7 @@ export const SEALED_UID = 65_534;
  * runner's own user) nothing changes: hooks and configuration are still ignored, by the options above.
  */
 export function sealGitDir(gitDir: string): boolean {
+  pinGitDir(gitDir);
   if (process.getuid?.() !== 0) return false;
   const seal = (path: string) => {
     const stat = lstatSync(path);
