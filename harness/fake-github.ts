@@ -67,6 +67,9 @@ export class FakeGitHub {
   readonly owner = "octo";
   /** GitHub's limits the fake enforces; a test that needs one off says so. */
   readonly limits = { blobText: true, requests: true };
+  /** Commits made through the git data API, and branches moved through it (as the app pushes). */
+  readonly commitsMade: { sha: string; message: string; parents: string[] }[] = [];
+  readonly refUpdates: { branch: string; sha: string }[] = [];
   /** Blob texts by id, as the fake has served them (for the git blobs API). */
   private readonly blobs = new Map<string, string>();
   readonly repo = "demo";
@@ -350,8 +353,22 @@ export class FakeGitHub {
     });
     this.route("POST", "REPO\\/git\\/commits", (_m, body) => {
       const parent = (body.parents as string[])[0];
-      const sha = this.store.commit(parent, this.trees.get(String(body.tree))!, String(body.message));
+      // A commit with its parent's own tree (treeOf): no change.
+      const files = String(body.tree) === treeOf(parent ?? "") ? {} : this.trees.get(String(body.tree))!;
+      const sha = this.store.commit(parent, files, String(body.message));
+      this.commitsMade.push({ sha, message: String(body.message), parents: body.parents as string[] });
       return [201, { sha }];
+    });
+    this.route("GET", "REPO\\/git\\/commits\\/([0-9a-f]{40})", (m) =>
+      this.store.isCommit(m[1]!)
+        ? [200, { sha: m[1], tree: { sha: treeOf(m[1]!) } }]
+        : [404, { message: "Not Found" }],
+    );
+    this.route("PATCH", "REPO\\/git\\/refs\\/heads\\/(.+)", (m, body) => {
+      if (!this.branches.has(m[1]!)) return [422, { message: "Reference does not exist" }];
+      this.branches.set(m[1]!, String(body.sha));
+      this.refUpdates.push({ branch: m[1]!, sha: String(body.sha) });
+      return [200, { ref: `refs/heads/${m[1]}`, object: { sha: body.sha, type: "commit" } }];
     });
     this.route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (_m, body) => {
       if (body.return_run_details !== undefined && !this.runDetails) {
@@ -707,6 +724,9 @@ function treeAt(
   };
   return { object: { entries: level(`${dir}/`, 1) } };
 }
+
+/** The id the fake gives a commit's tree (it keeps no tree objects of its own). */
+const treeOf = (commit: string) => `tree-of-${commit}`;
 
 const blobId = (text: string) =>
   createHash("sha1")

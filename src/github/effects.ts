@@ -81,6 +81,7 @@ export class GitHubEffects {
       }
       case "merge_task_pr": {
         const task = engine.plan.tasks.get(effect.task)!;
+        await this.startChecksOfRetry(run, effect.task, effect.pr, taskBranch(graph, task.id));
         const merged = await this.merge(
           effect.pr,
           `Merge task ${effect.task}`,
@@ -334,6 +335,43 @@ export class GitHubEffects {
   }
 
   /** Merges a PR the way a person would: never bypassing protection, waiting while checks are pending. */
+  /**
+   * Without a hosted app, a task job pushes with its own GITHUB_TOKEN, and GitHub starts no workflow
+   * for that push: the task PR that a retried attempt updated would keep the checks of the commit
+   * before it. Acting as a registered app, the orchestrator moves the branch itself, to a commit with
+   * the same tree on top of the job's, so that the repository's CI runs on the work about to merge.
+   * Once per attempt: when the head is no longer the job's own commit, there is nothing to do.
+   */
+  private async startChecksOfRetry(
+    run: HostedRun,
+    id: string,
+    pr: PullRequest,
+    branch: string,
+  ): Promise<void> {
+    if (this.ctx.config.workflow?.token !== "app") return;
+    const t = run.tasks[id];
+    const pushed = t?.attempts[t.attempt - 1]?.pushedSha;
+    if (!t || t.attempt < 2 || !pushed) return;
+    const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
+    if (data.head.sha !== pushed || data.state !== "open") return;
+    const { data: commit } = await this.ctx.octokit.rest.git.getCommit({ ...this.repo, commit_sha: pushed });
+    const { data: touch } = await this.ctx.octokit.rest.git.createCommit({
+      ...this.repo,
+      message: `Run the checks on attempt ${t.attempt} of ${id}\n\nIts job pushed with the workflow's token, for which GitHub starts no workflow.`,
+      tree: commit.tree.sha,
+      parents: [pushed],
+    });
+    await this.ctx.octokit.rest.git.updateRef({
+      ...this.repo,
+      ref: `heads/${branch}`,
+      sha: touch.sha,
+      force: false,
+    });
+    this.ctx.log(
+      `${branch}: moved to ${touch.sha.slice(0, 7)} as the app, so that CI runs on attempt ${t.attempt}`,
+    );
+  }
+
   private async merge(
     pr: PullRequest,
     title: string,
