@@ -39,7 +39,8 @@ const EVENTS: Record<string, z.ZodType> = {
     ...base,
     action: z.string(),
     workflow_run: object({
-      path: z.string(),
+      // Absent from older payloads (GitHub's published examples): such a run is not known to be ours.
+      path: z.string().optional(),
       conclusion: z.string().nullable(),
       display_title: z.string().nullish(),
       html_url: z.string(),
