@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { Ajv, type ValidateFunction } from "ajv";
+import { graphqlProblem } from "./graphql-schema.ts";
 
 interface Operation {
   operationId: string;
@@ -47,7 +48,11 @@ export class OpenApiError extends Error {
 
 export function checkRequest(method: string, url: string, body: unknown): void {
   const [path = "", search = ""] = url.split("?");
-  if (path === "/graphql") return;
+  if (path === "/graphql") {
+    const problem = graphqlProblem(String((body as { query?: unknown } | undefined)?.query ?? ""));
+    if (problem) throw new OpenApiError(`POST /graphql: GitHub's schema refuses the document: ${problem}`);
+    return;
+  }
   const match = operations.find((o) => o.method === method && o.pattern.test(decodeURIComponent(path)));
   if (!match) throw new OpenApiError(`${method} ${path} is not an operation of the GitHub API subset`);
   for (const name of new URLSearchParams(search).keys()) {

@@ -115,3 +115,15 @@ describe("the fake GitHub's limits on what a request carries (on in every test)"
     expect(params.output.text.length).toBeLessThanOrEqual(65_535);
   });
 });
+
+describe("GraphQL documents sent to the fake GitHub", () => {
+  it("are checked against GitHub's published schema, as REST requests are against its OpenAPI description", () => {
+    const [status, answer] = new FakeGitHub().handle("POST", "/graphql", {
+      query:
+        'query { repository(owner: "octo", name: "demo") { ref(qualifiedName: "main") { target { oid isTruncated } } } }',
+      variables: {},
+    });
+    expect(status).toBe(422);
+    expect(JSON.stringify(answer)).toContain('Cannot query field \\"isTruncated\\" on type \\"GitObject\\"');
+  });
+});
