@@ -8,6 +8,7 @@
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { CheckoutGit } from "./git.ts";
+import { secretsIn } from "./output-checks.ts";
 
 export interface ResolutionInputs {
   /** The branch merged in (the integration PR's target). */
@@ -102,6 +103,23 @@ export async function resolveConflicts(
     const failed = await gate(command);
     if (failed) return fail(failed);
   }
+  // What the agent wrote lands too: the lines the resolved files add to the branch are checked for
+  // secrets, as an attempt's are (output-checks.ts), before anything is committed or pushed.
+  const secrets = await secretsIn(
+    await inRepo([
+      "diff",
+      "--cached",
+      "--no-color",
+      "--no-renames",
+      "--no-ext-diff",
+      "--no-textconv",
+      "-U0",
+      "HEAD",
+      "--",
+      ...files,
+    ]),
+  );
+  if (secrets.length > 0) return fail(`the output checks blocked the push: ${secrets.join("; ")}`);
   await inRepo(["commit", "-q", "--no-edit", "--no-verify"]);
   return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files };
 }

@@ -38,6 +38,9 @@ const read = (repo: string, path: string) => {
   }
 };
 
+/** A GitHub token's shape, which secretlint's rules find (written in parts: not a secret of this file). */
+const SECRET = ["ghp", "_", "Zq8Xr2Lm5Nt7Vb1Kc4Hd9Jf3Gs6Wp0Ye2Ua8"].join("");
+
 describe("a resolution", () => {
   it("lets the agent work with the default branch's agent configuration, and commits the merge's own", async () => {
     const repo = await conflictingRepo();
@@ -67,6 +70,24 @@ describe("a resolution", () => {
     expect(await git(repo, ["show", "HEAD:shared.txt"])).toBe("main\nside");
     expect((await git(repo, ["log", "-1", "--format=%P"])).split(" ")).toHaveLength(2);
     expect(await git(repo, ["status", "--porcelain"])).toBe("");
+  });
+
+  it("checks what the resolution wrote for secrets before it commits: a finding aborts the merge", async () => {
+    const repo = await conflictingRepo();
+    const head = await git(repo, ["rev-parse", "HEAD"]);
+    const outcome = await resolveConflicts(
+      inCheckout({ workTree: repo, gitDir: join(repo, ".git") }),
+      { target: "main", intents: "", gates: [] },
+      async () => {
+        writeFileSync(join(repo, "shared.txt"), `main\nside\nTOKEN=${SECRET}\n`);
+        return null;
+      },
+      async () => null,
+    );
+    expect(outcome.ok).toBe(false);
+    expect(outcome.reason).toMatch(/^the output checks blocked the push: .*shared\.txt/);
+    expect(outcome.reason).not.toContain(SECRET);
+    expect(await git(repo, ["rev-parse", "HEAD"])).toBe(head);
   });
 
   it("aborts the merge when markers are left, leaving the branch as it was", async () => {
