@@ -112,6 +112,15 @@ export function readOwnFile(path: string, max: number): { text: string } | { err
   }
 }
 
+/** The value a message's text holds, or undefined when it is not JSON (the schema then refuses it). */
+function jsonOf(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Puts a command in the inbox; its id names the answer to wait for. */
 export function post(workRoot: string, command: SteeringCommand): string {
   const id = `${Date.now()}-${randomUUID()}`;
@@ -140,13 +149,7 @@ export function take(
       aside(file, read.error);
       continue;
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(read.text);
-    } catch {
-      parsed = undefined;
-    }
-    const command = steeringCommandSchema.safeParse(parsed);
+    const command = steeringCommandSchema.safeParse(jsonOf(read.text));
     if (!command.success) {
       aside(file, "it is not a steering command");
       answer(workRoot, id, { ok: false, message: "the command file is not a steering command" }, log);
@@ -177,13 +180,7 @@ export async function awaitAnswer(workRoot: string, id: string, timeoutMs: numbe
     const read = readOwnFile(file, MAX_MESSAGE);
     if ("text" in read) {
       rmSync(file, { force: true });
-      let reply: unknown;
-      try {
-        reply = JSON.parse(read.text);
-      } catch {
-        reply = undefined;
-      }
-      const parsed = answerSchema.safeParse(reply);
+      const parsed = answerSchema.safeParse(jsonOf(read.text));
       return parsed.success ? parsed.data : { ok: false, message: "the runner's answer could not be read" };
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
