@@ -297,7 +297,13 @@ function optionProblem(command: string, args: readonly string[], options: Option
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim();
 
 /** Errors that say what to do in their one line: printed as they are, exit code 1. */
-const USER_ERRORS = new Set(["CredentialError", "RunLockedError", "LocalRunError", "AgentUnavailableError", "StateDamageError"]);
+const USER_ERRORS = new Set([
+  "CredentialError",
+  "RunLockedError",
+  "LocalRunError",
+  "AgentUnavailableError",
+  "StateDamageError",
+]);
 
 const exitCodeLines = () => EXIT_CODES.map(([code, meaning]) => `  ${String(code).padEnd(4)} ${meaning}`);
 
