@@ -67,6 +67,8 @@ export class FakeGitHub {
   readonly owner = "octo";
   /** GitHub's limits the fake enforces; a test that needs one off says so. */
   readonly limits = { blobText: true, requests: true };
+  /** The next merges answered 405 "Base branch was modified" (a race GitHub reports so). */
+  baseMoves = 0;
   /** Commits made through the git data API, and branches moved through it (as the app pushes). */
   readonly commitsMade: { sha: string; message: string; parents: string[] }[] = [];
   readonly refUpdates: { branch: string; sha: string }[] = [];
@@ -513,6 +515,13 @@ export class FakeGitHub {
       if (!p) return [404, { message: "Not Found" }];
       if (p.merged || p.state !== "open") return [405, { message: "Pull Request is not mergeable" }];
       if (p.checksPending) return [405, { message: 'Required status check "ci" is expected.' }];
+      // Another merge landed on the base while this one was being made: GitHub answers 405 "Base branch
+      // was modified. Review and try the merge again." (seen in NixOS/nixpkgs-merge-bot#179 and
+      // quipper/monorepo-deploy-actions#492, where a retry of the merge succeeds).
+      if (this.baseMoves > 0) {
+        this.baseMoves--;
+        return [405, { message: "Base branch was modified. Review and try the merge again." }];
+      }
       const sha = this.mergeInto(p.base, p.head, String(body.commit_title ?? `Merge #${p.number}`));
       if (!sha) {
         p.conflict = true;

@@ -26,6 +26,11 @@ type Facts = Promise<EngineEvent[]>;
 /** Secret names the task workflow can resolve (`secrets[inputs.credential]`). */
 const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
 
+/** GitHub's 405 when the base moved under a merge; the merge is asked again, a few times. */
+const BASE_MOVED = /Base branch was modified/i;
+const MERGE_TRIES = 3;
+const BASE_MOVED_WAIT_MS = 300;
+
 export class GitHubEffects {
   /** Commits this handler's merges made, by the branch merged into: a new branch starts from them. */
   private readonly mergedInto = new Map<string, string>();
@@ -377,24 +382,31 @@ export class GitHubEffects {
     title: string,
     base?: string,
   ): Promise<"merged" | "closed" | "waiting" | "conflicted" | { reason: string }> {
-    try {
-      const { data } = await this.ctx.octokit.rest.pulls.merge({
-        ...this.repo,
-        pull_number: pr.number,
-        merge_method: "merge",
-        commit_title: title,
-      });
-      if (base && data.sha) this.mergedInto.set(base, data.sha);
-      return "merged";
-    } catch (error) {
-      const status = statusOf(error);
-      if (status !== 405 && status !== 409) throw error;
-      const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
-      if (data.merged) return "merged";
-      if (data.state === "closed") return "closed";
-      if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
-      this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${messageOf(error)}`);
-      return "waiting";
+    for (let tries = 1; ; tries++) {
+      try {
+        const { data } = await this.ctx.octokit.rest.pulls.merge({
+          ...this.repo,
+          pull_number: pr.number,
+          merge_method: "merge",
+          commit_title: title,
+        });
+        if (base && data.sha) this.mergedInto.set(base, data.sha);
+        return "merged";
+      } catch (error) {
+        const status = statusOf(error);
+        if (status !== 405 && status !== 409) throw error;
+        // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked.
+        if (BASE_MOVED.test(messageOf(error)) && tries < MERGE_TRIES) {
+          await new Promise((done) => setTimeout(done, BASE_MOVED_WAIT_MS * tries));
+          continue;
+        }
+        const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
+        if (data.merged) return "merged";
+        if (data.state === "closed") return "closed";
+        if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
+        this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${messageOf(error)}`);
+        return "waiting";
+      }
     }
   }
 }
