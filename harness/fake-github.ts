@@ -25,6 +25,12 @@ export interface FakePull {
   checksPending?: boolean;
   /** Set when a merge found conflicts. */
   conflict?: boolean;
+  /**
+   * Reads of the PR left before GitHub has computed whether it can merge: `mergeable: null` until
+   * then (https://docs.github.com/en/rest/pulls/pulls#get-a-pull-request: "a background job was
+   * started to compute it. Give the job a few moments to complete, and then submit the request again").
+   */
+  computing?: number;
 }
 
 export interface RecordedCall {
@@ -67,6 +73,8 @@ export class FakeGitHub {
   readonly owner = "octo";
   /** GitHub's limits the fake enforces; a test that needs one off says so. */
   readonly limits = { blobText: true, requests: true };
+  /** Reads of a PR answered `mergeable: null` after a merge found it conflicted (GitHub computing). */
+  mergeabilityReads = 1;
   /** The next merges answered 405 "Base branch was modified" (a race GitHub reports so). */
   baseMoves = 0;
   /** Commits made through the git data API, and branches moved through it (as the app pushes). */
@@ -259,6 +267,8 @@ export class FakeGitHub {
 
   private pr(p: FakePull) {
     const headSha = this.branches.get(p.head) ?? "0".repeat(40);
+    const computing = (p.computing ?? 0) > 0;
+    if (computing) p.computing! -= 1;
     return {
       number: p.number,
       html_url: `https://github.com/${this.owner}/${this.repo}/pull/${p.number}`,
@@ -267,8 +277,8 @@ export class FakeGitHub {
       merged_at: p.merged ? "2026-01-01T00:00:00Z" : null,
       title: p.title,
       body: p.body,
-      mergeable: p.state === "open" ? !p.checksPending && !p.conflict : null,
-      mergeable_state: p.conflict ? "dirty" : p.checksPending ? "blocked" : "clean",
+      mergeable: p.state === "open" && !computing ? !p.checksPending && !p.conflict : null,
+      mergeable_state: computing ? "unknown" : p.conflict ? "dirty" : p.checksPending ? "blocked" : "clean",
       head: { ref: p.head, sha: headSha },
       base: { ref: p.base },
     };
@@ -525,6 +535,7 @@ export class FakeGitHub {
       const sha = this.mergeInto(p.base, p.head, String(body.commit_title ?? `Merge #${p.number}`));
       if (!sha) {
         p.conflict = true;
+        p.computing = this.mergeabilityReads;
         return [405, { message: "Pull Request is not mergeable" }];
       }
       Object.assign(p, { merged: true, state: "closed" });

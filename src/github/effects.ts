@@ -26,10 +26,13 @@ type Facts = Promise<EngineEvent[]>;
 /** Secret names the task workflow can resolve (`secrets[inputs.credential]`). */
 const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
 
-/** GitHub's 405 when the base moved under a merge; the merge is asked again, a few times. */
+/**
+ * GitHub's 405 when the base moved under a merge: the merge is asked again, as a PR is read again while
+ * GitHub computes whether it can merge; a few times, a little later each time.
+ */
 const BASE_MOVED = /Base branch was modified/i;
 const MERGE_TRIES = 3;
-const BASE_MOVED_WAIT_MS = 300;
+const ASK_AGAIN_MS = 300;
 
 export class GitHubEffects {
   /** Commits this handler's merges made, by the branch merged into: a new branch starts from them. */
@@ -341,6 +344,18 @@ export class GitHubEffects {
 
   /** Merges a PR the way a person would: never bypassing protection, waiting while checks are pending. */
   /**
+   * The PR as GitHub answers once it has computed whether it can merge: `mergeable` is null while it
+   * computes, and GitHub asks to read again in a few moments (a few times here, then it waits).
+   */
+  private async mergeability(pr: PullRequest) {
+    for (let reads = 1; ; reads++) {
+      const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
+      if (data.mergeable !== null || data.state !== "open" || reads >= MERGE_TRIES) return data;
+      await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * reads));
+    }
+  }
+
+  /**
    * Without a hosted app, a task job pushes with its own GITHUB_TOKEN, and GitHub starts no workflow
    * for that push: the task PR that a retried attempt updated would keep the checks of the commit
    * before it. Acting as a registered app, the orchestrator moves the branch itself, to a commit with
@@ -397,10 +412,10 @@ export class GitHubEffects {
         if (status !== 405 && status !== 409) throw error;
         // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked.
         if (BASE_MOVED.test(messageOf(error)) && tries < MERGE_TRIES) {
-          await new Promise((done) => setTimeout(done, BASE_MOVED_WAIT_MS * tries));
+          await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * tries));
           continue;
         }
-        const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
+        const data = await this.mergeability(pr);
         if (data.merged) return "merged";
         if (data.state === "closed") return "closed";
         if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
