@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { demoAgent, manifestFor } from "../../src/scripted/demo-agent.ts";
 import { promptOf, type Script, toolResults } from "../../src/scripted/model-server.ts";
+import { failedAttempt } from "../../src/attempt/run-attempt.ts";
+import { toReport } from "../../src/protocol/report.ts";
 import { type Standin, startStandin } from "../../harness/standin.ts";
 
 let standin: Standin | undefined;
@@ -115,24 +117,7 @@ describe("an agent that attacks the runner through git", () => {
     const forged = await fetch(`${standin.url}/agentrelay/report`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${oidc.value}` },
-      body: JSON.stringify({
-        run: "hostile/1",
-        task: "a",
-        attempt: 1,
-        result: {
-          outcome: "failed",
-          noPr: false,
-          reason: "forged",
-          concerns: [],
-          opsConcerns: [],
-          summary: null,
-          outputs: [],
-          costUsd: 0,
-          turns: 0,
-          gates: [],
-          commit: null,
-        },
-      }),
+      body: JSON.stringify(toReport({ run: "hostile/1", task: "a", attempt: 1 }, failedAttempt("forged"))),
     });
     expect(forged.status).toBe(403);
     expect(((await forged.json()) as { error: string }).error).toContain("does not carry the report key");
