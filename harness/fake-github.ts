@@ -211,7 +211,9 @@ export class FakeGitHub {
       if (m !== method) continue;
       const match = pattern.exec(call.path);
       if (!match) continue;
-      const reply = route(match, (body ?? {}) as Record<string, unknown>, new URLSearchParams(search));
+      const reply = answerMissing(() =>
+        route(match, (body ?? {}) as Record<string, unknown>, new URLSearchParams(search)),
+      );
       this.calls.push({ ...call, path: url, status: reply[0] });
       return reply;
     }
@@ -263,6 +265,20 @@ export class FakeGitHub {
   private route(method: string, path: string, handler: Route): void {
     const pattern = new RegExp(`^${path.replace("REPO", this.base.replace(/\//g, "\\/"))}$`);
     this.routes.push([method, pattern, handler]);
+  }
+
+  /** The pull request numbered `n`; GitHub answers 404 for one that does not exist. */
+  private pull(n: string | undefined): FakePull {
+    const p = this.pulls.find((x) => x.number === Number(n));
+    if (!p) throw new Missing();
+    return p;
+  }
+
+  /** The head commit of a branch; GitHub answers 404 for a branch that does not exist. */
+  private branch(name: string): string {
+    const sha = this.branches.get(name);
+    if (sha === undefined) throw new Missing();
+    return sha;
   }
 
   private pr(p: FakePull) {
@@ -507,22 +523,18 @@ export class FakeGitHub {
           .map((p) => this.pr(p)),
       ];
     });
-    this.route("GET", "REPO\\/pulls\\/(\\d+)", (m) => {
-      const p = this.pulls.find((x) => x.number === Number(m[1]));
-      return p ? [200, this.pr(p)] : [404, { message: "Not Found" }];
-    });
+    this.route("GET", "REPO\\/pulls\\/(\\d+)", (m) => [200, this.pr(this.pull(m[1]))]);
     this.route("GET", "REPO\\/pulls\\/(\\d+)\\/files", (m) => {
-      const p = this.pulls.find((x) => x.number === Number(m[1]))!;
-      return [200, this.store.changed(this.branches.get(p.base)!, this.branches.get(p.head)!)];
+      const p = this.pull(m[1]);
+      return [200, this.store.changed(this.branch(p.base), this.branch(p.head))];
     });
     this.route("PATCH", "REPO\\/pulls\\/(\\d+)", (m, body) => {
-      const p = this.pulls.find((x) => x.number === Number(m[1]))!;
+      const p = this.pull(m[1]);
       if (body.state === "closed" && !p.merged) p.state = "closed";
       return [200, this.pr(p)];
     });
     this.route("PUT", "REPO\\/pulls\\/(\\d+)\\/merge", (m, body) => {
-      const p = this.pulls.find((x) => x.number === Number(m[1]));
-      if (!p) return [404, { message: "Not Found" }];
+      const p = this.pull(m[1]);
       if (p.merged || p.state !== "open") return [405, { message: "Pull Request is not mergeable" }];
       if (p.checksPending) return [405, { message: 'Required status check "ci" is expected.' }];
       // Another merge landed on the base while this one was being made: GitHub answers 405 "Base branch
@@ -552,7 +564,7 @@ export class FakeGitHub {
       return sha ? [201, { sha }] : [409, { message: "Merge conflict" }];
     });
     this.route("GET", "REPO\\/compare\\/(.+)\\.\\.\\.(.+)", (m) => {
-      const ahead = this.store.aheadBy(this.branches.get(m[1]!)!, this.branches.get(m[2]!)!);
+      const ahead = this.store.aheadBy(this.branch(m[1]!), this.branch(m[2]!));
       return [
         200,
         {
@@ -752,3 +764,15 @@ const blobId = (text: string) =>
   createHash("sha1")
     .update(`blob ${Buffer.byteLength(text)}\0${text}`)
     .digest("hex");
+
+/** Thrown by a route for a resource the fake does not hold: answered 404, as GitHub does. */
+class Missing extends Error {}
+
+function answerMissing(route: () => Reply): Reply {
+  try {
+    return route();
+  } catch (error) {
+    if (error instanceof Missing) return [404, { message: "Not Found" }];
+    throw error;
+  }
+}

@@ -6,7 +6,7 @@
 import type { Context } from "probot";
 import { GraphError, printable } from "../graph/errors.ts";
 import { buildPlan } from "../plan/plan.ts";
-import type { RepoContext } from "../github/client.ts";
+import { type RepoContext, statusOf } from "../github/client.ts";
 import { isGraphPath, parseRunGraph } from "../protocol/run-source.ts";
 import { annotations, PLAN_MARKER, planSummary, takeLines, unannotated } from "../github/render.ts";
 import { readFileAt, readParams } from "./context.ts";
@@ -17,11 +17,13 @@ export async function planPullRequest(
 ): Promise<void> {
   const pr = payload.pull_request;
   const repo = { owner: ctx.owner, repo: ctx.repo };
-  const files = await ctx.octokit.paginate(ctx.octokit.rest.pulls.listFiles, {
-    ...repo,
-    pull_number: pr.number,
-    per_page: 100,
-  });
+  const files = await ctx.octokit
+    .paginate(ctx.octokit.rest.pulls.listFiles, { ...repo, pull_number: pr.number, per_page: 100 })
+    .catch((error: unknown) => {
+      // The PR is gone or out of the installation's reach (a redelivered event, a moved repository).
+      if (statusOf(error) === 404) return [];
+      throw error;
+    });
   const graphs = files
     .filter((f) => f.status !== "removed" && isGraphPath(f.filename))
     .map((f) => f.filename);
