@@ -5,6 +5,7 @@ import { e2eBench } from "./e2e.ts";
 import { engineBench } from "./engine.ts";
 import { jobOverheadBench } from "./job-overhead.ts";
 import { graphScale, graphScaleWorker } from "./graph-scale.ts";
+import { githubLimitsBench } from "./github-limits.ts";
 import { hostileGraphs } from "./hostile-graphs.ts";
 import { workflowModeBench } from "./workflow-mode.ts";
 
@@ -17,6 +18,7 @@ const BENCHES: Record<string, () => string | Promise<string>> = {
   "job-overhead": jobOverheadBench,
   e2e: e2eBench,
   "workflow-mode": workflowModeBench,
+  "github-limits": githubLimitsBench,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -78,10 +78,13 @@ export async function startApp(
       ...o,
       retry: { enabled: false },
       throttle: { enabled: false },
+      // GitHub's rate limits, enforced by the fake, are waited out on its clock, however long: no test
+      // waits for real.
+      pacing: { clock: gh.clock, maxWaitMs: Infinity },
     })),
     ...(transport === "fetch" ? { request: { fetch: gh.fetch } } : {}),
   });
-  const appConfig: AppConfig = { ...DEFAULT_CONFIG, statusIntervalMs: 0, ...config };
+  const appConfig: AppConfig = { ...DEFAULT_CONFIG, statusIntervalMs: 0, now: gh.clock.now, ...config };
   /** The app's log lines (one per request and delivery). */
   const logs: string[] = [];
   const app = agentrelayApp({
@@ -220,7 +223,6 @@ export function pushPayload(
   };
 }
 
-/** A simulated task job: takes its token, pushes a commit to its task branch, reports. */
 // Parsed graphs by text: a stand-in job parses its run's graph once, as the app's engine cache does.
 const parsed = new Map<string, ReturnType<typeof parseRunGraph>>();
 export function graphOf(source: RunSource): ReturnType<typeof parseRunGraph> {
@@ -238,25 +240,40 @@ export const keyOf = (grant: Record<string, unknown>): Record<string, string> =>
   [REPORT_KEY_HEADER]: String(grant.report_key),
 });
 
-export async function runJob(
+type JobResult = Partial<{
+  outcome: "succeeded" | "failed";
+  reason: string | null;
+  concerns: string[];
+  noPr: boolean;
+  summary: string;
+  gates: { n: number; passed: boolean }[];
+  gateOutput: string;
+  costUsd: number;
+  overBudget: boolean;
+}>;
+
+type Dispatch = { inputs: Record<string, string>; runId: number };
+
+/** A simulated task job's start: its OIDC token, and the attempt's token from the app. */
+export async function startJob(
   h: Harness,
-  dispatch: { inputs: Record<string, string>; runId: number },
-  result: Partial<{
-    outcome: "succeeded" | "failed";
-    reason: string | null;
-    concerns: string[];
-    noPr: boolean;
-    summary: string;
-    gates: { n: number; passed: boolean }[];
-    gateOutput: string;
-    costUsd: number;
-    overBudget: boolean;
-  }> = {},
-): Promise<{ token: Record<string, unknown>; report: { status: number; body: Record<string, unknown> } }> {
+  dispatch: Dispatch,
+): Promise<{ oidc: string; token: Record<string, unknown> }> {
   const { run, task, attempt } = dispatch.inputs as { run: string; task: string; attempt: string };
   const oidc = await h.oidc({ run_id: String(dispatch.runId) });
   const token = await h.call("/agentrelay/token", { run, task, attempt: Number(attempt) }, oidc);
   if (token.status !== 200) throw new Error(`token refused: ${JSON.stringify(token.body)}`);
+  return { oidc, token: token.body };
+}
+
+/** A simulated task job's end: a commit pushed to its task branch, and its report. */
+export async function finishJob(
+  h: Harness,
+  dispatch: Dispatch,
+  started: { oidc: string; token: Record<string, unknown> },
+  result: JobResult = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const { run, task, attempt } = dispatch.inputs as { run: string; task: string; attempt: string };
   // The branch the Action checks out: the task's, new from its workstream's integration branch.
   const graph = graphOf(h.gh.runSource(run));
   const branch = taskBranch(graph.name, task);
@@ -268,7 +285,7 @@ export async function runJob(
   const commit = noPr
     ? null
     : h.gh.commit(branch, { [`${task}.txt`]: `work of ${task} attempt ${attempt}\n` }, `task ${task}`);
-  const report = await h.call(
+  return h.call(
     "/agentrelay/report",
     {
       run,
@@ -290,8 +307,18 @@ export async function runJob(
         commit,
       },
     },
-    oidc,
-    keyOf(token.body),
+    started.oidc,
+    keyOf(started.token),
   );
-  return { token: token.body, report };
+}
+
+/** A simulated task job: takes its token, pushes a commit to its task branch, reports. */
+export async function runJob(
+  h: Harness,
+  dispatch: Dispatch,
+  result: JobResult = {},
+): Promise<{ token: Record<string, unknown>; report: { status: number; body: Record<string, unknown> } }> {
+  const started = await startJob(h, dispatch);
+  const report = await finishJob(h, dispatch, started, result);
+  return { token: started.token, report };
 }

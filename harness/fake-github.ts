@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import nock from "nock";
 import { HOSTED_PER_TASK, partsOfRunFiles, stateOfParts } from "../src/protocol/state-layout.ts";
 import { overLimit } from "./fake-limits.ts";
+import { FakeClock, RateLimits } from "./fake-rate-limits.ts";
 import { checkRequest } from "./openapi.ts";
 import { type BranchMap, MemoryStore, type RepoStore } from "./repo-store.ts";
 
@@ -40,7 +41,8 @@ export interface RecordedCall {
   status: number;
 }
 
-export type Reply = [number, unknown?];
+/** Status, body and headers of an answer. */
+export type Reply = [number, unknown?, Record<string, string>?];
 
 /** A redirect GitHub answers with (an artifact's download: 302 to its blob); servers send `Location`. */
 export class Redirect {
@@ -72,7 +74,10 @@ export const GRAPHQL_BLOB_TEXT_BYTES = 512_000;
 export class FakeGitHub {
   readonly owner = "octo";
   /** GitHub's limits the fake enforces; a test that needs one off says so. */
-  readonly limits = { blobText: true, requests: true };
+  readonly limits = { blobText: true, requests: true, rate: true };
+  /** The time the rate limits go by: real time, moved on by the waits of the app's pacing. */
+  readonly clock = new FakeClock();
+  readonly rateLimits = new RateLimits(this.clock.now);
   /** Reads of a PR answered `mergeable: null` after a merge found it conflicted (GitHub computing). */
   mergeabilityReads = 1;
   /** The next merges answered 405 "Base branch was modified" (a race GitHub reports so). */
@@ -187,11 +192,22 @@ export class FakeGitHub {
   handle(method: string, url: string, body: unknown): Reply {
     const [path = "", search = ""] = url.split("?");
     const call = { method, path: decodeURIComponent(path), body };
-    const faulted = this.fault(call);
+    const faulted = this.fault(call) ?? (this.limits.rate ? this.rateLimits.admit(call) : null);
     if (faulted) {
       this.calls.push({ ...call, path: url, status: faulted[0] });
       return faulted;
     }
+    const [status, data, headers] = this.answer(method, url, call, search);
+    return [status, data, { ...(this.limits.rate ? this.rateLimits.headers() : {}), ...headers }];
+  }
+
+  private answer(
+    method: string,
+    url: string,
+    call: { method: string; path: string; body: unknown },
+    search: string,
+  ): Reply {
+    const { body } = call;
     try {
       checkRequest(method, url, body);
     } catch (error) {
@@ -222,11 +238,25 @@ export class FakeGitHub {
     return [404, { message: "Not Found" }];
   }
 
+  /**
+   * An answer as GitHub gives it, after a turn of the event loop: requests sent together are in flight
+   * together, which the concurrency limit counts.
+   */
+  async serve(method: string, url: string, body: unknown): Promise<Reply> {
+    this.rateLimits.inFlight++;
+    try {
+      await new Promise((resolve) => setImmediate(resolve));
+      return this.handle(method, url, body);
+    } finally {
+      this.rateLimits.inFlight--;
+    }
+  }
+
   /** A fetch that answers in process: for clients that take `request.fetch` (no network, no nock). */
   readonly fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
     const raw = typeof init?.body === "string" ? init.body : "";
-    const [status, data] = this.handle(
+    const [status, data, headers] = await this.serve(
       init?.method ?? "GET",
       url.pathname + url.search,
       raw ? JSON.parse(raw) : undefined,
@@ -240,7 +270,7 @@ export class FakeGitHub {
     const text = typeof data === "string";
     return new Response(status === 204 || data === undefined ? null : text ? data : JSON.stringify(data), {
       status,
-      headers: { "content-type": text ? "text/plain" : "application/json" },
+      headers: { ...headers, "content-type": text ? "text/plain" : "application/json" },
     });
   };
 
@@ -250,13 +280,13 @@ export class FakeGitHub {
     for (const method of ["GET", "POST", "PATCH", "PUT", "DELETE"]) {
       scope
         .intercept(() => true, method)
-        .reply((uri, body) => {
+        .reply(async (uri, body) => {
           const parsed = typeof body === "string" ? (body ? JSON.parse(body) : undefined) : body;
-          const [status, data] = this.handle(method, uri, parsed);
+          const [status, data, headers] = await this.serve(method, uri, parsed);
           return [
             status,
             data === undefined ? "" : typeof data === "string" ? data : JSON.stringify(data),
-            { "content-type": typeof data === "string" ? "text/plain" : "application/json" },
+            { ...headers, "content-type": typeof data === "string" ? "text/plain" : "application/json" },
           ];
         });
     }

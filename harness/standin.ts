@@ -34,7 +34,7 @@ import { REPORT_FILE } from "../src/protocol/report.ts";
 import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
 import { graphOf, pushPayload, repository, user } from "./app.ts";
 import { CLAUDE_BIN } from "./claude.ts";
-import { type FakeStep, FakeGitHub, Redirect } from "./fake-github.ts";
+import { type FakeStep, FakeGitHub, Redirect, type Reply } from "./fake-github.ts";
 import { OrchestratorRuns } from "./orchestrator-runs.ts";
 import { runnerStep } from "./runner-process.ts";
 import { BareRepoStore } from "./repo-store.ts";
@@ -143,7 +143,7 @@ export class Standin {
     this.signingKey = privateKey;
     this.jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] };
     this.server = createServer((req, res) => {
-      void this.serve(req).then(([status, body]) => {
+      void this.serve(req).then(([status, body, headers = {}]) => {
         if (body instanceof Redirect) {
           res.writeHead(status, { location: `${this.url}${body.location}` }).end();
           return;
@@ -153,7 +153,7 @@ export class Standin {
           return;
         }
         const text = typeof body === "string";
-        res.writeHead(status, { "content-type": text ? "text/plain" : "application/json" });
+        res.writeHead(status, { ...headers, "content-type": text ? "text/plain" : "application/json" });
         res.end(status === 204 || body === undefined ? undefined : text ? body : JSON.stringify(body));
       });
     });
@@ -188,7 +188,7 @@ export class Standin {
     this.runs!.trigger("schedule", { schedule: "*/15 * * * *" });
   }
 
-  private async serve(req: IncomingMessage): Promise<[number, unknown]> {
+  private async serve(req: IncomingMessage): Promise<Reply> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString("utf8");
@@ -218,12 +218,11 @@ export class Standin {
       const artifact = this.gh.artifacts.find((a) => a.id === Number(blob[1]));
       return artifact ? [200, Buffer.from(artifact.zip)] : [404, "no such blob"];
     }
-    const [status, body] = this.gh.handle(
+    return this.gh.serve(
       req.method ?? "GET",
       `${url.pathname}${url.search}`,
       raw ? JSON.parse(raw) : undefined,
     );
-    return [status, body];
   }
 
   private async balance(req: IncomingMessage, url: URL, raw: string): Promise<[number, unknown]> {
@@ -261,6 +260,7 @@ export class Standin {
       Octokit: agentrelayOctokit({ retryBaseMs: 5 }).defaults((o: object) => ({
         ...o,
         throttle: { enabled: false },
+        pacing: { clock: this.gh.clock, maxWaitMs: Infinity },
       })),
       request: {
         fetch: (input: string | URL | Request, init?: RequestInit) =>

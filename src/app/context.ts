@@ -24,7 +24,7 @@ export function repoContextOf(
     repo: repository.name,
     defaultBranch: repository.default_branch,
     config,
-    now: Date.now,
+    now: config.now ?? Date.now,
     log,
   };
 }

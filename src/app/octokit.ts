@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { ProbotOctokit } from "probot";
 import githubAppJwt from "universal-github-app-jwt";
 import { gitHubLimits, MAX_RETRIES, type OctokitOptions, withRetryPolicy } from "../github/client-policy.ts";
+import { writePacing } from "../github/write-pacing.ts";
 
 export { MAX_RETRIES };
 
@@ -68,7 +69,7 @@ function withJwtSigner(auth: unknown): unknown {
 }
 
 export function agentrelayOctokit(options: { retryBaseMs?: number } = {}): typeof ProbotOctokit {
-  return ProbotOctokit.plugin(gitHubLimits).defaults((o: OctokitOptions) =>
+  return ProbotOctokit.plugin(gitHubLimits, writePacing).defaults((o: OctokitOptions) =>
     withRetryPolicy({ ...o, auth: withJwtSigner(o.auth) }, options.retryBaseMs),
   ) as typeof ProbotOctokit;
 }

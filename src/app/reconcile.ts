@@ -13,7 +13,7 @@ import { attemptRunName, type RepoContext, statusOf } from "../github/client.ts"
 import { RunDriver } from "../github/driver.ts";
 import { reportOfRun } from "../github/reports.ts";
 
-/** A dispatched job that has not started after this long is looked for by its run-name. */
+/** A dispatched job whose run has not appeared after this long is missing. */
 const START_GRACE_MS = 10 * 60_000;
 
 type Job = { id: number; status: string | null; conclusion: string | null };
@@ -62,10 +62,10 @@ export async function reconcileRun(
         return null;
       }
     }
-    if (now - record.dispatchedAt <= START_GRACE_MS) return null;
-    return (
-      (await recent()).find((r) => r.display_title === attemptRunName(runKey, input, attempt)) ?? "missing"
-    );
+    // With the app, a job is bound when it takes its first token: until then, it is known by its run-name.
+    const named = (await recent()).find((r) => r.display_title === attemptRunName(runKey, input, attempt));
+    if (named) return named;
+    return now - record.dispatchedAt <= START_GRACE_MS ? null : "missing";
   };
   const ended = (job: Job) =>
     job.conclusion === "success"

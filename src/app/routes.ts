@@ -80,7 +80,7 @@ export interface JobRoutesOptions {
 }
 
 export function jobRoutes(app: Probot, options: JobRoutesOptions) {
-  const now = options.now ?? Date.now;
+  const now = options.now ?? options.config.now ?? Date.now;
   // Installation ids by repository: a cache of a fact GitHub keeps, not run state.
   const installations = new Map<string, number>();
   /** The app's own client (JWT-signed), only for the calls that need it: it costs a signature. */

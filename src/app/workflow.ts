@@ -17,6 +17,7 @@ import { Octokit } from "@octokit/rest";
 import { StateConflictError } from "../engine/store.ts";
 import { configFromEnv, type GitHubClient, messageOf, type RepoContext } from "../github/client.ts";
 import { gitHubLimits, type OctokitOptions, withRetryPolicy } from "../github/client-policy.ts";
+import { writePacing } from "../github/write-pacing.ts";
 import { type Repository, repoContextOf } from "./context.ts";
 import { handlerOf } from "./events.ts";
 import { reconcileRepository } from "./reconcile.ts";
@@ -26,8 +27,8 @@ export const ACTIONS_BOT = "github-actions[bot]";
 /** A run that lost a compare-and-swap to a concurrent run (a command, a push) tries again this often. */
 const TRIES = 3;
 
-const WorkflowOctokit = Octokit.plugin(retry, throttling, gitHubLimits).defaults((o: OctokitOptions) =>
-  withRetryPolicy(o),
+const WorkflowOctokit = Octokit.plugin(retry, throttling, gitHubLimits, writePacing).defaults(
+  (o: OctokitOptions) => withRetryPolicy(o),
 );
 
 /**

@@ -29,6 +29,8 @@ export interface AppConfig {
    * start no workflow.
    */
   workflow?: { token: "app" | "github_token" };
+  /** The clock the app reads (Date.now; benches run the app on a simulated one). */
+  now?: () => number;
 }
 
 export const DEFAULT_CONFIG: AppConfig = {

@@ -18,6 +18,7 @@ import { type GitHubMeta, type HostedRun, hostedRunOf, newMeta } from "./hosted-
 import { parseRunGraph, type RunSource } from "../protocol/run-source.ts";
 import { editStatus, mirrorStatus, openTracking, resolutionCheckRun, taskCheckRun } from "./projections.ts";
 import { GitHubStateStore } from "./state-store.ts";
+import { writeBudgetOf } from "./write-pacing.ts";
 
 /** Where a command came from, to answer it there. */
 export interface Origin {
@@ -170,7 +171,12 @@ export class RunDriver {
 
   statusDue(run: HostedRun, effects: EngineEffect[]): boolean {
     if (!effects.some((e) => e.type === "update_status" || e.type === "finish_run")) return false;
-    return run.outcome !== null || this.ctx.now() - run.github.statusAt >= this.ctx.config.statusIntervalMs;
+    if (run.outcome !== null) return true;
+    // The interval grows as the installation's write budget fills (write-pacing.ts).
+    const now = this.ctx.now();
+    const configured = this.ctx.config.statusIntervalMs;
+    const interval = writeBudgetOf(this.ctx.octokit)?.statusInterval(configured, now) ?? configured;
+    return now - run.github.statusAt >= interval;
   }
 }
 

@@ -151,8 +151,8 @@ export class GitHubEffects {
     const at = this.ctx.now();
     const started = await this.startJob(run, engine, task, attempt, stateVersion);
     if ("reason" in started) return [{ type: "job_failed", task, attempt, reason: started.reason, at }];
-    // The attempt is bound to the run GitHub created: only that job may take its token.
-    return started.job ? [{ type: "job_dispatched", task, attempt, job: started.job, at }] : [];
+    const job = this.boundAtDispatch(started.job);
+    return job ? [{ type: "job_dispatched", task, attempt, job, at }] : [];
   }
 
   /** Starts a resolution's job: the task workflow, its subject in the `task` input (protocol/resolution.ts). */
@@ -169,9 +169,19 @@ export class GitHubEffects {
       return [
         { type: "resolution_finished", ...subject, n: effect.n, ok: false, reason: started.reason, at },
       ];
-    return started.job
-      ? [{ type: "resolution_dispatched", ...subject, n: effect.n, job: started.job, at }]
-      : [];
+    const job = this.boundAtDispatch(started.job);
+    return job ? [{ type: "resolution_dispatched", ...subject, n: effect.n, job, at }] : [];
+  }
+
+  /**
+   * The run GitHub created for a dispatch, when it must be written at once. Without the app, it is how
+   * the orchestrator finds the job's report, and only that run's report counts. With the app, the
+   * attempt is bound when its job takes its first token (job_started records the run, and only a run
+   * bearing the attempt's run-name may take it): writing the dispatch's answer as well would cost a
+   * state write per attempt out of GitHub's 500 an hour (write-pacing.ts).
+   */
+  private boundAtDispatch(job: string | null): string | null {
+    return this.ctx.config.workflow ? job : null;
   }
 
   /** The workflow_dispatch of an attempt: the run GitHub created for it (when GitHub says), or why it could not start. */

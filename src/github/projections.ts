@@ -14,6 +14,7 @@ import { jobUrl, type RepoContext, repoPage } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { agentText, codeBlock } from "./render.ts";
 import { statusComment, type StatusLinks } from "./status-comment.ts";
+import { priority, unlessDeferred } from "./write-pacing.ts";
 
 /**
  * Said on every status comment of a run orchestrated by a workflow with its GITHUB_TOKEN: GitHub starts
@@ -65,13 +66,17 @@ export async function openTracking(ctx: RepoContext, run: HostedRun, engine: Eng
 export async function mirrorStatus(ctx: RepoContext, run: HostedRun, engine: Engine): Promise<void> {
   for (const [id, ws] of Object.entries(run.workstreams)) {
     if (ws.status !== "pr_open" || !ws.pr || run.github.workstreamComments[id] !== undefined) continue;
-    const { data } = await ctx.octokit.rest.issues.createComment({
-      owner: ctx.owner,
-      repo: ctx.repo,
-      issue_number: ws.pr.number,
-      body: statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run)),
-    });
-    run.github.workstreamComments[id] = data.id;
+    const created = await unlessDeferred(() =>
+      ctx.octokit.rest.issues.createComment({
+        owner: ctx.owner,
+        repo: ctx.repo,
+        issue_number: ws.pr!.number,
+        body: statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run)),
+        ...priority("status"),
+      }),
+    );
+    if (!created) return; // the next event mirrors it
+    run.github.workstreamComments[id] = created.data.id;
   }
 }
 
@@ -85,8 +90,17 @@ export async function editStatus(ctx: RepoContext, run: HostedRun, engine: Engin
       .map(([, id]) => id),
   ];
   for (const id of ids) {
-    if (id !== null)
-      await ctx.octokit.rest.issues.updateComment({ owner: ctx.owner, repo: ctx.repo, comment_id: id, body });
+    if (id === null) continue;
+    const edited = await unlessDeferred(() =>
+      ctx.octokit.rest.issues.updateComment({
+        owner: ctx.owner,
+        repo: ctx.repo,
+        comment_id: id,
+        body,
+        ...priority(run.outcome ? "progress" : "status"),
+      }),
+    );
+    if (!edited) return; // yielded to the run's progress: a later event edits it
   }
   if (run.outcome && run.github.trackingIssue !== null) {
     await ctx.octokit.rest.issues.update({
@@ -155,28 +169,36 @@ export async function taskCheckRun(
   const conclusion = attempt.givenBack ? "neutral" : CONCLUSION[attempt.outcome];
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const existing = run.github.checkRuns[task];
+  // A verdict someone must act on goes with the run's progress; a success only informs, and yields.
+  const urgency = priority(attempt.outcome === "succeeded" ? "view" : "progress");
   if (existing !== undefined) {
-    await ctx.octokit.rest.checks.update({
+    await unlessDeferred(() =>
+      ctx.octokit.rest.checks.update({
+        ...repo,
+        check_run_id: existing,
+        status: "completed",
+        conclusion,
+        ...(job ? { details_url: job } : {}),
+        output,
+        ...urgency,
+      }),
+    );
+    return;
+  }
+  const created = await unlessDeferred(() =>
+    ctx.octokit.rest.checks.create({
       ...repo,
-      check_run_id: existing,
+      name: `agentrelay / ${task}`,
+      head_sha: run.source.commit,
+      external_id: `${run.runKey}/${task}`,
       status: "completed",
       conclusion,
       ...(job ? { details_url: job } : {}),
       output,
-    });
-    return;
-  }
-  const { data } = await ctx.octokit.rest.checks.create({
-    ...repo,
-    name: `agentrelay / ${task}`,
-    head_sha: run.source.commit,
-    external_id: `${run.runKey}/${task}`,
-    status: "completed",
-    conclusion,
-    ...(job ? { details_url: job } : {}),
-    output,
-  });
-  run.github.checkRuns[task] = data.id;
+      ...urgency,
+    }),
+  );
+  if (created) run.github.checkRuns[task] = created.data.id;
 }
 
 /** A check run for a resolution's verdict, created once (by the writer whose write recorded it). */

@@ -46,7 +46,7 @@ describe("a resolution job through the app", () => {
     expect(stolen).toMatchObject({
       status: 403,
       body: {
-        error: `attempt 1 of resolve-integration@right belongs to workflow run ${resolution.runId}, not to this job's run ${a.runId}`,
+        error: `this job's run ${a.runId} was not dispatched for attempt 1 of resolve-integration@right`,
       },
     });
     expect(JSON.stringify(h.gh.state("overlap/1"))).toBe(before);

@@ -352,14 +352,15 @@ describe("every request the app makes", () => {
       "POST /graphql", // their ids and the branch written
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // task a
       `PATCH ${repo}/issues/comments/1001`, // the status
-      "POST /graphql", // the run GitHub created for a: only that job may take a's token
+      // The run GitHub created for a is not written: a's job is bound when it takes its first token.
     ]);
     expect(h.gh.branches.get("agentrelay/diamond/ws_a/integration")).toBe(h.gh.branches.get("main"));
     const before = h.gh.calls.length;
     await runJob(h, h.gh.dispatches[0]!);
     expect(h.gh.log().slice(before)).toEqual([
       `GET ${repo}/installation`, // the job's repository (then remembered)
-      "POST /graphql", // token: the attempt marked as answered
+      `GET ${repo}/actions/runs/${h.gh.dispatches[0]!.runId}`, // the job's run bears a's run-name
+      "POST /graphql", // token: the attempt marked as answered, bound to this job
       "POST /app/installations/42/access_tokens", // the attempt's scoped token
       `POST ${repo}/pulls`, // report: task PR
       `PUT ${repo}/pulls/2/merge`,
@@ -373,7 +374,6 @@ describe("every request the app makes", () => {
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // b
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // c
       `PATCH ${repo}/issues/comments/1001`,
-      "POST /graphql", // the runs created for b and c, recorded at once
     ]);
     // The new workstreams start from main as ws_a's merge left it, which has a's work.
     expect(h.gh.branches.get("agentrelay/diamond/ws_b/integration")).toBe(h.gh.branches.get("main"));

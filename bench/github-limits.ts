@@ -1,0 +1,102 @@
+/**
+ * bench/github-limits: runs graphs through the real app against the fake GitHub with its rate limits
+ * on (80 writes a minute and 500 an hour per installation, points, the primary limit), in simulated
+ * time: each job takes its token when dispatched and reports 10 simulated minutes later, and the app
+ * waits out GitHub's limits on the same clock. Printed: writes per attempt (status edits and the
+ * run's own writes included; target at most 4), attempts an hour sustained (target at least 110) and
+ * the ceiling 500 writes an hour implies, requests GitHub refused (403/429) and how many were tried
+ * again, and what was lost (tasks not merged, attempts dispatched twice; target 0).
+ */
+import { type Harness, finishJob, startApp, startJob } from "../harness/app.ts";
+import { chainsGraph } from "../harness/graphs.ts";
+import { isWrite, LIMITS } from "../harness/fake-rate-limits.ts";
+import { table } from "./table.ts";
+
+const ATTEMPT_MS = 10 * 60_000;
+/** Between a dispatch and its job taking its token: a runner picking the job up. */
+const PICKUP_MS = 20_000;
+const HOUR = 3_600_000;
+
+type Dispatch = Harness["gh"]["dispatches"][number];
+type Job = { at: number; dispatch: Dispatch; started?: Awaited<ReturnType<typeof startJob>> };
+
+/** Runs `graph` until it ends or `maxAttempts` reports went in; what the table shows of it. */
+export async function limitedRun(
+  name: string,
+  graph: string,
+  maxAttempts = Infinity,
+): Promise<Record<string, string | number>> {
+  const h = await startApp({ statusIntervalMs: 10_000 }, "fetch");
+  const { clock } = h.gh;
+  const wall = performance.now();
+  try {
+    await h.pushGraph(`.workflow/${name}.yaml`, graph);
+    const begun = clock.now();
+    const runKey = `${/^name: (\S+)/m.exec(graph)![1]}/1`;
+    const jobs: Job[] = [];
+    let seen = 0;
+    const pickUp = () => {
+      for (; seen < h.gh.dispatches.length; seen++)
+        jobs.push({ at: clock.now() + PICKUP_MS, dispatch: h.gh.dispatches[seen]! });
+    };
+    pickUp();
+    let reports = 0;
+    while (jobs.length > 0 && reports < maxAttempts) {
+      jobs.sort((a, b) => a.at - b.at);
+      const job = jobs.shift()!;
+      clock.advanceTo(job.at);
+      if (!job.started) {
+        job.started = await startJob(h, job.dispatch);
+        jobs.push({ ...job, at: clock.now() + ATTEMPT_MS });
+      } else {
+        await finishJob(h, job.dispatch, job.started);
+        reports++;
+      }
+      pickUp();
+    }
+    const hours = (clock.now() - begun) / HOUR;
+    const writes = h.gh.calls.filter((c) => !c.path.startsWith("/app/") && c.status < 400 && isWrite(c));
+    const refused = h.gh.calls.filter((c) => c.status === 403 || c.status === 429);
+    const retried = refused.filter((r) => {
+      const after = h.gh.calls.indexOf(r);
+      return h.gh.calls.some(
+        (c, i) => i > after && c.method === r.method && c.path === r.path && c.status < 400,
+      );
+    }).length;
+    const state = h.gh.state(runKey);
+    const tasks = Object.values(state.tasks as Record<string, { status: string }>);
+    const attempts = h.gh.dispatches.length;
+    const keys = h.gh.dispatches.map((d) => `${d.inputs.task}#${d.inputs.attempt}`);
+    const twice = keys.length - new Set(keys).size;
+    const perAttempt = writes.length / reports;
+    const statusEdits = writes.filter(
+      (c) => c.method === "PATCH" && /\/issues\/comments\//.test(c.path),
+    ).length;
+    return {
+      run: name,
+      tasks: tasks.length,
+      outcome: String(state.outcome ?? `${reports} attempts in`),
+      "simulated time": `${(hours * 60).toFixed(0)} min`,
+      "writes/attempt": perAttempt.toFixed(2),
+      "status edits": statusEdits,
+      "attempts/h": (reports / hours).toFixed(0),
+      "ceiling (500 writes/h)": (LIMITS.writesPerHour / perAttempt).toFixed(0),
+      "403/429": refused.length,
+      "tried again": retried,
+      lost: maxAttempts === Infinity ? tasks.filter((t) => t.status !== "merged").length + twice : twice,
+      dispatched: attempts,
+      "wall time": `${((performance.now() - wall) / 1000).toFixed(0)} s`,
+    };
+  } finally {
+    await h.close();
+  }
+}
+
+export async function githubLimitsBench(): Promise<string> {
+  const rows = [await limitedRun("chains", chainsGraph(300, 20))];
+  const columns = Object.keys(rows[0]!);
+  return table(
+    columns,
+    rows.map((r) => columns.map((c) => String(r[c]))),
+  );
+}
