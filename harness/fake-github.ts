@@ -189,7 +189,11 @@ export class FakeGitHub {
       .filter((l) => !filter || filter.test(l));
   }
 
-  handle(method: string, url: string, body: unknown): Reply {
+  /** The Accept header of the request being answered (the contents API answers by it). */
+  private accept = "";
+
+  handle(method: string, url: string, body: unknown, accept = ""): Reply {
+    this.accept = accept;
     const [path = "", search = ""] = url.split("?");
     const call = { method, path: decodeURIComponent(path), body };
     const faulted = this.fault(call) ?? (this.limits.rate ? this.rateLimits.admit(call) : null);
@@ -242,11 +246,11 @@ export class FakeGitHub {
    * An answer as GitHub gives it, after a turn of the event loop: requests sent together are in flight
    * together, which the concurrency limit counts.
    */
-  async serve(method: string, url: string, body: unknown): Promise<Reply> {
+  async serve(method: string, url: string, body: unknown, accept = ""): Promise<Reply> {
     this.rateLimits.inFlight++;
     try {
       await new Promise((resolve) => setImmediate(resolve));
-      return this.handle(method, url, body);
+      return this.handle(method, url, body, accept);
     } finally {
       this.rateLimits.inFlight--;
     }
@@ -260,6 +264,7 @@ export class FakeGitHub {
       init?.method ?? "GET",
       url.pathname + url.search,
       raw ? JSON.parse(raw) : undefined,
+      new Headers(init?.headers).get("accept") ?? "",
     );
     // fetch follows a redirect: here only an artifact's, to its archive.
     if (data instanceof Redirect) {
@@ -277,12 +282,14 @@ export class FakeGitHub {
   /** Answers api.github.com through nock until `nock.cleanAll()`. */
   mount(origin = "https://api.github.com"): void {
     const scope = nock(origin).persist();
+    const serve = this.serve.bind(this);
     for (const method of ["GET", "POST", "PATCH", "PUT", "DELETE"]) {
       scope
         .intercept(() => true, method)
-        .reply(async (uri, body) => {
+        .reply(async function (this: { req: { headers: Record<string, unknown> } }, uri, body) {
           const parsed = typeof body === "string" ? (body ? JSON.parse(body) : undefined) : body;
-          const [status, data, headers] = await this.serve(method, uri, parsed);
+          const accept = String(this.req.headers.accept ?? "");
+          const [status, data, headers] = await serve(method, uri, parsed, accept);
           return [
             status,
             data === undefined ? "" : typeof data === "string" ? data : JSON.stringify(data),
@@ -359,7 +366,23 @@ export class FakeGitHub {
       const ref = q.get("ref") ?? "main";
       const known = this.store.isCommit(ref) || this.branches.has(ref);
       const text = known ? this.store.file(ref, m[1]!) : undefined;
-      return text === undefined ? [404, { message: "Not Found" }] : [200, text];
+      if (text === undefined) return [404, { message: "Not Found" }];
+      if (this.accept.includes(".raw")) return [200, text];
+      // The JSON form carries files up to 1 MB; past it, `content` is empty and `encoding` "none", and
+      // only the raw form has the text, up to 100 MB
+      // (https://docs.github.com/en/rest/repos/contents#get-repository-content, "File size limits").
+      const size = Buffer.byteLength(text);
+      const whole = size <= 1024 * 1024;
+      return [
+        200,
+        {
+          type: "file",
+          path: m[1],
+          size,
+          encoding: whole ? "base64" : "none",
+          content: whole ? Buffer.from(text).toString("base64") : "",
+        },
+      ];
     });
     this.route("GET", "REPO\\/branches\\/(.+)", (m) => {
       const sha = this.branches.get(m[1]!);

@@ -49,7 +49,8 @@ export class OpenApiError extends Error {
 export function checkRequest(method: string, url: string, body: unknown): void {
   const [path = "", search = ""] = url.split("?");
   if (path === "/graphql") {
-    const problem = graphqlProblem(String((body as { query?: unknown } | undefined)?.query ?? ""));
+    const request = (body ?? {}) as { query?: unknown; variables?: Record<string, unknown> };
+    const problem = graphqlProblem(String(request.query ?? ""), request.variables ?? {});
     if (problem) throw new OpenApiError(`POST /graphql: GitHub's schema refuses the document: ${problem}`);
     return;
   }

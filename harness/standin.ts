@@ -222,6 +222,7 @@ export class Standin {
       req.method ?? "GET",
       `${url.pathname}${url.search}`,
       raw ? JSON.parse(raw) : undefined,
+      req.headers.accept ?? "",
     );
   }
 

@@ -46,6 +46,7 @@ const SHARE: Record<Priority, { minute: number; hour: number }> = {
 /** A write that would wait longer than this fails its handler instead: the reconciler does it later. */
 export const MAX_WAIT_MS = 15 * MINUTE;
 const RETRIES = 3;
+const CLOCK_MARGIN_MS = 1_000;
 /** The longest the status comment's interval grows to, when the hour's budget is all but spent. */
 const STATUS_INTERVAL_MAX_MS = 5 * MINUTE;
 
@@ -97,7 +98,9 @@ export class WriteBudget {
       const n = this.count(window, now);
       return n < max ? 0 : this.writes[this.writes.length - max]! + window - now;
     };
-    return Math.max(blocked, free(MINUTE, share.minute), free(HOUR, share.hour));
+    const wait = Math.max(blocked, free(MINUTE, share.minute), free(HOUR, share.hour));
+    // GitHub's clock and ours differ by a little: a write that waits goes a moment after its turn.
+    return wait > 0 ? wait + CLOCK_MARGIN_MS : 0;
   }
 
   record(now = this.clock.now()): void {
