@@ -51,6 +51,8 @@ export interface Harness {
 export async function startApp(
   config: Partial<AppConfig> = {},
   transport: "nock" | "fetch" = "nock",
+  /** How long the app's writes wait for GitHub's limits (simulated time; as long as needed by default). */
+  maxWaitMs = Infinity,
 ): Promise<Harness> {
   nock.disableNetConnect();
   nock.enableNetConnect("127.0.0.1");
@@ -80,7 +82,7 @@ export async function startApp(
       throttle: { enabled: false },
       // GitHub's rate limits, enforced by the fake, are waited out on its clock, however long: no test
       // waits for real.
-      pacing: { clock: gh.clock, maxWaitMs: Infinity },
+      pacing: { clock: gh.clock, maxWaitMs },
     })),
     ...(transport === "fetch" ? { request: { fetch: gh.fetch } } : {}),
   });

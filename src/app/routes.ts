@@ -17,6 +17,7 @@
  * the task whose agent resolves.
  * The app's private key never leaves the app.
  */
+import { WriteBudgetSpent } from "../github/write-pacing.ts";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Probot } from "probot";
@@ -328,6 +329,8 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       send(200, await route(req));
     } catch (error) {
       if (error instanceof HttpError) send(error.status, { error: error.message });
+      // GitHub's write limit is spent for longer than a request waits: the runner tries again.
+      else if (error instanceof WriteBudgetSpent) send(503, { error: error.message });
       else {
         app.log.error(error as Error);
         send(500, { error: "internal error" });

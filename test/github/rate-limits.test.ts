@@ -8,13 +8,17 @@ import { describe, expect, it } from "vitest";
 import { limitedRun } from "../../bench/github-limits.ts";
 import { readFileAt, repoContextOf } from "../../src/app/context.ts";
 import { DEFAULT_CONFIG } from "../../src/github/client.ts";
+import { finishJob, startApp, startJob } from "../../harness/app.ts";
 import { FakeGitHub } from "../../harness/fake-github.ts";
+import { DIAMOND } from "../../harness/graphs.ts";
 import { graphqlProblem } from "../../harness/graphql-schema.ts";
 import { FakeClock, LIMITS, RateLimits } from "../../harness/fake-rate-limits.ts";
 import { chainsGraph } from "../../harness/graphs.ts";
 import {
   priority,
+  writeBudget,
   writeBudgetOf,
+  WriteBudgetSpent,
   WriteDeferred,
   writePacing,
   WRITES_PER_HOUR,
@@ -156,6 +160,24 @@ describe("the app's write pacing", () => {
     expect(gh.issues).toHaveLength(1);
   });
 
+  it("fails a write in one line when the hour's budget is spent for longer than a handler waits", async () => {
+    const gh = new FakeGitHub();
+    const Paced = Octokit.plugin(writePacing);
+    const octokit = new Paced({
+      auth: "token",
+      request: { fetch: gh.fetch, retries: 0 },
+      pacing: { clock: gh.clock, maxWaitMs: 15 * MINUTE, installation: `test-${Math.random()}` },
+    } as ConstructorParameters<typeof Paced>[0]);
+    const budget = writeBudgetOf(octokit)!;
+    for (let i = 0; i < WRITES_PER_HOUR; i++) budget.record();
+    const refused = newIssue(octokit, "an hour too soon");
+    await expect(refused).rejects.toBeInstanceOf(WriteBudgetSpent);
+    await expect(refused).rejects.toThrow(
+      /^GitHub's write limit for this installation is spent for \d+ minutes/,
+    );
+    expect(gh.calls).toHaveLength(0); // nothing half-done: the reconciler carries the work out later
+  });
+
   it("edits the status less often as the hour's budget fills", () => {
     const gh = new FakeGitHub();
     const budget = writeBudgetOf(pacedClient(gh))!;
@@ -224,5 +246,27 @@ describe("GitHub's GraphQL node limits", () => {
     const nested = `query { repository(owner: "o", name: "r") { pullRequests(first: 100) { nodes {
       commits(first: 100) { nodes { commit { history(first: 100) { nodes { oid } } } } } } } } }`;
     expect(graphqlProblem(nested)).toMatch(/more than GitHub's 500000/);
+  });
+});
+
+describe("a job's report when GitHub's write limit is spent", () => {
+  it("is answered 503 with the reason in one line, and changes nothing, so that the runner tries again", async () => {
+    const h = await startApp({}, "nock", 15 * MINUTE);
+    try {
+      await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
+      const dispatch = h.gh.dispatches[0]!;
+      const started = await startJob(h, dispatch);
+      const before = JSON.stringify(h.gh.state("diamond/1"));
+      const budget = writeBudget("42", h.gh.clock);
+      for (let i = 0; i < WRITES_PER_HOUR; i++) budget.record();
+      const report = await finishJob(h, dispatch, started);
+      expect(report.status).toBe(503);
+      expect(report.body.error).toMatch(
+        /^GitHub's write limit for this installation is spent for \d+ minutes/,
+      );
+      expect(JSON.stringify(h.gh.state("diamond/1"))).toBe(before);
+    } finally {
+      await h.close();
+    }
   });
 });
