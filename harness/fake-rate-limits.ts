@@ -138,10 +138,4 @@ export class RateLimits {
       "x-ratelimit-resource": "core",
     };
   }
-
-  /** Writes counted in the last hour, as of now. */
-  writesInLastHour(): number {
-    const now = this.clock();
-    return this.writes.filter((t) => t > now - HOUR).length;
-  }
 }

@@ -11,11 +11,6 @@ import { withinLimits } from "./limits.ts";
 
 export const MAX_RETRIES = 3;
 
-interface Limited {
-  method: string;
-  url: string;
-}
-
 export type OctokitOptions = Record<string, unknown> & {
   throttle?: Record<string, unknown>;
   retry?: Record<string, unknown>;
@@ -28,7 +23,7 @@ const DO_NOT_RETRY = [400, 401, 403, 404, 405, 409, 410, 422, 429, 451];
 /** Octokit options with the retry and rate-limit policy in place (throttling left off where it is off). */
 export function withRetryPolicy(o: OctokitOptions, retryBaseMs = 1000): OctokitOptions {
   // plugin-throttling spaces writes; waiting out a limit's answer is the pacing's (one budget, one clock).
-  const handOver = (_after: number, _request: Limited) => false;
+  const handOver = () => false;
   return {
     ...o,
     retry: { ...o.retry, retries: MAX_RETRIES, retryAfterBaseValue: retryBaseMs, doNotRetry: DO_NOT_RETRY },

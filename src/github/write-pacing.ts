@@ -13,6 +13,7 @@
  * them honest (a refused write waits as told). It is a cache of GitHub's limits, not run state.
  */
 import type { Octokit } from "@octokit/rest";
+import { MAX_RETRIES } from "./client-policy.ts";
 
 export interface Clock {
   now(): number;
@@ -45,7 +46,6 @@ const SHARE: Record<Priority, { minute: number; hour: number }> = {
 };
 /** A write that would wait longer than this fails its handler instead: the reconciler does it later. */
 export const MAX_WAIT_MS = 15 * MINUTE;
-const RETRIES = 3;
 const CLOCK_MARGIN_MS = 1_000;
 /** The longest the status comment's interval grows to, when the hour's budget is all but spent. */
 const STATUS_INTERVAL_MAX_MS = 5 * MINUTE;
@@ -210,7 +210,7 @@ export function writePacing(
         if (wait === null) throw error;
         budget.block(clock.now() + wait);
         if (p !== "progress") throw new WriteDeferred(`${o.method} ${o.url} yielded to a rate limit`);
-        if (tries >= RETRIES || wait > maxWait) throw error;
+        if (tries >= MAX_RETRIES || wait > maxWait) throw error;
         if (!write) await clock.sleep(wait); // a write waits at the top, with the budget
       }
     }
