@@ -15,6 +15,7 @@ import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
 import type { Step } from "./step.ts";
 import type { Plan } from "../plan/plan.ts";
 import type { Conflict, EngineEvent, ResolutionRecord, RunState, TaskRun } from "./types.ts";
+import { resolvedAndVerified } from "./verification.ts";
 
 type Conflicted = Extract<EngineEvent, { type: "integration_conflicted" | "task_conflicted" }>;
 type About = Extract<
@@ -129,7 +130,27 @@ export function conflicted(step: Step, event: Conflicted): void {
 const resolutionKey = (step: Step, subject: ResolutionSubject, n: number) =>
   subject.task !== undefined
     ? step.key(subject.task, "resolve", n)
-    : step.key("ws", subject.workstream, "resolve", n);
+    : step.key("ws", subject.workstream, subject.kind ?? "resolve", n);
+
+/** A job named for a running record (`resolution_dispatched`), or started by it: recorded once. */
+export function bindJob(
+  step: Step,
+  record: ResolutionRecord,
+  event: Extract<EngineEvent, { type: "resolution_dispatched" | "resolution_started" }>,
+): void {
+  if (event.type === "resolution_dispatched") {
+    if (record.job || record.startedAt) return;
+    record.job = event.job;
+    step.changed = true;
+    step.quiet = true;
+    return;
+  }
+  // Once, and only by the job dispatched for it: the app mints the job's token only then.
+  if (record.startedAt || (record.job && event.job !== record.job)) return;
+  record.startedAt = event.at;
+  if (event.job) record.job = event.job;
+  step.changed = true;
+}
 
 /** A resolution's job was named, started, lost or finished: recorded once, for the running one. */
 export function resolutionFact(step: Step, event: About): void {
@@ -139,17 +160,8 @@ export function resolutionFact(step: Step, event: About): void {
   if (!holder || !record || record.outcome !== null) return;
   switch (event.type) {
     case "resolution_dispatched":
-      if (record.job || record.startedAt) return;
-      record.job = event.job;
-      step.changed = true;
-      step.quiet = true;
-      return;
     case "resolution_started":
-      // Once, and only by the job dispatched for it: the app mints the resolution's token only then.
-      if (record.startedAt || (record.job && event.job !== record.job)) return;
-      record.startedAt = event.at;
-      if (event.job) record.job = event.job;
-      step.changed = true;
+      bindJob(step, record, event);
       return;
     case "resolution_lost":
     case "resolution_finished": {
@@ -160,6 +172,10 @@ export function resolutionFact(step: Step, event: About): void {
       if (!lost && event.files?.length) holder.record.conflict!.files = event.files;
       if (!lost) {
         record.turns = event.turns ?? null;
+        if (event.summary) record.summary = event.summary;
+        // The resolution ran the gates on the merged tree: for an integration PR, that tree is verified.
+        if (event.ok && subject.task === undefined && event.base && event.head)
+          resolvedAndVerified(step, subject.workstream, event.base, event.head);
         if (event.costUsd != null) {
           record.costUsd = event.costUsd;
           chargeWorkstream(step, subject.workstream, event.costUsd);
@@ -216,6 +232,16 @@ export const conflictOf = (
 ): Conflict | undefined =>
   (subject.task !== undefined ? run.tasks[subject.task] : run.workstreams[subject.workstream])?.conflict;
 
+/** The records of a subject's jobs: a PR's resolutions, or an integration branch's verifications or repairs. */
+export function recordsOf(
+  run: Pick<RunState, "tasks" | "workstreams">,
+  subject: ResolutionSubject,
+): ResolutionRecord[] | undefined {
+  if (subject.kind === undefined) return conflictOf(run, subject)?.resolutions;
+  const v = run.workstreams[subject.workstream]?.verification;
+  return subject.kind === "verify" ? v?.runs : v?.repairs;
+}
+
 /** A task PR whose conflicts were left to a person. */
 export const leftToPerson = (t: TaskRun): boolean => t.status === "pr_open" && t.conflict?.toPerson === true;
 
@@ -223,7 +249,10 @@ export const leftToPerson = (t: TaskRun): boolean => t.status === "pr_open" && t
 export const resolving = (conflict: Conflict | undefined): boolean =>
   conflict?.resolutions.at(-1)?.outcome === null;
 
-/** The resolutions running in a run, with their subjects (for hosts that look for their jobs). */
+/**
+ * The resolutions running in a run, with their subjects (for hosts that look for their jobs), and the
+ * verifications and repairs of integration branches (jobs of the same kind).
+ */
 export function runningResolutions(
   state: RunState,
   plan: Plan,
@@ -232,6 +261,10 @@ export function runningResolutions(
   for (const [workstream, w] of Object.entries(state.workstreams)) {
     const record = w.conflict?.resolutions.at(-1);
     if (record?.outcome === null) running.push({ subject: { workstream }, record });
+    for (const kind of ["verify", "repair"] as const) {
+      const landing = recordsOf(state, { workstream, kind })?.at(-1);
+      if (landing?.outcome === null) running.push({ subject: { workstream, kind }, record: landing });
+    }
   }
   for (const [task, t] of Object.entries(state.tasks)) {
     const record = t.conflict?.resolutions.at(-1);

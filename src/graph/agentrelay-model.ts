@@ -105,6 +105,8 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
         maxCostUsd: w.max_cost_usd ?? null,
         maxResolutionAttempts: w.max_resolution_attempts ?? null,
         integrationGate: w.integration_gate ?? null,
+        verifyIntegration: w.verify_integration ?? null,
+        maxRepairAttempts: w.max_repair_attempts ?? null,
       }))
     : [defaultWorkstream()];
 
@@ -168,6 +170,10 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
       maxAttemptCostUsd: file.max_attempt_cost_usd ?? null,
       minAttemptCostUsd: file.min_attempt_cost_usd ?? null,
       maxResolutionAttempts: file.max_resolution_attempts ?? null,
+      verifyIntegration: file.verify_integration ?? null,
+      maxRepairAttempts: file.max_repair_attempts ?? null,
+      maxVerifications: file.max_verifications ?? null,
+      overlaps: file.overlaps === "serialize" ? "serialize" : null,
       outputReview:
         file.output_review === true
           ? { model: null }
