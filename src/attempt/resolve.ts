@@ -11,6 +11,13 @@ import type { CheckoutGit } from "./git.ts";
 import { secretsIn } from "./output-checks.ts";
 
 export interface ResolutionInputs {
+  /**
+   * What the job does besides resolving conflicts: verify the tree that will land (no agent), or
+   * repair it (landing.ts). Absent: a resolution.
+   */
+  kind?: "verify" | "repair";
+  /** A repair: what failed on the tree that will land (the gates' output, or the failed checks'). */
+  failure?: string;
   /** The branch merged in (the integration PR's target). */
   target: string;
   /** What each side intended: the workstream's tasks and what landed on the target meanwhile. */
@@ -30,6 +37,10 @@ export interface ResolutionOutcome {
   commit: string | null;
   /** Conflicted files, as the merge found them. */
   files: string[];
+  /** The target commit merged in (what the gates ran with). */
+  base?: string | null;
+  /** What the agent changed, in its words (a repair). */
+  summary?: string | null;
 }
 
 /** The prompt of a resolution: which branches, which files, what each side meant. */
@@ -50,6 +61,32 @@ export function resolutionPrompt(branch: string, resolution: ResolutionInputs, f
 }
 
 const MARKER = /^(<{7}|>{7})( |$)/m;
+
+/**
+ * Puts each agent configuration path as `source` has it (a commit; the index when null), or removes it
+ * where it has none: the agent runs with the default branch's configuration, and what is committed
+ * keeps the branch's. A configuration file that is itself among `conflicted` is left to the agent.
+ */
+export function agentConfiguration(
+  checkout: CheckoutGit,
+  config: ResolutionInputs["agentConfig"],
+  conflicted: string[] = [],
+): (source: string | null) => Promise<void> {
+  const paths = (config?.paths ?? []).filter(
+    (p) => !conflicted.some((f) => f === p || f.startsWith(`${p}/`)),
+  );
+  return async (source) => {
+    if (!config) return;
+    for (const path of paths) {
+      rmSync(join(checkout.workTree, path), { recursive: true, force: true });
+      const listed = source
+        ? await checkout.git(["ls-tree", "--name-only", source, "--", path])
+        : await checkout.git(["ls-files", "--", path]);
+      if (listed)
+        await checkout.git(["restore", "--worktree", ...(source ? [`--source=${source}`] : []), "--", path]);
+    }
+  };
+}
 
 /**
  * Merges the target into the checked-out branch; `agent` resolves what conflicts, `gate` runs each
@@ -75,23 +112,8 @@ export async function resolveConflicts(
     return fail(
       `merging ${resolution.target} failed: ${`${merge.stdout}${merge.stderr}`.trim().split("\n").pop()}`,
     );
-  const config = resolution.agentConfig;
-  // A configuration file that itself conflicts is the agent's to resolve, like any other.
-  const configPaths = (config?.paths ?? []).filter(
-    (p) => !files.some((f) => f === p || f.startsWith(`${p}/`)),
-  );
-  /** Each config path as `source` has it (a commit; the index when null), or absent where it has none. */
-  const configure = async (source: string | null) => {
-    for (const path of configPaths) {
-      rmSync(join(repoDir, path), { recursive: true, force: true });
-      const listed = source
-        ? await inRepo(["ls-tree", "--name-only", source, "--", path])
-        : await inRepo(["ls-files", "--", path]);
-      if (listed)
-        await inRepo(["restore", "--worktree", ...(source ? [`--source=${source}`] : []), "--", path]);
-    }
-  };
-  if (config) await configure(config.from);
+  const configure = agentConfiguration(checkout, resolution.agentConfig, files);
+  await configure(resolution.agentConfig?.from ?? null);
   const failure = await agent(resolutionPrompt(branch, resolution, files)).finally(() => configure(null));
   if (failure) return fail(failure);
   const left = files.filter((f) => MARKER.test(readFileSync(join(repoDir, f), "utf8")));
@@ -121,5 +143,7 @@ export async function resolveConflicts(
   );
   if (secrets.length > 0) return fail(`the output checks blocked the push: ${secrets.join("; ")}`);
   await inRepo(["commit", "-q", "--no-edit", "--no-verify"]);
-  return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files };
+  // The gates passed on the merged tree: it is verified with the target as merged (MERGE_HEAD).
+  const base = await inRepo(["rev-parse", "HEAD^2"]);
+  return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files, base };
 }

@@ -18,6 +18,7 @@ import { runBounded } from "./bounded.ts";
 import { type ClaudeOptions, type ClaudeResult, runClaudeCode } from "./claude.ts";
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
 import { resolveConflicts, type ResolutionInputs } from "./resolve.ts";
+import { repairLanding, verifyLanding } from "./landing.ts";
 import { ParamsError } from "../protocol/cyberian-prompt.ts";
 import { ANTHROPIC_API } from "./network.ts";
 import {
@@ -125,6 +126,7 @@ export function failedAttempt(reason: string): AttemptResult {
     overBudget: false,
     conflicted: [],
     commit: null,
+    base: null,
     sessionId: null,
     agentUnavailable: false,
   };
@@ -308,54 +310,71 @@ interface RunningAttempt extends AttemptContext {
   stop: NonNullable<ClaudeOptions["stop"]>;
 }
 
-/** A resolution attempt (see resolve.ts), with the attempt's agent, limits and masking. */
+/**
+ * A resolution attempt (see resolve.ts), or a verification or repair of an integration branch (see
+ * landing.ts), with the attempt's agent, limits and masking.
+ */
 async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs): Promise<AttemptResult> {
   let turns = 0;
   let costUsd = 0;
   let overBudget = false;
   let gateOutput: string | null = null;
-  const outcome = await resolveConflicts(
-    ctx.git,
-    resolution,
-    async (prompt) => {
-      ctx.sealGitDir();
-      const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
-      const r = await runClaudeCode({
-        bin: ctx.claude.bin,
-        cwd: ctx.repoDir,
-        env: ctx.claude.env,
-        prompt,
-        model: ctx.task.primaryAgent.model,
-        maxTurns: ctx.claude.maxTurns,
-        allowedTools: ctx.claude.allowedTools,
-        addDirs: [],
-        timeoutMs: ctx.claude.timeoutMs,
-        maxBudgetUsd: left,
-        log: ctx.log,
-        stop: ctx.stop,
-        prefix: ctx.prefix,
-      });
-      turns += r.turns;
-      costUsd += r.costUsd;
-      overBudget ||= r.overBudget;
-      return r.ok ? null : (r.error ?? "Claude Code failed");
-    },
-    async (command) => {
-      ctx.log(`gate: ${command}`);
-      const gate = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, ctx.claude.env, ctx.prefix);
-      if (gate.passed) return null;
-      gateOutput = gateTail(ctx.redact(gate.output));
-      return `the gate failed on the merged result: ${command}`;
-    },
-  );
+  let said = "";
+  const agent = async (prompt: string): Promise<string | null> => {
+    ctx.sealGitDir();
+    const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
+    const r = await runClaudeCode({
+      bin: ctx.claude.bin,
+      cwd: ctx.repoDir,
+      env: ctx.claude.env,
+      prompt,
+      model: ctx.task.primaryAgent.model,
+      maxTurns: ctx.claude.maxTurns,
+      allowedTools: ctx.claude.allowedTools,
+      addDirs: [],
+      timeoutMs: ctx.claude.timeoutMs,
+      maxBudgetUsd: left,
+      log: ctx.log,
+      stop: ctx.stop,
+      prefix: ctx.prefix,
+    });
+    turns += r.turns;
+    costUsd += r.costUsd;
+    overBudget ||= r.overBudget;
+    said = r.finalText;
+    return r.ok ? null : (r.error ?? "Claude Code failed");
+  };
+  const gate = async (command: string) => {
+    ctx.log(`gate: ${command}`);
+    const run = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, ctx.claude.env, ctx.prefix);
+    if (run.passed) return null;
+    gateOutput = gateTail(ctx.redact(run.output));
+    return `the gate failed on the merged result: ${command}`;
+  };
+  const outcome =
+    resolution.kind === "verify"
+      ? await verifyLanding(ctx.git, resolution, gate)
+      : resolution.kind === "repair"
+        ? await repairLanding(
+            ctx.git,
+            resolution,
+            async (prompt) => ({ failure: await agent(prompt), said }),
+            gate,
+          )
+        : await resolveConflicts(ctx.git, resolution, agent, gate);
   const result = failedAttempt(outcome.reason ?? "");
   return {
     ...result,
     outcome: outcome.ok ? "succeeded" : "failed",
     reason: outcome.reason,
-    summary: outcome.files.length
-      ? `Resolved conflicts in ${outcome.files.join(", ")}.`
-      : "Merged without conflicts.",
+    summary:
+      outcome.summary ??
+      (resolution.kind === "verify"
+        ? null
+        : outcome.files.length
+          ? `Resolved conflicts in ${outcome.files.join(", ")}.`
+          : "Merged without conflicts."),
+    base: outcome.base ?? null,
     costUsd,
     turns,
     gateOutput,
@@ -488,6 +507,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     }
     return {
       conflicted: [],
+      base: null,
       agentUnavailable: false,
       outcome,
       noPr,
