@@ -31,8 +31,7 @@ export const UNVERIFIED = "not verified: ";
 
 /** Whether the workstream's integration PR is verified before it merges: verification on, and gates to run. */
 export function verifies(plan: Plan, wsId: string): boolean {
-  const on = plan.workstreams.get(wsId)!.verifyIntegration ?? plan.graph.settings.verifyIntegration ?? true;
-  return on && resolverOf(plan, { workstream: wsId }).gates.length > 0;
+  return repairsChecks(plan, wsId) && resolverOf(plan, { workstream: wsId }).gates.length > 0;
 }
 
 /** Repairs allowed per integration branch: the workstream's, else the graph's, else 2. */
@@ -307,7 +306,7 @@ export function unverified(step: Step, wsId: string, reason: string): void {
 /** GitHub refuses the merge because required checks failed on `head`: repaired as a failed verification. */
 export function checksFailed(step: Step, wsId: string, head: string, output: string): void {
   const ws = step.state.workstreams[wsId];
-  if (!ws || ws.status !== "pr_open" || !verifiesOrChecks(step, wsId)) return;
+  if (!ws || ws.status !== "pr_open" || !repairsChecks(step.plan, wsId)) return;
   const v = verificationOf(ws);
   if (v.toPerson || verifying(v) || v.checksFailed === head) return;
   Object.assign(v, { checksFailed: head, passed: null, failure: output });
@@ -316,9 +315,9 @@ export function checksFailed(step: Step, wsId: string, head: string, output: str
   repair(step, wsId);
 }
 
-/** Required checks are repaired whenever verification is on, gates or not. */
-const verifiesOrChecks = (step: Step, wsId: string) =>
-  step.plan.workstreams.get(wsId)!.verifyIntegration ?? step.plan.graph.settings.verifyIntegration ?? true;
+/** Required checks that fail on an integration branch are repaired whenever verification is on, gates or not. */
+export const repairsChecks = (plan: Plan, wsId: string): boolean =>
+  plan.workstreams.get(wsId)!.verifyIntegration ?? plan.graph.settings.verifyIntegration ?? true;
 
 /** Verifications and repairs that did not report before their deadline fail (the reconciler's tick). */
 export function landingDeadlines(step: Step): void {

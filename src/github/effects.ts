@@ -4,7 +4,8 @@
  * that GitHub refuses because checks are pending waits (the next check-suite event or the reconciler
  * tries again), and a merge that already happened is recognised.
  */
-import { conflictOf } from "../engine/conflicts.ts";
+import { recordsOf } from "../engine/conflicts.ts";
+import { repairsChecks } from "../engine/verification.ts";
 import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
@@ -20,6 +21,7 @@ import type { HostedRun } from "./hosted-run.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
+import { failedRequiredChecks } from "./required-checks.ts";
 
 type Facts = Promise<EngineEvent[]>;
 
@@ -33,6 +35,13 @@ const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
 const BASE_MOVED = /Base branch was modified/i;
 const MERGE_TRIES = 3;
 const ASK_AGAIN_MS = 300;
+
+/** The job kind each landing effect starts (a resolution has none). */
+const LANDING_KINDS = {
+  resolve_conflicts: undefined,
+  verify_integration: "verify",
+  repair_integration: "repair",
+} as const;
 
 export class GitHubEffects {
   /** Commits this handler's merges made, by the branch merged into: a new branch starts from them. */
@@ -102,7 +111,7 @@ export class GitHubEffects {
           const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
           return [{ type: "task_conflicted", task: effect.task, files: [], ...echo, at }];
         }
-        return merged === "waiting"
+        return typeof merged === "string" || !("reason" in merged)
           ? []
           : [{ type: "task_merge_failed", task: effect.task, reason: merged.reason, at }];
       }
@@ -124,22 +133,61 @@ export class GitHubEffects {
         return [{ type: "integration_pr_opened", workstream: ws.id, pr: opened, at }];
       }
       case "merge_integration_pr": {
+        const target = engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch;
+        const { verified } = effect;
+        if (verified) {
+          // The tree that lands must be the one verified: the target where it was (the merge API pins
+          // only the head, with `sha`). A merge landing between this read and the merge is GitHub's
+          // 405 "Base branch was modified", asked again below, which then finds the target moved.
+          const moved = await this.targetMoved(target, verified.base);
+          if (moved)
+            return [{ type: "integration_unverified", workstream: effect.workstream, reason: moved, at }];
+        }
         const merged = await this.merge(
           effect.pr,
           `Integrate workstream ${effect.workstream}`,
-          engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch,
+          target,
+          verified?.head,
         );
         if (merged === "merged")
           return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
+        if (merged === "moved")
+          return [
+            {
+              type: "integration_unverified",
+              workstream: effect.workstream,
+              reason: "its branch moved since it was verified",
+              at,
+            },
+          ];
+        if (
+          typeof merged === "object" &&
+          "blocked" in merged &&
+          repairsChecks(engine.plan, effect.workstream)
+        ) {
+          // GitHub holds the merge back: the required checks that failed on the head are repaired.
+          const failed = await failedRequiredChecks(this.ctx, target, merged.blocked);
+          if (failed)
+            return [
+              {
+                type: "integration_checks_failed",
+                workstream: effect.workstream,
+                head: merged.blocked,
+                output: failed,
+                at,
+              },
+            ];
+        }
         if (merged === "closed")
           return [{ type: "integration_pr_closed", workstream: effect.workstream, at }];
         if (merged === "conflicted") {
           const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
           return [{ type: "integration_conflicted", workstream: effect.workstream, files: [], ...echo, at }];
         }
-        return merged === "waiting"
-          ? []
-          : [{ type: "integration_merge_failed", workstream: effect.workstream, reason: merged.reason, at }];
+        if (merged === "waiting" || !("reason" in merged)) return [];
+        return [
+          { type: "integration_merge_failed", workstream: effect.workstream, reason: merged.reason, at },
+        ];
       }
       default:
         throw new Error(`effect '${effect.type}' is not repeatable`);
@@ -155,15 +203,21 @@ export class GitHubEffects {
     return job ? [{ type: "job_dispatched", task, attempt, job, at }] : [];
   }
 
-  /** Starts a resolution's job: the task workflow, its subject in the `task` input (protocol/resolution.ts). */
+  /**
+   * Starts a resolution's job (or an integration branch's verification or repair): the task workflow,
+   * its subject in the `task` input (protocol/resolution.ts).
+   */
   async dispatchResolution(
     run: HostedRun,
     engine: Engine,
-    effect: Extract<EngineEffect, { type: "resolve_conflicts" }>,
+    effect: Extract<
+      EngineEffect,
+      { type: "resolve_conflicts" | "verify_integration" | "repair_integration" }
+    >,
     stateVersion: string,
   ): Facts {
     const at = this.ctx.now();
-    const subject = subjectOf(effect);
+    const subject = subjectOf({ ...effect, kind: LANDING_KINDS[effect.type] });
     const started = await this.startJob(run, engine, resolutionInput(subject), effect.n, stateVersion);
     if ("reason" in started)
       return [
@@ -244,7 +298,7 @@ export class GitHubEffects {
     effect: Extract<EngineEffect, { type: "cancel_resolution" }>,
   ): Promise<void> {
     const subject = subjectOf(effect);
-    const job = conflictOf(run, subject)?.resolutions[effect.n - 1]?.job ?? null;
+    const job = recordsOf(run, subject)?.[effect.n - 1]?.job ?? null;
     await this.cancelJob(run, resolutionInput(subject), effect.n, job);
   }
 
@@ -352,6 +406,12 @@ export class GitHubEffects {
     }
   }
 
+  /** Why the target is no longer the commit a branch was verified with, or null. */
+  private async targetMoved(target: string, base: string): Promise<string | null> {
+    const { data } = await this.ctx.octokit.rest.git.getRef({ ...this.repo, ref: `heads/${target}` });
+    return data.object.sha === base ? null : `${target} moved since it was verified`;
+  }
+
   /** Merges a PR the way a person would: never bypassing protection, waiting while checks are pending. */
   /**
    * The PR as GitHub answers once it has computed whether it can merge: `mergeable` is null while it
@@ -406,7 +466,11 @@ export class GitHubEffects {
     pr: PullRequest,
     title: string,
     base?: string,
-  ): Promise<"merged" | "closed" | "waiting" | "conflicted" | { reason: string }> {
+    /** The head the PR must still have (GitHub answers 409 otherwise): the verified one. */
+    sha?: string,
+  ): Promise<
+    "merged" | "closed" | "waiting" | "conflicted" | "moved" | { blocked: string } | { reason: string }
+  > {
     for (let tries = 1; ; tries++) {
       try {
         const { data } = await this.ctx.octokit.rest.pulls.merge({
@@ -414,6 +478,7 @@ export class GitHubEffects {
           pull_number: pr.number,
           merge_method: "merge",
           commit_title: title,
+          ...(sha ? { sha } : {}),
         });
         if (base && data.sha) this.mergedInto.set(base, data.sha);
         return "merged";
@@ -429,8 +494,11 @@ export class GitHubEffects {
         if (data.merged) return "merged";
         if (data.state === "closed") return "closed";
         if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
+        // "Head branch was modified": someone pushed to the branch after it was verified.
+        if (sha && data.head.sha !== sha) return "moved";
         this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${messageOf(error)}`);
-        return "waiting";
+        // Held back by the branch's rules (a required check failed or is missing, a review): the head.
+        return data.mergeable_state === "blocked" ? { blocked: data.head.sha } : "waiting";
       }
     }
   }

@@ -11,10 +11,11 @@ import { spendLine, taskSpent } from "../engine/budget.ts";
 import { type Breakage, count, plural, standing, STATUS_WORDS, statusCounts } from "../engine/progress.ts";
 import { rootCauses } from "../engine/blocking.ts";
 import { leftToPerson, resolving } from "../engine/conflicts.ts";
+import { verifying } from "../engine/verification.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 import type { Plan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
-import { agentText, BODY_LIMIT, cell, duration, statusMarker, takeLines } from "./render.ts";
+import { agentText, BODY_LIMIT, cell, codeBlock, duration, statusMarker, takeLines } from "./render.ts";
 import { workstreamChart, workstreamState } from "./workstream-chart.ts";
 
 export interface StatusLinks {
@@ -107,8 +108,11 @@ export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {})
       ? "`auto_merge` is off for this workstream"
       : raisedIn.length > 0
         ? `a design concern was raised in ${named(raisedIn, (id) => `\`${id}\``)}`
-        : agentText(ws.reason ?? "the automatic merge did not happen", 300);
+        : agentText(ws.reason ?? "the automatic merge did not happen", ws.verification?.toPerson ? 900 : 300);
     lines.push(`- **Waiting for you**: ${merge}; ${why}. Close it instead to fail the workstream.`);
+    // Verified and repaired in vain: what fails on the tree that would land, for the person who fixes it.
+    if (ws.verification?.toPerson && ws.verification.failure)
+      lines.push("  What fails (end):", ...codeBlock(ws.verification.failure, 1_500).map((l) => `  ${l}`));
   }
   if (now.unexplained.length > 0)
     lines.push(
@@ -136,6 +140,21 @@ export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {})
     lines.push(
       `- Resolving conflicts (an agent merges, then the PR merges again): ${resolutions.slice(0, NAMED).join("; ")}${resolutions.length > NAMED ? ` and ${count(resolutions.length - NAMED)} more` : ""}.`,
     );
+  // Verifications and repairs: the gates on the tree that will land, and an agent fixing what fails there.
+  for (const [kind, doing] of [
+    ["runs", "Verifying before it lands (its gates on the branch with its target merged in)"],
+    ["repairs", "Repairing what fails when it meets its target (an agent, then the gates)"],
+  ] as const) {
+    const now = Object.entries(state.workstreams).flatMap(([wsId, ws]) => {
+      const record = ws.verification?.[kind].at(-1);
+      return ws.status === "pr_open" && record?.outcome === null
+        ? [
+            `${link(ws.pr)} (\`${wsId}\`): ${jobLink(`${kind === "runs" ? "verification" : "repair"} ${record.n}`, record.job)}`,
+          ]
+        : [];
+    });
+    if (now.length > 0) lines.push(`- ${doing}: ${named(now, (x) => x)}.`);
+  }
   const running = plan.order.filter((id) => state.tasks[id]!.status === "running");
   if (running.length > 0)
     lines.push(
@@ -158,7 +177,13 @@ export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {})
     );
   for (const [wsId, ws] of Object.entries(state.workstreams)) {
     const def = plan.workstreams.get(wsId)!;
-    if (ws.status === "pr_open" && !resolving(ws.conflict) && def.autoMerge && !ws.autoMergeSkipped)
+    if (
+      ws.status === "pr_open" &&
+      !resolving(ws.conflict) &&
+      !verifying(ws.verification) &&
+      def.autoMerge &&
+      !ws.autoMergeSkipped
+    )
       lines.push(`- Waiting for GitHub: ${link(ws.pr)} merges itself once its required checks pass.`);
   }
   return lines;
