@@ -14,6 +14,7 @@ import {
   landingFact,
   landingsDue,
   nextInLine,
+  resolvedAndVerified,
   unverified,
 } from "./verification.ts";
 
@@ -270,7 +271,11 @@ export function applyEvent(step: Step, event: EngineEvent): void {
     case "resolution_finished":
       if (event.kind !== undefined && event.task === undefined)
         landingFact(step, { ...event, kind: event.kind });
-      else resolutionFact(step, event);
+      else {
+        // A resolution that ran the gates on the merged tree verified it, before the merge is asked again.
+        if (event.type === "resolution_finished") resolvedAndVerified(step, event);
+        resolutionFact(step, event);
+      }
       return;
     case "integration_unverified":
       unverified(step, event.workstream, event.reason);

@@ -15,7 +15,6 @@ import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
 import type { Step } from "./step.ts";
 import type { Plan } from "../plan/plan.ts";
 import type { Conflict, EngineEvent, ResolutionRecord, RunState, TaskRun } from "./types.ts";
-import { resolvedAndVerified } from "./verification.ts";
 
 type Conflicted = Extract<EngineEvent, { type: "integration_conflicted" | "task_conflicted" }>;
 type About = Extract<
@@ -173,9 +172,6 @@ export function resolutionFact(step: Step, event: About): void {
       if (!lost) {
         record.turns = event.turns ?? null;
         if (event.summary) record.summary = event.summary;
-        // The resolution ran the gates on the merged tree: for an integration PR, that tree is verified.
-        if (event.ok && subject.task === undefined && event.base && event.head)
-          resolvedAndVerified(step, subject.workstream, event.base, event.head);
         if (event.costUsd != null) {
           record.costUsd = event.costUsd;
           chargeWorkstream(step, subject.workstream, event.costUsd);

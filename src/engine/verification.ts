@@ -283,10 +283,19 @@ export function landingsDue(step: Step): void {
   }
 }
 
-/** A resolution of the integration PR passed its gates on the merged tree: that tree is verified. */
-export function resolvedAndVerified(step: Step, wsId: string, base: string, head: string): void {
-  if (!verifies(step.plan, wsId)) return;
-  const v = verificationOf(step.workstream(wsId));
+/**
+ * A resolution of the integration PR that is running passed its gates on the merged tree: that tree
+ * is verified (applied before the resolution's own fact, which asks for the merge again).
+ */
+export function resolvedAndVerified(
+  step: Step,
+  event: Extract<EngineEvent, { type: "resolution_finished" }>,
+): void {
+  const { workstream: wsId, base, head } = event;
+  if (!event.ok || event.task !== undefined || !base || !head || !verifies(step.plan, wsId)) return;
+  const ws = step.state.workstreams[wsId];
+  if (!ws || ws.conflict?.resolutions[event.n - 1]?.outcome !== null) return;
+  const v = verificationOf(ws);
   v.passed = { base, head };
   v.failure = null;
   step.changed = true;
