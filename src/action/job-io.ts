@@ -285,7 +285,10 @@ export async function giveAgentRepository(checkout: CheckoutGit, branch: string)
 export async function attemptInJob(
   job: Job,
   title: string,
-  attempt: Pick<AttemptContext, "task" | "baseRef" | "inputFiles" | "peers" | "capUsd" | "resolution">,
+  attempt: Pick<
+    AttemptContext,
+    "task" | "baseRef" | "inputFiles" | "peers" | "landings" | "capUsd" | "resolution"
+  >,
 ): Promise<AttemptResult> {
   const { inputs, env, state } = job;
   core.startGroup(title);

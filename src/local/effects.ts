@@ -224,7 +224,7 @@ export class LocalHost implements RunHost {
     // cyberian's agent_lifecycle `reuse`: each step continues the workstream's previous session.
     const sessionFile = join(this.workRoot, "workstreams", `${task.workstreamId}.session`);
     const reuse = graph.cyberian?.agentLifecycle === "reuse" && existsSync(sessionFile);
-    const { inputFiles, peers } = handoff(state, task);
+    const { inputFiles, peers, landings } = handoff(state, task, this.engine.plan);
     const s = this.settings;
     const { agent, secrets } = this.agentOf(task.primaryAgent.isolation.tokenTier);
     const spec: AttemptSpec = {
@@ -237,6 +237,7 @@ export class LocalHost implements RunHost {
       workDir: join(taskDir, "work"),
       inputFiles,
       peers,
+      landings,
       ...(s.params ? { params: s.params } : {}),
       ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
       capUsd: state.tasks[taskId]!.attempts[attempt - 1]?.capUsd ?? null,
