@@ -3,7 +3,7 @@
  * takes the branch it merges into by a merge (attempt/resolve.ts), Claude Code resolving what
  * conflicts, and the runner pushes the merge commit: a fast-forward of the branch, never a force-push,
  * so that a person who pushed meanwhile wins (the push is refused and the engine merges again).
- * A verification or a repair of an integration branch (attempt/landing.ts) is the same job: the
+ * A verification or a repair of an integration branch (attempt/repair.ts) is the same job: the
  * target merged in, the gates run (a repair's agent fixing what fails first), the result pushed the
  * same way, and the report names the target commit the gates ran with.
  */

@@ -13,7 +13,7 @@ import { secretsIn } from "./output-checks.ts";
 export interface ResolutionInputs {
   /**
    * What the job does besides resolving conflicts: verify the tree that will land (no agent), or
-   * repair it (landing.ts). Absent: a resolution.
+   * repair it (repair.ts). Absent: a resolution.
    */
   kind?: "verify" | "repair";
   /** A repair: what failed on the tree that will land (the gates' output, or the failed checks'). */

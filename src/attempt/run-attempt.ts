@@ -18,7 +18,7 @@ import { runBounded } from "./bounded.ts";
 import { type ClaudeOptions, type ClaudeResult, runClaudeCode } from "./claude.ts";
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
 import { resolveConflicts, type ResolutionInputs } from "./resolve.ts";
-import { repairLanding, verifyLanding } from "./landing.ts";
+import { repairLanding, verifyLanding } from "./repair.ts";
 import { ParamsError } from "../protocol/cyberian-prompt.ts";
 import { ANTHROPIC_API } from "./network.ts";
 import {
@@ -337,7 +337,7 @@ interface RunningAttempt extends AttemptContext {
 
 /**
  * A resolution attempt (see resolve.ts), or a verification or repair of an integration branch (see
- * landing.ts), with the attempt's agent, limits and masking.
+ * repair.ts), with the attempt's agent, limits and masking.
  */
 async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs): Promise<AttemptResult> {
   let turns = 0;

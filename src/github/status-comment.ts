@@ -11,7 +11,7 @@ import { spendLine, taskSpent } from "../engine/budget.ts";
 import { type Breakage, count, plural, standing, STATUS_WORDS, statusCounts } from "../engine/progress.ts";
 import { rootCauses } from "../engine/blocking.ts";
 import { leftToPerson, resolving } from "../engine/conflicts.ts";
-import { verifying } from "../engine/verification.ts";
+import { verifies, verifying } from "../engine/verification.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 import type { Plan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
@@ -184,7 +184,11 @@ export function waitingFor(plan: Plan, state: RunState, links: StatusLinks = {})
       def.autoMerge &&
       !ws.autoMergeSkipped
     )
-      lines.push(`- Waiting for GitHub: ${link(ws.pr)} merges itself once its required checks pass.`);
+      lines.push(
+        verifies(plan, wsId) && !ws.verification?.passed
+          ? `- Waiting its turn: ${link(ws.pr)} is verified once the landing into \`${def.mergeTargetBranch}\` before it is done (one at a time).`
+          : `- Waiting for GitHub: ${link(ws.pr)} merges itself once its required checks pass.`,
+      );
   }
   return lines;
 }

@@ -29,6 +29,15 @@ export interface Overlap {
 /** At most this many overlaps are worked out and listed (a graph's first ones, in canonical order). */
 export const MAX_OVERLAPS = 200;
 
+/**
+ * Bounds on the work, since graph files are untrusted and every PR with one is planned: the tasks
+ * compared per top-level path, the pairs compared, and the steps spent finding whether one task waits
+ * for another. Past them the first overlaps found are the answer.
+ */
+const MAX_PER_PATH = 200;
+const MAX_PAIRS = 5_000;
+const MAX_STEPS = 100_000;
+
 /** A token that reads as a path: a directory part, or a file name with an extension. */
 const PATHLIKE = /^(?:\.?[\w-][\w.-]*\/)*(?:\.?[\w-][\w.-]*)?$/;
 const EXTENSION = /[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,7}$/;
@@ -71,17 +80,29 @@ function common(a: string, b: string): string | null {
  */
 class Waits {
   private readonly extra = new Map<string, string[]>();
+  /** Steps left to spend on `reaches`. */
+  steps = MAX_STEPS;
   constructor(private readonly plan: Plan) {}
 
+  /** What a node waits for directly (kept: the same nodes are expanded by many searches). */
+  private readonly edges = new Map<string, string[]>();
+
   private next(node: string): string[] {
-    if (node.startsWith("ws:")) return this.plan.tasksByWorkstream.get(node.slice(3)) ?? [];
-    const task = this.plan.tasks.get(node)!;
-    return [
-      ...task.dependencies,
-      ...this.plan.upstreamWorkstreams.get(node)!.map((w) => `ws:${w}`),
-      ...this.ancestors(task.workstreamId).map((w) => `ws:${w}`),
-      ...(this.extra.get(node) ?? []).map((w) => `ws:${w}`),
-    ];
+    const known = this.edges.get(node);
+    if (known)
+      return this.extra.has(node) ? [...known, ...this.extra.get(node)!.map((w) => `ws:${w}`)] : known;
+    let edges: string[];
+    if (node.startsWith("ws:")) edges = this.plan.tasksByWorkstream.get(node.slice(3)) ?? [];
+    else {
+      const task = this.plan.tasks.get(node)!;
+      edges = [
+        ...task.dependencies,
+        ...this.plan.upstreamWorkstreams.get(node)!.map((w) => `ws:${w}`),
+        ...this.ancestors(task.workstreamId).map((w) => `ws:${w}`),
+      ];
+    }
+    this.edges.set(node, edges);
+    return this.next(node);
   }
 
   /** A workstream's ancestors (plan.ts's ancestorsOf, which plan.ts builds this module into). */
@@ -100,8 +121,10 @@ class Waits {
   reaches(from: string, to: string): boolean {
     const seen = new Set([from]);
     const queue = [from];
-    while (queue.length > 0) {
-      for (const next of this.next(queue.pop()!)) {
+    while (queue.length > 0 && this.steps > 0) {
+      const edges = this.next(queue.pop()!);
+      this.steps -= edges.length + 1;
+      for (const next of edges) {
         if (next === to) return true;
         if (!seen.has(next)) {
           seen.add(next);
@@ -131,13 +154,14 @@ export function overlapsOf(plan: Plan): Overlap[] {
   for (const t of named)
     for (const top of new Set(t.paths.map((p) => p.split("/")[0]!))) {
       const list = byTop.get(top) ?? [];
-      list.push(t);
+      if (list.length < MAX_PER_PATH) list.push(t);
       byTop.set(top, list);
     }
   const candidates = new Map<string, { a: (typeof named)[number]; b: (typeof named)[number] }>();
-  for (const list of byTop.values())
+  pairs: for (const list of byTop.values())
     for (let i = 0; i < list.length; i++)
       for (let j = i + 1; j < list.length; j++) {
+        if (candidates.size >= MAX_PAIRS) break pairs;
         const [a, b] = [list[i]!, list[j]!];
         if (plan.tasks.get(a.id)!.workstreamId === plan.tasks.get(b.id)!.workstreamId) continue;
         candidates.set(`${a.id}\0${b.id}`, { a, b });
@@ -149,7 +173,7 @@ export function overlapsOf(plan: Plan): Overlap[] {
       plan.rank.get(x.a.id)! - plan.rank.get(y.a.id)! || plan.rank.get(x.b.id)! - plan.rank.get(y.b.id)!,
   );
   for (const { a, b } of pairs) {
-    if (overlaps.length >= MAX_OVERLAPS) break;
+    if (overlaps.length >= MAX_OVERLAPS || waits.steps <= 0) break;
     const paths = new Set<string>();
     for (const p of a.paths)
       for (const q of b.paths) {
