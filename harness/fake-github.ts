@@ -590,6 +590,10 @@ export class FakeGitHub {
       const p = this.pull(m[1]);
       if (p.merged || p.state !== "open") return [405, { message: "Pull Request is not mergeable" }];
       if (p.checksPending) return [405, { message: 'Required status check "ci" is expected.' }];
+      // `sha`: "SHA that pull request head must match to allow merge"; else 409 "Head branch was
+      // modified. Review and try the merge again." (https://docs.github.com/en/rest/pulls/pulls#merge-a-pull-request)
+      if (body.sha !== undefined && body.sha !== this.branches.get(p.head))
+        return [409, { message: "Head branch was modified. Review and try the merge again." }];
       // Another merge landed on the base while this one was being made: GitHub answers 405 "Base branch
       // was modified. Review and try the merge again." (seen in NixOS/nixpkgs-merge-bot#179 and
       // quipper/monorepo-deploy-actions#492, where a retry of the merge succeeds).
