@@ -8,10 +8,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { git } from "../src/attempt/git.ts";
 import type { RunState } from "../src/engine/types.ts";
-import { parseGraph } from "../src/graph/load.ts";
 import { runLocal } from "../src/local/run.ts";
-import { CLAUDE_BIN } from "./claude.ts";
-import { REPO_ROOT } from "./paths.ts";
+import { scriptedRun } from "./local-run.ts";
 import { brokenOnTarget, scenarioGraph, type SemanticScenario } from "./semantic-scenarios.ts";
 
 export interface ScenarioRun {
@@ -42,18 +40,8 @@ export async function runScenarioLocally(
 ): Promise<ScenarioRun> {
   const started = Date.now();
   const { repo, since } = await scenarioRepo(scenario);
-  const text = scenarioGraph(scenario, options);
   const { state } = await runLocal({
-    graph: parseGraph(".workflow/g.yaml", text),
-    graphText: text,
-    repo,
-    entry: join(REPO_ROOT, "bin/agentrelay.js"),
-    claudeBin: CLAUDE_BIN,
-    claudeEnv: {
-      ANTHROPIC_BASE_URL: modelUrl,
-      ANTHROPIC_API_KEY: "sk-ant-scripted",
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    },
+    ...scriptedRun(repo, ".workflow/g.yaml", scenarioGraph(scenario, options), modelUrl),
     attemptTimeoutMs: 180_000,
     gateTimeoutMs: 30_000,
   });

@@ -96,17 +96,7 @@ export function conflicted(step: Step, event: Conflicted): void {
     return;
   }
   const n = conflict.resolutions.length + 1;
-  const record: ResolutionRecord = {
-    n,
-    dispatchedAt: step.at,
-    deadline: step.at + step.state.settings.attemptTimeoutMs,
-    job: null,
-    startedAt: null,
-    outcome: null,
-    reason: null,
-    costUsd: null,
-    turns: null,
-  };
+  const record = newJobRecord(step, n);
   conflict.resolutions.push(record);
   reserve(step, subject.workstream, record, allowed.capUsd);
   step.log({
@@ -130,6 +120,19 @@ const resolutionKey = (step: Step, subject: ResolutionSubject, n: number) =>
   subject.task !== undefined
     ? step.key(subject.task, "resolve", n)
     : step.key("ws", subject.workstream, subject.kind ?? "resolve", n);
+
+/** The record of job `n` of a resolution (or a verification, or a repair), dispatched now, with its deadline. */
+export const newJobRecord = (step: Step, n: number): ResolutionRecord => ({
+  n,
+  dispatchedAt: step.at,
+  deadline: step.at + step.state.settings.attemptTimeoutMs,
+  job: null,
+  startedAt: null,
+  outcome: null,
+  reason: null,
+  costUsd: null,
+  turns: null,
+});
 
 /** A job named for a running record (`resolution_dispatched`), or started by it: recorded once. */
 export function bindJob(

@@ -17,7 +17,7 @@ import { DEFAULT_REPAIR_ATTEMPTS, DEFAULT_VERIFICATIONS } from "../graph/model.t
 import { resolverOf } from "../plan/resolution.ts";
 import type { Plan } from "../plan/plan.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
-import { bindJob, conflicted, resolving } from "./conflicts.ts";
+import { bindJob, conflicted, newJobRecord, resolving } from "./conflicts.ts";
 import type { Step } from "./step.ts";
 import type { EngineEvent, LandingKind, ResolutionRecord, Verification, WorkstreamRun } from "./types.ts";
 
@@ -102,18 +102,6 @@ export function nextInLine(step: Step, wsId: string): void {
 
 const verificationOf = (ws: WorkstreamRun): Verification => (ws.verification ??= { runs: [], repairs: [] });
 
-const newRecord = (step: Step, n: number): ResolutionRecord => ({
-  n,
-  dispatchedAt: step.at,
-  deadline: step.at + step.state.settings.attemptTimeoutMs,
-  job: null,
-  startedAt: null,
-  outcome: null,
-  reason: null,
-  costUsd: null,
-  turns: null,
-});
-
 /** Leaves the PR to a person, once, saying why and how to see it for themselves. */
 function toPerson(step: Step, wsId: string, why: string): void {
   const ws = step.workstream(wsId);
@@ -139,7 +127,7 @@ function verify(step: Step, wsId: string): void {
     return;
   }
   const n = v.runs.length + 1;
-  v.runs.push(newRecord(step, n));
+  v.runs.push(newJobRecord(step, n));
   step.changed = true;
   const { branch, target } = resolverOf(step.plan, { workstream: wsId });
   step.log({ type: "verification", workstream: wsId, attempt: n, detail: `${branch} with ${target}` });
@@ -170,7 +158,7 @@ function repair(step: Step, wsId: string): void {
     return;
   }
   const n = v.repairs.length + 1;
-  const record = newRecord(step, n);
+  const record = newJobRecord(step, n);
   v.repairs.push(record);
   reserve(step, wsId, record, allowed.capUsd);
   step.changed = true;
