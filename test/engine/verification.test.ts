@@ -303,4 +303,13 @@ describe("verifying an integration branch before it lands", () => {
     expect(result.state.workstreams.w!.verification!.repairs).toHaveLength(2);
     expect(result.state.workstreams.w!.reason).toMatch(/^not verified: /);
   });
+
+  it("forgets what was verified when a task of the workstream is reset: its branch will change", () => {
+    const { engine, state } = withOpenPr();
+    engine.apply(state, opened);
+    engine.apply(state, finished("verify", 1, true));
+    expect(state.workstreams.right!.verification!.passed).not.toBeNull();
+    engine.apply(state, { type: "command", command: "reset", task: "b", at: 30 });
+    expect(state.workstreams.right!.verification).toMatchObject({ passed: null, toPerson: false });
+  });
 });
