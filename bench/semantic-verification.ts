@@ -64,14 +64,26 @@ async function onStandin(scenario: SemanticScenario, verify: boolean): Promise<O
 export async function semanticBench(): Promise<string> {
   const model = await startScriptedModel(scenarioAgent());
   const rows: string[][] = [];
+  /** Why each workstream left to a person waits: the unrepairable scenario's, or the machine's. */
+  const waiting: string[] = [];
+  // SEMANTIC_WHERE=local or stand-in runs one half (the stand-in's jobs take minutes on a loaded machine).
+  const places = (["local", "stand-in"] as const).filter((w) =>
+    [w, undefined].includes(process.env.SEMANTIC_WHERE as never),
+  );
   try {
-    for (const where of ["local", "stand-in"] as const)
+    for (const where of places)
       for (const verify of [true, false]) {
         const started = performance.now();
         const outcomes = await pooled(SCENARIOS, where === "local" ? 4 : 3, (s) =>
           where === "local" ? runScenarioLocally(s, model.url, { verify }) : onStandin(s, verify),
         );
         const landings = outcomes.flatMap((o) => Object.values(o.state?.workstreams ?? {}));
+        for (const o of outcomes)
+          for (const [id, w] of Object.entries(o.state?.workstreams ?? {}))
+            if (w.verification?.toPerson)
+              waiting.push(
+                `- ${where}, ${verify ? "on" : "off"}: ${o.state!.graph}/${id}: ${(w.reason ?? "").slice(0, 320)}`,
+              );
         const repairs = landings.flatMap((w) => w.verification?.repairs ?? []);
         rows.push([
           verify ? "verification on" : "off",
@@ -89,7 +101,7 @@ export async function semanticBench(): Promise<string> {
   } finally {
     await model.close();
   }
-  return table(
+  const table_ = table(
     [
       "mode",
       "where",
@@ -104,4 +116,5 @@ export async function semanticBench(): Promise<string> {
     ],
     rows,
   );
+  return waiting.length ? `${table_}\n\nWaiting for a person:\n${waiting.join("\n")}` : table_;
 }

@@ -375,11 +375,9 @@ export function scenarioAgent(scenarios: SemanticScenario[] = SCENARIOS): Script
     const manifest = manifestFor(prompt);
     const edit = manifest ? edits.get(manifest.task.id) : undefined;
     if (!manifest || edit === undefined) return { text: "Nothing to do." };
-    const steps = [
-      edit,
-      `agentrelay-summary --message ${JSON.stringify(`Did ${manifest.task.description}`)} && agentrelay-complete`,
-    ];
-    return done < steps.length ? bash(steps[done]!, `step ${done + 1}`) : { text: "Done." };
+    // One tool call: the edit and the hand-back (each model turn costs the CLI a round).
+    const handBack = `agentrelay-summary --message ${JSON.stringify(`Did ${manifest.task.description}`)} && agentrelay-complete`;
+    return done === 0 ? bash(`${edit} && ${handBack}`, "edit and hand back") : { text: "Done." };
   };
 }
 
