@@ -60,7 +60,7 @@ export async function checkAgent(check: AgentCheck): Promise<string> {
   const answer = await tryCredential(api, credential, check.timeoutMs ?? REACH_TIMEOUT_MS);
   if ("cause" in answer)
     throw new AgentUnavailableError(sayTrouble(modelApiUnreachable(api, answer), "run again"));
-  if (answer.status === 401 || answer.status === 403)
+  if (refused(credential, answer))
     throw new AgentUnavailableError(
       sayTrouble(
         {
@@ -117,6 +117,19 @@ function claudeVersion({ bin, env, nameAnother }: AgentCheck): Promise<string> {
       resolve(version);
     });
   });
+}
+
+/**
+ * Whether the check's answer refuses the credential. An OAuth login is refused only by words about
+ * the login: an endpoint that takes no OAuth at all answers "OAuth authentication is currently not
+ * supported", which says nothing of a login Claude Code itself can use on the Messages API.
+ */
+function refused(credential: Credential, answer: { status: number; said?: string }): boolean {
+  if (answer.status !== 401 && answer.status !== 403) return false;
+  return (
+    credential.kind === "api_key" ||
+    !/OAuth authentication is currently not supported/i.test(answer.said ?? "")
+  );
 }
 
 /** The model the check names: any will do, since the API checks the credential before the model. */

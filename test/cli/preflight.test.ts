@@ -230,6 +230,38 @@ describe("checkAgent", () => {
     }
   });
 
+  it("checks an OAuth login with its bearer and beta, and refuses it only in words about the login", async () => {
+    const seen: (string | string[] | undefined)[][] = [];
+    let said = "";
+    const api = (await import("node:http")).createServer((req, res) => {
+      req.resume();
+      seen.push([req.method, req.url, req.headers.authorization, req.headers["anthropic-beta"]]);
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ type: "error", error: { type: "authentication_error", message: said } }));
+    });
+    await new Promise<void>((done) => api.listen(0, "127.0.0.1", done));
+    try {
+      const url = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
+      const oauth = { ...process.env, CLAUDE_CODE_OAUTH_TOKEN: "sk-ant-oat01-x", ANTHROPIC_BASE_URL: url };
+      delete oauth.ANTHROPIC_API_KEY;
+      // An endpoint that takes no OAuth at all says nothing of the login: the run may go on.
+      said = "OAuth authentication is currently not supported.";
+      await expect(checkAgent({ bin: CLAUDE_BIN, env: oauth, ...hints })).resolves.toMatch(/^\d+\.\d+\.\d+$/);
+      said = "Invalid bearer token";
+      await expect(checkAgent({ bin: CLAUDE_BIN, env: oauth, ...hints })).rejects.toThrow(
+        `the model API at ${url} (ANTHROPIC_BASE_URL) refused the credential (401: Invalid bearer token); log in, then run again`,
+      );
+      expect(seen[0]).toEqual([
+        "POST",
+        "/v1/messages/count_tokens",
+        "Bearer sk-ant-oat01-x",
+        "oauth-2025-04-20",
+      ]);
+    } finally {
+      api.close();
+    }
+  });
+
   it("passes the Claude Code this package installs, with a credential and a model API that answers", async () => {
     const version = execFileSync(CLAUDE_BIN, ["--version"], { encoding: "utf8" }).split(" ")[0];
     const answering = (await import("node:http")).createServer((_, res) => res.end());
