@@ -242,7 +242,11 @@ describe("checkAgent", () => {
     await new Promise<void>((done) => api.listen(0, "127.0.0.1", done));
     try {
       const url = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
-      const oauth = { ...process.env, CLAUDE_CODE_OAUTH_TOKEN: "sk-ant-oat01-x", ANTHROPIC_BASE_URL: url };
+      const oauth: NodeJS.ProcessEnv = {
+        ...process.env,
+        CLAUDE_CODE_OAUTH_TOKEN: "sk-ant-oat01-x",
+        ANTHROPIC_BASE_URL: url,
+      };
       delete oauth.ANTHROPIC_API_KEY;
       // An endpoint that takes no OAuth at all says nothing of the login: the run may go on.
       said = "OAuth authentication is currently not supported.";
