@@ -18,6 +18,7 @@ import { redactor } from "../attempt/redact.ts";
 import { AgentUnavailableError, checkAgent } from "../attempt/preflight.ts";
 import { failedAttempt } from "../attempt/run-attempt.ts";
 import {
+  ACTION_FIX_CREDENTIAL,
   AGENT_CONFIG_PATHS,
   agentEnv,
   attemptInJob,
@@ -98,6 +99,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
       nameAnother:
         "run the job in the agent image `agentrelay init` names, or set the Action's claude-path input",
       logIn: "give the job the secret the graph names",
+      fixCredential: ACTION_FIX_CREDENTIAL,
     });
   } catch (error) {
     if (!(error instanceof JobError || error instanceof AgentUnavailableError)) throw error;

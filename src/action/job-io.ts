@@ -100,6 +100,10 @@ export function anthropicEnv(env: NodeJS.ProcessEnv, credentialName: string | nu
   return value.startsWith("sk-ant-oat") ? { CLAUDE_CODE_OAUTH_TOKEN: value } : { ANTHROPIC_API_KEY: value };
 }
 
+/** What a person does when the model API refuses the job's credential. */
+export const ACTION_FIX_CREDENTIAL =
+  "replace the repository or organisation secret the graph names with a credential the API accepts";
+
 /** Git over HTTPS with the attempt's token, given through the environment (never on a command line). */
 export function gitAuth(token: string): NodeJS.ProcessEnv {
   const basic = Buffer.from(`x-access-token:${token}`).toString("base64");
@@ -310,6 +314,8 @@ export async function attemptInJob(
       // The egress allowlist, in the job container's own namespace (AGENTRELAY_EGRESS=off: not filtered,
       // for runners whose namespace is not the job's own, such as a self-hosted machine).
       ...(env.AGENTRELAY_EGRESS === "off" ? {} : { network: { mode: "container" as const } }),
+      retryCommand: `comment \`/agentrelay retry ${inputs.task}\` on the run's tracking issue`,
+      fixCredential: ACTION_FIX_CREDENTIAL,
       log: (line) => core.info(job.mask(line)),
       ...attempt,
     });

@@ -188,6 +188,9 @@ export function runBounded(command: string, args: string[], options: BoundedOpti
     // Output still in the pipes is read for a moment; what a leftover grandchild holds open is not awaited.
     child.on("exit", (code) => setTimeout(() => finish(code), DRAIN_MS).unref());
     child.on("close", (code) => finish(code));
+    // A command that exits without reading its input (or was never found) closes the pipe: its exit
+    // code says what happened, the pipe's EPIPE would only crash the caller.
+    child.stdin?.on("error", () => {});
     if (options.input !== undefined) child.stdin!.end(options.input);
   });
 }

@@ -26,6 +26,8 @@ export interface ClaudeOptions {
   stop?: { signal: AbortSignal; reason: () => string | null };
   /** Put before the command (see BoundedOptions). */
   prefix?: string[];
+  /** Where the host keeps everything the attempt printed: a failure that quotes only its end names it. */
+  logFile?: string;
 }
 
 export interface ClaudeResult {
@@ -40,6 +42,20 @@ export interface ClaudeResult {
   error: string | null;
   /** Stopped because its budget (--max-budget-usd) was spent. */
   overBudget: boolean;
+}
+
+/**
+ * The last lines that say something of what Claude Code printed outside its JSON stream (its own
+ * complaint, "Not logged in · Please run /login", say), as one line: no blank lines, no stack frames.
+ */
+export function lastWords(text: string, count = 3): string {
+  return text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => /[A-Za-z0-9]/.test(line) && !/^at\s/.test(line) && !/^Node\.js v\d/.test(line))
+    .slice(-count)
+    .map((line) => (line.length > 200 ? `${line.slice(0, 199)}…` : line))
+    .join(" / ");
 }
 
 function describe(message: { type?: string; message?: { content?: unknown[] } }): string[] {
@@ -75,6 +91,8 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
   if (options.maxBudgetUsd != null) args.push("--max-budget-usd", options.maxBudgetUsd.toFixed(6));
 
   let buffer = "";
+  // What Claude Code printed outside its JSON stream: its own words when it fails before a result.
+  let plain = "";
   let result: Record<string, unknown> | null = null;
   let sessionId: string | null = null;
   const handle = (line: string) => {
@@ -84,6 +102,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
       message = JSON.parse(line) as Record<string, unknown>;
     } catch {
       options.log(line);
+      plain = `${plain}${line}\n`.slice(-4_000);
       return;
     }
     if (typeof message.session_id === "string") sessionId = message.session_id;
@@ -114,7 +133,8 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
     subtype?: string;
   } | null;
   const failed = run.timedOut || run.code !== 0 || !r || r.is_error === true;
-  const stderr = run.stderr.trim();
+  const said = lastWords(`${plain}${run.stderr}`);
+  const whole = options.logFile ? `; see ${options.logFile} for all of its output` : "";
   const stopped = options.stop?.signal.aborted ? options.stop.reason() : null;
   return {
     ok: !failed,
@@ -135,8 +155,8 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
             : r?.subtype && r.subtype !== "success"
               ? `Claude Code stopped: ${r.subtype}`
               : r?.is_error && r.result
-                ? `Claude Code failed: ${r.result.trim().split("\n")[0]}`
-                : `Claude Code exited with code ${run.code}${stderr ? `: ${stderr.split("\n").slice(-3).join(" ")}` : ""}`
+                ? `Claude Code failed: ${r.result.trim().split("\n")[0]}${whole}`
+                : `Claude Code exited with code ${run.code}${said ? `: ${said}` : ""}${whole}`
         : null,
   };
 }

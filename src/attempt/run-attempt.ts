@@ -19,15 +19,12 @@ import { type ClaudeOptions, type ClaudeResult, runClaudeCode } from "./claude.t
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
 import { resolveConflicts, type ResolutionInputs } from "./resolve.ts";
 import { ParamsError } from "../protocol/cyberian-prompt.ts";
-import { ANTHROPIC_API } from "./network.ts";
-import {
-  CREDENTIAL_VARIABLES,
-  credentialOf,
-  credentialSecrets,
-  startCredentialProxy,
-} from "./credential-proxy.ts";
+import { ANTHROPIC_API, modelApiOf, sayTrouble } from "./network.ts";
+import { CREDENTIAL_VARIABLES, credentialOf, credentialSecrets } from "./credential.ts";
+import { startCredentialProxy } from "./credential-proxy.ts";
 import { agentText, redactor, secretValues } from "./redact.ts";
 import { type Egress, egressLines, type EgressMode, startEgress } from "./egress/egress.ts";
+import type { ResolverSnapshot } from "./egress/resolver.ts";
 import { readSignals, writeSignalShims } from "./signals.ts";
 import { checkOutput } from "./output-checks.ts";
 import { OUTPUT_REVIEW_MODEL, outputReviewPrompt, parseOutputReview } from "./output-review.ts";
@@ -81,9 +78,20 @@ export interface AttemptInputs {
    * Where the egress allowlist is enforced (see egress/egress.ts): local mode and the Action set it;
    * absent, the agent's network is not filtered (a library caller's choice).
    */
-  network?: { mode: EgressMode };
+  network?: { mode: EgressMode; resolver?: ResolverSnapshot };
   /** How long the model API may stay unreachable before the agent is stopped (default: 10 s). */
   unreachableGraceMs?: number;
+  /** How long a request may go without a byte of its answer before it counts as unanswered (default: 90 s). */
+  silenceMs?: number;
+  /**
+   * What a person runs once the cause of a stop that is not the task's (a refused credential, a
+   * model API out of reach) is fixed, in the host's words: `run \`agentrelay retry FILE TASK --repo DIR\``.
+   */
+  retryCommand?: string;
+  /** What fixes a credential the model API refuses, in the host's words ("set ANTHROPIC_API_KEY to ..."). */
+  fixCredential?: string;
+  /** Where the host keeps everything the attempt printed, for a failure that can quote only its end. */
+  logFile?: string;
 }
 
 export interface AttemptContext extends AttemptInputs {
@@ -226,16 +234,20 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
   // reason (it would retry for minutes): not the task's failure, so the attempt does not count.
   const stopped = new AbortController();
   let stopReason: string | null = null;
+  const api = modelApiOf(given);
   const proxy = credential
-    ? await startCredentialProxy(
-        credential,
-        given.ANTHROPIC_BASE_URL || ANTHROPIC_API,
-        (reason) => {
-          stopReason ??= reason;
+    ? await startCredentialProxy(credential, {
+        upstream: api.url,
+        scripted: api.scripted,
+        onStop: (trouble) => {
+          stopReason ??= sayTrouble(trouble, context.retryCommand ?? "retry the task");
           stopped.abort();
         },
-        context.unreachableGraceMs,
-      )
+        ...(context.fixCredential ? { fixCredential: context.fixCredential } : {}),
+        ...(context.unreachableGraceMs ? { graceMs: context.unreachableGraceMs } : {}),
+        ...(context.silenceMs ? { silenceMs: context.silenceMs } : {}),
+        log: (line) => context.log(redact(line)),
+      })
     : null;
   const modelEnv = proxy
     ? { ...withoutCredential(given), ANTHROPIC_BASE_URL: proxy.url, ANTHROPIC_API_KEY: proxy.key }
@@ -248,6 +260,7 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     egress = context.network
       ? await startEgress({
           mode: context.network.mode,
+          ...(context.network.resolver ? { resolver: context.network.resolver } : {}),
           allow: context.task.network.allow,
           modelUrl: modelEnv.ANTHROPIC_BASE_URL || ANTHROPIC_API,
           entry: context.signalEntry,
@@ -276,7 +289,7 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     await proxy?.close();
   }
   if (stopReason !== null && result.outcome === "failed")
-    result = { ...result, reason: `${stopReason}, then retry the task`, agentUnavailable: true };
+    result = { ...result, reason: stopReason, agentUnavailable: true };
   const network = egress ? egressLines(egress, await egress.refusals()) : [];
   await egress?.close();
   return {
@@ -334,6 +347,7 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
         log: ctx.log,
         stop: ctx.stop,
         prefix: ctx.prefix,
+        ...(ctx.logFile ? { logFile: ctx.logFile } : {}),
       });
       turns += r.turns;
       costUsd += r.costUsd;
@@ -404,6 +418,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       log: ctx.log,
       stop: ctx.stop,
       prefix: ctx.prefix,
+      ...(ctx.logFile ? { logFile: ctx.logFile } : {}),
     }).then((r) => {
       turns += r.turns;
       costUsd += r.costUsd;

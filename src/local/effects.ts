@@ -7,8 +7,9 @@
 import { processLine } from "../attempt/bounded.ts";
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import type { AttemptSpec } from "../attempt/attempt-process.ts";
+import type { ResolverSnapshot } from "../attempt/egress/resolver.ts";
 import { killGroup } from "../attempt/bounded.ts";
 import { gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
@@ -43,7 +44,21 @@ export interface AttemptSettings {
   attemptTimeoutMs: number;
   gateTimeoutMs: number;
   params?: Record<string, unknown>;
+  /** What fixes a credential the model API refuses, in the user's terms (credentials.ts). */
+  fixCredential?: string;
+  /** How the attempts' egress proxies resolve names: read before any agent existed (egress/resolver.ts). */
+  resolver?: ResolverSnapshot;
 }
+
+/** Where everything an attempt printed is kept: `agent.log` in its work directory. */
+const agentLogOf = (workDir: string, attempt: number) =>
+  join(workDir, "attempts", String(attempt), "agent.log");
+
+/** A path as the user would type it from here: relative when under the current directory. */
+const shown = (path: string) => {
+  const near = relative(process.cwd(), path);
+  return near === "" ? "." : near.startsWith("..") ? path : near;
+};
 
 export class LocalHost implements RunHost {
   private readonly running = new Map<string, ChildProcess>();
@@ -236,6 +251,8 @@ export class LocalHost implements RunHost {
       ...(s.params ? { params: s.params } : {}),
       ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
       capUsd: state.tasks[taskId]!.attempts[attempt - 1]?.capUsd ?? null,
+      retryCommand: `run \`agentrelay retry ${graph.file} ${taskId} --repo ${shown(this.repo)}\``,
+      logFile: shown(agentLogOf(join(taskDir, "work"), attempt)),
       resultFile: join(taskDir, `result-${attempt}.json`),
       processGroupsFile: processGroupsFile(taskDir, attempt),
     };
@@ -272,7 +289,8 @@ export class LocalHost implements RunHost {
       gateTimeoutMs: s.gateTimeoutMs,
       signalEntry: s.entry,
       // On by default: each attempt in a network namespace of its own (the report says when it cannot be).
-      network: { mode: "namespace" as const },
+      network: { mode: "namespace" as const, ...(s.resolver ? { resolver: s.resolver } : {}) },
+      ...(s.fixCredential ? { fixCredential: s.fixCredential } : {}),
     };
     return { agent, secrets };
   }
@@ -313,9 +331,9 @@ export class LocalHost implements RunHost {
         this.running.delete(key);
         rmSync(specFile, { force: true });
         rmSync(spec.processGroupsFile!, { force: true });
-        const logDir = join(spec.workDir, "attempts", String(spec.attempt));
-        mkdirSync(logDir, { recursive: true });
-        writeFileSync(join(logDir, "agent.log"), `${agentLog.join("\n")}\n`);
+        const log = agentLogOf(spec.workDir, spec.attempt);
+        mkdirSync(dirname(log), { recursive: true });
+        writeFileSync(log, `${agentLog.join("\n")}\n`);
         done(exit);
       });
     });

@@ -14,6 +14,7 @@ import { allowsEverything, allowsHost } from "../../graph/network.ts";
 import { DROP_CAPABILITIES, openNamespace } from "./namespace.ts";
 import { startEgressProxy } from "./proxy.ts";
 import { startDnsStub } from "./dns-stub.ts";
+import { type ResolverSnapshot, snapshotResolver } from "./resolver.ts";
 import { EGRESS_TABLE, egressRules, nft, refusedConnections } from "./rules.ts";
 
 export type EgressMode = "namespace" | "container";
@@ -29,6 +30,11 @@ export interface EgressOptions {
   modelUrl: string;
   /** The entry that runs `egress-namespace` (the CLI's): a namespace's holder. */
   entry: string;
+  /**
+   * How the egress proxy resolves names: the resolver's configuration as it was before any agent
+   * process existed (the local runner takes it when it starts); absent, it is read now.
+   */
+  resolver?: ResolverSnapshot;
   log: (line: string) => void;
 }
 
@@ -72,17 +78,23 @@ export async function startEgress(options: EgressOptions): Promise<Egress> {
       `network: not filtered: the allowlist needs Linux network namespaces (this is ${process.platform})`,
     );
   const counts = new Map<string, Refusal>();
-  const count = (kind: Refusal["kind"], host: string) => {
+  const count = (kind: Refusal["kind"], host: string, why?: string) => {
     const key = `${kind} ${host}`;
     const known = counts.get(key);
     if (known) known.count++;
     else {
       counts.set(key, { kind, host, count: 1 });
-      options.log(`network: refused ${kind === "lookup" ? "a DNS lookup of" : `a ${kind} to`} ${host}`);
+      options.log(
+        `network: refused ${kind === "lookup" ? "a DNS lookup of" : `a ${kind} to`} ${host}${why ? ` (${why})` : ""}`,
+      );
     }
   };
   const allow = [...options.allow, modelHost(options.modelUrl)];
-  const proxy = await startEgressProxy(allow, (host, port) => count("request", `${host}:${port}`));
+  const proxy = await startEgressProxy(
+    allow,
+    (host, port, why) => count("request", `${host}:${port}`, why),
+    options.resolver ?? snapshotResolver(),
+  );
   const onLookup = (name: string) => {
     if (!allowsHost(allow, name, null)) count("lookup", name.replace(/\.$/, ""));
   };

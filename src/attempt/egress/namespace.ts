@@ -11,6 +11,8 @@
  * (`unshare --user --map-root-user --net`), where the kernel allows those.
  */
 import { spawn } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import { join } from "node:path";
 import { createServer, type Server } from "node:net";
 import { runBounded } from "../bounded.ts";
 import { startDnsStub } from "./dns-stub.ts";
@@ -25,6 +27,35 @@ type HolderMessage =
 
 /** The runner's requests to the holder. */
 type RunnerMessage = { type: "list"; id: number };
+
+/** Whether an executable of this name is on PATH. */
+function onPath(name: string): boolean {
+  return (process.env.PATH ?? "").split(":").some((dir) => {
+    try {
+      accessSync(join(dir || ".", name), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * The line of a program's error output that says what went wrong: for a Node process that crashed,
+ * its error (not the code frame before it, the stack after it, or the version line that ends it);
+ * otherwise the last line.
+ */
+export function errorLine(stderr: string): string {
+  const lines = stderr
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean);
+  return (
+    lines.find((line) => /^[A-Za-z]*Error\b/.test(line)) ??
+    lines.filter((line) => !/^at\s/.test(line) && !/^Node\.js v\d/.test(line)).at(-1) ??
+    ""
+  );
+}
 
 /** Runs `ip` in the holder's namespace; why it failed, or null. */
 async function ip(...args: string[]): Promise<string | null> {
@@ -44,6 +75,11 @@ export async function holdNamespace(): Promise<number> {
     await send({ type: "failed", reason });
     return 1;
   };
+  for (const [tool, from] of [
+    ["ip", "iproute2"],
+    ["nft", "nftables"],
+  ] as const)
+    if (!onPath(tool)) return fail(`${tool} was not found on PATH: install ${from} (the Debian package)`);
   const lo = await ip("link", "set", "lo", "up");
   if (lo) return fail(lo);
   // Without a route, a connection to an outside address fails before the filter sees it, and so
@@ -117,7 +153,10 @@ export async function openNamespace(
     stdio: ["ignore", "ignore", "pipe", "ipc"],
   });
   let stderr = "";
-  holder.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr = (stderr + chunk).slice(-2000)));
+  // Its beginning: a crash says what went wrong before its stack.
+  holder
+    .stderr!.setEncoding("utf8")
+    .on("data", (chunk: string) => (stderr = (stderr + chunk).slice(0, 8_000)));
   const ready = await new Promise<{ message: HolderMessage; door?: Server }>((resolve) => {
     holder.on("message", (message: HolderMessage, door?: Server) => {
       if (message.type === "ready" || message.type === "failed")
@@ -129,7 +168,7 @@ export async function openNamespace(
       resolve({
         message: {
           type: "failed",
-          reason: stderr.trim().split("\n").at(-1) || `the holder exited (${code})`,
+          reason: errorLine(stderr) || `the holder exited (${code})`,
         },
       }),
     );
