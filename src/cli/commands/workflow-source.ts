@@ -38,7 +38,8 @@ function cloneCommit(toolDir: string): { repository: string; commit: string } {
       `agentrelay at ${toolDir} is not a git clone, so the workflows cannot be pinned to its commit: ` +
         `run it from a clone (git clone https://github.com/${PROJECT}), or pass --release vX.Y.Z`,
     );
-  const origin = git(toolDir, ["remote", "get-url", "origin"]);
+  // As cloned (`remote get-url` would apply the user's url.*.insteadOf rewrites).
+  const origin = git(toolDir, ["config", "--get", "remote.origin.url"]);
   const repository = origin ? githubRepository(origin) : null;
   if (!repository)
     throw new InputError(

@@ -111,8 +111,7 @@ export function workflowText(name: string, source: WorkflowSource): string {
     .replace(
       /^(\s+uses: )agentrelay\/agentrelay\/orchestrate@\S+$/gm,
       `$1${repository}/orchestrate@${ref}${comment}`,
-    )
-    .replace(/npx agentrelay /g, "agentrelay ");
+    );
   const { image } = source;
   if ("published" in image)
     return text.replace(/^(\s+image: )ghcr\.io\/agentrelay\/agentrelay-agent:\S+$/gm, `$1${image.published}`);
