@@ -82,6 +82,14 @@ describe("README and docs", () => {
     expect(found).toEqual([]);
   });
 
+  it("pin the Claude Code a user installs to the version the tests and the agent image run", () => {
+    const pinned = JSON.parse(read("package.json")).devDependencies["@anthropic-ai/claude-code"] as string;
+    const installs = [
+      ...read("README.md").matchAll(/npm install -g (@anthropic-ai\/claude-code\S*?)[`\s)]/g),
+    ];
+    expect(installs.map((m) => m[1])).toEqual([`@anthropic-ai/claude-code@${pinned}`]);
+  });
+
   it("leave the README to what a newcomer needs", () => {
     expect(read("README.md").split("\n").length).toBeLessThan(120);
   });
