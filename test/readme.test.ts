@@ -64,6 +64,32 @@ describe("README and docs", () => {
     expect(wide).toEqual([]);
   });
 
+  it("never send a user to npm's `agentrelay` (not this project's), nor call an app they host 'the hosted app'", () => {
+    const texts = [
+      ...pages,
+      ...readdirSync(join(REPO_ROOT, "templates/workflows"), { recursive: true, encoding: "utf8" })
+        .filter((f) => f.endsWith(".yml"))
+        .map((f) => `templates/workflows/${f}`),
+      "templates/sample-graph.yaml",
+      ...readdirSync(join(REPO_ROOT, "src/cli"), { recursive: true, encoding: "utf8" })
+        .filter((f) => f.endsWith(".ts"))
+        .map((f) => `src/cli/${f}`),
+    ];
+    const found = texts.flatMap((path) =>
+      // Only where they say never to.
+      [...read(path).matchAll(/(?<!never\s`)npx agentrelay|the hosted app/gi)].map((m) => `${path}: ${m[0]}`),
+    );
+    expect(found).toEqual([]);
+  });
+
+  it("pin the Claude Code a user installs to the version the tests and the agent image run", () => {
+    const pinned = JSON.parse(read("package.json")).devDependencies["@anthropic-ai/claude-code"] as string;
+    const installs = [
+      ...read("README.md").matchAll(/npm install -g (@anthropic-ai\/claude-code\S*?)[`\s)]/g),
+    ];
+    expect(installs.map((m) => m[1])).toEqual([`@anthropic-ai/claude-code@${pinned}`]);
+  });
+
   it("leave the README to what a newcomer needs", () => {
     expect(read("README.md").split("\n").length).toBeLessThan(120);
   });

@@ -84,7 +84,6 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const lock = takeRunLock(workRoot, `graph '${graph.name}' in ${repo}`);
   try {
     const latest = await latestRunNumber(repo, graph.name);
-    if (options.newRun && latest !== null) await startOver(repo, graph.name, workRoot, latest);
     const runNumber = options.newRun ? (latest ?? 0) + 1 : (latest ?? 1);
     const engine: Engine = createEngine(graph, {
       attemptTimeoutMs: options.attemptTimeoutMs ?? 60 * 60_000,
@@ -92,7 +91,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       runNumber,
     });
     const runKey = `${graph.name}/${runNumber}`;
-    return await runLocked(options, { repo, engine, store, gitDir, workRoot, runKey });
+    const startOverFrom = options.newRun ? latest : null;
+    return await runLocked(options, { repo, engine, store, gitDir, workRoot, runKey, startOverFrom });
   } finally {
     lock.release();
   }
@@ -107,6 +107,7 @@ async function runLocked(
     gitDir,
     workRoot,
     runKey,
+    startOverFrom,
   }: {
     repo: string;
     engine: Engine;
@@ -114,6 +115,8 @@ async function runLocked(
     gitDir: string;
     workRoot: string;
     runKey: string;
+    /** `--new-run`: the run whose branches are archived once every check passed (null: none). */
+    startOverFrom: number | null;
   },
 ): Promise<LocalRunResult> {
   const { graph } = options;
@@ -152,6 +155,8 @@ async function runLocked(
       logIn: credential.logIn,
       fixCredential: credential.fixCredential,
     });
+  // Only now, every check passed, does the run change: a new run archives the last one's branches.
+  if (startOverFrom !== null) await startOver(repo, graph.name, workRoot, startOverFrom);
 
   // Work that outlives a write (attempts): the run ends when none is left.
   const inFlight = new Set<Promise<void>>();

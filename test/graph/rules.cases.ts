@@ -53,6 +53,16 @@ export const RULE_CASES: RuleCase[] = [
     errors: ["5:5: tasks[0]: contains unknown key(s): dependancies (did you mean `dependencies`?)"],
   },
   {
+    rule: "a key named as other task runners name it: ours",
+    yaml: `${T}  - id: a\n    description: x\n    depends_on: [b]\n`,
+    errors: ["5:5: tasks[0]: contains unknown key(s): depends_on (did you mean `dependencies`?)"],
+  },
+  {
+    rule: "a mistyped required key is said once, where the typo is",
+    yaml: "# a comment\nname: g\n\ntaskz:\n  - id: a\n    description: x\n",
+    errors: ["4:1: contains unknown key(s): taskz (did you mean `tasks`?)"],
+  },
+  {
     rule: "unknown task keys with nothing near: no guess",
     yaml: `${T}  - id: a\n    description: x\n    colour: red\n`,
     errors: ["5:5: tasks[0]: contains unknown key(s): colour"],

@@ -4,7 +4,7 @@ import type { Graph } from "../../graph/model.ts";
 import { readGraphFile } from "../../graph/read.ts";
 import { statusComment } from "../../github/status-comment.ts";
 import { buildPlan } from "../../plan/plan.ts";
-import { type Io, UsageError } from "../io.ts";
+import { checkKnown, type Io, UsageError } from "../io.ts";
 
 export interface SimulateCommandOptions {
   fail: string[];
@@ -36,7 +36,7 @@ function parseCounts(
     const match = /^([^:]+)(?::(\d+))?$/.exec(spec);
     if (!match) throw new UsageError(`${flag} expects ${what} or ${what}:N, got '${spec}'`);
     const [, id, count] = match;
-    if (!known.has(id!)) throw new UsageError(`${flag}: no ${what.toLowerCase()} '${id}'`);
+    checkKnown(what.toLowerCase(), id!, [...known], `${flag}: `);
     counts.set(id!, count === undefined ? whenOmitted : Number(count));
   }
   return counts;
@@ -86,9 +86,9 @@ export async function simulateCommand(
   io: Io,
 ): Promise<number> {
   const graph = await readGraphFile(file);
+  if (options.json && options.markdown) throw new UsageError("--json and --markdown: choose one");
   const known = new Set(graph.tasks.map((t) => t.id));
-  for (const task of options.concern)
-    if (!known.has(task)) throw new UsageError(`--concern: no task '${task}'`);
+  for (const task of options.concern) checkKnown("task", task, [...known], "--concern: ");
   const workstreams = new Set(graph.workstreams.map((w) => w.id));
   const result = simulate(graph, {
     failures: parseCounts("--fail", "TASK", options.fail, known, Number.POSITIVE_INFINITY),
@@ -103,7 +103,6 @@ export async function simulateCommand(
     concerns: new Set(options.concern),
     ...(options.costPerAttempt !== undefined ? { costPerAttempt: options.costPerAttempt } : {}),
   });
-  if (options.json && options.markdown) throw new UsageError("--json and --markdown: choose one");
   io.out(
     options.json
       ? JSON.stringify(simulationJson(result))
