@@ -4,29 +4,22 @@
  * - secrets in the lines it added, found by secretlint's recommended rules (cloud keys, GitHub, npm,
  *   Slack, SendGrid, OpenAI and Anthropic tokens, private keys, credentials in URLs, ...), never by a
  *   list of our own; what a finding shows is masked;
- * - edits to protected paths (the workflows, the graphs, the agent configuration restored from the
- *   default branch, CODEOWNERS), unless the task's tagged_paths name them: then they are a design
- *   concern, so that auto-merge waits for a person.
+ * - edits to protected paths (protected-paths.ts: the workflows, the graphs, the agent configuration
+ *   restored from the default branch, CODEOWNERS where GitHub reads it), unless the task's tagged_paths
+ *   name them: then they are a design concern, so that auto-merge waits for a person.
  * A blocking finding fails the attempt with the finding named, and nothing is pushed.
  */
 import { lintSource } from "@secretlint/core";
 import { creator as recommended } from "@secretlint/secretlint-rule-preset-recommend";
 import type { TaggedPath } from "../graph/model.ts";
 import { type CheckoutGit, git } from "./git.ts";
+import { isProtected } from "./protected-paths.ts";
 
 export interface OutputFindings {
   /** Each one blocks the push. */
   blocking: string[];
   /** Protected paths the task may edit: they become design concerns. */
   concerns: string[];
-}
-
-/** Paths an agent's edit must not slip through: prefixes end with `/`; CODEOWNERS anywhere. */
-export const PROTECTED_PATHS = [".github/", ".workflow/", ".claude/", "CLAUDE.md", ".mcp.json"];
-
-function isProtected(path: string): boolean {
-  if (path === "CODEOWNERS" || path.endsWith("/CODEOWNERS")) return true;
-  return PROTECTED_PATHS.some((p) => (p.endsWith("/") ? path.startsWith(p) : path === p));
 }
 
 /** True when a tagged path names `path`: the file itself, or a directory above it. */
