@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CheckoutGit } from "./git.ts";
-import { secretsIn } from "./output-checks.ts";
+import { changesOf, secretsInChanges } from "./output-checks.ts";
 import { agentConfigSwap } from "./protected-paths.ts";
 
 export interface ResolutionInputs {
@@ -92,22 +92,10 @@ export async function resolveConflicts(
     const failed = await gate(command);
     if (failed) return fail(failed);
   }
-  // What the agent wrote lands too: the lines the resolved files add to the branch are checked for
-  // secrets, as an attempt's are (output-checks.ts), before anything is committed or pushed.
-  const secrets = await secretsIn(
-    await inRepo([
-      "diff",
-      "--cached",
-      "--no-color",
-      "--no-renames",
-      "--no-ext-diff",
-      "--no-textconv",
-      "-U0",
-      "HEAD",
-      "--",
-      ...files,
-    ]),
-  );
+  // What the agent wrote lands too: what the resolved files add to the branch is checked for secrets,
+  // read from the objects staged as an attempt's are (output-checks.ts), before anything is committed.
+  const staged = await changesOf(checkout, ["--cached", "HEAD", "--", ...files.map((f) => `:(literal)${f}`)]);
+  const { findings: secrets } = await secretsInChanges(checkout, staged);
   if (secrets.length > 0) return fail(`the output checks blocked the push: ${secrets.join("; ")}`);
   await inRepo(["commit", "-q", "--no-edit", "--no-verify"]);
   return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files };

@@ -101,6 +101,26 @@ describe("a resolution", () => {
     expect(await git(repo, ["rev-parse", "HEAD"])).toBe(head);
   });
 
+  it("reads what the resolution wrote whole: a NUL byte does not hide a secret", async () => {
+    const repo = await conflictingRepo();
+    const head = await git(repo, ["rev-parse", "HEAD"]);
+    const outcome = await resolveConflicts(
+      inCheckout({ workTree: repo, gitDir: join(repo, ".git") }),
+      { target: "main", intents: "", gates: [] },
+      async () => {
+        writeFileSync(join(repo, "shared.txt"), `main\nside\n\0TOKEN=${SECRET}\n`);
+        return null;
+      },
+      async () => null,
+    );
+    expect(outcome.ok).toBe(false);
+    expect(outcome.reason).toMatch(
+      /^the output checks blocked the push: a secret in shared\.txt \(binary, at byte \d+\)/,
+    );
+    expect(outcome.reason).not.toContain(SECRET);
+    expect(await git(repo, ["rev-parse", "HEAD"])).toBe(head);
+  });
+
   it("aborts the merge when markers are left, leaving the branch as it was", async () => {
     const repo = await conflictingRepo();
     const head = await git(repo, ["rev-parse", "HEAD"]);
