@@ -18,8 +18,13 @@ const SECRETLINT = { rules: [{ id: "@secretlint/secretlint-rule-preset-recommend
 
 /** The shortest run of printable text read in binary content: shorter than any secret secretlint knows. */
 const RUN_MIN = 12;
-/** Runs of characters that may be base64 (either alphabet) or hex, long enough to hold a secret. */
-const ENCODED = /[A-Za-z0-9+/_-]{24,}={0,2}/g;
+/**
+ * Runs of characters that may be base64 (either alphabet) or hex, each matched whole (a bounded
+ * repetition would try again from every character of a shorter run); ENCODED_MIN long at least, to
+ * hold a secret.
+ */
+const ENCODED = /[A-Za-z0-9+/_-]+={0,2}/g;
+const ENCODED_MIN = 24;
 const HEX = /^(?:[0-9A-Fa-f]{2}){16,}$/;
 /** Encoded text inside encoded text is decoded this deep, no deeper. */
 const DECODE_DEPTH = 2;
@@ -44,24 +49,35 @@ interface Piece {
   depth: number;
 }
 
+/** Printable text, one byte a character, and UTF-16 of either byte order: matched whole (see ENCODED). */
+const ASCII_RUN = /[\t\n\r\x20-\x7e]+/g;
+const UTF16LE_RUN = /(?:[\t\n\r\x20-\x7e]\x00)+/g;
+const UTF16BE_RUN = /(?:\x00[\t\n\r\x20-\x7e])+/g;
+
 /** Runs of printable text in bytes: ASCII, and UTF-16 (either byte order), each with where it starts. */
 export function printableRuns(bytes: Buffer): { start: number; width: 1 | 2; text: string }[] {
   const latin1 = bytes.toString("latin1");
   const runs: { start: number; width: 1 | 2; text: string }[] = [];
-  for (const m of latin1.matchAll(new RegExp(`[\\t\\n\\r\\x20-\\x7e]{${RUN_MIN},}`, "g")))
-    runs.push({ start: m.index, width: 1, text: m[0] });
-  // UTF-16 text of one byte order also matches the other's pattern one byte off: the longer run wins.
-  const wide = [
-    ...latin1.matchAll(new RegExp(`(?:[\\t\\n\\r\\x20-\\x7e]\\x00){${RUN_MIN},}`, "g")),
-    ...latin1.matchAll(new RegExp(`(?:\\x00[\\t\\n\\r\\x20-\\x7e]){${RUN_MIN},}`, "g")),
-  ].sort((a, b) => b[0].length - a[0].length);
-  const taken: [number, number][] = [];
+  for (const m of latin1.matchAll(ASCII_RUN))
+    if (m[0].length >= RUN_MIN) runs.push({ start: m.index, width: 1, text: m[0] });
+  // Without RUN_MIN zero bytes there is no UTF-16 run.
+  let zeros = 0;
+  for (let i = bytes.indexOf(0); i >= 0 && zeros < RUN_MIN; i = bytes.indexOf(0, i + 1)) zeros++;
+  if (zeros < RUN_MIN) return runs;
+  // UTF-16 text of one byte order also matches the other's pattern one byte off: of two runs that
+  // overlap, the longer is the text.
+  const wide = [...latin1.matchAll(UTF16LE_RUN), ...latin1.matchAll(UTF16BE_RUN)]
+    .filter((m) => m[0].length >= 2 * RUN_MIN)
+    .sort((a, b) => a.index - b.index);
+  const kept: RegExpExecArray[] = [];
   for (const m of wide) {
-    const [start, end] = [m.index, m.index + m[0].length];
-    if (taken.some(([s, e]) => start < e && s < end)) continue;
-    taken.push([start, end]);
+    const last = kept.at(-1);
+    if (!last || last.index + last[0].length <= m.index) kept.push(m);
+    else if (m[0].length > last[0].length) kept[kept.length - 1] = m;
+  }
+  for (const m of kept) {
     const lowFirst = m[0].charCodeAt(1) === 0;
-    runs.push({ start: lowFirst ? start : start + 1, width: 2, text: m[0].replaceAll("\0", "") });
+    runs.push({ start: lowFirst ? m.index : m.index + 1, width: 2, text: m[0].replaceAll("\0", "") });
   }
   return runs.sort((a, b) => a.start - b.start);
 }
@@ -70,6 +86,7 @@ export function printableRuns(bytes: Buffer): { start: number; width: 1 | 2; tex
 function decoded(piece: Piece): Piece[] {
   const out: Piece[] = [];
   for (const m of piece.text.matchAll(ENCODED)) {
+    if (m[0].length < ENCODED_MIN) continue;
     const span: [number, number] = piece.span ?? [m.index, m.index + m[0].length];
     const tries: [string, Buffer][] = [["base64", Buffer.from(m[0], "base64")]];
     if (HEX.test(m[0])) tries.push(["hex", Buffer.from(m[0], "hex")]);
