@@ -154,7 +154,7 @@ const SCAN_BATCH_CHARS = 32 * 1024 * 1024;
  */
 export class SecretScan<Owner> {
   private readonly batches = new Map<string, { units: string[]; owners: [Owner, number][]; chars: number }>();
-  private readonly hits: { owner: Owner; unit: number; hit: Hit }[] = [];
+  private readonly hits: { owner: Owner; hit: Hit }[] = [];
 
   /** Adds `units` of one owner (a file, or names), as a file called `filePath`. */
   async add(filePath: string, units: readonly string[], owner: Owner): Promise<void> {
@@ -175,7 +175,7 @@ export class SecretScan<Owner> {
     this.batches.delete(kind);
     for (const hit of await secretsInUnits(kind, batch.units)) {
       const [owner, unit] = batch.owners[hit.unit]!;
-      this.hits.push({ owner, unit, hit: { ...hit, unit } });
+      this.hits.push({ owner, hit: { ...hit, unit } });
     }
   }
 
