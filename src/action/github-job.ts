@@ -17,9 +17,9 @@ import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
 import { AgentUnavailableError, checkAgent } from "../attempt/preflight.ts";
 import { failedAttempt } from "../attempt/run-attempt.ts";
+import { restoreAgentConfig } from "../attempt/protected-paths.ts";
 import {
   ACTION_FIX_CREDENTIAL,
-  AGENT_CONFIG_PATHS,
   agentEnv,
   attemptInJob,
   anthropicEnv,
@@ -37,7 +37,7 @@ import {
 import { runResolutionJob } from "./resolution-job.ts";
 import { askPushToken, tokenForPush } from "./push-token.ts";
 
-export { AGENT_CONFIG_PATHS, agentEnv, JobError, type JobOutcome };
+export { agentEnv, JobError, type JobOutcome };
 
 export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<JobOutcome> {
   if (env.GITHUB_EVENT_NAME !== "workflow_dispatch") {
@@ -153,12 +153,8 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const fresh = inputs.attempt === 1 || !existing;
   await checkout.git(["checkout", "-q", "-B", branch, fresh ? `origin/${integration}` : `origin/${branch}`]);
   core.info(fresh ? `${branch} starts from ${integration}` : `${branch} continues from the previous attempt`);
-  // Agent configuration comes from the default branch, whatever the task branch holds.
-  for (const path of AGENT_CONFIG_PATHS) {
-    await checkout.raw(["rm", "-r", "-q", "--ignore-unmatch", "--", path]);
-    const onDefault = await checkout.git(["ls-tree", "--name-only", `origin/${defaultBranch}`, "--", path]);
-    if (onDefault) await checkout.git(["checkout", `origin/${defaultBranch}`, "--", path]);
-  }
+  // Agent configuration (at any depth) comes from the default branch, whatever the task branch holds.
+  await restoreAgentConfig(checkout, `origin/${defaultBranch}`);
   await giveAgentRepository(checkout, branch);
   core.endGroup();
 

@@ -213,9 +213,6 @@ export interface JobOutcome {
   pushed: boolean;
 }
 
-/** Agent configuration an earlier task must not be able to plant for a later one. */
-export const AGENT_CONFIG_PATHS = [".claude", "CLAUDE.md", ".mcp.json"];
-
 /** A job once it holds its token and its run: what both kinds of attempt (task, resolution) start from. */
 export interface Job {
   env: NodeJS.ProcessEnv;

@@ -11,7 +11,6 @@ import { buildPlan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { intentsOf } from "../protocol/resolution.ts";
 import {
-  AGENT_CONFIG_PATHS,
   attemptInJob,
   fetchBranches,
   finishJob,
@@ -44,7 +43,7 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
       intents: intentsOf(plan, subject, state.tasks),
       gates: resolver.gates,
       // The agent's configuration is the default branch's, not what either side may have planted.
-      agentConfig: { from: `origin/${defaultBranch}`, paths: AGENT_CONFIG_PATHS },
+      agentConfig: { from: `origin/${defaultBranch}` },
     },
   });
 

@@ -6,7 +6,7 @@
  * checkout an agent works in, the runner goes through a git directory of its own (`inCheckout`),
  * never the `.git` the agent can rewrite.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { chownSync, lstatSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -154,6 +154,72 @@ export function catFiles(cwd: string, specs: readonly string[]): Promise<(string
 }
 
 /**
+ * The contents of `ids` (object ids or `rev:path`), in order, through one `git cat-file --batch` read
+ * as a stream: an object is in memory only while the caller holds it, whatever the size of the rest
+ * (null for one that does not exist). The caller bounds sizes first (`git cat-file --batch-check`).
+ */
+export async function* streamBlobs(
+  cwd: string,
+  ids: readonly string[],
+  where: readonly string[] = [],
+): AsyncGenerator<Buffer | null> {
+  if (ids.length === 0) return;
+  const child = spawn("git", [...RUNNER_GIT_OPTIONS, ...where, "cat-file", "--batch"], {
+    cwd,
+    env: runnerGitEnv(),
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const spawned = new Promise<void>((resolve, reject) => {
+    child.once("spawn", resolve);
+    child.once("error", reject);
+  });
+  child.stdin.on("error", () => {}); // git gone early: its output says why
+  child.stdin.end(`${ids.join("\n")}\n`);
+  const chunks = child.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  let pending: Buffer = Buffer.alloc(0);
+  const failed = () => new GitError(`git cat-file --batch: ${stderr.trim() || "its output ended early"}`);
+  const more = async () => {
+    const next = await chunks.next();
+    if (next.done) throw failed();
+    pending = pending.length === 0 ? next.value : Buffer.concat([pending, next.value]);
+  };
+  /** The next `size` bytes and the newline after them, gathered once (never a copy per chunk). */
+  const take = async (size: number): Promise<Buffer> => {
+    const parts: Buffer[] = [];
+    let need = size + 1;
+    for (;;) {
+      if (pending.length >= need) {
+        parts.push(pending.subarray(0, need));
+        pending = pending.subarray(need);
+        return Buffer.concat(parts).subarray(0, size);
+      }
+      parts.push(pending);
+      need -= pending.length;
+      pending = Buffer.alloc(0);
+      await more();
+    }
+  };
+  try {
+    await spawned;
+    for (let i = 0; i < ids.length; i++) {
+      let end: number;
+      while ((end = pending.indexOf(10)) < 0) await more();
+      const header = pending.subarray(0, end).toString("utf8");
+      pending = pending.subarray(end + 1);
+      if (header.endsWith(" missing") || header.endsWith(" ambiguous")) {
+        yield null;
+        continue;
+      }
+      yield await take(Number(header.split(" ")[2]));
+    }
+  } finally {
+    if (child.exitCode === null) child.kill();
+  }
+}
+
+/**
  * A checkout an agent works in, seen through the runner's own git directory: the agent may rewrite
  * the checkout's `.git` (hooks, configuration, a `.git` file pointing elsewhere), the runner never
  * reads it. Git finds the work tree's files as data; filters, diff and merge drivers can only come
@@ -167,6 +233,8 @@ export interface Checkout {
 export interface CheckoutGit extends Checkout {
   git(args: string[], input?: string, env?: NodeJS.ProcessEnv): Promise<string>;
   raw(args: string[], input?: string, env?: NodeJS.ProcessEnv): Promise<GitResult>;
+  /** Objects' contents, streamed (see streamBlobs). */
+  blobs(ids: readonly string[]): AsyncGenerator<Buffer | null>;
 }
 
 export function inCheckout(checkout: Checkout): CheckoutGit {
@@ -190,6 +258,10 @@ export function inCheckout(checkout: Checkout): CheckoutGit {
     ...checkout,
     git: async (args, input, env) => ok(args, await raw(args, input, env)),
     raw,
+    blobs: (ids) => {
+      restorePinned(checkout.gitDir);
+      return streamBlobs(checkout.workTree, ids, where);
+    },
   };
 }
 
