@@ -2,7 +2,9 @@
  * Carries out the engine's effects on GitHub and answers with the facts they produced. Every call is
  * safe to repeat: a create that answers "already exists" is looked up and counts as done, a merge
  * that GitHub refuses because checks are pending waits (the next check-suite event or the reconciler
- * tries again), and a merge that already happened is recognised.
+ * tries again), and a merge that already happened is recognised. Merges use a method the repository
+ * and the branch's rules allow (branch-policy.ts). Whatever GitHub refuses that is not a race leaves a
+ * one-line reason (`waits`, shown on the status comment and the task's check run), never a silent wait.
  */
 import { conflictOf } from "../engine/conflicts.ts";
 import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
@@ -16,7 +18,9 @@ import {
   statusOf,
   validationDetails,
 } from "./client.ts";
+import { METHOD_REFUSED, type BranchPolicy, noMethodReason, readBranchPolicy } from "./branch-policy.ts";
 import type { HostedRun } from "./hosted-run.ts";
+import { rateLimitWait } from "./write-pacing.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
@@ -33,10 +37,39 @@ const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
 const BASE_MOVED = /Base branch was modified/i;
 const MERGE_TRIES = 3;
 const ASK_AGAIN_MS = 300;
+/** GitHub's 405 while a required status check has not reported, and once it failed. */
+const CHECK_EXPECTED = /Required status checks? "?([^"]*)"? (?:is|are) expected/i;
+const CHECK_FAILING = /Required status checks? "?([^"]*)"? (?:is|are) failing/i;
+/** GitHub's refusal of a change to `.github/workflows/` by a token without the `workflows` permission. */
+const WORKFLOWS_REFUSED = /create or update workflow `?([^`\s]+)`?/i;
+
+/** A run's wait GitHub causes, in one line; `person`: only a person can end it. */
+export interface Wait {
+  line: string;
+  person: boolean;
+}
+
+/** The key of a task's or a workstream's wait. */
+export const waitKey = (subject: { task: string } | { workstream: string }): string =>
+  "task" in subject ? `task:${subject.task}` : `workstream:${subject.workstream}`;
+
+type Merged = "merged" | "closed" | "conflicted" | { reason: string } | { wait: Wait };
 
 export class GitHubEffects {
   /** Commits this handler's merges made, by the branch merged into: a new branch starts from them. */
   private readonly mergedInto = new Map<string, string>();
+  /** What the branches merged into allow, read once per handler. */
+  private readonly policies = new Map<string, Promise<BranchPolicy>>();
+  private repository?: Promise<{
+    allow_merge_commit?: boolean;
+    allow_squash_merge?: boolean;
+    allow_rebase_merge?: boolean;
+  }>;
+  /**
+   * Waits this handler's effects found, by run and waitKey, or null where one ended: the driver keeps
+   * them with the run, for the status comment and the check runs.
+   */
+  readonly waits = new Map<string, Map<string, Wait | null>>();
 
   constructor(private readonly ctx: RepoContext) {}
 
@@ -79,10 +112,12 @@ export class GitHubEffects {
           taskPrTitle(task),
           taskPrBody(engine.plan, run, task.id, (job) => jobUrl(this.ctx, job)),
         );
+        this.waited(run, { task: task.id }, opened);
         if (opened === "empty")
           return [
             { type: "task_merge_failed", task: task.id, reason: "the task branch has no new commits", at },
           ];
+        if ("wait" in opened) return [];
         return "reason" in opened
           ? [{ type: "task_merge_failed", task: task.id, reason: opened.reason, at }]
           : [{ type: "task_pr_opened", task: task.id, pr: opened, at }];
@@ -95,6 +130,7 @@ export class GitHubEffects {
           `Merge task ${effect.task}`,
           integrationBranch(graph, task.workstreamId),
         );
+        this.waited(run, { task: effect.task }, merged);
         if (merged === "merged") return [{ type: "task_pr_merged", task: effect.task, pr: effect.pr, at }];
         // Closed by someone: the same fact as the closing event's, should that event never arrive.
         if (merged === "closed") return [{ type: "task_pr_closed", task: effect.task, pr: effect.pr, at }];
@@ -102,14 +138,14 @@ export class GitHubEffects {
           const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
           return [{ type: "task_conflicted", task: effect.task, files: [], ...echo, at }];
         }
-        return merged === "waiting"
+        return "wait" in merged
           ? []
           : [{ type: "task_merge_failed", task: effect.task, reason: merged.reason, at }];
       }
       case "open_integration_pr": {
         const ws = engine.plan.workstreams.get(effect.workstream)!;
         const head = integrationBranch(graph, ws.id);
-        await this.bringUpToDate(head, ws.mergeTargetBranch);
+        const behind = await this.bringUpToDate(head, ws.mergeTargetBranch);
         const opened = await this.openPr(
           head,
           ws.mergeTargetBranch,
@@ -118,7 +154,13 @@ export class GitHubEffects {
         );
         // GitHub refuses a PR with nothing in it: the target already has the workstream's work (a person
         // merged it), which agentrelay counts as a skipped integration.
+        this.waited(
+          run,
+          { workstream: ws.id },
+          typeof opened === "object" && !("wait" in opened) && behind ? { wait: behind } : opened,
+        );
         if (opened === "empty") return [{ type: "integration_skipped", workstream: ws.id, at }];
+        if ("wait" in opened) return [];
         if ("reason" in opened)
           return [{ type: "integration_failed", workstream: ws.id, reason: opened.reason, at }];
         return [{ type: "integration_pr_opened", workstream: ws.id, pr: opened, at }];
@@ -129,6 +171,7 @@ export class GitHubEffects {
           `Integrate workstream ${effect.workstream}`,
           engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch,
         );
+        this.waited(run, { workstream: effect.workstream }, merged);
         if (merged === "merged")
           return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
         if (merged === "closed")
@@ -137,7 +180,7 @@ export class GitHubEffects {
           const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
           return [{ type: "integration_conflicted", workstream: effect.workstream, files: [], ...echo, at }];
         }
-        return merged === "waiting"
+        return "wait" in merged
           ? []
           : [{ type: "integration_merge_failed", workstream: effect.workstream, reason: merged.reason, at }];
       }
@@ -306,7 +349,7 @@ export class GitHubEffects {
     base: string,
     title: string,
     body: string,
-  ): Promise<PullRequest | "empty" | { reason: string }> {
+  ): Promise<PullRequest | "empty" | { reason: string } | { wait: Wait }> {
     try {
       const { data } = await this.ctx.octokit.rest.pulls.create({
         ...this.repo,
@@ -318,6 +361,18 @@ export class GitHubEffects {
       });
       return { number: data.number, url: data.html_url };
     } catch (error) {
+      const refused = this.refusal(error);
+      if (refused) {
+        const setting = /not permitted to create or approve pull requests/i.test(messageOf(error));
+        return {
+          wait: {
+            person: true,
+            line: setting
+              ? `GitHub refuses the PR from ${head} into ${base}: the orchestrator acts as GITHUB_TOKEN, and the repository does not let it open PRs: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests" (the run goes on by itself)`
+              : `GitHub refuses the PR from ${head} into ${base}: ${oneLine(messageOf(error))}`,
+          },
+        };
+      }
       if (statusOf(error) !== 422) throw error;
       // A retried create (or an earlier attempt's PR): the open PR of this branch is the one; a
       // merged one means the merge happened and its answer was lost (a crash between the two).
@@ -339,7 +394,7 @@ export class GitHubEffects {
    * "require branches to be up to date" rule): a merge commit made by GitHub, no agent. A conflict is
    * left for the PR's merge, which starts a resolution.
    */
-  private async bringUpToDate(branch: string, target: string): Promise<void> {
+  private async bringUpToDate(branch: string, target: string): Promise<Wait | null> {
     try {
       await this.ctx.octokit.rest.repos.merge({
         ...this.repo,
@@ -347,9 +402,58 @@ export class GitHubEffects {
         head: target,
         commit_message: `Merge ${target} into ${branch}`,
       });
+      return null;
     } catch (error) {
-      if (statusOf(error) !== 409 && statusOf(error) !== 404) throw error; // conflict; or no branch, said by the PR
+      if (statusOf(error) === 409 || statusOf(error) === 404) return null; // conflict; or no branch, said by the PR
+      // GitHub refuses the merge commit (a workflow file changed on the target, which no token of
+      // agentrelay's may write; a rule that requires linear history): the PR opens as it is, and
+      // merges unless the target requires branches to be up to date, which a person's "Update
+      // branch" then does.
+      const refused = this.refusal(error) ?? (statusOf(error) === 422 ? error : null);
+      if (!refused) throw error;
+      const workflow = WORKFLOWS_REFUSED.exec(messageOf(error))?.[1];
+      this.ctx.log(`${branch}: not brought up to date with ${target}: ${oneLine(messageOf(error))}`);
+      return {
+        person: false,
+        line: workflow
+          ? `${branch} was not brought up to date with ${target}: ${target} changed ${workflow}, and GitHub lets no token of agentrelay's write workflow files: its PR merges as it is; if ${target} requires branches to be up to date, press "Update branch" on it`
+          : `${branch} was not brought up to date with ${target}: ${oneLine(messageOf(error))}`,
+      };
     }
+  }
+
+  /** The policy of the branch merged into (read once per handler; the repository's settings once). */
+  private policy(base: string): Promise<BranchPolicy> {
+    let policy = this.policies.get(base);
+    if (!policy) {
+      if (!this.repository) {
+        this.repository = this.ctx.octokit.rest.repos.get(this.repo).then((r) => r.data);
+        this.repository.catch(() => (this.repository = undefined));
+      }
+      policy = readBranchPolicy(this.ctx.octokit, this.ctx.owner, this.ctx.repo, base, {
+        repository: this.repository,
+        protection: false,
+      });
+      this.policies.set(base, policy);
+      policy.catch(() => this.policies.delete(base));
+    }
+    return policy;
+  }
+
+  /** A 403 that is GitHub saying no (not a rate limit, which the pacing waits out): its error, or null. */
+  private refusal(error: unknown): unknown {
+    return statusOf(error) === 403 && rateLimitWait(error, this.ctx.now()) === null ? error : null;
+  }
+
+  /** Records the wait an effect's answer says, or that its subject waits no more. */
+  private waited(
+    run: HostedRun,
+    subject: { task: string } | { workstream: string },
+    answer: Merged | PullRequest | "empty" | { reason: string } | { wait: Wait },
+  ): void {
+    let waits = this.waits.get(run.runKey);
+    if (!waits) this.waits.set(run.runKey, (waits = new Map()));
+    waits.set(waitKey(subject), typeof answer === "object" && "wait" in answer ? answer.wait : null);
   }
 
   /** Merges a PR the way a person would: never bypassing protection, waiting while checks are pending. */
@@ -402,36 +506,80 @@ export class GitHubEffects {
     );
   }
 
-  private async merge(
-    pr: PullRequest,
-    title: string,
-    base?: string,
-  ): Promise<"merged" | "closed" | "waiting" | "conflicted" | { reason: string }> {
+  private async merge(pr: PullRequest, title: string, base: string): Promise<Merged> {
+    const policy = await this.policy(base);
+    const none = noMethodReason(base, policy);
+    if (none) return { wait: { person: true, line: `#${pr.number} cannot merge: ${none}` } };
+    const methods = [...policy.methods];
     for (let tries = 1; ; tries++) {
       try {
         const { data } = await this.ctx.octokit.rest.pulls.merge({
           ...this.repo,
           pull_number: pr.number,
-          merge_method: "merge",
+          merge_method: methods[0]!,
           commit_title: title,
         });
-        if (base && data.sha) this.mergedInto.set(base, data.sha);
+        if (data.sha) this.mergedInto.set(base, data.sha);
         return "merged";
       } catch (error) {
+        const refused = this.refusal(error);
+        if (refused) {
+          const workflow = WORKFLOWS_REFUSED.exec(messageOf(error))?.[1];
+          return {
+            wait: {
+              person: true,
+              line: workflow
+                ? `#${pr.number} changes ${workflow}, and GitHub lets no token of agentrelay's merge a change to a workflow file: merge it yourself (the run goes on by itself)`
+                : `GitHub refuses to merge #${pr.number}: ${oneLine(messageOf(error))}`,
+            },
+          };
+        }
         const status = statusOf(error);
         if (status !== 405 && status !== 409) throw error;
+        const message = messageOf(error);
         // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked.
-        if (BASE_MOVED.test(messageOf(error)) && tries < MERGE_TRIES) {
+        if (BASE_MOVED.test(message) && tries < MERGE_TRIES) {
           await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * tries));
+          continue;
+        }
+        // A method a rule refuses that the token could not read (branch protection's linear history):
+        // the next allowed method.
+        if (METHOD_REFUSED.test(message) && methods.length > 1) {
+          this.ctx.log(`PR #${pr.number}: ${methods[0]} refused (${oneLine(message)}); trying ${methods[1]}`);
+          methods.shift();
           continue;
         }
         const data = await this.mergeability(pr);
         if (data.merged) return "merged";
         if (data.state === "closed") return "closed";
         if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
-        this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${messageOf(error)}`);
-        return "waiting";
+        this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${message}`);
+        if (data.mergeable === null)
+          return { wait: { person: false, line: `GitHub is working out whether #${pr.number} can merge` } };
+        return this.notYet(pr, message);
       }
     }
   }
+
+  /** Why GitHub does not merge a PR now, in one line: a failed required check fails it; the rest wait. */
+  private notYet(pr: PullRequest, message: string): Merged {
+    const failing = CHECK_FAILING.exec(message);
+    if (failing) return { reason: `the required check ${failing[1]} failed on its PR` };
+    const expected = CHECK_EXPECTED.exec(message);
+    if (expected) {
+      // Expected checks come by themselves, except where the orchestrator opened the PR as GITHUB_TOKEN.
+      const token = this.ctx.config.workflow?.token === "github_token";
+      return {
+        wait: {
+          person: token,
+          line: token
+            ? `#${pr.number} waits for the required check ${expected[1]}, which no workflow runs by itself on PRs GITHUB_TOKEN opens: press "Approve workflows to run" on #${pr.number} where GitHub offers it, or register an app (docs/github.md, Tokens)`
+            : `#${pr.number} waits for the required check ${expected[1]}`,
+        },
+      };
+    }
+    return { wait: { person: true, line: `GitHub does not merge #${pr.number}: ${oneLine(message)}` } };
+  }
 }
+
+const oneLine = (text: string): string => text.replace(/\s*\n+\s*/g, " ").trim();

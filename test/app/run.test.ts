@@ -347,6 +347,13 @@ describe("every request the app makes", () => {
       `POST ${repo}/git/commits`,
       `POST ${repo}/git/refs`, // the compare-and-swap of a new run
       `POST ${repo}/issues`, // the tracking issue
+      // What `agentrelay doctor` finds that the app's token can read, for the first status comment:
+      `GET ${repo}`, // the merge methods the repository allows
+      `GET ${repo}/rules/branches/main`, // the rules of main and of integration branches
+      `GET ${repo}/branches/main`,
+      `GET ${repo}/rules/branches/agentrelay%2Fgraph%2Fworkstream%2Fintegration`,
+      `GET ${repo}/branches/agentrelay%2Fgraph%2Fworkstream%2Fintegration`,
+      `GET ${repo}/contents/.github%2Fworkflows`, // the workflow files (none here)
       `POST ${repo}/issues/1/comments`, // its status comment
       `POST ${repo}/git/refs`, // ws_a's integration branch, at the pushed commit
       "POST /graphql", // their ids and the branch written
@@ -363,9 +370,12 @@ describe("every request the app makes", () => {
       "POST /graphql", // token: the attempt marked as answered, bound to this job
       "POST /app/installations/42/access_tokens", // the attempt's scoped token
       `POST ${repo}/pulls`, // report: task PR
+      `GET ${repo}`, // the merge methods the repository allows, and the rules of the branch merged into
+      `GET ${repo}/rules/branches/agentrelay%2Fdiamond%2Fws_a%2Fintegration`,
       `PUT ${repo}/pulls/2/merge`,
       `POST ${repo}/merges`, // ws_a is done: its branch brought up to date with main (here: nothing to merge)
       `POST ${repo}/pulls`, // and its integration PR
+      `GET ${repo}/rules/branches/main`,
       `PUT ${repo}/pulls/3/merge`, // auto-merge, no concern (so no status is mirrored on it)
       `POST ${repo}/git/refs`, // ws_b and ws_c may start, from the merge just made
       `POST ${repo}/git/refs`,
