@@ -234,6 +234,18 @@ const COMMANDS: Record<string, Command> = {
         io,
       ),
   },
+  doctor: {
+    usage: "doctor [--repo OWNER/NAME] [--api-url URL]",
+    summary:
+      "read the GitHub repository's settings and name, one line each with its fix, what would stall a run or skip work (token: GITHUB_TOKEN, GH_TOKEN or `gh auth token`)",
+    options: { repo: { type: "string" }, "api-url": { type: "string" } },
+    positionals: [0, 0],
+    run: async (_, values, io) =>
+      (await import("./commands/doctor.ts")).doctorCommand(
+        { repo: str(values.repo), apiUrl: str(values["api-url"]) },
+        io,
+      ),
+  },
   attempt: {
     usage: "attempt SPEC.json",
     summary: "run one attempt (local mode starts it)",
@@ -303,6 +315,7 @@ const USER_ERRORS = new Set([
   "LocalRunError",
   "AgentUnavailableError",
   "StateDamageError",
+  "DoctorError",
 ]);
 
 const exitCodeLines = () => EXIT_CODES.map(([code, meaning]) => `  ${String(code).padEnd(4)} ${meaning}`);

@@ -1,7 +1,9 @@
 /**
  * `agentrelay init [--no-app] [--repo DIR] [--action REF] [--image REF] [--force]`: installs the task
  * workflow and a small sample graph in a repository (the current one, found from where the command was
- * run); with --no-app, the task workflow of workflow-only mode and the orchestrator workflow beside it.
+ * run); with --no-app, the task workflow of workflow-only mode and the orchestrator workflows beside
+ * it. Then `agentrelay doctor` checks the repository's settings, where a token and a GitHub remote
+ * allow it.
  * The workflow names the Action and the agent image as the release workflow publishes them: this
  * project's by default, or a fork's when the tool runs from a clone of one.
  */
@@ -11,6 +13,7 @@ import { dirname, join, resolve } from "node:path";
 import pkg from "../../../package.json" with { type: "json" };
 import { templatesDir } from "../../protocol/templates.ts";
 import { type Io, UsageError } from "../io.ts";
+import { ciWorkflowNames, localWorkflowFiles, withRepositoryTriggers } from "./orchestrator-triggers.ts";
 
 export interface InitOptions {
   /** The repository; by default the one the command was run in. */
@@ -86,16 +89,28 @@ function workflowText(template: string, action: string, image: string): string {
     .replace(/^(\s+image: )ghcr\.io\/agentrelay\/agentrelay-agent:\S+$/gm, `$1${image}`);
 }
 
-export function initCommand(options: InitOptions, io: Io): number {
+export async function initCommand(options: InitOptions, io: Io): Promise<number> {
   const root = targetRepository(options.repo);
   const published = publication(toolDir());
   const action = options.action ?? published.action;
   const image = options.image ?? published.image;
   const workflows = join(root, ".github", "workflows");
+  // The orchestrator starts when the repository's CI finishes on a task PR (orchestrator-triggers.ts).
+  const triggers = {
+    defaultBranch: git(root, ["symbolic-ref", "--short", "HEAD"]) ?? "main",
+    ci: ciWorkflowNames(localWorkflowFiles(root)),
+  };
   const files: [string, string][] = options.noApp
     ? [
-        [join(workflows, "agentrelay.yml"), workflowText("no-app/agentrelay.yml", action, image)],
+        [
+          join(workflows, "agentrelay.yml"),
+          withRepositoryTriggers(workflowText("no-app/agentrelay.yml", action, image), triggers),
+        ],
         [join(workflows, "agentrelay-task.yml"), workflowText("no-app/agentrelay-task.yml", action, image)],
+        [
+          join(workflows, "agentrelay-schedule.yml"),
+          workflowText("no-app/agentrelay-schedule.yml", action, image),
+        ],
       ]
     : [[join(workflows, "agentrelay-task.yml"), workflowText("agentrelay-task.yml", action, image)]];
   files.push([
@@ -131,5 +146,28 @@ export function initCommand(options: InitOptions, io: Io): number {
         "No server to run the app on? `agentrelay init --no-app` makes the orchestrator a workflow instead.",
       ];
   io.out(["", `The workflow${options.noApp ? "s run" : " runs"} ${action} in ${image}.`, ...next].join("\n"));
+  await checkSettings(root, io);
   return refused ? 1 : 0;
+}
+
+/** `agentrelay doctor` on the repository, judging the workflow files just written, where it can run. */
+async function checkSettings(root: string, io: Io): Promise<void> {
+  const doctor = await import("./doctor.ts");
+  const repository = doctor.remoteRepository(root);
+  const later =
+    "`npx agentrelay doctor` checks the repository's settings (merge methods, required checks, secrets)";
+  if (!repository) return io.out(`\nNo GitHub remote here yet: once you have pushed, ${later}.`);
+  const token = doctor.gitHubToken(process.env);
+  if (!token) return io.out(`\nWith GITHUB_TOKEN set (or after \`gh auth login\`), ${later}.`);
+  try {
+    const api = process.env.GITHUB_API_URL ?? "https://api.github.com";
+    const found = await doctor.diagnose(
+      doctor.doctorClient(token, api),
+      repository,
+      localWorkflowFiles(root),
+    );
+    io.out(`\n${doctor.report(repository, found)}`);
+  } catch (error) {
+    io.out(`\n${repository}'s settings could not be read (${(error as Error).message}): ${later}.`);
+  }
 }
