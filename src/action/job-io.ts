@@ -310,6 +310,8 @@ export async function attemptInJob(
       // The egress allowlist, in the job container's own namespace (AGENTRELAY_EGRESS=off: not filtered,
       // for runners whose namespace is not the job's own, such as a self-hosted machine).
       ...(env.AGENTRELAY_EGRESS === "off" ? {} : { network: { mode: "container" as const } }),
+      // No token of agentrelay's may push a workflow file; a user who gave the job one that may says so.
+      workflowFilesRefused: env.AGENTRELAY_WORKFLOWS_PERMISSION !== "write",
       log: (line) => core.info(job.mask(line)),
       ...attempt,
     });
