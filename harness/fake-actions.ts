@@ -85,7 +85,7 @@ export function actionsRoutes(gh: FakeGitHub): void {
       })),
     },
   ]);
-  gh.route("GET", "REPO\\/commits\\/([^/]+)\\/check-runs", (m) => {
+  gh.route("GET", "REPO\\/commits\\/(.+)\\/check-runs", (m) => {
     const sha = gh.branches.get(m[1]!) ?? m[1]!;
     const ours = gh.checkRuns
       .filter((c) => c.head_sha === sha)

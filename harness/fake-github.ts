@@ -118,7 +118,8 @@ export class FakeGitHub {
     external_id?: string;
     output?: { title: string; summary: string; annotations?: unknown[] };
   }[] = [];
-  readonly dispatches: { inputs: Record<string, string>; runId: number }[] = [];
+  /** Every workflow_dispatch, with when it was made (on the fake's clock). */
+  readonly dispatches: { inputs: Record<string, string>; runId: number; at: number }[] = [];
   readonly workflowRuns = new Map<
     number,
     {
@@ -149,6 +150,8 @@ export class FakeGitHub {
   onMerge: (pull: FakePull) => void = () => undefined;
   /** Called when a PR is opened through the API (the stand-in starts the repository's CI on it). */
   onPullOpened: (pull: FakePull) => void = () => undefined;
+  /** Called when a branch is moved through the git data API (a push by the requester's token). */
+  onBranchMoved: (branch: string) => void = () => undefined;
   /** Return a reply to fail a request on purpose (5xx, rate limits); null lets it through. */
   fault: (call: { method: string; path: string; body: unknown }) => Reply | null = () => null;
   private nextId = 1000;
@@ -541,6 +544,7 @@ export class FakeGitHub {
       if (workflows.length > 0) return workflowsRefusal(workflows[0]!);
       this.branches.set(m[1]!, String(body.sha));
       this.refUpdates.push({ branch: m[1]!, sha: String(body.sha) });
+      this.onBranchMoved(m[1]!);
       return [200, { ref: `refs/heads/${m[1]}`, object: { sha: body.sha, type: "commit" } }];
     });
     this.route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (_m, body) => {
@@ -550,7 +554,7 @@ export class FakeGitHub {
       }
       const inputs = body.inputs as Record<string, string>;
       const runId = this.nextId++;
-      this.dispatches.push({ inputs, runId });
+      this.dispatches.push({ inputs, runId, at: this.clock.now() });
       this.workflowRuns.set(runId, {
         id: runId,
         display_title: `agentrelay ${inputs.run} ${inputs.task} attempt ${inputs.attempt}`,

@@ -39,33 +39,17 @@ import { OrchestratorRuns } from "./orchestrator-runs.ts";
 import { runnerStep } from "./runner-process.ts";
 import { BareRepoStore, MemoryStore } from "./repo-store.ts";
 import { startsWorkflows } from "./fake-events.ts";
-import type { FakePull } from "./fake-github.ts";
 import type { TokenKind } from "./fake-repo-settings.ts";
 import { REPO_ROOT } from "./paths.ts";
 import { Timeline } from "./timeline.ts";
 import { orchestrate, SCHEDULE_WORKFLOW } from "../src/app/workflow.ts";
 import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-triggers.ts";
-import { matchesFilter } from "../src/github/workflow-files.ts";
+import { type CiOptions, ciWorkflow, RepositoryCi } from "./standin-ci.ts";
 
 /** Simulated time: a runner picking a job up, a task's job, the schedule's period. */
 const PICKUP_MS = 15_000;
 const JOB_MS = 10 * 60_000;
 const CRON_MS = 15 * 60_000;
-
-/** The CI workflow the stand-in's repository runs on pull requests (a job named as its check). */
-const ciWorkflow = (ci: CiOptions) =>
-  [
-    `name: ${ci.workflow}`,
-    "on:",
-    "  pull_request:",
-    ...(ci.branches ? [`    branches: [${ci.branches.map((b) => JSON.stringify(b)).join(", ")}]`] : []),
-    "jobs:",
-    `  ${ci.check}:`,
-    "    runs-on: ubuntu-latest",
-    "    steps:",
-    "      - run: npm test",
-    "",
-  ].join("\n");
 
 const SECRET = "e2e-webhook-secret";
 const APP_LOGIN = "agentrelay[bot]";
@@ -105,17 +89,8 @@ export interface StandinOptions {
   memory?: boolean;
   /** The schedule as GitHub runs it: late by `lateMs`, and run `n` dropped when `drop(n)`. */
   schedule?: { lateMs?: number; drop?: (n: number) => boolean };
-}
-
-export interface CiOptions {
-  /** Its workflow's `name:` (what workflow_run names). */
-  workflow: string;
-  /** The check it reports. */
-  check: string;
-  durationMs: number;
-  /** The pull requests' base branches it runs on (its `branches` filter; all by default). */
-  branches?: string[];
-  conclusion?: (pull: FakePull) => "success" | "failure";
+  /** Files a scripted job commits besides its notes (a job whose token may push them). */
+  jobFiles?: (task: string) => Record<string, string>;
 }
 
 /** The slug of the registered app the orchestrator workflow may act as. */
@@ -147,7 +122,8 @@ export class Standin {
   private model!: ScriptedModelServer;
   private signingKey!: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
   private jwks!: object;
-  private readonly privateKey: string;
+  /** The app's private key (app mode only: generating one takes a while). */
+  private privateKeyPem?: string;
   private pending = new Set<Promise<unknown>>();
   private deliveryCount = 0;
   private nextReplica = 0;
@@ -155,10 +131,8 @@ export class Standin {
   runs: OrchestratorRuns | null = null;
   /** Simulated time, when the options ask for it. */
   readonly timeline: Timeline | null;
-  /** When each PR's checks settled (its CI finished; its opening, where no CI runs on it). */
-  readonly checksSettled = new Map<number, number>();
-  /** CI runs GitHub holds for a person's approval, by PR number. */
-  readonly held = new Map<number, string>();
+  /** The repository's CI on pull requests. */
+  readonly ci: RepositoryCi;
   /** Scheduled runs the schedule started, and the ticks it skipped (disabled) or GitHub dropped. */
   readonly cron = { started: 0, disabled: 0, dropped: 0 };
 
@@ -169,12 +143,14 @@ export class Standin {
     this.timeline = options.simulated
       ? new Timeline(this.gh.clock, () => this.pending.size > 0 || (this.runs?.executing ?? 0) > 0)
       : null;
-    this.gh.onPullOpened = (pull) => this.startCi(pull);
-    this.privateKey = generateKeyPairSync("rsa", {
-      modulusLength: 2048,
-      privateKeyEncoding: { type: "pkcs8", format: "pem" },
-      publicKeyEncoding: { type: "spki", format: "pem" },
-    }).privateKey;
+    this.ci = new RepositoryCi(this, options.ci);
+    this.gh.onPullOpened = (pull) => this.ci.start(pull);
+    // A push to an open PR's branch (pull_request: synchronize), by the requester's token.
+    this.gh.onBranchMoved = (branch) => {
+      for (const pull of this.gh.pulls.filter((p) => p.head === branch && p.state === "open"))
+        this.ci.start(pull);
+    };
+
     this.gh.onDispatch = (dispatch) => {
       if (this.timeline) {
         const { pickupMs = PICKUP_MS, jobMs = JOB_MS } = options.simulated!;
@@ -215,10 +191,22 @@ export class Standin {
       );
   }
 
+  private get privateKey(): string {
+    this.privateKeyPem ??= generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" },
+    }).privateKey;
+    return this.privateKeyPem;
+  }
+
   async start(): Promise<this> {
-    const { publicKey, privateKey } = await generateKeyPair("RS256");
-    this.signingKey = privateKey;
-    this.jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] };
+    // Jobs' OIDC tokens, which only the app reads.
+    if (!this.workflowMode) {
+      const { publicKey, privateKey } = await generateKeyPair("RS256");
+      this.signingKey = privateKey;
+      this.jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] };
+    }
     this.server = createServer((req, res) => {
       void this.serve(req).then(([status, body, headers = {}]) => {
         if (body instanceof Redirect) {
@@ -331,93 +319,6 @@ export class Standin {
     } catch (error) {
       return { code: 1, log: [...lines, (error as Error).message].join("\n") };
     }
-  }
-
-  /**
-   * The repository's CI on a PR just opened, as GitHub starts it: not for a PR GITHUB_TOKEN opened
-   * (held for a person's approval where GitHub does that), then, its run done, its check recorded,
-   * check_suite delivered to an app (a workflow is not started for Actions' suites) and workflow_run.
-   */
-  private startCi(pull: FakePull): void {
-    const ci = this.options.ci;
-    const now = this.gh.clock.now();
-    if (!ci || (ci.branches && !ci.branches.some((b) => matchesFilter([b], pull.base)))) {
-      this.checksSettled.set(pull.number, now);
-      return;
-    }
-    const actor = this.workflowMode ? this.gh.settings.token : "app";
-    const starts = startsWorkflows("pull_request", actor, {
-      approvalForActionsPullRequests: this.gh.settings.approvalForActionsPullRequests,
-    });
-    if (starts === "no") {
-      this.checksSettled.set(pull.number, now);
-      return;
-    }
-    const sha = this.gh.branches.get(pull.head)!;
-    this.gh.setCheck(sha, ci.check, null);
-    if (starts === "held") {
-      this.held.set(pull.number, sha);
-      return;
-    }
-    this.runCi(pull, sha);
-  }
-
-  /** A person presses "Approve workflows to run" on a PR: its held CI runs. */
-  approveWorkflows(pull: number): void {
-    const sha = this.held.get(pull);
-    if (sha === undefined) return;
-    this.held.delete(pull);
-    this.runCi(
-      this.gh.pulls.find((p) => p.number === pull)!,
-      sha,
-    );
-  }
-
-  private runCi(pull: FakePull, sha: string): void {
-    const ci = this.options.ci!;
-    const finish = () => this.track(this.finishCi(pull, sha, ci));
-    if (this.timeline) this.timeline.at(ci.durationMs, finish);
-    else finish();
-  }
-
-  private async finishCi(pull: FakePull, sha: string, ci: CiOptions): Promise<void> {
-    const conclusion = ci.conclusion?.(pull) ?? "success";
-    this.gh.setCheck(sha, ci.check, conclusion);
-    this.checksSettled.set(pull.number, this.gh.clock.now());
-    const prs = [{ number: pull.number, head: { ref: pull.head, sha }, base: { ref: pull.base } }];
-    const id = this.gh.ciChecks.length + 70_000;
-    await this.webhook(
-      "check_suite",
-      {
-        action: "completed",
-        check_suite: {
-          id,
-          head_branch: pull.head,
-          head_sha: sha,
-          status: "completed",
-          conclusion,
-          app: { slug: "github-actions" },
-          pull_requests: prs,
-        },
-      },
-      user("github-actions[bot]", "Bot"),
-    );
-    await this.webhook("workflow_run", {
-      action: "completed",
-      workflow_run: {
-        id,
-        name: ci.workflow,
-        path: ".github/workflows/ci.yml",
-        head_branch: pull.head,
-        head_sha: sha,
-        event: "pull_request",
-        status: "completed",
-        conclusion,
-        display_title: pull.title,
-        pull_requests: prs,
-        html_url: `https://github.com/octo/demo/actions/runs/${id}`,
-      },
-    });
   }
 
   private async serve(req: IncomingMessage): Promise<Reply> {
@@ -542,7 +443,7 @@ export class Standin {
     });
   }
 
-  private track(work: Promise<unknown>): void {
+  track(work: Promise<unknown>): void {
     const tracked = work
       .catch((error: unknown) => console.error("stand-in:", error))
       .finally(() => this.pending.delete(tracked));
@@ -737,7 +638,7 @@ export class Standin {
       this.gh.branches.set(branch, this.gh.branches.get(integrationBranch(graph.name, workstream))!);
     const commit = this.gh.commit(
       branch,
-      { [`notes/${task}.md`]: `task ${task}, attempt ${attempt}\n` },
+      { [`notes/${task}.md`]: `task ${task}, attempt ${attempt}\n`, ...this.options.jobFiles?.(task) },
       task,
     );
     const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [] };

@@ -18,9 +18,8 @@ import {
   statusOf,
   validationDetails,
 } from "./client.ts";
-import { METHOD_REFUSED, type BranchPolicy, noMethodReason, readBranchPolicy } from "./branch-policy.ts";
 import type { HostedRun } from "./hosted-run.ts";
-import { rateLimitWait } from "./write-pacing.ts";
+import { type Merged, Merges, oneLine, refusal, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
@@ -30,48 +29,17 @@ type Facts = Promise<EngineEvent[]>;
 /** Secret names the task workflow can resolve (`secrets[inputs.credential]`). */
 const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
 
-/**
- * GitHub's 405 when the base moved under a merge: the merge is asked again, as a PR is read again while
- * GitHub computes whether it can merge; a few times, a little later each time.
- */
-const BASE_MOVED = /Base branch was modified/i;
-const MERGE_TRIES = 3;
-const ASK_AGAIN_MS = 300;
-/** GitHub's 405 while a required status check has not reported, and once it failed. */
-const CHECK_EXPECTED = /Required status checks? "?([^"]*)"? (?:is|are) expected/i;
-const CHECK_FAILING = /Required status checks? "?([^"]*)"? (?:is|are) failing/i;
-/** GitHub's refusal of a change to `.github/workflows/` by a token without the `workflows` permission. */
-const WORKFLOWS_REFUSED = /create or update workflow `?([^`\s]+)`?/i;
-
-/** A run's wait GitHub causes, in one line; `person`: only a person can end it. */
-export interface Wait {
-  line: string;
-  person: boolean;
-}
-
-/** The key of a task's or a workstream's wait. */
-export const waitKey = (subject: { task: string } | { workstream: string }): string =>
-  "task" in subject ? `task:${subject.task}` : `workstream:${subject.workstream}`;
-
-type Merged = "merged" | "closed" | "conflicted" | { reason: string } | { wait: Wait };
-
 export class GitHubEffects {
-  /** Commits this handler's merges made, by the branch merged into: a new branch starts from them. */
-  private readonly mergedInto = new Map<string, string>();
-  /** What the branches merged into allow, read once per handler. */
-  private readonly policies = new Map<string, Promise<BranchPolicy>>();
-  private repository?: Promise<{
-    allow_merge_commit?: boolean;
-    allow_squash_merge?: boolean;
-    allow_rebase_merge?: boolean;
-  }>;
+  private readonly merges: Merges;
   /**
    * Waits this handler's effects found, by run and waitKey, or null where one ended: the driver keeps
    * them with the run, for the status comment and the check runs.
    */
   readonly waits = new Map<string, Map<string, Wait | null>>();
 
-  constructor(private readonly ctx: RepoContext) {}
+  constructor(private readonly ctx: RepoContext) {
+    this.merges = new Merges(ctx);
+  }
 
   private get repo() {
     return { owner: this.ctx.owner, repo: this.ctx.repo };
@@ -125,10 +93,11 @@ export class GitHubEffects {
       case "merge_task_pr": {
         const task = engine.plan.tasks.get(effect.task)!;
         await this.startChecksOfRetry(run, effect.task, effect.pr, taskBranch(graph, task.id));
-        const merged = await this.merge(
+        const merged = await this.merges.merge(
           effect.pr,
           `Merge task ${effect.task}`,
           integrationBranch(graph, task.workstreamId),
+          taskBranch(graph, task.id),
         );
         this.waited(run, { task: effect.task }, merged);
         if (merged === "merged") return [{ type: "task_pr_merged", task: effect.task, pr: effect.pr, at }];
@@ -145,7 +114,7 @@ export class GitHubEffects {
       case "open_integration_pr": {
         const ws = engine.plan.workstreams.get(effect.workstream)!;
         const head = integrationBranch(graph, ws.id);
-        const behind = await this.bringUpToDate(head, ws.mergeTargetBranch);
+        const behind = await this.merges.bringUpToDate(head, ws.mergeTargetBranch);
         const opened = await this.openPr(
           head,
           ws.mergeTargetBranch,
@@ -166,10 +135,11 @@ export class GitHubEffects {
         return [{ type: "integration_pr_opened", workstream: ws.id, pr: opened, at }];
       }
       case "merge_integration_pr": {
-        const merged = await this.merge(
+        const merged = await this.merges.merge(
           effect.pr,
           `Integrate workstream ${effect.workstream}`,
           engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch,
+          integrationBranch(graph, effect.workstream),
         );
         this.waited(run, { workstream: effect.workstream }, merged);
         if (merged === "merged")
@@ -334,7 +304,7 @@ export class GitHubEffects {
    * branch (a run starts its workstreams from the commit that started it, as its graph is read there).
    */
   private startingPoint(run: HostedRun, engine: Engine, base: string): string | null {
-    const merged = this.mergedInto.get(base);
+    const merged = this.merges.mergedInto.get(base);
     if (merged) return merged;
     if (base !== run.source.branch) return null;
     const mergedIntoBase = Object.entries(run.workstreams).some(
@@ -361,7 +331,7 @@ export class GitHubEffects {
       });
       return { number: data.number, url: data.html_url };
     } catch (error) {
-      const refused = this.refusal(error);
+      const refused = refusal(error, this.ctx);
       if (refused) {
         const setting = /not permitted to create or approve pull requests/i.test(messageOf(error));
         return {
@@ -389,62 +359,6 @@ export class GitHubEffects {
     }
   }
 
-  /**
-   * Merges the target into a branch before its PR opens, so that the PR is up to date (and passes a
-   * "require branches to be up to date" rule): a merge commit made by GitHub, no agent. A conflict is
-   * left for the PR's merge, which starts a resolution.
-   */
-  private async bringUpToDate(branch: string, target: string): Promise<Wait | null> {
-    try {
-      await this.ctx.octokit.rest.repos.merge({
-        ...this.repo,
-        base: branch,
-        head: target,
-        commit_message: `Merge ${target} into ${branch}`,
-      });
-      return null;
-    } catch (error) {
-      if (statusOf(error) === 409 || statusOf(error) === 404) return null; // conflict; or no branch, said by the PR
-      // GitHub refuses the merge commit (a workflow file changed on the target, which no token of
-      // agentrelay's may write; a rule that requires linear history): the PR opens as it is, and
-      // merges unless the target requires branches to be up to date, which a person's "Update
-      // branch" then does.
-      const refused = this.refusal(error) ?? (statusOf(error) === 422 ? error : null);
-      if (!refused) throw error;
-      const workflow = WORKFLOWS_REFUSED.exec(messageOf(error))?.[1];
-      this.ctx.log(`${branch}: not brought up to date with ${target}: ${oneLine(messageOf(error))}`);
-      return {
-        person: false,
-        line: workflow
-          ? `${branch} was not brought up to date with ${target}: ${target} changed ${workflow}, and GitHub lets no token of agentrelay's write workflow files: its PR merges as it is; if ${target} requires branches to be up to date, press "Update branch" on it`
-          : `${branch} was not brought up to date with ${target}: ${oneLine(messageOf(error))}`,
-      };
-    }
-  }
-
-  /** The policy of the branch merged into (read once per handler; the repository's settings once). */
-  private policy(base: string): Promise<BranchPolicy> {
-    let policy = this.policies.get(base);
-    if (!policy) {
-      if (!this.repository) {
-        this.repository = this.ctx.octokit.rest.repos.get(this.repo).then((r) => r.data);
-        this.repository.catch(() => (this.repository = undefined));
-      }
-      policy = readBranchPolicy(this.ctx.octokit, this.ctx.owner, this.ctx.repo, base, {
-        repository: this.repository,
-        protection: false,
-      });
-      this.policies.set(base, policy);
-      policy.catch(() => this.policies.delete(base));
-    }
-    return policy;
-  }
-
-  /** A 403 that is GitHub saying no (not a rate limit, which the pacing waits out): its error, or null. */
-  private refusal(error: unknown): unknown {
-    return statusOf(error) === 403 && rateLimitWait(error, this.ctx.now()) === null ? error : null;
-  }
-
   /** Records the wait an effect's answer says, or that its subject waits no more. */
   private waited(
     run: HostedRun,
@@ -454,19 +368,6 @@ export class GitHubEffects {
     let waits = this.waits.get(run.runKey);
     if (!waits) this.waits.set(run.runKey, (waits = new Map()));
     waits.set(waitKey(subject), typeof answer === "object" && "wait" in answer ? answer.wait : null);
-  }
-
-  /** Merges a PR the way a person would: never bypassing protection, waiting while checks are pending. */
-  /**
-   * The PR as GitHub answers once it has computed whether it can merge: `mergeable` is null while it
-   * computes, and GitHub asks to read again in a few moments (a few times here, then it waits).
-   */
-  private async mergeability(pr: PullRequest) {
-    for (let reads = 1; ; reads++) {
-      const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
-      if (data.mergeable !== null || data.state !== "open" || reads >= MERGE_TRIES) return data;
-      await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * reads));
-    }
   }
 
   /**
@@ -505,81 +406,4 @@ export class GitHubEffects {
       `${branch}: moved to ${touch.sha.slice(0, 7)} as the app, so that CI runs on attempt ${t.attempt}`,
     );
   }
-
-  private async merge(pr: PullRequest, title: string, base: string): Promise<Merged> {
-    const policy = await this.policy(base);
-    const none = noMethodReason(base, policy);
-    if (none) return { wait: { person: true, line: `#${pr.number} cannot merge: ${none}` } };
-    const methods = [...policy.methods];
-    for (let tries = 1; ; tries++) {
-      try {
-        const { data } = await this.ctx.octokit.rest.pulls.merge({
-          ...this.repo,
-          pull_number: pr.number,
-          merge_method: methods[0]!,
-          commit_title: title,
-        });
-        if (data.sha) this.mergedInto.set(base, data.sha);
-        return "merged";
-      } catch (error) {
-        const refused = this.refusal(error);
-        if (refused) {
-          const workflow = WORKFLOWS_REFUSED.exec(messageOf(error))?.[1];
-          return {
-            wait: {
-              person: true,
-              line: workflow
-                ? `#${pr.number} changes ${workflow}, and GitHub lets no token of agentrelay's merge a change to a workflow file: merge it yourself (the run goes on by itself)`
-                : `GitHub refuses to merge #${pr.number}: ${oneLine(messageOf(error))}`,
-            },
-          };
-        }
-        const status = statusOf(error);
-        if (status !== 405 && status !== 409) throw error;
-        const message = messageOf(error);
-        // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked.
-        if (BASE_MOVED.test(message) && tries < MERGE_TRIES) {
-          await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * tries));
-          continue;
-        }
-        // A method a rule refuses that the token could not read (branch protection's linear history):
-        // the next allowed method.
-        if (METHOD_REFUSED.test(message) && methods.length > 1) {
-          this.ctx.log(`PR #${pr.number}: ${methods[0]} refused (${oneLine(message)}); trying ${methods[1]}`);
-          methods.shift();
-          continue;
-        }
-        const data = await this.mergeability(pr);
-        if (data.merged) return "merged";
-        if (data.state === "closed") return "closed";
-        if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
-        this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${message}`);
-        if (data.mergeable === null)
-          return { wait: { person: false, line: `GitHub is working out whether #${pr.number} can merge` } };
-        return this.notYet(pr, message);
-      }
-    }
-  }
-
-  /** Why GitHub does not merge a PR now, in one line: a failed required check fails it; the rest wait. */
-  private notYet(pr: PullRequest, message: string): Merged {
-    const failing = CHECK_FAILING.exec(message);
-    if (failing) return { reason: `the required check ${failing[1]} failed on its PR` };
-    const expected = CHECK_EXPECTED.exec(message);
-    if (expected) {
-      // Expected checks come by themselves, except where the orchestrator opened the PR as GITHUB_TOKEN.
-      const token = this.ctx.config.workflow?.token === "github_token";
-      return {
-        wait: {
-          person: token,
-          line: token
-            ? `#${pr.number} waits for the required check ${expected[1]}, which no workflow runs by itself on PRs GITHUB_TOKEN opens: press "Approve workflows to run" on #${pr.number} where GitHub offers it, or register an app (docs/github.md, Tokens)`
-            : `#${pr.number} waits for the required check ${expected[1]}`,
-        },
-      };
-    }
-    return { wait: { person: true, line: `GitHub does not merge #${pr.number}: ${oneLine(message)}` } };
-  }
 }
-
-const oneLine = (text: string): string => text.replace(/\s*\n+\s*/g, " ").trim();

@@ -268,6 +268,38 @@ describe("merging and dispatching the way GitHub allows", () => {
     expect(h.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`)).toEqual(["a/1", "a/2"]);
   });
 
+  it("lets only required checks decide a task PR's fate: a failed check nobody requires waits for the required one", async () => {
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
+    h.gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["ci"] });
+    await runJob(h, h.gh.dispatches[0]!);
+    const pr = h.gh.pulls.find((p) => p.head === "agentrelay/diamond/a")!;
+    const head = h.gh.branches.get(pr.head)!;
+    const suite = (conclusion: string) =>
+      h.deliver("check_suite", {
+        action: "completed",
+        check_suite: {
+          id: 8,
+          head_branch: pr.head,
+          head_sha: head,
+          status: "completed",
+          conclusion,
+          pull_requests: [{ number: pr.number, base: { ref: pr.base } }],
+        },
+        repository: repository(h.gh),
+        sender: user("github-actions[bot]", "Bot"),
+      });
+    // A lint workflow nobody requires fails; the required ci has not reported.
+    h.gh.setCheck(head, "lint", "failure");
+    expect(await suite("failure")).toBe(200);
+    expect(h.gh.state("diamond/1").tasks.a!.status).toBe("pr_open");
+    const status = () => h.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+    expect(status()).toContain(`Waiting: #${pr.number} waits for the required check ci`);
+    h.gh.setCheck(head, "ci", "success");
+    await suite("success");
+    expect(pr.merged).toBe(true);
+    expect(status()).not.toContain("waits for the required check");
+  });
+
   it("dispatches without return_run_details where GitHub does not know it", async () => {
     h.gh.runDetails = false;
     await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
