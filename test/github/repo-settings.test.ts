@@ -252,6 +252,27 @@ describe("a run without an app: checks and the Actions settings", () => {
     await runsThrough(s);
   });
 
+  it("never waits on the schedule in the normal path: every scheduled run dropped, CI required, the run still ends", async () => {
+    const s = await start("app", {
+      ci: { workflow: "CI", check: "ci", durationMs: 180_000 },
+      schedule: { drop: () => true },
+    });
+    s.gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["ci"] });
+    await runsThrough(s);
+    expect(s.cron.started).toBe(0);
+    expect(s.cron.dropped).toBeGreaterThan(0);
+  });
+
+  it("shows on the run's first status comment what doctor finds: CI that skips the integration branches", async () => {
+    const s = await start("app", {
+      ci: { workflow: "CI", check: "ci", durationMs: 180_000, branches: ["main"] },
+    });
+    await runsThrough(s);
+    expect(status(s)).toContain(
+      'Settings: CI workflow `ci.yml` runs on PRs into main but not into agentrelay/…/integration, so task PRs get no CI from it: add "agentrelay/**" to its pull_request branches',
+    );
+  });
+
   it("an idle repository runs no scheduled job: the schedule is on only while a run is", async () => {
     const s = await start("github_token");
     await runsThrough(s);
