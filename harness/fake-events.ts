@@ -23,6 +23,7 @@
  *   a disabled workflow starts on no event (https://docs.github.com/en/rest/actions/workflows#disable-a-workflow).
  */
 import type { TokenKind } from "./fake-repo-settings.ts";
+import { matchesFilter } from "../src/github/workflow-files.ts";
 
 /** Who made the event: a workflow's GITHUB_TOKEN, a registered app's token, or a person. */
 export type Actor = TokenKind | "person";
@@ -41,20 +42,6 @@ export function startsWorkflows(
   return "no";
 }
 
-const glob = (pattern: string, value: string, segments: boolean) => {
-  const any = segments ? "[^/]*" : ".*";
-  const regex = pattern
-    .split("**")
-    .map((part) =>
-      part
-        .split("*")
-        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
-        .join(any),
-    )
-    .join(".*");
-  return new RegExp(`^${regex}$`).test(value);
-};
-
 /** The deepest chain of workflow_run GitHub starts. */
 export const WORKFLOW_RUN_DEPTH = 3;
 
@@ -67,8 +54,8 @@ export function workflowRunStarts(
   run: { workflow: string; headBranch: string; depth: number },
 ): boolean {
   if (!on) return false;
-  if (!(on.workflows ?? []).some((p) => glob(p, run.workflow, false))) return false;
-  if (on.branches && !on.branches.some((p) => glob(p, run.headBranch, true))) return false;
+  if (!matchesFilter(on.workflows ?? [], run.workflow)) return false;
+  if (on.branches && !matchesFilter(on.branches, run.headBranch)) return false;
   // The completed run is workflow number depth + 1 of its chain; the one it would start, depth + 2.
   return run.depth + 2 <= WORKFLOW_RUN_DEPTH;
 }

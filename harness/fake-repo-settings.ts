@@ -27,6 +27,7 @@
  *   5,000 and up): https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#primary-rate-limit-for-github_token-in-github-actions.
  */
 import type { Reply } from "./fake-github.ts";
+import { matchesFilter } from "../src/github/workflow-files.ts";
 
 export type MergeMethod = "merge" | "squash" | "rebase";
 export type TokenKind = "app" | "github_token";
@@ -61,19 +62,11 @@ export const workflowsRefusal = (path: string): Reply => [
 /** The 403 GitHub answers a PR that GITHUB_TOKEN opens where the repository does not allow it. */
 export const ACTIONS_MAY_NOT_OPEN_PRS = "GitHub Actions is not permitted to create or approve pull requests.";
 
+/** Whether a rule's target (fnmatch, or `~ALL`, `~DEFAULT_BRANCH`) names a branch. */
 function matches(pattern: string, branch: string, defaultBranch: string): boolean {
   if (pattern === "~ALL") return true;
   if (pattern === "~DEFAULT_BRANCH") return branch === defaultBranch;
-  const regex = pattern
-    .split("**")
-    .map((part) =>
-      part
-        .split("*")
-        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
-        .join("[^/]*"),
-    )
-    .join(".*");
-  return new RegExp(`^${regex}$`).test(branch);
+  return matchesFilter([pattern], branch);
 }
 
 export class RepoSettings {

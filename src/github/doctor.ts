@@ -136,22 +136,14 @@ function outdated(facts: RepoFacts, byPath: Map<string, Workflow>, taskCi: Workf
       `${FILE(ORCHESTRATOR)} does not start when a task job ends: its workflow_run branches leave out ${facts.defaultBranch}, where task jobs run, so every step waits for the 15-minute schedule: add ${facts.defaultBranch} to them (${again(true)})`,
     );
   const listens = orchestratorListens(orchestrator);
-  const deaf = taskCi.filter((w) => !listens.some((pattern) => globName(pattern).test(w.name)));
+  // `workflow_run.workflows` entries are glob patterns over workflow names.
+  const deaf = taskCi.filter((w) => !matchesFilter(listens, w.name));
   if (deaf.length > 0)
     out.push(
       `${FILE(ORCHESTRATOR)} does not start when ${deaf.map((w) => FILE(w.path)).join(", ")} finishes on a task PR, so merges wait for the 15-minute schedule: add ${deaf.map((w) => JSON.stringify(w.name)).join(", ")} to its workflow_run workflows (${again(true)})`,
     );
   return out;
 }
-
-/** `workflow_run.workflows` entries are glob patterns over workflow names. */
-const globName = (pattern: string) =>
-  new RegExp(
-    `^${pattern
-      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
-      .replace(/\*/g, ".*")
-      .replace(/\?/g, ".")}$`,
-  );
 
 /** Lines that say how the repository will be merged into (not problems). */
 export function mergeNotes(facts: RepoFacts): string[] {
