@@ -22,7 +22,7 @@ import { priority, unlessDeferred } from "./write-pacing.ts";
  * no workflow for what that token does, so CI never runs on the task PRs.
  */
 export const GITHUB_TOKEN_NOTICE =
-  "The orchestrator acts as this repository's GITHUB_TOKEN, and GitHub starts no workflow for PRs it opens: your CI does not run on task PRs. To have it run, register a GitHub App and set the variable `AGENTRELAY_APP_CLIENT_ID` and the secret `AGENTRELAY_APP_PRIVATE_KEY` (docs/github.md).";
+  "The orchestrator acts as this repository's GITHUB_TOKEN, and GitHub starts no workflow for PRs it opens: your CI does not run on task PRs (or, where GitHub holds such runs, not until a person approves them). To have it run, register a GitHub App and set the variable `AGENTRELAY_APP_CLIENT_ID` and the secret `AGENTRELAY_APP_PRIVATE_KEY` (docs/github.md).";
 
 /**
  * Where the status comment's links point: the tracking issue, job pages, the graph file at the run's
