@@ -313,6 +313,8 @@ export async function attemptInJob(
       ...(env.AGENTRELAY_EGRESS === "off" ? {} : { network: { mode: "container" as const } }),
       retryCommand: `comment \`/agentrelay retry ${inputs.task}\` on the run's tracking issue`,
       fixCredential: ACTION_FIX_CREDENTIAL,
+      // No token of agentrelay's may push a workflow file; a user who gave the job one that may says so.
+      workflowFilesRefused: env.AGENTRELAY_WORKFLOWS_PERMISSION !== "write",
       log: (line) => core.info(job.mask(line)),
       ...attempt,
     });

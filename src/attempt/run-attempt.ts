@@ -27,6 +27,7 @@ import { type Egress, egressLines, type EgressMode, startEgress } from "./egress
 import type { ResolverSnapshot } from "./egress/resolver.ts";
 import { readSignals, writeSignalShims } from "./signals.ts";
 import { checkOutput } from "./output-checks.ts";
+import { workflowEdits } from "./workflow-files.ts";
 import { OUTPUT_REVIEW_MODEL, outputReviewPrompt, parseOutputReview } from "./output-review.ts";
 
 export interface PeerArtifacts {
@@ -92,6 +93,12 @@ export interface AttemptInputs {
   fixCredential?: string;
   /** Where the host keeps everything the attempt printed, for a failure that can quote only its end. */
   logFile?: string;
+  /**
+   * The task branch is pushed with a token GitHub refuses to let change `.github/workflows/` (on
+   * GitHub, unless the user gave the job one that holds `workflows`): work that changes a workflow
+   * file is stopped before the push (workflow-files.ts).
+   */
+  workflowFilesRefused?: boolean;
 }
 
 export interface AttemptContext extends AttemptInputs {
@@ -438,6 +445,8 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
   /** The output checks (and the output review, when the graph asks for it) on the attempt's commits. */
   const checkBeforeLanding = async (commit: string, succeeded: boolean): Promise<string[]> => {
     const found = await checkOutput(ctx.git, startTree, commit, ctx.task.taggedPaths);
+    const workflows = ctx.workflowFilesRefused ? await workflowEdits(ctx.git, startTree, commit) : null;
+    if (workflows) found.blocking.push(workflows);
     reviewConcerns.push(...found.concerns);
     const settings = ctx.graph.settings.outputReview;
     if (found.blocking.length > 0 || !settings || !succeeded) return found.blocking;

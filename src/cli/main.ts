@@ -10,6 +10,7 @@ import { nearestKey } from "../graph/schema-issues.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { EXIT, type Io, parseParams, processIo, UsageError } from "./io.ts";
 import {
+  DOCTOR_OPTIONS,
   INIT_OPTIONS,
   NEW_RUN,
   RENDER_OPTIONS,
@@ -212,6 +213,18 @@ export const COMMANDS: Record<string, Command> = {
         io,
       ),
   },
+  doctor: {
+    usage: "doctor [--repo OWNER/NAME] [--api-url URL]",
+    summary:
+      "read the GitHub repository's settings and name, one line each with its fix, what would stall a run or skip work (token: GITHUB_TOKEN, GH_TOKEN or `gh auth token`)",
+    options: DOCTOR_OPTIONS,
+    positionals: [0, 0],
+    run: async (_, values, io) =>
+      (await import("./commands/doctor.ts")).doctorCommand(
+        { repo: str(values.repo), apiUrl: str(values["api-url"]) },
+        io,
+      ),
+  },
   attempt: {
     usage: "attempt SPEC.json",
     summary: "run one attempt (local mode starts it)",
@@ -255,6 +268,7 @@ const USER_ERRORS = new Set([
   "LocalRunError",
   "AgentUnavailableError",
   "StateDamageError",
+  "DoctorError",
 ]);
 
 const exitCodeLines = () => EXIT_CODES.map(([code, meaning]) => `  ${String(code).padEnd(4)} ${meaning}`);

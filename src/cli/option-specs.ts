@@ -149,3 +149,19 @@ export const INIT_OPTIONS: OptionSpecs = {
   },
   force: { type: "boolean", help: "replace workflows that were edited since init wrote them" },
 };
+
+export const DOCTOR_OPTIONS: OptionSpecs = {
+  repo: {
+    type: "string",
+    value: "OWNER/NAME",
+    help: "the GitHub repository to check (default: the origin remote of the repository you are in)",
+    check: (value) => (/^[A-Za-z0-9-]+\/[A-Za-z0-9_.-]+$/.test(value) ? null : "OWNER/NAME"),
+  },
+  "api-url": {
+    type: "string",
+    value: "URL",
+    help: "GitHub's REST API (default: $GITHUB_API_URL, else https://api.github.com; GitHub Enterprise Server's own)",
+    check: (value) =>
+      /^https?:\/\/[^\s/]+/.test(value) ? null : "an http(s) URL such as https://ghe.example/api/v3",
+  },
+};

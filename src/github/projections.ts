@@ -11,6 +11,7 @@ import type { Graph } from "../graph/model.ts";
 import { resolverOf, subjectOf } from "../plan/resolution.ts";
 import { resolutionInput } from "../protocol/resolution.ts";
 import { jobUrl, type RepoContext, repoPage } from "./client.ts";
+import { findings, readRepoFacts } from "./doctor.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { agentText, codeBlock } from "./render.ts";
 import { statusComment, type StatusLinks } from "./status-comment.ts";
@@ -21,15 +22,28 @@ import { priority, unlessDeferred } from "./write-pacing.ts";
  * no workflow for what that token does, so CI never runs on the task PRs.
  */
 export const GITHUB_TOKEN_NOTICE =
-  "The orchestrator acts as this repository's GITHUB_TOKEN, and GitHub starts no workflow for PRs it opens: your CI does not run on task PRs. To have it run, register a GitHub App and set the variable `AGENTRELAY_APP_CLIENT_ID` and the secret `AGENTRELAY_APP_PRIVATE_KEY` (docs/github.md).";
+  "The orchestrator acts as this repository's GITHUB_TOKEN, and GitHub starts no workflow for PRs it opens: your CI does not run on task PRs (or, where GitHub holds such runs, not until a person approves them). To have it run, register a GitHub App and set the variable `AGENTRELAY_APP_CLIENT_ID` and the secret `AGENTRELAY_APP_PRIVATE_KEY` (docs/github.md).";
 
-/** Where the status comment's links point: the tracking issue, job pages, the graph file at the run's commit. */
-const statusLinks = (ctx: RepoContext, run: HostedRun): StatusLinks => ({
-  trackingIssue: run.github.trackingIssue,
-  job: (job) => jobUrl(ctx, job),
-  graph: repoPage(ctx, `blob/${run.source.commit}/${run.source.path}`),
-  ...(ctx.config.workflow?.token === "github_token" ? { notice: GITHUB_TOKEN_NOTICE } : {}),
-});
+/**
+ * Where the status comment's links point: the tracking issue, job pages, the graph file at the run's
+ * commit; and its notes, one line each: what GitHub makes the run wait for, what `agentrelay doctor`
+ * found in the repository's settings when the run started, and what GITHUB_TOKEN cannot do.
+ */
+const statusLinks = (ctx: RepoContext, run: HostedRun): StatusLinks => {
+  const notes = [
+    ...Object.values(run.github.waits ?? {}).map(
+      (w) => `${w.person ? "**Waiting for you**" : "Waiting"}: ${w.line}`,
+    ),
+    ...(run.github.findings ?? []).map((f) => `Settings: ${f}`),
+    ...(ctx.config.workflow?.token === "github_token" ? [GITHUB_TOKEN_NOTICE] : []),
+  ];
+  return {
+    trackingIssue: run.github.trackingIssue,
+    job: (job) => jobUrl(ctx, job),
+    graph: repoPage(ctx, `blob/${run.source.commit}/${run.source.path}`),
+    ...(notes.length > 0 ? { notice: notes.map((n) => agentText(n, 1_000)).join("\n>\n> ") } : {}),
+  };
+};
 
 export const trackingMarker = (runKey: string): string => `<!-- agentrelay:run=${runKey} -->`;
 
@@ -49,6 +63,7 @@ export async function openTracking(ctx: RepoContext, run: HostedRun, engine: Eng
     });
     run.github.trackingIssue = data.number;
   }
+  run.github.findings ??= await startFindings(ctx);
   if (run.github.statusComment === null) {
     const { data } = await ctx.octokit.rest.issues.createComment({
       ...repo,
@@ -56,6 +71,24 @@ export async function openTracking(ctx: RepoContext, run: HostedRun, engine: Eng
       body: statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run)),
     });
     run.github.statusComment = data.id;
+  }
+}
+
+/**
+ * What `agentrelay doctor` finds that the orchestrator's own token can read (merge methods and rules,
+ * the workflow files; not secrets or Actions settings), for the run's first status comment. A read
+ * that fails leaves the findings out: they never stop a run.
+ */
+async function startFindings(ctx: RepoContext): Promise<string[]> {
+  try {
+    const facts = await readRepoFacts(ctx.octokit, ctx.owner, ctx.repo, {
+      settings: false,
+      token: ctx.config.workflow?.token ?? null,
+    });
+    return findings(facts);
+  } catch (error) {
+    ctx.log(`the repository's settings could not be read: ${(error as Error).message}`);
+    return [];
   }
 }
 
@@ -143,6 +176,8 @@ export async function taskCheckRun(
   task: string,
   n: number,
   graph: Graph,
+  /** What the task waits for that only a person can end, in one line. */
+  waiting?: string,
 ): Promise<void> {
   const t = run.tasks[task]!;
   const attempt = t.attempts[n - 1];
@@ -153,6 +188,7 @@ export async function taskCheckRun(
     ? ` It was stopped by ${SCOPE_WORDS[attempt.capBy ?? "run"]}, not by its own limit: it does not count against the task's attempts, and the task ${t.status === "pending" ? "waits for budget or runs again" : "goes on"}.`
     : "";
   const summary = [
+    ...(waiting ? [`**Waiting for you**: ${agentText(waiting, 1000)}`, ""] : []),
     `Attempt ${attempt.n} ${OUTCOME_WORDS[attempt.outcome]}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${givenBack}${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
     "",
     `Cost $${(attempt.costUsd ?? 0).toFixed(2)}${attempt.capUsd != null ? ` of its cap $${attempt.capUsd.toFixed(2)}` : ""} (task total $${taskSpent(t).toFixed(2)}; run: ${spendLine(run, graph)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,

@@ -20,6 +20,7 @@ const WORKFLOWS = [
   "templates/workflows/agentrelay-task.yml",
   "templates/workflows/no-app/agentrelay.yml",
   "templates/workflows/no-app/agentrelay-task.yml",
+  "templates/workflows/no-app/agentrelay-schedule.yml",
   ".github/workflows/ci.yml",
   ".github/workflows/release.yml",
 ];
@@ -128,12 +129,16 @@ describe("workflow-only mode (init --no-app)", () => {
         "issue_comment",
         "pull_request",
         "push",
-        "schedule",
         "workflow_dispatch",
         "workflow_run",
       ].sort(),
     );
-    expect(orchestrator.on.workflow_run).toEqual({ workflows: ["agentrelay task"], types: ["completed"] });
+    // Task jobs (dispatched on the default branch) and CI on agentrelay's branches (init names the CI).
+    expect(orchestrator.on.workflow_run).toEqual({
+      workflows: ["agentrelay task"],
+      types: ["completed"],
+      branches: ["main", "agentrelay/**"],
+    });
     expect(orchestrator.permissions).toEqual({});
     expect(orchestrator.jobs.orchestrate.permissions).toEqual({
       actions: "write",
@@ -187,6 +192,23 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("pull_request", pr("opened", "feature", "User", "mallory/demo"))).toBe("skipped");
     expect(run("issue_comment", { comment: { id: 13, body: "looks good" } })).toBe("skipped");
     expect(run("check_suite", { check_suite: { id: 10, head_branch: "main" } })).toBe("skipped");
+  });
+
+  it("reconciles every 15 minutes from a workflow of its own, in the same queue and as the same token", () => {
+    const schedule = load(read("templates/workflows/no-app/agentrelay-schedule.yml")) as {
+      on: Record<string, unknown>;
+      permissions: Record<string, string>;
+      jobs: { orchestrate: Job };
+    };
+    // Its own file, so that the orchestrator can disable it while no run is active (a disabled
+    // workflow starts on no event: the orchestrator's own must stay enabled).
+    expect(schedule.on).toEqual({ schedule: [{ cron: "*/15 * * * *" }] });
+    expect(schedule.permissions).toEqual({});
+    const job = schedule.jobs.orchestrate;
+    expect(job.permissions).toEqual(orchestrator.jobs.orchestrate.permissions);
+    expect(job.concurrency).toEqual({ group: "agentrelay-runs", "cancel-in-progress": false });
+    expect(job.steps).toEqual(orchestrator.jobs.orchestrate.steps);
+    expect(job.if).toBeUndefined();
   });
 
   it("acts as a registered app when its id and key are set, else as GITHUB_TOKEN", () => {

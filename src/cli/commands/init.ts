@@ -4,7 +4,8 @@
  * the orchestrator as a workflow), and leaves in it only what that needs: its workflows, a small
  * sample graph, and the .gitignore line of local runs. Run again, it brings the workflows it wrote
  * to the asked mode and source (a workflow someone edited since is left alone unless --force), and
- * says what it changed; it succeeds (exit 0) only when the repository is set up.
+ * says what it changed; it succeeds (exit 0) only when the repository is set up. Then `agentrelay
+ * doctor` checks the repository's settings, where a token and a GitHub remote allow it.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -13,6 +14,7 @@ import { templatesDir } from "../../protocol/templates.ts";
 import { type Io, InputError } from "../io.ts";
 import { type SourceOptions, workflowSource } from "./workflow-source.ts";
 import { marked, unedited, type WorkflowSource, workflowText } from "./workflow-text.ts";
+import { ciWorkflowNames, localWorkflowFiles, withRepositoryTriggers } from "./orchestrator-triggers.ts";
 
 export { githubRepository } from "./workflow-source.ts";
 
@@ -53,6 +55,8 @@ function targetRepository(explicit: string | undefined): string {
 
 const TASK = ".github/workflows/agentrelay-task.yml";
 const ORCHESTRATOR = ".github/workflows/agentrelay.yml";
+/** The orchestrator's safety-net schedule, enabled only while a run is active. */
+const SCHEDULE = ".github/workflows/agentrelay-schedule.yml";
 const SAMPLE = ".workflow/hello.yaml";
 /** What local runs leave in the repository (worktrees, work directories): never to be committed. */
 const IGNORED = "/.agentrelay/";
@@ -90,17 +94,17 @@ function putWorkflow(root: string, path: string, text: string, force: boolean, m
   return { line: `replaced ${path}${otherMode ? ` (it was the ${modeOf(had)} mode's)` : ""}` };
 }
 
-/** Removes workflow-only mode's orchestrator, which would run beside the app. */
-function removeOrchestrator(root: string, force: boolean): Change | null {
-  const file = join(root, ORCHESTRATOR);
+/** Removes one of workflow-only mode's orchestrator workflows, which would act beside the app. */
+function removeOrchestrator(root: string, path: string, force: boolean): Change | null {
+  const file = join(root, path);
   if (!existsSync(file)) return null;
   if (!force && !unedited(readFileSync(file, "utf8")))
     return {
-      line: `${ORCHESTRATOR} is workflow-only mode's orchestrator and would act beside the app: remove it (git rm ${ORCHESTRATOR}), or run init with --force`,
+      line: `${path} is workflow-only mode's orchestrator and would act beside the app: remove it (git rm ${path}), or run init with --force`,
       refused: true,
     };
   rmSync(file);
-  return { line: `removed ${ORCHESTRATOR} (workflow-only mode's orchestrator: the app does its work)` };
+  return { line: `removed ${path} (workflow-only mode's orchestrator: the app does its work)` };
 }
 
 /** The sample graph, unless the repository has one (it may be the user's by now). */
@@ -161,18 +165,37 @@ function nextSteps(source: WorkflowSource, noApp: boolean): string[] {
   return lines;
 }
 
-export function initCommand(options: InitOptions, io: Io): number {
+export async function initCommand(options: InitOptions, io: Io): Promise<number> {
   const root = targetRepository(options.repo);
   const source = workflowSource(toolDir(), options);
   const mode = options.noApp ? "no-app" : "app";
+  // The orchestrator starts when the repository's CI finishes on a task PR (orchestrator-triggers.ts).
+  const triggers = {
+    defaultBranch: defaultBranchOf(root),
+    ci: ciWorkflowNames(localWorkflowFiles(root)),
+  };
   const changes: (Change | null)[] = options.noApp
     ? [
-        putWorkflow(root, ORCHESTRATOR, workflowText("no-app/agentrelay.yml", source), options.force, mode),
+        putWorkflow(
+          root,
+          ORCHESTRATOR,
+          withRepositoryTriggers(workflowText("no-app/agentrelay.yml", source), triggers),
+          options.force,
+          mode,
+        ),
+        putWorkflow(
+          root,
+          SCHEDULE,
+          workflowText("no-app/agentrelay-schedule.yml", source),
+          options.force,
+          mode,
+        ),
         putWorkflow(root, TASK, workflowText("no-app/agentrelay-task.yml", source), options.force, mode),
       ]
     : [
         putWorkflow(root, TASK, workflowText("agentrelay-task.yml", source), options.force, mode),
-        removeOrchestrator(root, options.force),
+        removeOrchestrator(root, ORCHESTRATOR, options.force),
+        removeOrchestrator(root, SCHEDULE, options.force),
       ];
   changes.push(putSample(root), ignoreLocalRuns(root));
   const done = changes.filter((c): c is Change => c !== null);
@@ -185,5 +208,40 @@ export function initCommand(options: InitOptions, io: Io): number {
   }
   // The repository holds what the mode needs: what GitHub's settings still need is said next.
   io.out(nextSteps(source, options.noApp === true).join("\n"));
+  await checkSettings(root, io);
   return 0;
+}
+
+/** The branch checked out in `root` (the default branch, in a repository init sets up), or main. */
+function defaultBranchOf(root: string): string {
+  try {
+    return execFileSync("git", ["-C", root, "symbolic-ref", "--short", "HEAD"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  } catch {
+    return "main";
+  }
+}
+
+/** `agentrelay doctor` on the repository, judging the workflow files just written, where it can run. */
+async function checkSettings(root: string, io: Io): Promise<void> {
+  const doctor = await import("./doctor.ts");
+  const repository = doctor.remoteRepository(root);
+  const later =
+    "`agentrelay doctor` checks the repository's settings (merge methods, required checks, secrets)";
+  if (!repository) return io.out(`\nNo GitHub remote here yet: once you have pushed, ${later}.`);
+  const token = doctor.gitHubToken(process.env);
+  if (!token) return io.out(`\nWith GITHUB_TOKEN set (or after \`gh auth login\`), ${later}.`);
+  try {
+    const api = process.env.GITHUB_API_URL ?? "https://api.github.com";
+    const found = await doctor.diagnose(
+      doctor.doctorClient(token, api),
+      repository,
+      localWorkflowFiles(root),
+    );
+    io.out(`\n${doctor.report(repository, found)}`);
+  } catch (error) {
+    io.out(`\n${repository}'s settings could not be read (${(error as Error).message}): ${later}.`);
+  }
 }
