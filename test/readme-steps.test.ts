@@ -136,6 +136,7 @@ describe("the README, run as written from a fresh clone", () => {
     expect(sh(project, "show", "main:docs/agentrelay-hello.md")).toContain("written for task hello_note");
     // In the user's repository, only what init said it wrote: the runs left nothing to commit.
     expect(status(project)).toEqual([
+      "?? .github/workflows/agentrelay-schedule.yml",
       "?? .github/workflows/agentrelay-task.yml",
       "?? .github/workflows/agentrelay.yml",
       "?? .gitignore",
@@ -159,6 +160,7 @@ describe("the README, run as written from a fresh clone", () => {
     expect(push!.code, push!.out).toBe(0);
     const pushed = sh(github, "ls-tree", "-r", "--name-only", "main").split("\n");
     expect(pushed).toEqual([
+      ".github/workflows/agentrelay-schedule.yml",
       ".github/workflows/agentrelay-task.yml",
       ".github/workflows/agentrelay.yml",
       ".gitignore",
@@ -166,7 +168,7 @@ describe("the README, run as written from a fresh clone", () => {
       "README.md",
       "docs/agentrelay-hello.md",
     ]);
-    for (const name of ["agentrelay.yml", "agentrelay-task.yml"]) {
+    for (const name of ["agentrelay.yml", "agentrelay-task.yml", "agentrelay-schedule.yml"]) {
       const text = sh(github, "show", `main:.github/workflows/${name}`);
       const parsed = parseWorkflow(
         { name: `.github/workflows/${name}`, content: text },

@@ -146,7 +146,7 @@ describe("agentrelay doctor", () => {
           ".github/workflows/agentrelay-task.yml": null,
           ".github/workflows/agentrelay-schedule.yml": null,
         }),
-      /agentrelay is not installed on main \(no \.github\/workflows\/agentrelay-task\.yml\): run `npx agentrelay init`/,
+      /agentrelay is not installed on main \(no \.github\/workflows\/agentrelay-task\.yml\): run `agentrelay init`/,
     ],
   ];
 
