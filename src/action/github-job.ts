@@ -20,7 +20,6 @@ import { failedAttempt } from "../attempt/run-attempt.ts";
 import {
   AGENT_CONFIG_PATHS,
   agentEnv,
-  attemptInJob,
   anthropicEnv,
   fetchBranches,
   finishJob,
@@ -33,6 +32,7 @@ import {
   runnerCheckout,
   storedRun,
 } from "./job-io.ts";
+import { attemptInJob } from "./attempt-job.ts";
 import { runResolutionJob } from "./resolution-job.ts";
 import { askPushToken, tokenForPush } from "./push-token.ts";
 

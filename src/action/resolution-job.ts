@@ -12,13 +12,13 @@ import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { intentsOf } from "../protocol/resolution.ts";
 import {
   AGENT_CONFIG_PATHS,
-  attemptInJob,
   fetchBranches,
   finishJob,
   giveAgentRepository,
   type Job,
   type JobOutcome,
 } from "./job-io.ts";
+import { attemptInJob } from "./attempt-job.ts";
 
 export async function runResolutionJob(job: Job, subject: ResolutionSubject): Promise<JobOutcome> {
   const { inputs, state, graph, checkout, auth, mask } = job;

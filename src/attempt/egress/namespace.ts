@@ -12,7 +12,9 @@
  */
 import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:net";
+import { dropPrivileges } from "../agent-user.ts";
 import { runBounded } from "../bounded.ts";
+import { programPath } from "../programs.ts";
 import { startDnsStub } from "./dns-stub.ts";
 import { EGRESS_TABLE, egressRules, nft } from "./rules.ts";
 
@@ -28,7 +30,7 @@ type RunnerMessage = { type: "list"; id: number };
 
 /** Runs `ip` in the holder's namespace; why it failed, or null. */
 async function ip(...args: string[]): Promise<string | null> {
-  const run = await runBounded("ip", args, { cwd: "/", env: process.env, timeoutMs: 10_000 });
+  const run = await runBounded(programPath("ip"), args, { cwd: "/", env: process.env, timeoutMs: 10_000 });
   return run.code === 0 ? null : `ip ${args.join(" ")}: ${run.output.trim() || `exit ${run.code}`}`;
 }
 
@@ -93,16 +95,6 @@ export interface AttemptNamespace {
   close(): void;
 }
 
-/** What takes every capability from an agent's command and keeps it from gaining any. */
-export const DROP_CAPABILITIES = [
-  "setpriv",
-  "--bounding-set=-all",
-  "--inh-caps=-all",
-  "--ambient-caps=-all",
-  "--no-new-privs",
-  "--",
-];
-
 /**
  * Opens the attempt's namespace with a holder started as `node ENTRY egress-namespace`; throws with
  * the reason when this machine cannot give one.
@@ -113,9 +105,13 @@ export async function openNamespace(
 ): Promise<AttemptNamespace> {
   const root = process.geteuid?.() === 0;
   const user = root ? [] : ["--user", "--map-root-user"];
-  const holder = spawn("unshare", [...user, "--net", "--", process.execPath, entry, "egress-namespace"], {
-    stdio: ["ignore", "ignore", "pipe", "ipc"],
-  });
+  const holder = spawn(
+    programPath("unshare"),
+    [...user, "--net", "--", process.execPath, entry, "egress-namespace"],
+    {
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+    },
+  );
   let stderr = "";
   holder.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr = (stderr + chunk).slice(-2000)));
   const ready = await new Promise<{ message: HolderMessage; door?: Server }>((resolve) => {
@@ -147,9 +143,9 @@ export async function openNamespace(
   holder.on("exit", () => waiting.forEach((answer) => answer(null)));
   // In a user namespace the agent keeps its own ids (the namespace maps them to root, without capabilities).
   const enterUser = root ? [] : ["--user", "--preserve-credentials"];
-  const enter = ["nsenter", `--target=${holder.pid}`, ...enterUser, "--net", "--"];
+  const enter = [programPath("nsenter"), `--target=${holder.pid}`, ...enterUser, "--net", "--"];
   return {
-    prefix: [...enter, ...DROP_CAPABILITIES],
+    prefix: [...enter, ...dropPrivileges()],
     door: ready.door,
     doorPort,
     note,
