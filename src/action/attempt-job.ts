@@ -7,7 +7,7 @@ import { type Dirent, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as core from "@actions/core";
-import { type AgentUser, agentUserPossible, claimAgentUser } from "../attempt/agent-user.ts";
+import { type AgentUser, AgentUserError, agentUserPossible, claimAgentUser } from "../attempt/agent-user.ts";
 import {
   type AttemptContext,
   type AttemptResult,
@@ -15,7 +15,7 @@ import {
   failedAttempt,
   runAttempt,
 } from "../attempt/run-attempt.ts";
-import { agentEnv, type Job, JobError } from "./job-io.ts";
+import { agentEnv, type Job } from "./job-io.ts";
 
 /**
  * The agent's own user, where the runner is root (the job container): see attempt/agent-user.ts. A
@@ -24,7 +24,7 @@ import { agentEnv, type Job, JobError } from "./job-io.ts";
 async function agentUserOf(job: Job): Promise<AgentUser | null> {
   if (process.geteuid?.() !== 0) return null;
   if (!agentUserPossible())
-    throw new JobError(
+    throw new AgentUserError(
       "the runner is root but cannot run the agent as a user of its own (it needs Linux and setpriv, as in the agent image): it will not run the agent as root",
     );
   return claimAgentUser(job.env.RUNNER_TEMP || tmpdir());
@@ -75,7 +75,9 @@ export async function attemptInJob(
     });
     return agentUser ? result : { ...result, opsConcerns: [...result.opsConcerns, SAME_USER] };
   } catch (error) {
-    return failedAttempt(`the runner failed: ${job.mask((error as Error).message)}`);
+    const failed = failedAttempt(`the runner failed: ${job.mask((error as Error).message)}`);
+    // The job cannot give the agent a user of its own: the same would fail a retry, so it does not count.
+    return error instanceof AgentUserError ? { ...failed, agentUnavailable: true } : failed;
   } finally {
     await agentUser?.release().catch((error: unknown) => core.warning(job.mask((error as Error).message)));
     // What the work directory's artifact step uploads (as root, following links) is files, nothing else.

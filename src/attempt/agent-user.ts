@@ -140,24 +140,46 @@ function claimsDir(): string {
   return dir;
 }
 
-/** Claims the first agent user no live attempt holds (its lock file names a runner that runs). */
-function claimUid(): { uid: number; unclaim: () => void } {
-  const dir = claimsDir();
-  for (let uid = AGENT_UID; uid < AGENT_UID + AGENT_UIDS; uid++) {
-    const file = join(dir, String(uid));
-    for (let tries = 0; tries < 2; tries++) {
-      try {
-        writeFileSync(file, processLine(process.pid), { flag: "wx", mode: 0o600 });
-        return { uid, unclaim: () => rmSync(file, { force: true }) };
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-        // A claim whose runner died is free again.
-        if (stillRunning(readFileSync(file, "utf8")) !== null) break;
-        rmSync(file, { force: true });
-      }
+/**
+ * Runs `work` while this runner alone holds the claims directory (a directory made inside it is the
+ * lock: making one is atomic), so that two attempts starting together never claim one user.
+ */
+async function withClaimsLocked<T>(dir: string, work: () => T): Promise<T> {
+  const lock = join(dir, ".lock");
+  for (let tries = 0; ; tries++) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      // A claim takes milliseconds: a lock this old is a dead runner's.
+      const age = Date.now() - (lstatSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > 10_000) rmSync(lock, { recursive: true, force: true });
+      if (tries >= 1_000) throw new AgentUserError(`${lock} stays taken: remove it if no attempt runs`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
-  throw new AgentUserError(`every agent user (uid ${AGENT_UID} and up) is taken by a live attempt`);
+  try {
+    return work();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** Claims the first agent user no live attempt holds (its claim names a runner that still runs). */
+async function claimUid(): Promise<{ uid: number; unclaim: () => void }> {
+  const dir = claimsDir();
+  return withClaimsLocked(dir, () => {
+    for (let uid = AGENT_UID; uid < AGENT_UID + AGENT_UIDS; uid++) {
+      const file = join(dir, String(uid));
+      const claim = lstatSync(file, { throwIfNoEntry: false }) ? readFileSync(file, "utf8") : null;
+      // A claim whose runner died is free again.
+      if (claim !== null && stillRunning(claim) !== null) continue;
+      writeFileSync(file, processLine(process.pid), { mode: 0o600 });
+      return { uid, unclaim: () => rmSync(file, { force: true }) };
+    }
+    throw new AgentUserError(`every agent user (uid ${AGENT_UID} and up) is taken by a live attempt`);
+  });
 }
 
 /** Gives `path` and what is below it to uid:gid without following links. */
@@ -172,7 +194,7 @@ function giveTree(path: string, uid: number, gid: number): void {
  * and temporary directory under `parent` (which must be searchable by others).
  */
 export async function claimAgentUser(parent: string): Promise<AgentUser> {
-  const { uid, unclaim } = claimUid();
+  const { uid, unclaim } = await claimUid();
   try {
     await endProcessesOf(uid);
     const root = mkdtempSync(join(parent, "agentrelay-agent-"));

@@ -18,6 +18,7 @@ import {
   claimAgentUser,
   processesOf,
 } from "../../src/attempt/agent-user.ts";
+import { REPO_ROOT } from "../support/fixtures.ts";
 
 const users: AgentUser[] = [];
 const servers: Server[] = [];
@@ -68,6 +69,27 @@ describe.skipIf(!agentUserPossible())("the agent's own user (needs root and setp
     expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
     // Two attempts on one machine get two users.
     expect((await claim()).uid).not.toBe(user.uid);
+  });
+
+  it("is one attempt's alone, when several runners claim theirs at the same moment", async () => {
+    const claimer = `import("${join(REPO_ROOT, "src/attempt/agent-user.ts")}").then(async (m) => {
+      const user = await m.claimAgentUser(${JSON.stringify(tmpdir())});
+      console.log(user.uid);
+      setTimeout(() => user.release(), 1500);
+    });`;
+    const uids = await Promise.all(
+      [1, 2, 3].map(
+        () =>
+          new Promise<string>((resolve) => {
+            const child = spawn(process.execPath, ["--import", "tsx", "-e", claimer], { cwd: REPO_ROOT });
+            let out = "";
+            child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+            child.on("close", () => resolve(out.trim()));
+          }),
+      ),
+    );
+    expect(uids.every((uid) => /^6\d{4}$/.test(uid))).toBe(true);
+    expect(new Set(uids).size).toBe(3);
   });
 
   it("cannot rewrite a root-owned program, read the runner's environment, or use a root-owned unix socket", async () => {

@@ -8,6 +8,8 @@
  *   `git`, `setpriv` and `unshare` in its own PATH's directory;
  * - it rewrites a root-owned file, and reads every process's environment for the runner's secrets;
  * - it connects to a root-owned unix socket, as the Docker socket a job container is given is;
+ * - it leaves links where it hands work back (its concerns: a file only root may read; another to the
+ *   runner's /proc/self/environ, for the work directory's artifact step, root, to follow);
  * - it leaves a `setsid` daemon that waits for the report and rewrites it before its upload.
  * Each is refused: the runner never runs the agent's program, no secret reaches the agent, and the
  * orchestrator records the runner's own report. A report rewritten before its upload anyway (by
@@ -58,9 +60,15 @@ tasks:
 const fakeGit = (markers: string) => `#!/bin/sh\nenv > ${markers}/git-ran-$$\nexec /usr/bin/git "$@"\n`;
 
 /** The agent's attempts on the runner, each recording what happened in `out`. */
-function reachScript(out: string, runnerBin: string, rootFile: string, sock: string): string {
+function reachScript(
+  out: string,
+  runnerBin: string,
+  rootFile: string,
+  rootOnly: string,
+  sock: string,
+): string {
   return `import { execFileSync, spawn } from "node:child_process";
-import { copyFileSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { dirname, join } from "node:path";
 const seen = {};
@@ -87,6 +95,10 @@ seen.socket = await new Promise((resolve) =>
 // A daemon out of the command's session: it rewrites the report the runner writes when it ends.
 const workDir = process.argv[2];
 const temp = dirname(dirname(dirname(workDir)));
+// Links where the agent hands work back, for the runner (root) to read as its concerns, and for the
+// work directory's artifact step (root, following links) to upload.
+attempt("linkConcerns", () => symlinkSync(${JSON.stringify(rootOnly)}, join(workDir, "attempts", "1", "concerns.log")));
+attempt("linkEnviron", () => symlinkSync("/proc/self/environ", join(workDir, "attempts", "1", "environ")));
 const daemon = \`
   const { readdirSync, readFileSync, writeFileSync } = require("node:fs");
   setInterval(() => {
@@ -155,12 +167,14 @@ describe.skipIf(!agentUserPossible())("an agent that reaches for the runner (nee
     writeFileSync(join(out, "fake-git"), fakeGit(markers), { mode: 0o755 });
     const rootFile = join(standin.root, "root-owned.txt");
     writeFileSync(rootFile, "root's\n", { mode: 0o644 });
+    const rootOnly = join(standin.root, "root-only.txt");
+    writeFileSync(rootOnly, "a line only root may read\n", { mode: 0o600 });
     // A root-owned unix socket, as the Docker socket is in a job container (root:docker, 660).
     const sock = join(standin.root, "docker.sock");
     socket = createServer((c) => c.end("docker\n"));
     await new Promise<void>((resolve) => socket!.listen(sock, resolve));
     chmodSync(sock, 0o660);
-    writeFileSync(join(out, "reach.mjs"), reachScript(out, runnerBin, rootFile, sock));
+    writeFileSync(join(out, "reach.mjs"), reachScript(out, runnerBin, rootFile, rootOnly, sock));
 
     await standin.push({ ".workflow/reach.yaml": GRAPH });
     await standin.idle();
@@ -173,6 +187,8 @@ describe.skipIf(!agentUserPossible())("an agent that reaches for the runner (nee
       "plant-setpriv": "refused: EACCES",
       "plant-unshare": "refused: EACCES",
       rootFile: "refused: EACCES",
+      linkConcerns: "done",
+      linkEnviron: "done",
       environ: 0,
       socket: "EACCES",
       daemon: "started",
@@ -189,9 +205,23 @@ describe.skipIf(!agentUserPossible())("an agent that reaches for the runner (nee
     // The daemon ended with the command that started it: it never rewrote the report.
     expect(existsSync(join(out, "rewrote"))).toBe(false);
     expect(execFileSync("ps", ["-eo", "args"], { encoding: "utf8" })).not.toContain("forged by a leftover");
-    // The orchestrator recorded the runner's report: the agent's work, merged.
+    // The orchestrator recorded the runner's report: the agent's work, merged; the runner read no
+    // link the agent left (a root-only file as its concerns), and its work directory holds none.
     const task = standin.gh.state("reach/1").tasks.x! as unknown as TaskRun;
-    expect(task).toMatchObject({ status: "merged", summary: "Wrote notes/x.md." });
+    expect(task).toMatchObject({ status: "merged", summary: "Wrote notes/x.md.", concerns: [] });
+    const job = standin.gh.dispatches[0]!.runId;
+    const signals = join(
+      standin.root,
+      "runners",
+      String(job),
+      "temp",
+      "agentrelay",
+      "x",
+      "1",
+      "attempts",
+      "1",
+    );
+    expect(readdirSync(signals).sort()).toEqual([".done", "summary.md"]);
     expect(standin.git("show", `main:notes/x.md`)).toBe("task x, attempt 1");
   }, 240_000);
 
@@ -219,5 +249,32 @@ describe.skipIf(!agentUserPossible())("an agent that reaches for the runner (nee
     expect(task.attempts).toEqual([expect.objectContaining({ reason: refused })]);
     expect(task.attempts[0]!.costUsd ?? 0).toBe(0);
     expect(refused).not.toContain("\n");
+  }, 120_000);
+
+  it("a runner whose git the agent's user could change does not start the agent, and says why in one line", async () => {
+    // A git first on the runner's PATH, in a directory anyone may write (no sticky bit).
+    const open = mkdtempSync(join(tmpdir(), "agentrelay-open-bin-"));
+    chmodSync(open, 0o777);
+    writeFileSync(join(open, "git"), '#!/bin/sh\nexec /usr/bin/git "$@"\n', { mode: 0o755 });
+    let asked = 0;
+    standin = await startStandin({
+      script: () => {
+        asked++;
+        return { text: "Done." };
+      },
+      jobPath: open,
+    });
+    await standin.push({ ".workflow/reach.yaml": GRAPH });
+    await standin.idle();
+    const task = standin.gh.state("reach/1").tasks.x! as unknown as TaskRun;
+    expect(task.status).toBe("failed");
+    expect(task.attempts[0]!.reason).toMatch(
+      new RegExp(
+        `^the runner will not run git where the agent can change it: ${open} \\(above ${open}/git\\) is writable by the agent's user \\(uid 61\\d{3}\\); install it where only root writes \\(the agent image does\\)`,
+      ),
+    );
+    // The agent never started (the model was asked nothing), and the attempt does not count.
+    expect(asked).toBe(0);
+    expect(task.attemptBase).toBe(1);
   }, 120_000);
 });
