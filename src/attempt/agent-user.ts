@@ -17,6 +17,7 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import {
   chmodSync,
   chownSync,
+  lchownSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
@@ -182,10 +183,13 @@ async function claimUid(): Promise<{ uid: number; unclaim: () => void }> {
   });
 }
 
-/** Gives `path` and what is below it to uid:gid without following links. */
+/**
+ * Gives `path` and what is below it to uid:gid without following links: a link (one a task committed,
+ * say, to a program the runner runs) changes hands itself, never what it points to.
+ */
 function giveTree(path: string, uid: number, gid: number): void {
   const stat = lstatSync(path);
-  if (stat.uid !== uid || stat.gid !== gid) chownSync(path, uid, gid);
+  if (stat.uid !== uid || stat.gid !== gid) lchownSync(path, uid, gid);
   if (stat.isDirectory()) for (const entry of readdirSync(path)) giveTree(join(path, entry), uid, gid);
 }
 

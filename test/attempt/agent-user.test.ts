@@ -5,7 +5,7 @@
  * daemon included, without a PID namespace; another user's processes are left alone.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -146,6 +146,28 @@ describe.skipIf(!agentUserPossible())("the agent's own user (needs root and setp
     // Another user's process (here root's) was not touched.
     expect(other.exitCode).toBeNull();
     other.kill();
+  });
+
+  it("is given its checkout, links in it included, but never what a link points to", async () => {
+    const user = await claim();
+    const dir = openDir();
+    const program = join(dir, "git");
+    writeFileSync(program, "#!/bin/sh\n", { mode: 0o755 });
+    const checkout = join(dir, "checkout");
+    mkdirSync(join(checkout, "src"), { recursive: true });
+    writeFileSync(join(checkout, "src", "a.txt"), "a\n");
+    // A link a task committed (or an agent left) to a program the runner runs.
+    symlinkSync(program, join(checkout, "src", "tool"));
+    user.give(checkout);
+    for (const path of [
+      checkout,
+      join(checkout, "src"),
+      join(checkout, "src", "a.txt"),
+      join(checkout, "src", "tool"),
+    ])
+      expect(lstatSync(path).uid, path).toBe(user.uid);
+    expect(lstatSync(program).uid).toBe(0);
+    expect(as(user, `echo planted > ${join(checkout, "src", "tool")}`).stderr).toContain("Permission denied");
   });
 
   it("is refused where the runner would run a program its user can change, or cannot reach its directories", async () => {
