@@ -12,7 +12,15 @@
  */
 import { type ChildProcess, execFileSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -31,6 +39,7 @@ import { oidcVerifier } from "../src/github/oidc.ts";
 import { REPORT_ARTIFACT, REPORT_STEP } from "../src/github/reports.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
 import { REPORT_FILE } from "../src/protocol/report.ts";
+import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../src/protocol/report-key.ts";
 import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
 import { graphOf, pushPayload, repository, user } from "./app.ts";
 import { CLAUDE_BIN } from "./claude.ts";
@@ -53,6 +62,11 @@ const CRON_MS = 15 * 60_000;
 
 const SECRET = "e2e-webhook-secret";
 const APP_LOGIN = "agentrelay[bot]";
+
+const chmodded = (path: string, mode: number): string => {
+  chmodSync(path, mode);
+  return path;
+};
 
 export interface Delivery {
   id: string;
@@ -91,10 +105,51 @@ export interface StandinOptions {
   schedule?: { lateMs?: number; drop?: (n: number) => boolean };
   /** Files a scripted job commits besides its notes (a job whose token may push them). */
   jobFiles?: (task: string) => Record<string, string>;
+  /** A directory put first on the jobs' PATH (programs the runner finds before the machine's). */
+  jobPath?: string;
+  /** How long a job's runner takes between its steps (the Action's end, the report's upload): 0 by default. */
+  betweenStepsMs?: number;
+  /** Workflow-only mode: what happens to a job's report between the Action's step and its upload. */
+  beforeReportStep?: (reportDir: string) => void;
 }
 
 /** The slug of the registered app the orchestrator workflow may act as. */
 const APP_SLUG = "agentrelay-ci";
+
+/**
+ * A job container's capabilities, as the stand-in's jobs (root here) get them: Docker's default set
+ * (moby's oci/caps/defaults.go: no CAP_SYS_ADMIN, so no PID namespace for the attempt's commands)
+ * and NET_ADMIN, which the task workflow's container options add.
+ */
+const JOB_CONTAINER_CAPABILITIES = [
+  "audit_write",
+  "chown",
+  "dac_override",
+  "fowner",
+  "fsetid",
+  "kill",
+  "mknod",
+  "net_bind_service",
+  "net_raw",
+  "setfcap",
+  "setgid",
+  "setpcap",
+  "setuid",
+  "sys_chroot",
+  "net_admin",
+];
+
+/** Runs a job's process with a job container's capabilities, where the stand-in is root. */
+const asJobContainer = (): string[] =>
+  process.getuid?.() === 0
+    ? ["setpriv", `--bounding-set=-all,${JOB_CONTAINER_CAPABILITIES.map((c) => `+${c}`).join(",")}`, "--"]
+    : [];
+
+/**
+ * The secret both the task jobs' step and the orchestrator's hold in workflow-only mode (the
+ * workflows name AGENTRELAY_REPORT_SECRET, else the Anthropic credential): the reports' HMAC key.
+ */
+const ANTHROPIC_CREDENTIAL = "sk-ant-e2e-scripted";
 
 /** The tokens workflow-only mode's jobs hold (the fake GitHub takes any). */
 const WORKFLOW_TOKEN = `ghs_${"w".repeat(36)}`;
@@ -109,7 +164,8 @@ interface Replica {
 
 export class Standin {
   readonly gh: FakeGitHub;
-  readonly root = mkdtempSync(join(tmpdir(), "agentrelay-e2e-"));
+  // Open to others, as a runner's work directory is: the jobs' agents run as users of their own.
+  readonly root = chmodded(mkdtempSync(join(tmpdir(), "agentrelay-e2e-")), 0o755);
   readonly bare = join(this.root, "remote", "octo", "demo.git");
   url = "";
   replicas: Replica[] = [];
@@ -238,6 +294,7 @@ export class Standin {
           INPUT_TOKEN: WORKFLOW_TOKEN,
           ...(this.gh.settings.token === "app" ? { "INPUT_APP-SLUG": APP_SLUG } : {}),
           ...(timeline ? {} : { AGENTRELAY_STATUS_INTERVAL_MS: "0" }),
+          [REPORT_SECRET_VARIABLE]: ANTHROPIC_CREDENTIAL,
           AGENTRELAY_GITHUB_PACING: "off",
         }),
         sha: (event, payload) =>
@@ -555,38 +612,51 @@ export class Standin {
     const home = join(this.root, "runners", String(runId));
     const run = this.gh.workflowRuns.get(runId)!;
     run.status = "in_progress";
-    const step = runnerStep("dist/action/index.js", home, {
-      GITHUB_EVENT_NAME: "workflow_dispatch",
-      GITHUB_SERVER_URL: `file://${join(this.root, "remote")}`,
-      GITHUB_API_URL: this.url,
-      GITHUB_WORKSPACE: join(home, "workspace"),
-      RUNNER_TEMP: join(home, "temp"),
-      // Jobs here share the machine's network namespace, and run side by side: the egress rules are
-      // for a job container's own namespace (test/action/egress-container.test.ts).
-      AGENTRELAY_EGRESS: "off",
-      ...(this.workflowMode
-        ? { INPUT_TOKEN: WORKFLOW_TOKEN, INPUT_TIER: inputs.tier }
-        : {
-            ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
-            ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
-            "INPUT_APP-URL": this.url,
-          }),
-      INPUT_RUN: inputs.run,
-      INPUT_TASK: inputs.task,
-      INPUT_ATTEMPT: inputs.attempt,
-      "INPUT_STATE-VERSION": inputs["state-version"],
-      "INPUT_CLAUDE-PATH": CLAUDE_BIN,
-      "INPUT_TIMEOUT-MINUTES": "3",
-      AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-e2e-scripted",
-      ANTHROPIC_BASE_URL: this.model.url,
-      DISABLE_TELEMETRY: "1",
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    });
+    const step = runnerStep(
+      "dist/action/index.js",
+      home,
+      {
+        ...(this.options.jobPath ? { PATH: `${this.options.jobPath}:${process.env.PATH}` } : {}),
+        GITHUB_EVENT_NAME: "workflow_dispatch",
+        GITHUB_RUN_ID: String(runId),
+        GITHUB_SERVER_URL: `file://${join(this.root, "remote")}`,
+        GITHUB_API_URL: this.url,
+        GITHUB_WORKSPACE: join(home, "workspace"),
+        RUNNER_TEMP: join(home, "temp"),
+        // Jobs here share the machine's network namespace, and run side by side: the egress rules are
+        // for a job container's own namespace (test/action/egress-container.test.ts).
+        AGENTRELAY_EGRESS: "off",
+        ...(this.workflowMode
+          ? {
+              INPUT_TOKEN: WORKFLOW_TOKEN,
+              INPUT_TIER: inputs.tier,
+              [REPORT_SECRET_VARIABLE]: ANTHROPIC_CREDENTIAL,
+            }
+          : {
+              ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
+              ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
+              "INPUT_APP-URL": this.url,
+            }),
+        INPUT_RUN: inputs.run,
+        INPUT_TASK: inputs.task,
+        INPUT_ATTEMPT: inputs.attempt,
+        "INPUT_STATE-VERSION": inputs["state-version"],
+        "INPUT_CLAUDE-PATH": CLAUDE_BIN,
+        "INPUT_TIMEOUT-MINUTES": "3",
+        AGENTRELAY_ANTHROPIC_CREDENTIAL: ANTHROPIC_CREDENTIAL,
+        ANTHROPIC_BASE_URL: this.model.url,
+        DISABLE_TELEMETRY: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      },
+      asJobContainer(),
+    );
     this.jobs.set(runId, step.child);
     const { code, log } = await step.done;
     this.jobLogs.set(runId, log);
     const output = step.output;
     const report = /^report<<(\S+)\n([\s\S]*?)\n\1$/m.exec(readFileSync(output, "utf8"))?.[2] ?? null;
+    const pause = this.options.betweenStepsMs ?? 0;
+    if (pause > 0) await new Promise((done) => setTimeout(done, pause));
     await this.endRun(runId, inputs.tier ?? "task", code === 0, report);
   }
 
@@ -598,7 +668,13 @@ export class Standin {
     const run = this.gh.workflowRuns.get(runId)!;
     const steps: FakeStep[] = [{ name: "Run the task", conclusion: ran ? "success" : "failure" }];
     if (this.workflowMode && report !== null && run.status !== "completed") {
-      const zip = zipSync({ [REPORT_FILE]: readFileSync(report) });
+      // The report step uploads the directory the Action named (its report and the report's HMAC),
+      // or the one file an Action from before the HMAC named.
+      this.options.beforeReportStep?.(report);
+      const files = statSync(report).isDirectory()
+        ? Object.fromEntries(readdirSync(report).map((name) => [name, readFileSync(join(report, name))]))
+        : { [REPORT_FILE]: readFileSync(report) };
+      const zip = zipSync(files);
       const uploaded = this.gh.uploadArtifact(runId, REPORT_ARTIFACT, zip);
       steps.push({ name: REPORT_STEP, conclusion: uploaded ? "success" : "failure" });
     }
@@ -648,9 +724,13 @@ export class Standin {
       attempt: Number(attempt),
       result: { ...result, summary: `did ${task}`, outputs: [], costUsd: 0.01, turns: 1, gates: [], commit },
     };
-    const file = join(this.root, `report-${runId}.json`);
-    writeFileSync(file, JSON.stringify(report));
-    await this.endRun(runId, inputs.tier!, true, file);
+    const dir = join(this.root, `report-${runId}`);
+    mkdirSync(dir);
+    const bytes = JSON.stringify(report);
+    writeFileSync(join(dir, REPORT_FILE), bytes);
+    const about = { run: runKey, task, attempt: Number(attempt) };
+    writeFileSync(join(dir, REPORT_MAC_FILE), reportMac(ANTHROPIC_CREDENTIAL, about, String(runId), bytes));
+    await this.endRun(runId, inputs.tier!, true, dir);
   }
 
   async close(): Promise<void> {

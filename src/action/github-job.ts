@@ -21,7 +21,6 @@ import { restoreAgentConfig } from "../attempt/protected-paths.ts";
 import {
   ACTION_FIX_CREDENTIAL,
   agentEnv,
-  attemptInJob,
   anthropicEnv,
   fetchBranches,
   finishJob,
@@ -34,6 +33,7 @@ import {
   runnerCheckout,
   storedRun,
 } from "./job-io.ts";
+import { attemptInJob } from "./attempt-job.ts";
 import { runResolutionJob } from "./resolution-job.ts";
 import { askPushToken, tokenForPush } from "./push-token.ts";
 

@@ -8,14 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as core from "@actions/core";
 import { type CheckoutGit, git, inCheckout } from "../attempt/git.ts";
-import {
-  type AttemptContext,
-  type AttemptResult,
-  DEFAULT_ALLOWED_TOOLS,
-  failedAttempt,
-  runAttempt,
-} from "../attempt/run-attempt.ts";
+import type { AttemptResult } from "../attempt/run-attempt.ts";
 import type { Graph } from "../graph/model.ts";
+import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../protocol/report-key.ts";
 import { type AttemptRequest, REPORT_FILE, REPORT_KEY_HEADER, toReport } from "../protocol/report.ts";
 import type { Octokit } from "@octokit/rest";
 import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
@@ -121,7 +116,7 @@ export function agentEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   // Also the runner's command files: an agent that wrote to GITHUB_ENV could set NODE_OPTIONS for the
   // steps after it.
   const hidden =
-    /^(ACTIONS_ID_TOKEN_REQUEST_|ACTIONS_RUNTIME_|ACTIONS_CACHE_|ACTIONS_RESULTS_|GITHUB_TOKEN$|GH_TOKEN$|AGENTRELAY_ANTHROPIC_CREDENTIAL$|INPUT_|GITHUB_ENV$|GITHUB_PATH$|GITHUB_OUTPUT$|GITHUB_STATE$|GITHUB_STEP_SUMMARY$)/;
+    /^(ACTIONS_ID_TOKEN_REQUEST_|ACTIONS_RUNTIME_|ACTIONS_CACHE_|ACTIONS_RESULTS_|GITHUB_TOKEN$|GH_TOKEN$|AGENTRELAY_ANTHROPIC_CREDENTIAL$|AGENTRELAY_REPORT_SECRET$|INPUT_|GITHUB_ENV$|GITHUB_PATH$|GITHUB_OUTPUT$|GITHUB_STATE$|GITHUB_STEP_SUMMARY$)/;
   return Object.fromEntries(Object.entries(env).filter(([name]) => !hidden.test(name)));
 }
 
@@ -280,52 +275,6 @@ export async function giveAgentRepository(checkout: CheckoutGit, branch: string)
 }
 
 /**
- * Runs the attempt in the job's checkout with the job's agent and limits, in a log group; a runner that
- * fails is the attempt's failure, with the reason masked.
- */
-export async function attemptInJob(
-  job: Job,
-  title: string,
-  attempt: Pick<AttemptContext, "task" | "baseRef" | "inputFiles" | "peers" | "capUsd" | "resolution">,
-): Promise<AttemptResult> {
-  const { inputs, env, state } = job;
-  core.startGroup(title);
-  try {
-    return await runAttempt({
-      graph: job.graph,
-      graphText: state.source.text,
-      attempt: inputs.attempt,
-      repoDir: job.repoDir,
-      gitDir: { path: job.checkout.gitDir, seal: true },
-      workDir: job.workDir,
-      ...(state.source.params ? { params: state.source.params } : {}),
-      claude: {
-        bin: inputs.claudePath,
-        env: { ...agentEnv(env), ...job.credentialEnv, DISABLE_AUTOUPDATER: "1" },
-        maxTurns: inputs.maxTurns,
-        timeoutMs: inputs.timeoutMs,
-        allowedTools: DEFAULT_ALLOWED_TOOLS,
-      },
-      gateTimeoutMs: inputs.gateTimeoutMs,
-      signalEntry: env.AGENTRELAY_ENTRY || process.argv[1]!,
-      // The egress allowlist, in the job container's own namespace (AGENTRELAY_EGRESS=off: not filtered,
-      // for runners whose namespace is not the job's own, such as a self-hosted machine).
-      ...(env.AGENTRELAY_EGRESS === "off" ? {} : { network: { mode: "container" as const } }),
-      retryCommand: `comment \`/agentrelay retry ${inputs.task}\` on the run's tracking issue`,
-      fixCredential: ACTION_FIX_CREDENTIAL,
-      // No token of agentrelay's may push a workflow file; a user who gave the job one that may says so.
-      workflowFilesRefused: env.AGENTRELAY_WORKFLOWS_PERMISSION !== "write",
-      log: (line) => core.info(job.mask(line)),
-      ...attempt,
-    });
-  } catch (error) {
-    return failedAttempt(`the runner failed: ${job.mask((error as Error).message)}`);
-  } finally {
-    core.endGroup();
-  }
-}
-
-/**
  * Reports the result: to the app through the OIDC channel (whatever the token tier), or without an
  * app as a file the workflow's next step uploads as the run's artifact (output `report`: a fresh
  * directory, written once the agent has ended); then the summary and outputs.
@@ -346,9 +295,17 @@ export async function finishJob(
       reportKeyHeader(job.reportKey),
     );
   } else {
+    // The report and its HMAC (protocol/report-key.ts), in a directory of the runner's own: the
+    // workflow's next step uploads the directory as the run's report artifact.
     const dir = mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), "agentrelay-report-"));
-    writeFileSync(join(dir, REPORT_FILE), JSON.stringify(report), { flag: "wx" });
-    core.setOutput("report", join(dir, REPORT_FILE));
+    const bytes = JSON.stringify(report);
+    writeFileSync(join(dir, REPORT_FILE), bytes, { flag: "wx" });
+    const secret = env[REPORT_SECRET_VARIABLE]?.trim();
+    if (secret) {
+      const mac = reportMac(secret, job.attemptRequest, env.GITHUB_RUN_ID ?? "", bytes);
+      writeFileSync(join(dir, REPORT_MAC_FILE), mac, { flag: "wx" });
+    }
+    core.setOutput("report", dir);
   }
   await writeSummary(job.checkout, inputs, result, pushed, Date.now() - job.started, capUsd);
   core.setOutput("outcome", result.outcome);

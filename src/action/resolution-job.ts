@@ -10,14 +10,8 @@ import { conflictOf } from "../engine/conflicts.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { intentsOf } from "../protocol/resolution.ts";
-import {
-  attemptInJob,
-  fetchBranches,
-  finishJob,
-  giveAgentRepository,
-  type Job,
-  type JobOutcome,
-} from "./job-io.ts";
+import { fetchBranches, finishJob, giveAgentRepository, type Job, type JobOutcome } from "./job-io.ts";
+import { attemptInJob } from "./attempt-job.ts";
 
 export async function runResolutionJob(job: Job, subject: ResolutionSubject): Promise<JobOutcome> {
   const { inputs, state, graph, checkout, auth, mask } = job;

@@ -11,6 +11,7 @@
 import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { readFileSync } from "node:fs";
 import * as core from "@actions/core";
+import { REPORT_SECRET_VARIABLE } from "../protocol/report-key.ts";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import { Octokit } from "@octokit/rest";
@@ -127,10 +128,13 @@ export async function orchestrate(
   // Scheduled and dispatched runs may carry no repository: it is asked for.
   const repository =
     (payload.repository as Repository | undefined) ?? (await octokit.rest.repos.get({ owner, repo })).data;
+  // What the jobs' reports are bound with (protocol/report-key.ts): the workflow names the secret.
+  const reportSecret = env[REPORT_SECRET_VARIABLE]?.trim() || null;
+  if (reportSecret) core.setSecret(reportSecret);
   const config = {
     ...configFromEnv(env),
     ...(input(env, "task-workflow") ? { taskWorkflow: input(env, "task-workflow") } : {}),
-    workflow: { token: appSlug ? ("app" as const) : ("github_token" as const) },
+    workflow: { token: appSlug ? ("app" as const) : ("github_token" as const), reportSecret },
     ...(host.clock ? { now: host.clock.now } : {}),
   };
   const ctx: RepoContext = repoContextOf(octokit, repository, config, log);

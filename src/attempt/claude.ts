@@ -3,7 +3,7 @@
  * limit, streams its progress to a log, and reads turns, cost and the final answer from its result.
  */
 import { usd } from "../engine/budget.ts";
-import { runBounded } from "./bounded.ts";
+import { type Confinement, runBounded } from "./bounded.ts";
 
 export interface ClaudeOptions {
   bin: string;
@@ -24,8 +24,8 @@ export interface ClaudeOptions {
   log: (line: string) => void;
   /** Stops Claude Code early; `reason` says why (the credential was refused, say). */
   stop?: { signal: AbortSignal; reason: () => string | null };
-  /** Put before the command (see BoundedOptions). */
-  prefix?: string[];
+  /** How the command is confined (see BoundedOptions). */
+  confine?: Confinement;
   /** Where the host keeps everything the attempt printed: a failure that quotes only its end names it. */
   logFile?: string;
 }
@@ -115,7 +115,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
     timeoutMs: options.timeoutMs,
     // The stream is read as it comes (for the log); only its tail is kept.
     maxOutput: 200_000,
-    ...(options.prefix ? { prefix: options.prefix } : {}),
+    ...(options.confine ? { confine: options.confine } : {}),
     ...(options.stop ? { signal: options.stop.signal } : {}),
     onStdout: (chunk) => {
       buffer += chunk;

@@ -7,8 +7,9 @@
  * never the `.git` the agent can rewrite.
  */
 import { execFile, spawn } from "node:child_process";
-import { chownSync, lstatSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, lstatSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { programPath } from "./programs.ts";
 
 export interface GitResult {
   code: number;
@@ -80,7 +81,7 @@ export function gitRaw(
 ): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     const child = execFile(
-      "git",
+      programPath("git"),
       [...RUNNER_GIT_OPTIONS, ...args],
       { cwd, env: runnerGitEnv(env), maxBuffer: 256 * 1024 * 1024 },
       (error, stdout, stderr) => {
@@ -122,7 +123,7 @@ export function catFiles(cwd: string, specs: readonly string[]): Promise<(string
   if (specs.length === 0) return Promise.resolve([]);
   return new Promise((resolve, reject) => {
     const child = execFile(
-      "git",
+      programPath("git"),
       [...RUNNER_GIT_OPTIONS, "cat-file", "--batch"],
       {
         cwd,
@@ -325,15 +326,13 @@ function restorePinned(gitDir: string): void {
   writeFileSync(join(gitDir, "config"), config, { flag: "wx" });
 }
 
-/** The user that owns a sealed git directory: nobody. */
-export const SEALED_UID = 65_534;
-
 /**
  * Seals the runner's git directory before an agent starts, where the runner is root (a job
- * container): every file of it then belongs to nobody, so the agent, root without capabilities,
- * can read it but not change it (hooks, configuration, the objects the output checks compare with).
- * The runner itself, with its capabilities, still writes there. Elsewhere (the agent runs as the
- * runner's own user) nothing changes: hooks and configuration are still ignored, by the options above.
+ * container): it and everything in it belong to root and are writable by no one else, so the agent,
+ * which runs as a user of its own (agent-user.ts), can read it (its own repository borrows these
+ * objects) but not change its hooks, configuration or the objects the output checks compare with.
+ * Elsewhere (the agent runs as the runner's own user) nothing changes: hooks and configuration are
+ * still ignored, by the options above, and the configuration is pinned.
  */
 export function sealGitDir(gitDir: string): boolean {
   pinGitDir(gitDir);
@@ -341,7 +340,10 @@ export function sealGitDir(gitDir: string): boolean {
   const seal = (path: string) => {
     const stat = lstatSync(path);
     if (stat.isSymbolicLink()) return;
-    chownSync(path, SEALED_UID, SEALED_UID);
+    if (stat.uid !== 0 || stat.gid !== 0) chownSync(path, 0, 0);
+    // Readable by the agent's user, writable by root alone.
+    const mode = (stat.mode & 0o7777 & ~0o022) | (stat.isDirectory() ? 0o555 : 0o444);
+    if ((stat.mode & 0o7777) !== mode) chmodSync(path, mode);
     if (stat.isDirectory()) for (const entry of readdirSync(path)) seal(join(path, entry));
   };
   seal(gitDir);

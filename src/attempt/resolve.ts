@@ -5,7 +5,7 @@
  * workstream's gates, and commits the merge. Anything short of that aborts the merge: the branch is
  * left as it was, and the attempt fails with the reason.
  */
-import { readFileSync } from "node:fs";
+import { readAgentFile } from "./agent-files.ts";
 import { join } from "node:path";
 import type { CheckoutGit } from "./git.ts";
 import { changesOf, secretsInChanges } from "./output-checks.ts";
@@ -83,7 +83,8 @@ export async function resolveConflicts(
   await config?.swap();
   const failure = await agent(resolutionPrompt(branch, resolution, files)).finally(() => config?.back());
   if (failure) return fail(failure);
-  const left = files.filter((f) => MARKER.test(readFileSync(join(repoDir, f), "utf8")));
+  // The agent's files, read as data: a link is not followed, a FIFO not waited on.
+  const left = files.filter((f) => MARKER.test(readAgentFile(join(repoDir, f), 256 * 1024 * 1024) ?? ""));
   if (left.length > 0) return fail(`conflict markers are left in ${left.join(", ")}`);
   await inRepo(["add", "--", ...files]);
   if ((await inRepo(["diff", "--name-only", "--diff-filter=U"])) !== "")

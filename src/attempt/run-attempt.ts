@@ -7,14 +7,16 @@
  * the existing branch) and, afterwards, pushes and reports. The GitHub Action and the local mode
  * share this code.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import { MIN_ATTEMPT_USD, usd } from "../engine/budget.ts";
 import type { Graph, Task } from "../graph/model.ts";
 import { type CheckoutGit, git, inCheckout, sealGitDir } from "./git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
 import type { AttemptReportResult } from "../protocol/report.ts";
-import { runBounded } from "./bounded.ts";
+import { type Confinement, runBounded } from "./bounded.ts";
+import { type AgentUser, agentUserProblem } from "./agent-user.ts";
+import { writeInAgentDir } from "./agent-files.ts";
 import { type ClaudeOptions, type ClaudeResult, runClaudeCode } from "./claude.ts";
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
 import { resolveConflicts, type ResolutionInputs } from "./resolve.ts";
@@ -25,7 +27,7 @@ import { startCredentialProxy } from "./credential-proxy.ts";
 import { agentText, redactor, secretValues } from "./redact.ts";
 import { type Egress, egressLines, type EgressMode, startEgress } from "./egress/egress.ts";
 import type { ResolverSnapshot } from "./egress/resolver.ts";
-import { readSignals, writeSignalShims } from "./signals.ts";
+import { readSignals, signalPaths, writeSignalShims } from "./signals.ts";
 import { checkOutput } from "./output-checks.ts";
 import { workflowEdits } from "./workflow-files.ts";
 import { OUTPUT_REVIEW_MODEL, outputReviewPrompt, parseOutputReview } from "./output-review.ts";
@@ -105,6 +107,11 @@ export interface AttemptContext extends AttemptInputs {
   graph: Graph;
   task: Task;
   log: (line: string) => void;
+  /**
+   * The agent's own user (agent-user.ts), where the runner gives it one (the Action, as root): every
+   * agent command runs as it, and every process of it ends with each command and with the attempt.
+   */
+  agentUser?: AgentUser;
 }
 
 /** What the attempt reports (the wire format), and the agent's session for a later step that continues it. */
@@ -163,9 +170,14 @@ export async function runGate(
   cwd: string,
   timeoutMs: number,
   env: NodeJS.ProcessEnv,
-  prefix: string[] = [],
+  confine?: Confinement,
 ): Promise<{ passed: boolean; output: string }> {
-  const run = await runBounded("bash", ["-c", command], { cwd, env, timeoutMs, prefix });
+  const run = await runBounded("bash", ["-c", command], {
+    cwd,
+    env,
+    timeoutMs,
+    ...(confine ? { confine } : {}),
+  });
   const note = run.timedOut
     ? `[agentrelay] the gate did not finish within ${Math.round(timeoutMs / 1000)} s\n`
     : run.code !== 0
@@ -260,10 +272,14 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     ? { ...withoutCredential(given), ANTHROPIC_BASE_URL: proxy.url, ANTHROPIC_API_KEY: proxy.key }
     : given;
   const log = (line: string) => context.log(redact(line));
+  const { agentUser } = context;
   // The agent's network: only the model API and the hosts the graph names, through the egress proxy.
   let egress: Egress | null = null;
   let result: AttemptResult;
   try {
+    // Nothing the runner runs once the agent has started may be the agent's to change.
+    const refused = agentUser ? agentUserProblem(agentUser, context) : null;
+    if (refused) return { ...failedAttempt(redact(refused)), agentUnavailable: true };
     egress = context.network
       ? await startEgress({
           mode: context.network.mode,
@@ -271,6 +287,7 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
           allow: context.task.network.allow,
           modelUrl: modelEnv.ANTHROPIC_BASE_URL || ANTHROPIC_API,
           entry: context.signalEntry,
+          agentGroup: agentUser?.gid ?? null,
           log,
         })
       : null;
@@ -278,11 +295,26 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     const ctx: RunningAttempt = {
       ...context,
       git: inCheckout({ workTree: context.repoDir, gitDir }),
-      sealGitDir: () => {
+      handOver: () => {
         if (context.gitDir?.seal) sealGitDir(gitDir);
+        if (!agentUser) return;
+        // The checkout, and where the agent hands work back, become its own; nothing else does.
+        agentUser.give(context.repoDir);
+        if (existsSync(join(context.workDir, "attempts", String(context.attempt))))
+          for (const path of signalPaths(context.workDir, context.attempt)) agentUser.give(path);
       },
-      claude: { ...context.claude, env: { ...modelEnv, ...egress?.env } },
-      prefix: egress?.prefix ?? [],
+      claude: {
+        ...context.claude,
+        env: {
+          ...modelEnv,
+          ...egress?.env,
+          ...(agentUser ? { HOME: agentUser.home, TMPDIR: agentUser.tmp } : {}),
+        },
+      },
+      confine: {
+        prefix: [...(egress?.prefix ?? []), ...(agentUser?.prefix ?? [])],
+        ...(agentUser ? { endAll: agentUser.endAll, give: agentUser.give } : {}),
+      },
       redact,
       log,
       stop: { signal: stopped.signal, reason: () => stopReason },
@@ -294,6 +326,8 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     result = failedAttempt(`template error in ${error.message}`);
   } finally {
     await proxy?.close();
+    // Whatever the agent's user still runs ends with the attempt, whatever ended it.
+    await agentUser?.endAll();
   }
   if (stopReason !== null && result.outcome === "failed")
     result = { ...result, reason: stopReason, agentUnavailable: true };
@@ -319,11 +353,14 @@ function withoutCredential(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 interface RunningAttempt extends AttemptContext {
   /** Git in the checkout, through the runner's git directory. */
   git: CheckoutGit;
-  /** Called once the runner's own git work is done and before anything of the agent's side runs. */
-  sealGitDir: () => void;
+  /**
+   * Called once the runner's own work in the checkout is done and before anything of the agent's side
+   * runs: the runner's git directory is sealed, and the agent's own user gets the checkout.
+   */
+  handOver: () => void;
   redact: (text: string) => string;
-  /** Put before every command the agent's side runs (its network namespace; see egress/). */
-  prefix: string[];
+  /** How every command of the agent's side runs (its network namespace, its own user; see bounded.ts). */
+  confine: Confinement;
   /** Stops Claude Code early, with the reason (see claude.ts). */
   stop: NonNullable<ClaudeOptions["stop"]>;
 }
@@ -338,7 +375,7 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
     ctx.git,
     resolution,
     async (prompt) => {
-      ctx.sealGitDir();
+      ctx.handOver();
       const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
       const r = await runClaudeCode({
         bin: ctx.claude.bin,
@@ -353,7 +390,7 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
         maxBudgetUsd: left,
         log: ctx.log,
         stop: ctx.stop,
-        prefix: ctx.prefix,
+        confine: ctx.confine,
         ...(ctx.logFile ? { logFile: ctx.logFile } : {}),
       });
       turns += r.turns;
@@ -363,7 +400,7 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
     },
     async (command) => {
       ctx.log(`gate: ${command}`);
-      const gate = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, ctx.claude.env, ctx.prefix);
+      const gate = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, ctx.claude.env, ctx.confine);
       if (gate.passed) return null;
       gateOutput = gateTail(ctx.redact(gate.output));
       return `the gate failed on the merged result: ${command}`;
@@ -424,7 +461,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       maxBudgetUsd: left,
       log: ctx.log,
       stop: ctx.stop,
-      prefix: ctx.prefix,
+      confine: ctx.confine,
       ...(ctx.logFile ? { logFile: ctx.logFile } : {}),
     }).then((r) => {
       turns += r.turns;
@@ -440,7 +477,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
   const startHead = await ctx.git.git(["rev-parse", "HEAD"]);
   await ctx.git.git(["add", "--all"]);
   const startTree = await ctx.git.git(["write-tree"]);
-  ctx.sealGitDir();
+  ctx.handOver();
 
   /** The output checks (and the output review, when the graph asks for it) on the attempt's commits. */
   const checkBeforeLanding = async (commit: string, succeeded: boolean): Promise<string[]> => {
@@ -463,7 +500,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       timeoutMs: ctx.claude.timeoutMs,
       log: (line) => ctx.log(`output review: ${line}`),
       stop: ctx.stop,
-      prefix: ctx.prefix,
+      confine: ctx.confine,
     });
     turns += answer.turns;
     costUsd += answer.costUsd;
@@ -542,7 +579,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       session: ctx.resumeSession ?? null,
       timeoutMs: ctx.gateTimeoutMs,
       env,
-      prefix: ctx.prefix,
+      confine: ctx.confine,
       agent,
       log: ctx.log,
     });
@@ -567,10 +604,10 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     if (!command) return null;
     const max = ctx.task.maxGateAttempts;
     for (let n = 1; n <= max; n++) {
-      const run = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, env, ctx.prefix);
+      const run = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, env, ctx.confine);
       // A gate may print the environment: what it wrote is masked before it is kept or shown.
       const gate = { ...run, output: ctx.redact(run.output) };
-      writeFileSync(join(signalDir, "gate_last_output.txt"), gate.output);
+      writeInAgentDir(join(signalDir, "gate_last_output.txt"), gate.output);
       gates.push({ n: gates.length + 1, passed: gate.passed });
       ctx.log(`gate ${n}/${max}: ${gate.passed ? "passed" : "failed"}`);
       gateOutput = gate.passed ? null : gateTail(gate.output);
@@ -664,7 +701,7 @@ async function review(
     timeoutMs: ctx.claude.timeoutMs,
     log: (line) => ctx.log(`review: ${line}`),
     stop: ctx.stop,
-    prefix: ctx.prefix,
+    confine: ctx.confine,
   });
   const verdict = parseReview(result.ok ? result.finalText : "");
   ctx.log(`review: ${verdict.length === 0 ? "approved" : `${verdict.length} finding(s)`}`);

@@ -14,6 +14,7 @@ import { killGroup } from "../attempt/bounded.ts";
 import { gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { isSecretName } from "../attempt/redact.ts";
+import { secretsApart } from "../attempt/attempt-process.ts";
 import { DEFAULT_ALLOWED_TOOLS } from "../attempt/run-attempt.ts";
 import type { LoadedRun, RunHost } from "../engine/driver.ts";
 import type { Engine } from "../engine/engine.ts";
@@ -270,7 +271,7 @@ export class LocalHost implements RunHost {
 
   /**
    * What every attempt process of a token tier gets: the graph, the agent and its limits. Secrets
-   * reach the process through its environment, never through the spec file.
+   * reach the process on its stdin, never through the spec file or its environment.
    */
   private agentOf(tokenTier: string) {
     const s = this.settings;
@@ -296,7 +297,7 @@ export class LocalHost implements RunHost {
   }
 
   /**
-   * Runs an attempt process with `spec` (written beside it in `dir`, secrets only in its environment)
+   * Runs an attempt process with `spec` (written beside it in `dir`, secrets only on its stdin)
    * until it exits; its progress goes to the log, and to `agent.log` in its work directory.
    */
   private async spawnAttempt(
@@ -310,11 +311,16 @@ export class LocalHost implements RunHost {
     const specFile = join(dir, `attempt-${spec.attempt}.json`);
     writeFileSync(specFile, JSON.stringify(spec, null, 2), { mode: 0o600 });
     return new Promise<number | null>((done) => {
+      // Secrets reach the attempt process on its stdin, not in its environment, which any process of
+      // the same user (the agent's, locally) can read in /proc.
+      const { env, piped } = secretsApart(process.env, secrets);
       const child = spawn(process.execPath, [this.settings.entry, "attempt", specFile], {
-        stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, ...secrets },
+        stdio: ["pipe", "pipe", "pipe"],
+        env,
         detached: true, // its own process group: stopped whole, on cancel or after a crash
       });
+      child.stdin.on("error", () => undefined); // an attempt process that died at once
+      child.stdin.end(JSON.stringify(piped));
       if (child.pid !== undefined)
         writeFileSync(spec.processGroupsFile!, processLine(child.pid), { flag: "a" });
       this.running.set(key, child);

@@ -14,7 +14,9 @@ import { spawn } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { join } from "node:path";
 import { createServer, type Server } from "node:net";
+import { dropPrivileges } from "../agent-user.ts";
 import { runBounded } from "../bounded.ts";
+import { programPath } from "../programs.ts";
 import { startDnsStub } from "./dns-stub.ts";
 import { EGRESS_TABLE, egressRules, nft } from "./rules.ts";
 
@@ -59,7 +61,7 @@ export function errorLine(stderr: string): string {
 
 /** Runs `ip` in the holder's namespace; why it failed, or null. */
 async function ip(...args: string[]): Promise<string | null> {
-  const run = await runBounded("ip", args, { cwd: "/", env: process.env, timeoutMs: 10_000 });
+  const run = await runBounded(programPath("ip"), args, { cwd: "/", env: process.env, timeoutMs: 10_000 });
   return run.code === 0 ? null : `ip ${args.join(" ")}: ${run.output.trim() || `exit ${run.code}`}`;
 }
 
@@ -129,16 +131,6 @@ export interface AttemptNamespace {
   close(): void;
 }
 
-/** What takes every capability from an agent's command and keeps it from gaining any. */
-export const DROP_CAPABILITIES = [
-  "setpriv",
-  "--bounding-set=-all",
-  "--inh-caps=-all",
-  "--ambient-caps=-all",
-  "--no-new-privs",
-  "--",
-];
-
 /**
  * Opens the attempt's namespace with a holder started as `node ENTRY egress-namespace`; throws with
  * the reason when this machine cannot give one.
@@ -149,9 +141,13 @@ export async function openNamespace(
 ): Promise<AttemptNamespace> {
   const root = process.geteuid?.() === 0;
   const user = root ? [] : ["--user", "--map-root-user"];
-  const holder = spawn("unshare", [...user, "--net", "--", process.execPath, entry, "egress-namespace"], {
-    stdio: ["ignore", "ignore", "pipe", "ipc"],
-  });
+  const holder = spawn(
+    programPath("unshare"),
+    [...user, "--net", "--", process.execPath, entry, "egress-namespace"],
+    {
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+    },
+  );
   let stderr = "";
   // Its beginning: a crash says what went wrong before its stack.
   holder
@@ -186,9 +182,9 @@ export async function openNamespace(
   holder.on("exit", () => waiting.forEach((answer) => answer(null)));
   // In a user namespace the agent keeps its own ids (the namespace maps them to root, without capabilities).
   const enterUser = root ? [] : ["--user", "--preserve-credentials"];
-  const enter = ["nsenter", `--target=${holder.pid}`, ...enterUser, "--net", "--"];
+  const enter = [programPath("nsenter"), `--target=${holder.pid}`, ...enterUser, "--net", "--"];
   return {
-    prefix: [...enter, ...DROP_CAPABILITIES],
+    prefix: [...enter, ...dropPrivileges()],
     door: ready.door,
     doorPort,
     note,
