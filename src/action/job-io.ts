@@ -15,6 +15,7 @@ import {
   failedAttempt,
   runAttempt,
 } from "../attempt/run-attempt.ts";
+import { dollarsText, type Micros, usd } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
 import { type AttemptRequest, REPORT_FILE, REPORT_KEY_HEADER, toReport } from "../protocol/report.ts";
 import type { Octokit } from "@octokit/rest";
@@ -285,7 +286,7 @@ export async function giveAgentRepository(checkout: CheckoutGit, branch: string)
 export async function attemptInJob(
   job: Job,
   title: string,
-  attempt: Pick<AttemptContext, "task" | "baseRef" | "inputFiles" | "peers" | "capUsd" | "resolution">,
+  attempt: Pick<AttemptContext, "task" | "baseRef" | "inputFiles" | "peers" | "capMicros" | "resolution">,
 ): Promise<AttemptResult> {
   const { inputs, env, state } = job;
   core.startGroup(title);
@@ -329,7 +330,7 @@ export async function finishJob(
   job: Job,
   result: AttemptResult,
   pushed: boolean,
-  capUsd: number | null,
+  capMicros: Micros | null,
 ): Promise<JobOutcome> {
   const { env, inputs } = job;
   const report = toReport(job.attemptRequest, { ...result, commit: pushed ? result.commit : null });
@@ -345,9 +346,9 @@ export async function finishJob(
     writeFileSync(join(dir, REPORT_FILE), JSON.stringify(report), { flag: "wx" });
     core.setOutput("report", join(dir, REPORT_FILE));
   }
-  await writeSummary(job.checkout, inputs, result, pushed, Date.now() - job.started, capUsd);
+  await writeSummary(job.checkout, inputs, result, pushed, Date.now() - job.started, capMicros);
   core.setOutput("outcome", result.outcome);
-  core.setOutput("cost-usd", result.costUsd.toFixed(4));
+  core.setOutput("cost-usd", dollarsText(result.costMicros));
   core.setOutput("turns", String(result.turns));
   core.setOutput("commit", pushed ? result.commit : "");
   core.setOutput("no-pr", String(result.noPr));
@@ -361,7 +362,7 @@ async function writeSummary(
   pushed: boolean,
   ms: number,
   /** What the attempt was allowed to spend, when a budget applied. */
-  capUsd: number | null,
+  capMicros: Micros | null,
 ): Promise<void> {
   const stat =
     pushed && result.commit
@@ -378,7 +379,7 @@ async function writeSummary(
     ],
     [
       { data: "Cost", header: true },
-      { data: `$${result.costUsd.toFixed(4)}${capUsd != null ? ` of its cap $${capUsd.toFixed(4)}` : ""}` },
+      { data: `${usd(result.costMicros)}${capMicros != null ? ` of its cap ${usd(capMicros)}` : ""}` },
     ],
     [{ data: "Turns", header: true }, { data: String(result.turns) }],
     [{ data: "Gate runs", header: true }, { data: gates }],

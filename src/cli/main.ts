@@ -85,20 +85,20 @@ function steering(
   };
 }
 
-/** An amount of US dollars given on the command line (`5`, `+5`, `$0.50`), or undefined if absent. */
+/** Micro-dollars given on the command line in dollars (`5`, `+5`, `$0.50`), or undefined if absent. */
 function dollars(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const amount = parseUsd(text.replace(/^\+/, ""));
   if ("error" in amount) throw new UsageError(`${flag} expects ${AMOUNT_FORM}, got '${text}'`);
-  return amount.usd;
+  return amount.micros;
 }
 
 /** `budget +USD [TARGET]` as a steering command, named once so that it applies once. */
 function budgetCommand(amount: string, target: string | undefined) {
   if (!amount.startsWith("+"))
     throw new UsageError(`say how much to add with a plus sign, e.g. +5 (got '${amount}')`);
-  const usd = dollars("budget", amount)!;
-  return { command: "budget" as const, usd, ...(target ? { target } : {}), id: randomUUID() };
+  const micros = dollars("budget", amount)!;
+  return { command: "budget" as const, micros, ...(target ? { target } : {}), id: randomUUID() };
 }
 
 const COMMANDS: Record<string, Command> = {

@@ -79,7 +79,7 @@ export function conflicted(step: Step, event: Conflicted): void {
   // GitHub does not say which files conflict; a resolution that found them keeps them.
   if (files.length > 0) conflict.files = files;
   step.changed = true;
-  if (!allowed || !("capUsd" in allowed)) {
+  if (!allowed || !("capMicros" in allowed)) {
     const why =
       max === 0
         ? "resolution is off (max_resolution_attempts: 0)"
@@ -104,11 +104,11 @@ export function conflicted(step: Step, event: Conflicted): void {
     startedAt: null,
     outcome: null,
     reason: null,
-    costUsd: null,
+    costMicros: null,
     turns: null,
   };
   conflict.resolutions.push(record);
-  reserve(step, subject.workstream, record, allowed.capUsd);
+  reserve(step, subject.workstream, record, allowed.capMicros);
   step.log({
     type: "resolution",
     workstream: subject.workstream,
@@ -122,7 +122,7 @@ export function conflicted(step: Step, event: Conflicted): void {
     ...subject,
     n,
     files: conflict.files,
-    ...(allowed.capUsd !== null ? { capUsd: allowed.capUsd } : {}),
+    ...(allowed.capMicros !== null ? { capMicros: allowed.capMicros } : {}),
   });
 }
 
@@ -160,9 +160,9 @@ export function resolutionFact(step: Step, event: About): void {
       if (!lost && event.files?.length) holder.record.conflict!.files = event.files;
       if (!lost) {
         record.turns = event.turns ?? null;
-        if (event.costUsd != null) {
-          record.costUsd = event.costUsd;
-          chargeWorkstream(step, subject.workstream, event.costUsd);
+        if (event.costMicros != null) {
+          record.costMicros = event.costMicros;
+          chargeWorkstream(step, subject.workstream, event.costMicros);
         }
       }
       step.changed = true;

@@ -14,6 +14,7 @@
  * deterministic key (graph, run, task, attempt).
  */
 import { createHash } from "node:crypto";
+import { MICROS_PER_USD } from "../graph/amount.ts";
 import type { Graph, Task } from "../graph/model.ts";
 import { buildPlan, type Plan } from "../plan/plan.ts";
 import { applyEvent } from "./apply-event.ts";
@@ -44,8 +45,27 @@ const LATER_KEYS = new Set([
   "maxResolutionAttempts",
   "integrationGate",
 ]);
-const unsetLaterKeysLeftOut = (key: string, value: unknown) =>
-  value === null && LATER_KEYS.has(key) ? undefined : value;
+/**
+ * The model holds amounts in micro-dollars; fingerprints were first taken of dollars, under these
+ * names. They are hashed as they were (a micro-dollar count divided by a million is the very float the
+ * file's decimal parses to), so that a run started before amounts were counted in micro-dollars
+ * resumes without drift.
+ */
+const AS_DOLLARS: Record<string, string> = {
+  maxCostMicros: "maxCostUsd",
+  maxAttemptCostMicros: "maxAttemptCostUsd",
+  minAttemptCostMicros: "minAttemptCostUsd",
+};
+const unsetLaterKeysLeftOut = (key: string, value: unknown) => {
+  if (value === null && LATER_KEYS.has(key)) return undefined;
+  if (value !== null && typeof value === "object" && Object.hasOwn(value, "maxCostMicros"))
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) =>
+        k in AS_DOLLARS ? [AS_DOLLARS[k], v === null ? null : (v as number) / MICROS_PER_USD] : [k, v],
+      ),
+    );
+  return value;
+};
 
 /** Stable content hash of a graph, to tell whether a run still follows the same definition. */
 export function graphFingerprint(graph: Graph): string {

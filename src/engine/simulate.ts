@@ -5,6 +5,7 @@
  * A simulated reviewer merges an integration PR that is left open (no auto-merge, or a design concern)
  * when, and only when, a pending task needs it merged to go on, as a person watching the run would.
  */
+import { type Micros, MICROS_PER_USD } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
 import { usd, waitsOnBudget } from "./budget.ts";
 import { createEngine, type EngineOptions } from "./engine.ts";
@@ -19,8 +20,8 @@ export interface SimulateOptions {
   noChanges?: Set<string>;
   /** Let a simulated reviewer merge integration PRs that block pending work (default true). */
   reviewerMerges?: boolean;
-  /** What each attempt spends, in US dollars (an attempt whose cap is less is stopped at its cap). */
-  costPerAttempt?: number;
+  /** What each attempt spends, in micro-dollars (an attempt whose cap is less is stopped at its cap). */
+  costPerAttempt?: Micros;
   /** Workstream id -> number of first merges of its integration PR that conflict with the target. */
   integrationConflicts?: Map<string, number>;
   /** Task id -> number of first merges of its PR that conflict with the integration branch. */
@@ -55,7 +56,7 @@ export function simulatedResponse(
     failures: Map<string, number>;
     concerns: Set<string>;
     noChanges?: Set<string> | undefined;
-    costPerAttempt?: number | undefined;
+    costPerAttempt?: Micros | undefined;
     /** Workstream -> resolutions its integration branch needs before it merges cleanly. */
     integrationConflicts?: Map<string, number> | undefined;
     /** Task -> resolutions its branch needs before its PR merges cleanly. */
@@ -68,12 +69,12 @@ export function simulatedResponse(
     case "prepare_workstream":
       return [{ type: "workstream_prepared", workstream: effect.workstream, at }];
     case "dispatch": {
-      const { task, attempt, capUsd } = effect;
+      const { task, attempt, capMicros } = effect;
       const started: EngineEvent = { type: "job_started", task, attempt, at };
       const cost = world.costPerAttempt;
-      const spent = cost === undefined ? {} : { costUsd: Math.min(cost, capUsd ?? Infinity) };
-      if (cost !== undefined && capUsd !== undefined && cost > capUsd) {
-        const reason = `stopped at its budget of ${usd(capUsd)}`;
+      const spent = cost === undefined ? {} : { costMicros: Math.min(cost, capMicros ?? Infinity) };
+      if (cost !== undefined && capMicros !== undefined && cost > capMicros) {
+        const reason = `stopped at its budget of ${usd(capMicros)}`;
         return [started, { type: "job_failed", task, attempt, reason, overBudget: true, ...spent, at }];
       }
       if (attempt <= (world.failures.get(task) ?? 0)) {
@@ -108,7 +109,7 @@ export function simulatedResponse(
       const cost =
         world.costPerAttempt === undefined
           ? {}
-          : { costUsd: Math.min(world.costPerAttempt, effect.capUsd ?? Infinity) };
+          : { costMicros: Math.min(world.costPerAttempt, effect.capMicros ?? Infinity) };
       const { workstream, task, n } = effect;
       return [
         { type: "resolution_finished", workstream, ...(task ? { task } : {}), n, ok: true, ...cost, at },
@@ -208,7 +209,7 @@ export function simulationJson(result: SimulationResult): object {
         ? { detail: e.detail }
         : {}),
     })),
-    ...(state.budget ? { spentUsd: Math.round(state.budget.run.spentUsd * 10_000) / 10_000 } : {}),
+    ...(state.budget ? { spentUsd: state.budget.run.spentMicros / MICROS_PER_USD } : {}),
     tasks: Object.fromEntries(
       Object.entries(state.tasks).map(([id, t]) => [id, { status: t.status, attempts: t.attempt }]),
     ),

@@ -3,8 +3,9 @@
  * tracking issue and status comments, and one check run per task (and per resolution) on the graph's
  * commit.
  */
-import { spendLine, taskSpent } from "../engine/budget.ts";
+import { spendLine, taskSpent, usd } from "../engine/budget.ts";
 import { conflictOf } from "../engine/conflicts.ts";
+import { plural } from "../engine/progress.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
@@ -155,7 +156,7 @@ export async function taskCheckRun(
   const summary = [
     `Attempt ${attempt.n} ${OUTCOME_WORDS[attempt.outcome]}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${givenBack}${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
     "",
-    `Cost $${(attempt.costUsd ?? 0).toFixed(2)}${attempt.capUsd != null ? ` of its cap $${attempt.capUsd.toFixed(2)}` : ""} (task total $${taskSpent(t).toFixed(2)}; run: ${spendLine(run, graph)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
+    `Cost ${usd(attempt.costMicros ?? 0)}${attempt.capMicros != null ? ` of its cap ${usd(attempt.capMicros)}` : ""} (task total ${usd(taskSpent(t))}; run: ${spendLine(run, graph)}), ${plural(attempt.turns ?? 0, "turn")}${gates ? `, gate runs ${gates}` : ""}.`,
     ...(job ? ["", `[The job's log](${job})`] : []),
     ...(attempt.gateOutput ? ["", "### Gate output (end)", ...codeBlock(attempt.gateOutput, 2_000)] : []),
     ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),
@@ -218,7 +219,7 @@ export async function resolutionCheckRun(
   const summary = [
     `Resolution ${record.n} of the conflicts between \`${branch}\` and \`${target}\` (${agentText(files, 2_000)}) ${record.outcome}${record.reason ? `: ${agentText(record.reason, 1000)}` : ""}.`,
     "",
-    `Cost $${(record.costUsd ?? 0).toFixed(2)}${record.capUsd != null ? ` of its cap $${record.capUsd.toFixed(2)}` : ""} (run: ${spendLine(run, engine.plan.graph)}), ${record.turns ?? 0} turns.`,
+    `Cost ${usd(record.costMicros ?? 0)}${record.capMicros != null ? ` of its cap ${usd(record.capMicros)}` : ""} (run: ${spendLine(run, engine.plan.graph)}), ${plural(record.turns ?? 0, "turn")}.`,
     ...(job ? ["", `[The job's log](${job})`] : []),
   ].join("\n");
   await ctx.octokit.rest.checks.create({

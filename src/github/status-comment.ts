@@ -7,7 +7,7 @@
  * workstreams where a chart could not be read; the blocked tasks by what blocks them; every other
  * task, cut to what is left of GitHub's 65,536 characters.
  */
-import { spendLine, taskSpent } from "../engine/budget.ts";
+import { spendLine, taskSpent, usd } from "../engine/budget.ts";
 import { type Breakage, count, plural, standing, STATUS_WORDS, statusCounts } from "../engine/progress.ts";
 import { rootCauses } from "../engine/blocking.ts";
 import { leftToPerson, resolving } from "../engine/conflicts.ts";
@@ -190,7 +190,7 @@ function taskRow(id: string, t: TaskRun, now: number, links: StatusLinks, workst
         ? `${words}: ${cell(agentText(t.reason, 120))}`
         : words;
   const concerns = t.concerns.length + t.opsConcerns.length;
-  return `| \`${id}\` |${workstream ? ` ${workstream} |` : ""} ${status} | ${attempt} | ${pr} | ${time} | ${cost ? `$${cost.toFixed(2)}` : ""} | ${concerns || ""} |`;
+  return `| \`${id}\` |${workstream ? ` ${workstream} |` : ""} ${status} | ${attempt} | ${pr} | ${time} | ${cost ? usd(cost) : ""} | ${concerns || ""} |`;
 }
 
 /** The failures, the most blocking first, with what each blocks. */
@@ -259,7 +259,7 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
     statusMarker(state.runKey),
     `### agentrelay run \`${state.runKey}\`: ${runHeadline(plan, state)}`,
     ...(waits.length ? ["", ...waits] : []),
-    ...(state.budget || plan.graph.settings.maxCostUsd !== null
+    ...(state.budget || plan.graph.settings.maxCostMicros !== null
       ? ["", `${spendLine(state, plan.graph)}.`]
       : []),
     "",

@@ -18,7 +18,7 @@ const graph = graphOf(
 
 describe("the local run's report", () => {
   it("says which task PR's conflicts wait for you, and what to do", () => {
-    const { state } = simulate(graph, { taskConflicts: new Map([["b", 3]]), costPerAttempt: 0.01 });
+    const { state } = simulate(graph, { taskConflicts: new Map([["b", 3]]), costPerAttempt: 10_000 });
     const report = runReport(state, "/repo", graph);
     expect(report).toContain(
       "Run g/1: waiting for you: task b's conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s) did not settle them): merge agentrelay/g/right/integration into agentrelay/g/b by hand, then run again",

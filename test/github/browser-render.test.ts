@@ -220,7 +220,7 @@ const CASES: [string, () => string][] = [
         w0_t1: { status: "failed", reason: "Completion gate failed after 5 attempt(s): pytest -q" },
       });
       state.budget = {
-        run: { spentUsd: 2.01, reservedUsd: 0, raisedUsd: 0 },
+        run: { spentMicros: 2_010_000, reservedMicros: 0, raisedMicros: 0 },
         holding: 0,
         workstreams: {},
         raises: [],

@@ -21,7 +21,7 @@ const report = (about = attempt) => ({
     opsConcerns: [],
     summary: "did a",
     outputs: [],
-    costUsd: 0.5,
+    costMicros: 500_000,
     turns: 2,
     gates: [],
     commit: "a".repeat(40),
@@ -73,7 +73,7 @@ describe("a report read from the job's own run", () => {
 
   it("is refused when the step failed: a process in the job uploaded an artifact of its name first", async () => {
     const { gh, ctx, run, zip } = setUp();
-    const planted = zip({ ...report(), result: { ...report().result, costUsd: 0 } });
+    const planted = zip({ ...report(), result: { ...report().result, costMicros: 0 } });
     const id = run("failure", planted);
     // The runner's own upload came second and was refused, as upload-artifact v4 refuses a name taken.
     expect(gh.uploadArtifact(Number(id), REPORT_ARTIFACT, zip(report()))).toBe(false);

@@ -70,7 +70,7 @@ describe("conflicts between parallel workstreams, locally", () => {
     const [first, second] = ["left", "right"].map((w) => state.workstreams[w]!);
     const resolved = first!.conflict ?? second!.conflict;
     expect(resolved).toMatchObject({ files: ["shared.txt"], resolutions: [{ n: 1, outcome: "succeeded" }] });
-    expect(resolved!.resolutions[0]!.costUsd).toBeGreaterThan(0);
+    expect(resolved!.resolutions[0]!.costMicros).toBeGreaterThan(0);
     expect(state.timeline.filter((e) => e.type === "resolution")).toHaveLength(1);
     // A merge, never a rewrite: main's history keeps both workstreams' merges and the resolution.
     const log = await git(repo, ["log", "--format=%s", "main"]);

@@ -46,7 +46,7 @@ export function runAt(
         job: m.job ?? "4242",
         outcome: m.status === "failed" ? "failed" : null,
         reason: m.reason ?? null,
-        costUsd: 0.5,
+        costMicros: 500_000,
         turns: 4,
         pushedSha: null,
         gates: [],
@@ -118,6 +118,6 @@ export function scaleWorld(tasks: number, workstreams: number) {
   return {
     failures: new Map(failing),
     integrationConflicts: new Map([["ws_0", 1]]),
-    costPerAttempt: 0.5,
+    costPerAttempt: 500_000,
   };
 }
