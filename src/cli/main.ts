@@ -173,7 +173,7 @@ const COMMANDS: Record<string, Command> = {
   },
   simulate: {
     usage:
-      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--json | --markdown]",
+      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--at EVENTS] [--json | --markdown]",
     summary: "run the engine with simulated agents: what happens if a task fails?",
     options: {
       fail: { type: "string", multiple: true, default: [] },
@@ -181,6 +181,7 @@ const COMMANDS: Record<string, Command> = {
       "cost-per-attempt": { type: "string" },
       conflict: { type: "string", multiple: true, default: [] },
       "conflict-integration": { type: "string", multiple: true, default: [] },
+      at: { type: "string" },
       json: { type: "boolean" },
       markdown: { type: "boolean" },
     },
@@ -196,6 +197,7 @@ const COMMANDS: Record<string, Command> = {
           costPerAttempt: dollars("--cost-per-attempt", str(values["cost-per-attempt"])),
           conflictIntegration: list(values["conflict-integration"]),
           conflict: list(values.conflict),
+          at: str(values.at),
         },
         io,
       ),

@@ -53,6 +53,9 @@ function whole(micros: number): Micros {
 
 const none = (): Spend => ({ spentMicros: 0, reservedMicros: 0, raisedMicros: 0 });
 
+/** Ids in what people read on GitHub are code; the command line passes `(id) => id`. */
+const markdownCode = (id: string) => `\`${id}\``;
+
 /** The run's budget record, created on first use (runs started before budgets have none). */
 export function budgetOf(state: RunState): BudgetState {
   return (state.budget ??= { run: none(), holding: 0, workstreams: {}, raises: [], spent: {} });
@@ -305,13 +308,13 @@ export function raiseBudget(step: Step, event: BudgetCommand): [boolean, string]
  * One line on what the run spent against its budget, and each workstream with a budget of its own
  * (the first ten: the line stays short at any size).
  */
-export function spendLine(state: RunState, graph: Graph): string {
+export function spendLine(state: RunState, graph: Graph, quote = markdownCode): string {
   const budget = state.budget;
   const of = (limit: Micros | null, raised: Micros) => (limit === null ? "" : ` of ${usd(limit + raised)}`);
   const budgeted = graph.workstreams.filter((w) => w.maxCostMicros !== null);
   const workstreams = budgeted.slice(0, 10).map((w) => {
     const spend = budget?.workstreams[w.id] ?? none();
-    return `\`${w.id}\` ${usd(spend.spentMicros)}${of(w.maxCostMicros, spend.raisedMicros)}`;
+    return `${quote(w.id)} ${usd(spend.spentMicros)}${of(w.maxCostMicros, spend.raisedMicros)}`;
   });
   if (budgeted.length > 10)
     workstreams.push(`${(budgeted.length - 10).toLocaleString("en-US")} more workstreams`);
@@ -320,7 +323,7 @@ export function spendLine(state: RunState, graph: Graph): string {
 }
 
 /** The budgets a graph sets, as one line (null when it sets none); at most `max` workstreams and tasks named. */
-export function budgetsText(graph: Graph, max = 20): string | null {
+export function budgetsText(graph: Graph, max = 20, quote = markdownCode): string | null {
   const parts: string[] = [];
   const { maxCostMicros, maxAttemptCostMicros } = graph.settings;
   if (maxCostMicros !== null) parts.push(`the run ${usd(maxCostMicros)}`);
@@ -328,12 +331,12 @@ export function budgetsText(graph: Graph, max = 20): string | null {
   const own = [
     ...graph.workstreams
       .filter((w) => w.maxCostMicros !== null)
-      .map((w) => `workstream \`${w.id}\` ${usd(w.maxCostMicros!)}`),
+      .map((w) => `workstream ${quote(w.id)} ${usd(w.maxCostMicros!)}`),
     ...graph.tasks
       .filter((t) => t.maxCostMicros !== null || t.maxAttemptCostMicros !== null)
       .map((t) =>
         [
-          `task \`${t.id}\``,
+          `task ${quote(t.id)}`,
           t.maxCostMicros !== null ? ` ${usd(t.maxCostMicros)}` : "",
           t.maxAttemptCostMicros !== null ? ` (each attempt ${usd(t.maxAttemptCostMicros)})` : "",
         ].join(""),

@@ -7,7 +7,9 @@
  */
 import { type Micros, MICROS_PER_USD } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
+import type { Plan } from "../plan/plan.ts";
 import { usd, waitsOnBudget } from "./budget.ts";
+import { holdKey, holds } from "./holds.ts";
 import { createEngine, type EngineOptions } from "./engine.ts";
 import type { EngineEffect, EngineEvent, Outcome, PullRequest, RunState } from "./types.ts";
 
@@ -39,6 +41,8 @@ export interface SimulationEvent {
 }
 
 export interface SimulationResult {
+  /** The plan the engine ran. */
+  plan: Plan;
   state: RunState;
   outcome: SimulatedOutcome;
   /** Events applied to the engine, and effects executed, for benchmarks. */
@@ -157,7 +161,7 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
     reviewerMerged.push(needed);
     queue.push({ type: "integration_pr_merged", workstream: needed, at: (clock += MINUTE) });
   }
-  return { state, outcome: state.outcome ?? outcomeOf(state), eventCount, reviewerMerged };
+  return { plan: engine.plan, state, outcome: state.outcome ?? outcomeOf(state), eventCount, reviewerMerged };
 }
 
 /**
@@ -195,9 +199,14 @@ export function outcomeOf(state: RunState): SimulatedOutcome {
   return failed ? "completed_with_failures" : "succeeded";
 }
 
-/** The `--json` shape of `agentrelay simulate`. */
+/**
+ * The `--json` shape of `agentrelay simulate`; each task that is not done says what holds it
+ * (engine/holds.ts: `failed`, `blocked:task:<root>`, `pr:task:<id>`, `pr:workstream:<id>`,
+ * `budget:<scope>`, `turn`, `at_work`), as the status comment counts it.
+ */
 export function simulationJson(result: SimulationResult): object {
   const { state } = result;
+  const held = holds(result.plan, state);
   return {
     outcome: result.outcome,
     events: state.timeline.map((e) => ({
@@ -211,7 +220,10 @@ export function simulationJson(result: SimulationResult): object {
     })),
     ...(state.budget ? { spentUsd: state.budget.run.spentMicros / MICROS_PER_USD } : {}),
     tasks: Object.fromEntries(
-      Object.entries(state.tasks).map(([id, t]) => [id, { status: t.status, attempts: t.attempt }]),
+      Object.entries(state.tasks).map(([id, t]) => {
+        const hold = held.get(id);
+        return [id, { status: t.status, attempts: t.attempt, ...(hold ? { heldBy: holdKey(hold) } : {}) }];
+      }),
     ),
     workstreams: Object.fromEntries(
       Object.entries(state.workstreams).map(([id, w]) => [id, { status: w.status }]),

@@ -7,7 +7,7 @@ import { spendLine, taskSpent, usd } from "../engine/budget.ts";
 import { conflictOf } from "../engine/conflicts.ts";
 import { plural } from "../engine/progress.ts";
 import type { Engine } from "../engine/engine.ts";
-import type { EngineEvent } from "../engine/types.ts";
+import type { EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { resolverOf, subjectOf } from "../plan/resolution.ts";
 import { resolutionInput } from "../protocol/resolution.ts";
@@ -137,19 +137,24 @@ const CONCLUSION = {
   cancelled: "cancelled",
 } as const;
 
-/** Creates or updates the task's check run with its latest attempt's verdict. */
-export async function taskCheckRun(
-  ctx: RepoContext,
-  run: HostedRun,
+/**
+ * A task's check run for its attempt `n`: title, summary and conclusion (null before the attempt has a
+ * verdict). Its amounts and counts are written as the status comment writes them.
+ */
+export function taskCheckOutput(
+  run: RunState,
   task: string,
   n: number,
   graph: Graph,
-): Promise<void> {
+  job: string | null,
+): {
+  output: { title: string; summary: string };
+  conclusion: (typeof CONCLUSION)[keyof typeof CONCLUSION] | "neutral";
+} | null {
   const t = run.tasks[task]!;
   const attempt = t.attempts[n - 1];
-  if (!attempt?.outcome) return;
+  if (!attempt?.outcome) return null;
   const gates = attempt.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ");
-  const job = attempt.job ? jobUrl(ctx, attempt.job) : null;
   const givenBack = attempt.givenBack
     ? ` It was stopped by ${SCOPE_WORDS[attempt.capBy ?? "run"]}, not by its own limit: it does not count against the task's attempts, and the task ${t.status === "pending" ? "waits for budget or runs again" : "goes on"}.`
     : "";
@@ -162,12 +167,29 @@ export async function taskCheckRun(
     ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),
     ...(t.concerns.length ? ["", "### Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`)] : []),
   ].join("\n");
-  const output = {
-    title: `${task}: attempt ${attempt.n} ${attempt.givenBack ? "stopped by the budget" : OUTCOME_WORDS[attempt.outcome]}`,
-    summary,
+  return {
+    output: {
+      title: `${task}: attempt ${attempt.n} ${attempt.givenBack ? "stopped by the budget" : OUTCOME_WORDS[attempt.outcome]}`,
+      summary,
+    },
+    // A stopped attempt given back is no verdict on the task's work.
+    conclusion: attempt.givenBack ? "neutral" : CONCLUSION[attempt.outcome],
   };
-  // A stopped attempt given back is no verdict on the task's work.
-  const conclusion = attempt.givenBack ? "neutral" : CONCLUSION[attempt.outcome];
+}
+
+/** Creates or updates the task's check run with its latest attempt's verdict. */
+export async function taskCheckRun(
+  ctx: RepoContext,
+  run: HostedRun,
+  task: string,
+  n: number,
+  graph: Graph,
+): Promise<void> {
+  const attempt = run.tasks[task]!.attempts[n - 1];
+  const job = attempt?.job ? jobUrl(ctx, attempt.job) : null;
+  const checked = taskCheckOutput(run, task, n, graph, job);
+  if (!checked || !attempt?.outcome) return;
+  const { output, conclusion } = checked;
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const existing = run.github.checkRuns[task];
   // A verdict someone must act on goes with the run's progress; a success only informs, and yields.

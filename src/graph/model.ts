@@ -202,8 +202,9 @@ export const DEFAULT_ISOLATION: Isolation = Object.freeze({
 });
 
 /** Branch names are a contract with GitHub and with users' branch protection rules. */
-/** "1 task", "2 tasks": a count with its noun, for whatever people read. */
-export const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`;
+/** "1 task", "10,000 tasks": a count with its noun, for whatever people read. */
+export const count = (n: number, noun: string, many = `${noun}s`): string =>
+  `${n.toLocaleString("en-US")} ${n === 1 ? noun : many}`;
 
 export const taskBranch = (graph: string, task: string): string => `agentrelay/${graph}/${task}`;
 export const integrationBranch = (graph: string, workstream: string): string =>

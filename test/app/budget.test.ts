@@ -32,7 +32,7 @@ describe("a run with a budget on GitHub", () => {
     // a spent the whole budget: b and c wait, and the status says what to do.
     expect(h.gh.dispatches).toHaveLength(1);
     expect(statusBody()).toContain(
-      "**Waiting for you**: budget spent: $0.25 of $0.25 for the run; 3 tasks wait for it.",
+      "**Waiting for you**: budget spent: $0.25 of $0.25 for the run; 3 tasks to do wait for it.",
     );
     expect(statusBody()).toContain("Spent $0.25 of $0.25.");
     expect(h.gh.state("diamond/1").outcome).toBeNull();

@@ -54,7 +54,7 @@ describe("conflicts between an integration branch and its target", () => {
       if (outcome === "waiting_for_review") {
         const reason = result.state.workstreams.right!.reason!;
         expect(reason).toMatch(
-          /^conflicts with main in simulated\.txt \(.+\): merge main into agentrelay\/g\/right\/integration by hand$/,
+          /^merge `main` into `agentrelay\/g\/right\/integration` by hand: they conflict in `simulated\.txt` \(.+\)$/,
         );
         expect(events.at(-1)).toEqual({ type: "conflict", workstream: "right", detail: reason });
       }
@@ -251,7 +251,7 @@ describe("conflicts between an integration branch and its target", () => {
     const { engine, state } = budgetHeld("max_resolution_attempts: 0");
     engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 2 });
     expect(state.workstreams.right!).toMatchObject({ autoMergeSkipped: true });
-    expect(state.workstreams.right!.reason).toMatch(/resolution is off \(max_resolution_attempts: 0\)/);
+    expect(state.workstreams.right!.reason).toMatch(/resolution is off, `max_resolution_attempts: 0`/);
   });
 
   it("a spent budget leaves the conflict to a person instead of starting an agent", () => {
@@ -300,12 +300,12 @@ describe("conflicts between a task PR and its integration branch", () => {
           task: "b",
           workstream: "right",
           attempt: i + 1,
-          detail: "conflicts with agentrelay/g/right/integration in simulated.txt",
+          detail: "conflicts with `agentrelay/g/right/integration` in `simulated.txt`",
         })),
       );
       if (status === "pr_open")
         expect(result.state.tasks.b!.reason).toBe(
-          "conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s) did not settle them): merge agentrelay/g/right/integration into agentrelay/g/b by hand",
+          "merge `agentrelay/g/right/integration` into `agentrelay/g/b` by hand: they conflict in `simulated.txt` (2 resolution attempts did not settle them)",
         );
     },
   );
@@ -316,7 +316,7 @@ describe("conflicts between a task PR and its integration branch", () => {
     expect(result.state.tasks.b).toMatchObject({
       status: "failed",
       reason:
-        "merging the task PR failed: it has conflicts with agentrelay/g/right/integration in simulated.txt",
+        "merging the task PR failed: it has conflicts with `agentrelay/g/right/integration` in `simulated.txt`",
     });
   });
 
@@ -327,7 +327,7 @@ describe("conflicts between a task PR and its integration branch", () => {
     // floor (four turns of Sonnet, $0.30): no second resolution starts to be stopped at once.
     expect(taskResolutions(result.state).map((r) => r.costMicros)).toEqual([200_000]);
     expect(result.state.tasks.b!.reason).toMatch(
-      /^conflicts with .*budget nearly spent: \$0\.40 of \$0\.50 for task 'b', \$0\.10 left, less than an attempt's \$0\.30\)/,
+      /^merge .* by hand: .*budget nearly spent: \$0\.40 of \$0\.50 for task 'b', \$0\.10 left, less than an attempt's \$0\.30\)/,
     );
   });
 

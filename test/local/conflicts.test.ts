@@ -85,7 +85,7 @@ describe("conflicts between parallel workstreams, locally", () => {
     // Not finished: it waits for a person (exit code 3).
     expect(result.code).toBe(3);
     expect(result.stdout).toMatch(
-      /conflicts with main in shared\.txt \(resolution is off \(max_resolution_attempts: 0\)\): merge main into agentrelay\/g\/(left|right)\/integration by hand/,
+      /merge `main` into `agentrelay\/g\/(left|right)\/integration` by hand: they conflict in `shared\.txt` \(resolution is off, `max_resolution_attempts: 0`\)/,
     );
   });
 
