@@ -95,8 +95,12 @@ export function waitingFor(
     );
   }
 
+  // PRs left for a person, those that hold the most tasks first (then in plan order).
+  const most = (key: (id: string) => string) => (a: string, b: string) => held(key(b)) - held(key(a));
   // Task PRs whose conflicts wait for a person.
-  const conflicted = plan.order.filter((id) => leftToPerson(state.tasks[id]!));
+  const conflicted = plan.order
+    .filter((id) => leftToPerson(state.tasks[id]!))
+    .sort(most((id) => `pr:task:${id}`));
   for (const id of conflicted.slice(0, NAMED)) {
     const t = state.tasks[id]!;
     const n = held(`pr:task:${id}`);
@@ -112,7 +116,10 @@ export function waitingFor(
   }
 
   // Integration PRs left for a person: to review and merge, or whose conflicts a person resolves.
-  const merges = plan.graph.workstreams.map((w) => w.id).filter((w) => mergeWaitsForPerson(plan, state, w));
+  const merges = plan.graph.workstreams
+    .map((w) => w.id)
+    .filter((w) => mergeWaitsForPerson(plan, state, w))
+    .sort(most((w) => `pr:workstream:${w}`));
   for (const wsId of merges.slice(0, NAMED))
     lines.push(mergeLine(plan, state, wsId, held(`pr:workstream:${wsId}`)));
   if (merges.length > NAMED) {

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { MAX_MICROS, MAX_RAISED_MICROS } from "../graph/amount.ts";
-import { indexInMicros, taskInMicros, workstreamInMicros } from "./stored-money.ts";
+import { indexInMicros, taskInMicros } from "./stored-money.ts";
 
 /** The largest part a run writes is far below this (a 10,000-task run's index is under 1 MB). */
 export const MAX_PART_BYTES = 32 * 1024 * 1024;
@@ -156,9 +156,8 @@ export function parsePart(part: string, text: string | null | undefined): Record
 /** Checks a run's index against the schema the engine writes. */
 export function checkIndex(part: string, index: Record<string, unknown>): void {
   // Amounts a run stored in dollars before micro-dollars are read in micro-dollars.
-  indexInMicros(part, index);
-  if (index.workstreams !== null && typeof index.workstreams === "object")
-    for (const [id, ws] of Object.entries(index.workstreams)) workstreamInMicros(part, id, ws);
+  const money = indexInMicros(index);
+  if (money) throw new StateDamageError(part, money);
   const checked = runIndexSchema.safeParse(index);
   if (!checked.success) throw new StateDamageError(part, firstIssue(checked.error, ""));
 }
@@ -175,7 +174,8 @@ export function checkTaskMap(part: string, name: string, map: unknown): Record<s
   if (Object.hasOwn(map, "__proto__")) throw new StateDamageError(part, `has a key __proto__ in ${name}`);
   if (name === "tasks")
     for (const [id, record] of Object.entries(map)) {
-      taskInMicros(part, id, record);
+      const money = taskInMicros(id, record);
+      if (money) throw new StateDamageError(part, money);
       const checked = taskRunSchema.safeParse(record);
       if (!checked.success) throw new StateDamageError(part, firstIssue(checked.error, `tasks.${id}`));
     }

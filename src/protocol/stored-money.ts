@@ -4,10 +4,9 @@
  * `reservedUsd` and `raisedUsd` in the budget record. They are read as the nearest micro-dollar (that
  * version rounded every amount it added to a millionth, so this changes none of its sums) under the
  * names the engine now writes, and the next write stores them so. A value that is no amount of dollars
- * is damage, named in one line.
+ * is damage: each function answers the first such problem, in words, for state-check.ts to name.
  */
 import { microsOfDollars } from "../graph/amount.ts";
-import { StateDamageError } from "./state-check.ts";
 
 const RENAMED: Record<string, string> = {
   costUsd: "costMicros",
@@ -21,48 +20,54 @@ const RENAMED: Record<string, string> = {
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
 
-/** Renames a record's dollar fields to micro-dollars, in place; `where` names it for a damage message. */
-function inMicros(part: string, where: string, record: unknown): void {
-  if (!isRecord(record)) return; // the schema says what is wrong with it
+/** What is wrong, in words, or null. */
+type Problem = string | null;
+
+/** Renames a record's dollar fields to micro-dollars, in place; `where` names it in a problem. */
+function inMicros(where: string, record: unknown): Problem {
+  if (!isRecord(record)) return null; // the schema says what is wrong with it
   for (const [old, name] of Object.entries(RENAMED)) {
     if (!Object.hasOwn(record, old)) continue;
     const value = record[old];
     const micros = value === null ? null : typeof value === "number" ? microsOfDollars(value) : undefined;
     if (micros === undefined || (micros === null && value !== null))
-      throw new StateDamageError(
-        part,
-        `has a wrong value at ${where}.${old}: ${JSON.stringify(value) ?? String(value)} is not an amount of US dollars`,
-      );
+      return `has a wrong value at ${where}.${old}: ${JSON.stringify(value) ?? String(value)} is not an amount of US dollars`;
     delete record[old];
     if (!Object.hasOwn(record, name)) record[name] = micros;
   }
+  return null;
 }
 
-/** The budget record of a run's index, in micro-dollars. */
-export function indexInMicros(part: string, index: Record<string, unknown>): void {
+/** The first problem of a list of records, each converted in turn. */
+const each = (records: unknown, where: (i: number) => string): Problem =>
+  Array.isArray(records)
+    ? records.reduce<Problem>((found, r, i) => found ?? inMicros(where(i), r), null)
+    : null;
+
+/** A run's index (its budget record, its workstreams' resolutions), in micro-dollars. */
+export function indexInMicros(index: Record<string, unknown>): Problem {
   const budget = index.budget;
-  if (!isRecord(budget)) return;
-  inMicros(part, "budget.run", budget.run);
-  if (isRecord(budget.workstreams))
-    for (const [id, spend] of Object.entries(budget.workstreams))
-      inMicros(part, `budget.workstreams.${id}`, spend);
+  let problem: Problem = null;
+  if (isRecord(budget)) {
+    problem = inMicros("budget.run", budget.run);
+    if (isRecord(budget.workstreams))
+      for (const [id, spend] of Object.entries(budget.workstreams))
+        problem ??= inMicros(`budget.workstreams.${id}`, spend);
+  }
+  if (isRecord(index.workstreams))
+    for (const [id, ws] of Object.entries(index.workstreams))
+      if (isRecord(ws) && isRecord(ws.conflict))
+        problem ??= each(ws.conflict.resolutions, (i) => `workstreams.${id}.conflict.resolutions.${i}`);
+  return problem;
 }
 
 /** A task's record (its attempts, its resolutions, its raise), in micro-dollars. */
-export function taskInMicros(part: string, id: string, record: unknown): void {
-  if (!isRecord(record)) return;
-  inMicros(part, `tasks.${id}`, record);
-  if (Array.isArray(record.attempts))
-    record.attempts.forEach((a, i) => inMicros(part, `tasks.${id}.attempts.${i}`, a));
+export function taskInMicros(id: string, record: unknown): Problem {
+  if (!isRecord(record)) return null;
   const conflict = record.conflict;
-  if (isRecord(conflict) && Array.isArray(conflict.resolutions))
-    conflict.resolutions.forEach((r, i) => inMicros(part, `tasks.${id}.conflict.resolutions.${i}`, r));
-}
-
-/** A workstream's record (its integration PR's resolutions), in micro-dollars. */
-export function workstreamInMicros(part: string, id: string, record: unknown): void {
-  if (!isRecord(record) || !isRecord(record.conflict)) return;
-  const resolutions = record.conflict.resolutions;
-  if (Array.isArray(resolutions))
-    resolutions.forEach((r, i) => inMicros(part, `workstreams.${id}.conflict.resolutions.${i}`, r));
+  return (
+    inMicros(`tasks.${id}`, record) ??
+    each(record.attempts, (i) => `tasks.${id}.attempts.${i}`) ??
+    (isRecord(conflict) ? each(conflict.resolutions, (i) => `tasks.${id}.conflict.resolutions.${i}`) : null)
+  );
 }

@@ -213,7 +213,7 @@ describe("the status comment", () => {
     expect(statusComment(plan, state, 5, links)).not.toContain("blocked: task");
   });
 
-  it("names five integration PRs to merge, and counts the rest with what waits for them", () => {
+  it("names five integration PRs to merge, the one that holds the most first, and counts the rest", () => {
     const ids = Array.from({ length: 8 }, (_, i) => `t${i}`);
     const graph = graphOf(
       [...ids.map((id) => ({ id, ws: `w${id}` })), { id: "last", ws: "wlast", deps: ["t7"] }],
@@ -222,9 +222,13 @@ describe("the status comment", () => {
     );
     const { state, plan } = simulate(graph, { reviewerMerges: false });
     const waits = waitingFor(plan, state, links);
-    expect(waits.filter((l) => l.startsWith("- **Waiting for you**: merge "))).toHaveLength(5);
+    const merges = waits.filter((l) => l.startsWith("- **Waiting for you**: merge "));
+    expect(merges).toHaveLength(5);
+    expect(merges[0]).toMatch(
+      /\(`wt7` into `main`\); `auto_merge` is off for this workstream; 1 task to do waits for it\./,
+    );
     expect(waits.at(-1)).toMatch(
-      /^- \*\*Waiting for you\*\*: 3 more integration PRs to merge: \[#\d+\]\(sim:\/\/pull\/\d+\), \[#\d+\]\(sim:\/\/pull\/\d+\), \[#\d+\]\(sim:\/\/pull\/\d+\); 1 task to do waits for them\.$/,
+      /^- \*\*Waiting for you\*\*: 3 more integration PRs to merge: \[#\d+\]\(sim:\/\/pull\/\d+\), \[#\d+\]\(sim:\/\/pull\/\d+\), \[#\d+\]\(sim:\/\/pull\/\d+\)\.$/,
     );
   });
 
