@@ -201,7 +201,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   const dispatched = first.dispatched.map((d) => d.task);
   const byTask = new Map(first.dispatched.map((d) => [d.task, d]));
   const held = first.held.length
-    ? ` Then, as the budget allows (${first.spent.length ? quoteIds(first.spent.join("; "), plan) : "each attempt starts with at least its floor, and the first hold the rest"}): ${idList(first.held)}.`
+    ? `. Then, as the budget allows: ${idList(first.held)} (${first.spent.length ? quoteIds(first.spent.join("; "), plan) : "an attempt starts with at least its floor, and those running hold the rest until they end"})`
     : "";
   const head = [
     `**${graph.name}** (${graph.dialect}): ${plural(graph.tasks.length, "task")} in ${plural(graph.workstreams.length, "workstream")}, ${plural(plan.waves.length, "wave")}.`,

@@ -407,7 +407,7 @@ describe("bodies within GitHub's limits", () => {
     );
     // $0.50 holds one attempt's floor ($0.30), not two: the second waits for what the first gives back.
     expect(planSummary(plan)).toContain(
-      "**Dispatched first**: `base_calc` → `agentrelay/g/base_calc` (up to $0.30) Then, as the budget allows (each attempt starts with at least its floor, and the first hold the rest): `other`.",
+      "**Dispatched first**: `base_calc` → `agentrelay/g/base_calc` (up to $0.30). Then, as the budget allows: `other` (an attempt starts with at least its floor, and those running hold the rest until they end)\n",
     );
   });
 });

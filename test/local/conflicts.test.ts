@@ -60,7 +60,7 @@ describe("conflicts between parallel workstreams, locally", () => {
     expect(result.stdout).toMatch(/ (left|right) \(integration\) +resolving conflicts \(resolution 1\)\n/);
     expect(result.stdout).toMatch(/ (left|right) \(integration\) +resolution 1 succeeded\n/);
     expect(result.stdout).toMatch(
-      /\n {6}conflicts in shared\.txt: 1 resolution\(s\), \$\d\.\d{2,4}, the last succeeded\n/,
+      /\n {6}conflicts in shared\.txt: 1 resolution, \$\d\.\d{2,4}, the last succeeded\n/,
     );
     const shared = await git(repo, ["show", "main:shared.txt"]);
     expect(shared).toContain("written for task a");
