@@ -161,15 +161,15 @@ export function allowanceIn(step: Step, wsId: string, id: string | null): Allowa
 
 /**
  * Why a budget with less than an attempt's floor left holds the work: "budget spent: $3.10 of $3.00
- * for the run", or what is left against the floor, each to the micro-dollar so that the two never read
- * alike ("$0.299999 left, less than an attempt's $0.30").
+ * for the run", or what is left against the floor, to the micro-dollar so that the amounts add up and
+ * never read alike ("$2.700001 of $3.00 for the run, $0.299999 left, less than an attempt's $0.30").
  */
 function spentMessage(name: string, limit: Micros, spent: Micros, floor: Micros): string {
   if (spent >= limit) return `budget spent: ${usd(spent)} of ${usd(limit)} for ${name}`;
   const left = `${usdExact(limit - spent)} left, less than an attempt's ${usdExact(floor)}`;
   return spent === 0
     ? `budget too small: ${usd(limit)} for ${name}, ${left}`
-    : `budget nearly spent: ${usd(spent)} of ${usd(limit)} for ${name}, ${left}`;
+    : `budget nearly spent: ${usdExact(spent)} of ${usd(limit)} for ${name}, ${left}`;
 }
 
 /**

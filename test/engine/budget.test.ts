@@ -2,7 +2,6 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
 import { attemptFloorMicros } from "../../src/graph/attempt-floor.ts";
-import { usd } from "../../src/engine/budget.ts";
 import { resumeRun } from "../../src/engine/resume.ts";
 import { simulate, simulationJson } from "../../src/engine/simulate.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../../src/engine/types.ts";
@@ -98,7 +97,7 @@ describe("budgets", () => {
       ),
     ).toEqual([]);
     expect(Object.values(state.budget!.spent)).toEqual([
-      `budget nearly spent: ${usd(spent)} of $2.00 for the run, ${usdExact(2_000_000 - spent)} left, less than an attempt's ${usdExact(floor)}`,
+      `budget nearly spent: ${usdExact(spent)} of $2.00 for the run, ${usdExact(2_000_000 - spent)} left, less than an attempt's ${usdExact(floor)}`,
     ]);
     expect(state.tasks.t2!.status).toBe("pending");
   });
