@@ -722,7 +722,15 @@ export class Standin {
       run: runKey,
       task,
       attempt: Number(attempt),
-      result: { ...result, summary: `did ${task}`, outputs: [], costUsd: 0.01, turns: 1, gates: [], commit },
+      result: {
+        ...result,
+        summary: `did ${task}`,
+        outputs: [],
+        costMicros: 10_000,
+        turns: 1,
+        gates: [],
+        commit,
+      },
     };
     const dir = join(this.root, `report-${runId}`);
     mkdirSync(dir);

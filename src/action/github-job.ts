@@ -165,7 +165,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     baseRef: `origin/${integration}`,
     inputFiles,
     peers,
-    capUsd: state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capUsd ?? null,
+    capMicros: state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capMicros ?? null,
   });
 
   // Push the task branch (never any other), also after a failure: the next attempt continues from it.
@@ -188,7 +188,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     if (push.code !== 0) {
       result = {
         ...failedAttempt(`pushing ${branch} failed: ${mask(push.stderr.trim())}`),
-        costUsd: result.costUsd,
+        costMicros: result.costMicros,
         turns: result.turns,
         gates: result.gates,
       };
@@ -201,6 +201,6 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     };
   }
 
-  const capUsd = state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capUsd ?? null;
-  return finishJob(job, result, pushed, capUsd);
+  const capMicros = state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capMicros ?? null;
+  return finishJob(job, result, pushed, capMicros);
 }

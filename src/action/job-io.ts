@@ -9,6 +9,7 @@ import { join } from "node:path";
 import * as core from "@actions/core";
 import { type CheckoutGit, git, inCheckout } from "../attempt/git.ts";
 import type { AttemptResult } from "../attempt/run-attempt.ts";
+import { dollarsText, type Micros, usd } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
 import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../protocol/report-key.ts";
 import { type AttemptRequest, REPORT_FILE, REPORT_KEY_HEADER, toReport } from "../protocol/report.ts";
@@ -283,7 +284,7 @@ export async function finishJob(
   job: Job,
   result: AttemptResult,
   pushed: boolean,
-  capUsd: number | null,
+  capMicros: Micros | null,
 ): Promise<JobOutcome> {
   const { env, inputs } = job;
   const report = toReport(job.attemptRequest, { ...result, commit: pushed ? result.commit : null });
@@ -307,9 +308,9 @@ export async function finishJob(
     }
     core.setOutput("report", dir);
   }
-  await writeSummary(job.checkout, inputs, result, pushed, Date.now() - job.started, capUsd);
+  await writeSummary(job.checkout, inputs, result, pushed, Date.now() - job.started, capMicros);
   core.setOutput("outcome", result.outcome);
-  core.setOutput("cost-usd", result.costUsd.toFixed(4));
+  core.setOutput("cost-usd", dollarsText(result.costMicros));
   core.setOutput("turns", String(result.turns));
   core.setOutput("commit", pushed ? result.commit : "");
   core.setOutput("no-pr", String(result.noPr));
@@ -323,7 +324,7 @@ async function writeSummary(
   pushed: boolean,
   ms: number,
   /** What the attempt was allowed to spend, when a budget applied. */
-  capUsd: number | null,
+  capMicros: Micros | null,
 ): Promise<void> {
   const stat =
     pushed && result.commit
@@ -340,7 +341,7 @@ async function writeSummary(
     ],
     [
       { data: "Cost", header: true },
-      { data: `$${result.costUsd.toFixed(4)}${capUsd != null ? ` of its cap $${capUsd.toFixed(4)}` : ""}` },
+      { data: `${usd(result.costMicros)}${capMicros != null ? ` of its cap ${usd(capMicros)}` : ""}` },
     ],
     [{ data: "Turns", header: true }, { data: String(result.turns) }],
     [{ data: "Gate runs", header: true }, { data: gates }],

@@ -25,13 +25,13 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
   await giveAgentRepository(checkout, resolver.branch);
   core.endGroup();
 
-  const capUsd = conflictOf(state, subject)?.resolutions[inputs.attempt - 1]?.capUsd ?? null;
+  const capMicros = conflictOf(state, subject)?.resolutions[inputs.attempt - 1]?.capMicros ?? null;
   let result = await attemptInJob(job, `Claude Code: resolving ${resolver.branch} with ${resolver.target}`, {
     task,
     baseRef: `origin/${resolver.branch}`,
     inputFiles: [],
     peers: {},
-    capUsd,
+    capMicros,
     resolution: {
       target: `origin/${resolver.target}`,
       intents: intentsOf(plan, subject, state.tasks),
@@ -54,10 +54,10 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
         ...failedAttempt(
           `pushing ${resolver.branch} failed (did someone push it meanwhile?): ${mask(push.stderr.trim())}`,
         ),
-        costUsd: result.costUsd,
+        costMicros: result.costMicros,
         turns: result.turns,
         conflicted: result.conflicted,
       };
   }
-  return finishJob(job, result, pushed, capUsd);
+  return finishJob(job, result, pushed, capMicros);
 }

@@ -2,7 +2,7 @@
  * Runs Claude Code headless (`claude -p ... --output-format stream-json --verbose`) with a wall-clock
  * limit, streams its progress to a log, and reads turns, cost and the final answer from its result.
  */
-import { usd } from "../engine/budget.ts";
+import { dollarsText, type Micros, microsOfDollars, usd } from "../graph/amount.ts";
 import { type Confinement, runBounded } from "./bounded.ts";
 
 export interface ClaudeOptions {
@@ -18,8 +18,8 @@ export interface ClaudeOptions {
   timeoutMs: number;
   /** Continue this session (the same conversation) instead of starting a new one. */
   resume?: string | null;
-  /** What this call may spend, in US dollars (`--max-budget-usd`); absent: no cap. */
-  maxBudgetUsd?: number | null;
+  /** What this call may spend, in micro-dollars (`--max-budget-usd`); absent: no cap. */
+  maxBudgetMicros?: Micros | null;
   /** Called with each line of progress, for the job log. */
   log: (line: string) => void;
   /** Stops Claude Code early; `reason` says why (the credential was refused, say). */
@@ -38,7 +38,8 @@ export interface ClaudeResult {
   sessionId: string | null;
   finalText: string;
   turns: number;
-  costUsd: number;
+  /** What Claude Code reported it spent (`total_cost_usd`), to the nearest micro-dollar. */
+  costMicros: Micros;
   error: string | null;
   /** Stopped because its budget (--max-budget-usd) was spent. */
   overBudget: boolean;
@@ -88,7 +89,8 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
   for (const dir of options.addDirs) args.push("--add-dir", dir);
   if (options.model) args.push("--model", options.model);
   if (options.resume) args.push("--resume", options.resume);
-  if (options.maxBudgetUsd != null) args.push("--max-budget-usd", options.maxBudgetUsd.toFixed(6));
+  if (options.maxBudgetMicros != null)
+    args.push("--max-budget-usd", dollarsText(Math.max(0, options.maxBudgetMicros)));
 
   let buffer = "";
   // What Claude Code printed outside its JSON stream: its own words when it fails before a result.
@@ -136,6 +138,8 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
   const said = lastWords(`${plain}${run.stderr}`);
   const whole = options.logFile ? `; see ${options.logFile} for all of its output` : "";
   const stopped = options.stop?.signal.aborted ? options.stop.reason() : null;
+  // A float Claude Code sums; a value that is not an amount (negative, not finite) counts as nothing.
+  const costMicros = microsOfDollars(r?.total_cost_usd ?? 0) ?? 0;
   return {
     ok: !failed,
     timedOut: run.timedOut,
@@ -143,7 +147,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
     sessionId,
     finalText: r?.result ?? "",
     turns: r?.num_turns ?? 0,
-    costUsd: r?.total_cost_usd ?? 0,
+    costMicros,
     overBudget: r?.subtype === "error_max_budget_usd",
     error: stopped
       ? stopped
@@ -151,7 +155,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
         ? run.timedOut
           ? `Claude Code did not finish within ${Math.round(options.timeoutMs / 1000)} s`
           : r?.subtype === "error_max_budget_usd"
-            ? `stopped at its budget of ${usd(options.maxBudgetUsd ?? 0)} (Claude Code spent ${usd(r.total_cost_usd ?? 0)})`
+            ? `stopped at its budget of ${usd(options.maxBudgetMicros ?? 0)} (Claude Code spent ${usd(costMicros)})`
             : r?.subtype && r.subtype !== "success"
               ? `Claude Code stopped: ${r.subtype}`
               : r?.is_error && r.result

@@ -9,7 +9,8 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
-import { MIN_ATTEMPT_USD, usd } from "../engine/budget.ts";
+import { MIN_ATTEMPT_MICROS } from "../engine/budget.ts";
+import { type Micros, usd } from "../graph/amount.ts";
 import type { Graph, Task } from "../graph/model.ts";
 import { type CheckoutGit, git, inCheckout, sealGitDir } from "./git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
@@ -73,8 +74,8 @@ export interface AttemptInputs {
   loopCap?: number;
   /** A Claude session to continue (cyberian's agent_lifecycle `reuse`), instead of starting a new one. */
   resumeSession?: string | null;
-  /** What the whole attempt may spend, in US dollars (every Claude Code call of it together). */
-  capUsd?: number | null;
+  /** What the whole attempt may spend, in micro-dollars (every Claude Code call of it together). */
+  capMicros?: Micros | null;
   /** A resolution attempt: `repoDir` has the PR's branch, which takes its target by a merge. */
   resolution?: ResolutionInputs;
   /**
@@ -125,7 +126,7 @@ const NOT_RUN: ClaudeResult = {
   sessionId: null,
   finalText: "",
   turns: 0,
-  costUsd: 0,
+  costMicros: 0,
   error: null,
   overBudget: true,
 };
@@ -140,7 +141,7 @@ export function failedAttempt(reason: string): AttemptResult {
     opsConcerns: [],
     summary: null,
     outputs: [],
-    costUsd: 0,
+    costMicros: 0,
     turns: 0,
     gates: [],
     gateOutput: null,
@@ -368,7 +369,7 @@ interface RunningAttempt extends AttemptContext {
 /** A resolution attempt (see resolve.ts), with the attempt's agent, limits and masking. */
 async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs): Promise<AttemptResult> {
   let turns = 0;
-  let costUsd = 0;
+  let costMicros = 0;
   let overBudget = false;
   let gateOutput: string | null = null;
   const outcome = await resolveConflicts(
@@ -376,7 +377,7 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
     resolution,
     async (prompt) => {
       ctx.handOver();
-      const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
+      const left = ctx.capMicros == null ? null : ctx.capMicros - costMicros;
       const r = await runClaudeCode({
         bin: ctx.claude.bin,
         cwd: ctx.repoDir,
@@ -387,14 +388,14 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
         allowedTools: ctx.claude.allowedTools,
         addDirs: [],
         timeoutMs: ctx.claude.timeoutMs,
-        maxBudgetUsd: left,
+        maxBudgetMicros: left,
         log: ctx.log,
         stop: ctx.stop,
         confine: ctx.confine,
         ...(ctx.logFile ? { logFile: ctx.logFile } : {}),
       });
       turns += r.turns;
-      costUsd += r.costUsd;
+      costMicros += r.costMicros;
       overBudget ||= r.overBudget;
       return r.ok ? null : (r.error ?? "Claude Code failed");
     },
@@ -414,7 +415,7 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
     summary: outcome.files.length
       ? `Resolved conflicts in ${outcome.files.join(", ")}.`
       : "Merged without conflicts.",
-    costUsd,
+    costMicros,
     turns,
     gateOutput,
     overBudget: !outcome.ok && overBudget,
@@ -431,7 +432,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     AGENTRELAY_SIGNAL_DIR: signalDir,
   };
   let turns = 0;
-  let costUsd = 0;
+  let costMicros = 0;
   const gates: AttemptResult["gates"] = [];
   let gateOutput: string | null = null;
   const extraOps: string[] = [];
@@ -439,12 +440,12 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
   let lastSession: string | null = null;
   let overBudget = false;
   const agent = async (prompt: string, resume: string | null): Promise<ClaudeResult> => {
-    const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
-    if (left !== null && left < MIN_ATTEMPT_USD) {
+    const left = ctx.capMicros == null ? null : ctx.capMicros - costMicros;
+    if (left !== null && left < MIN_ATTEMPT_MICROS) {
       overBudget = true;
       return {
         ...NOT_RUN,
-        error: `stopped at its budget of ${usd(ctx.capUsd!)}: nothing left for another agent call`,
+        error: `stopped at its budget of ${usd(ctx.capMicros!)}: nothing left for another agent call`,
       };
     }
     return runClaudeCode({
@@ -458,14 +459,14 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       addDirs: [ctx.workDir],
       timeoutMs: ctx.claude.timeoutMs,
       resume,
-      maxBudgetUsd: left,
+      maxBudgetMicros: left,
       log: ctx.log,
       stop: ctx.stop,
       confine: ctx.confine,
       ...(ctx.logFile ? { logFile: ctx.logFile } : {}),
     }).then((r) => {
       turns += r.turns;
-      costUsd += r.costUsd;
+      costMicros += r.costMicros;
       overBudget ||= r.overBudget;
       lastSession = r.sessionId ?? lastSession;
       return r;
@@ -503,7 +504,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       confine: ctx.confine,
     });
     turns += answer.turns;
-    costUsd += answer.costUsd;
+    costMicros += answer.costMicros;
     const findings = answer.ok ? parseOutputReview(answer.finalText) : null;
     if (findings === null)
       extraOps.push(
@@ -557,7 +558,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       opsConcerns: [...signals.opsConcerns, ...extraOps],
       summary: signals.summary,
       outputs: signals.outputs,
-      costUsd,
+      costMicros,
       turns,
       gates,
       gateOutput: outcome === "failed" ? gateOutput : null,
@@ -641,7 +642,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
   if (ctx.task.review && ctx.attempt >= ctx.task.review.reviewOnAttempt) {
     const first = await review(ctx, env, ctx.task.review.agent.model);
     turns += first.turns;
-    costUsd += first.costUsd;
+    costMicros += first.costMicros;
     if (first.findings.length > 0) {
       const fix = await agent(
         [
@@ -658,7 +659,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       if (again) return finish("failed", again);
       const second = await review(ctx, env, ctx.task.review.agent.model);
       turns += second.turns;
-      costUsd += second.costUsd;
+      costMicros += second.costMicros;
       reviewConcerns.push(...second.findings.map((f) => `review: ${f}`));
     }
   }
@@ -672,7 +673,7 @@ async function review(
   ctx: RunningAttempt,
   env: NodeJS.ProcessEnv,
   model: string | null,
-): Promise<{ findings: string[]; turns: number; costUsd: number }> {
+): Promise<{ findings: string[]; turns: number; costMicros: Micros }> {
   await ctx.git.git(["add", "--all"]);
   const diff = await ctx.git.git(["diff", "--cached", ctx.baseRef]);
   const prompt = [
@@ -705,7 +706,7 @@ async function review(
   });
   const verdict = parseReview(result.ok ? result.finalText : "");
   ctx.log(`review: ${verdict.length === 0 ? "approved" : `${verdict.length} finding(s)`}`);
-  return { findings: verdict, turns: result.turns, costUsd: result.costUsd };
+  return { findings: verdict, turns: result.turns, costMicros: result.costMicros };
 }
 
 /** Findings of a review answer; none when it approves. An answer without a verdict is itself a finding. */

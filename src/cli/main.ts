@@ -80,20 +80,20 @@ function steering(
   };
 }
 
-/** An amount of US dollars given on the command line (`5`, `+5`, `$0.50`), or undefined if absent. */
+/** Micro-dollars given on the command line in dollars (`5`, `+5`, `$0.50`), or undefined if absent. */
 function dollars(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const amount = parseUsd(text.replace(/^\+/, ""));
   if ("error" in amount) throw new UsageError(`${flag} expects ${AMOUNT_FORM}, got '${text}'`);
-  return amount.usd;
+  return amount.micros;
 }
 
 /** `budget +USD [TARGET]` as a steering command, named once so that it applies once. */
 function budgetCommand(amount: string, target: string | undefined) {
   if (!amount.startsWith("+"))
     throw new UsageError(`say how much to add with a plus sign, e.g. +5 (got '${amount}')`);
-  const usd = dollars("budget", amount)!;
-  return { command: "budget" as const, usd, ...(target ? { target } : {}), id: randomUUID() };
+  const micros = dollars("budget", amount)!;
+  return { command: "budget" as const, micros, ...(target ? { target } : {}), id: randomUUID() };
 }
 
 export const COMMANDS: Record<string, Command> = {
@@ -164,7 +164,7 @@ export const COMMANDS: Record<string, Command> = {
   },
   simulate: {
     usage:
-      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--json | --markdown]",
+      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--at EVENTS] [--json | --markdown]",
     summary: "run the engine with simulated agents: what happens if a task fails?",
     options: SIMULATE_OPTIONS,
     positionals: [1, 1],
@@ -179,6 +179,7 @@ export const COMMANDS: Record<string, Command> = {
           costPerAttempt: dollars("--cost-per-attempt", str(values["cost-per-attempt"])),
           conflictIntegration: list(values["conflict-integration"]),
           conflict: list(values.conflict),
+          at: str(values.at),
         },
         io,
       ),

@@ -119,6 +119,12 @@ export const SIMULATE_OPTIONS: OptionSpecs = {
     help: "what each attempt spends (stopped at its cap), to see where a budget stops the run",
     check: (value) => ("error" in parseUsd(value) ? AMOUNT_FORM : null),
   },
+  at: {
+    type: "string",
+    value: "EVENTS",
+    help: "stop after this many events, to see the run (and its status comment) while tasks are running",
+    check: (value) => (/^[1-9]\d{0,8}$/.test(value) ? null : "a number of events from 1"),
+  },
   json: { type: "boolean", help: "print the outcome, events and statuses as one JSON object" },
   markdown: { type: "boolean", help: "print the run's status comment as it would stand on GitHub" },
 };

@@ -3,10 +3,11 @@
  * tracking issue and status comments, and one check run per task (and per resolution) on the graph's
  * commit.
  */
-import { spendLine, taskSpent } from "../engine/budget.ts";
+import { spendLine, taskSpent, usd } from "../engine/budget.ts";
 import { conflictOf } from "../engine/conflicts.ts";
+import { plural } from "../engine/progress.ts";
 import type { Engine } from "../engine/engine.ts";
-import type { EngineEvent } from "../engine/types.ts";
+import type { EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { resolverOf, subjectOf } from "../plan/resolution.ts";
 import { resolutionInput } from "../protocol/resolution.ts";
@@ -169,6 +170,49 @@ const CONCLUSION = {
   cancelled: "cancelled",
 } as const;
 
+/**
+ * A task's check run for its attempt `n`: title, summary and conclusion (null before the attempt has a
+ * verdict). Its amounts and counts are written as the status comment writes them.
+ */
+export function taskCheckOutput(
+  run: RunState,
+  task: string,
+  n: number,
+  graph: Graph,
+  job: string | null,
+  /** What the task waits for that only a person can end, in one line. */
+  waiting?: string,
+): {
+  output: { title: string; summary: string };
+  conclusion: (typeof CONCLUSION)[keyof typeof CONCLUSION] | "neutral";
+} | null {
+  const t = run.tasks[task]!;
+  const attempt = t.attempts[n - 1];
+  if (!attempt?.outcome) return null;
+  const gates = attempt.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ");
+  const givenBack = attempt.givenBack
+    ? ` It was stopped by ${SCOPE_WORDS[attempt.capBy ?? "run"]}, not by its own limit: it does not count against the task's attempts, and the task ${t.status === "pending" ? "waits for budget or runs again" : "goes on"}.`
+    : "";
+  const summary = [
+    ...(waiting ? [`**Waiting for you**: ${agentText(waiting, 1000)}`, ""] : []),
+    `Attempt ${attempt.n} ${OUTCOME_WORDS[attempt.outcome]}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${givenBack}${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
+    "",
+    `Cost ${usd(attempt.costMicros ?? 0)}${attempt.capMicros != null ? ` of its cap ${usd(attempt.capMicros)}` : ""} (task total ${usd(taskSpent(t))}; run: ${spendLine(run, graph)}), ${plural(attempt.turns ?? 0, "turn")}${gates ? `, gate runs ${gates}` : ""}.`,
+    ...(job ? ["", `[The job's log](${job})`] : []),
+    ...(attempt.gateOutput ? ["", "### Gate output (end)", ...codeBlock(attempt.gateOutput, 2_000)] : []),
+    ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),
+    ...(t.concerns.length ? ["", "### Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`)] : []),
+  ].join("\n");
+  return {
+    output: {
+      title: `${task}: attempt ${attempt.n} ${attempt.givenBack ? "stopped by the budget" : OUTCOME_WORDS[attempt.outcome]}`,
+      summary,
+    },
+    // A stopped attempt given back is no verdict on the task's work.
+    conclusion: attempt.givenBack ? "neutral" : CONCLUSION[attempt.outcome],
+  };
+}
+
 /** Creates or updates the task's check run with its latest attempt's verdict. */
 export async function taskCheckRun(
   ctx: RepoContext,
@@ -179,30 +223,11 @@ export async function taskCheckRun(
   /** What the task waits for that only a person can end, in one line. */
   waiting?: string,
 ): Promise<void> {
-  const t = run.tasks[task]!;
-  const attempt = t.attempts[n - 1];
-  if (!attempt?.outcome) return;
-  const gates = attempt.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ");
-  const job = attempt.job ? jobUrl(ctx, attempt.job) : null;
-  const givenBack = attempt.givenBack
-    ? ` It was stopped by ${SCOPE_WORDS[attempt.capBy ?? "run"]}, not by its own limit: it does not count against the task's attempts, and the task ${t.status === "pending" ? "waits for budget or runs again" : "goes on"}.`
-    : "";
-  const summary = [
-    ...(waiting ? [`**Waiting for you**: ${agentText(waiting, 1000)}`, ""] : []),
-    `Attempt ${attempt.n} ${OUTCOME_WORDS[attempt.outcome]}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${givenBack}${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
-    "",
-    `Cost $${(attempt.costUsd ?? 0).toFixed(2)}${attempt.capUsd != null ? ` of its cap $${attempt.capUsd.toFixed(2)}` : ""} (task total $${taskSpent(t).toFixed(2)}; run: ${spendLine(run, graph)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
-    ...(job ? ["", `[The job's log](${job})`] : []),
-    ...(attempt.gateOutput ? ["", "### Gate output (end)", ...codeBlock(attempt.gateOutput, 2_000)] : []),
-    ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),
-    ...(t.concerns.length ? ["", "### Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`)] : []),
-  ].join("\n");
-  const output = {
-    title: `${task}: attempt ${attempt.n} ${attempt.givenBack ? "stopped by the budget" : OUTCOME_WORDS[attempt.outcome]}`,
-    summary,
-  };
-  // A stopped attempt given back is no verdict on the task's work.
-  const conclusion = attempt.givenBack ? "neutral" : CONCLUSION[attempt.outcome];
+  const attempt = run.tasks[task]!.attempts[n - 1];
+  const job = attempt?.job ? jobUrl(ctx, attempt.job) : null;
+  const checked = taskCheckOutput(run, task, n, graph, job, waiting);
+  if (!checked || !attempt?.outcome) return;
+  const { output, conclusion } = checked;
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const existing = run.github.checkRuns[task];
   // A verdict someone must act on goes with the run's progress; a success only informs, and yields.
@@ -254,7 +279,7 @@ export async function resolutionCheckRun(
   const summary = [
     `Resolution ${record.n} of the conflicts between \`${branch}\` and \`${target}\` (${agentText(files, 2_000)}) ${record.outcome}${record.reason ? `: ${agentText(record.reason, 1000)}` : ""}.`,
     "",
-    `Cost $${(record.costUsd ?? 0).toFixed(2)}${record.capUsd != null ? ` of its cap $${record.capUsd.toFixed(2)}` : ""} (run: ${spendLine(run, engine.plan.graph)}), ${record.turns ?? 0} turns.`,
+    `Cost ${usd(record.costMicros ?? 0)}${record.capMicros != null ? ` of its cap ${usd(record.capMicros)}` : ""} (run: ${spendLine(run, engine.plan.graph)}), ${plural(record.turns ?? 0, "turn")}.`,
     ...(job ? ["", `[The job's log](${job})`] : []),
   ].join("\n");
   await ctx.octokit.rest.checks.create({

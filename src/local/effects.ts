@@ -251,7 +251,7 @@ export class LocalHost implements RunHost {
       peers,
       ...(s.params ? { params: s.params } : {}),
       ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
-      capUsd: state.tasks[taskId]!.attempts[attempt - 1]?.capUsd ?? null,
+      capMicros: state.tasks[taskId]!.attempts[attempt - 1]?.capMicros ?? null,
       retryCommand: `run \`agentrelay retry ${graph.file} ${taskId} --repo ${shown(this.repo)}\``,
       logFile: shown(agentLogOf(join(taskDir, "work"), attempt)),
       resultFile: join(taskDir, `result-${attempt}.json`),
@@ -372,7 +372,7 @@ export class LocalHost implements RunHost {
       workDir: join(dir, "work"),
       inputFiles: [],
       peers: {},
-      capUsd: effect.capUsd ?? null,
+      capMicros: effect.capMicros ?? null,
       resolution: {
         target: resolver.target,
         intents: intentsOf(plan, subject, state.tasks),

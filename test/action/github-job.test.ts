@@ -244,7 +244,7 @@ describe("the task Action", () => {
     expect(output).toMatch(/commit<<\S+\n[0-9a-f]{40}\n/);
     expect(summary).toContain("agentrelay: greet, attempt 1");
     // The attempt ran under the cap the app gave it (the run's budget, all of it).
-    expect(summary).toMatch(/\$0\.0\d+ of its cap \$1\.0000/);
+    expect(summary).toMatch(/\$0\.0\d+ of its cap \$1\.00</);
     expect(summary).toContain("greet.txt | 1 +");
     const log = stdout.join("");
     expect(log).toContain(`::add-mask::${TOKEN}`);

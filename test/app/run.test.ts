@@ -66,7 +66,7 @@ describe("a run on GitHub", () => {
     expect(
       merges.lastIndexOf("POST /repos/octo/demo/actions/workflows/agentrelay-task.yml/dispatches"),
     ).toBeGreaterThan(5);
-    expect(h.gh.pulls.find((p) => p.head.endsWith("ws_a/integration"))!.body).toContain("- **a**: first");
+    expect(h.gh.pulls.find((p) => p.head.endsWith("ws_a/integration"))!.body).toContain("- `a`: first");
     expect(h.gh.checkRuns.map((c) => `${c.name} ${c.conclusion}`).sort()).toEqual([
       "agentrelay / a success",
       "agentrelay / b success",
@@ -77,7 +77,7 @@ describe("a run on GitHub", () => {
     const status = h.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
     expect(status).toContain("done (4 merged)");
     expect(status).toMatch(
-      /\| `d` \| ws_d \| merged \| \[1\]\(https:\/\/github.com\/octo\/demo\/actions\/runs\/\d+\) \|/,
+      /\| `d` \| `ws_d` \| merged \| \[1\]\(https:\/\/github.com\/octo\/demo\/actions\/runs\/\d+\) \|/,
     );
   });
 

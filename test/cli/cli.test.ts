@@ -185,8 +185,8 @@ describe("agentrelay simulate", () => {
     const result = JSON.parse(stdout);
     expect(result.outcome).toBe("completed_with_failures");
     expect(result.tasks).toEqual({
-      a: { status: "failed", attempts: 1 },
-      b: { status: "blocked", attempts: 0 },
+      a: { status: "failed", attempts: 1, heldBy: "failed" },
+      b: { status: "blocked", attempts: 0, heldBy: "blocked:task:a" },
       c: { status: "merged", attempts: 1 },
     });
     expect(result.workstreams).toEqual({ x: { status: "failed" }, y: { status: "failed" } });
@@ -232,7 +232,7 @@ describe("agentrelay simulate", () => {
       /^<!-- agentrelay:status run=g\/1 -->\n### agentrelay run `g\/1`: waiting for budget and for you \(/,
     );
     expect(stdout).toContain(
-      "- **Waiting for you**: budget spent: $1.50 of $1.50 for the run; 1 task waits for it.",
+      "- **Waiting for you**: budget spent: $1.50 of $1.50 for the run; 1 task to do waits for it.",
     );
     expect(stdout).toContain(
       "- **Waiting for you**: 1 task blocked by 1 failure: `a` failed (simulated failure), blocking 1.",

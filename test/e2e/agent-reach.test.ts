@@ -108,7 +108,7 @@ const daemon = \`
         const report = JSON.parse(readFileSync(file, "utf8"));
         if (report.result.summary === "forged by a leftover process") continue;
         report.result.summary = "forged by a leftover process";
-        report.result.costUsd = 0;
+        report.result.costMicros = 0;
         writeFileSync(file, JSON.stringify(report));
         writeFileSync(\${JSON.stringify(${JSON.stringify(join(out, "rewrote"))})}, file);
       } catch {}
@@ -236,7 +236,10 @@ describe.skipIf(!agentUserPossible())("an agent that reaches for the runner (nee
         const report = JSON.parse(readFileSync(file, "utf8")) as { result: Record<string, unknown> };
         writeFileSync(
           file,
-          JSON.stringify({ ...report, result: { ...report.result, summary: "forged", costUsd: 7 } }),
+          JSON.stringify({
+            ...report,
+            result: { ...report.result, summary: "forged", costMicros: 7_000_000 },
+          }),
         );
       },
     });
@@ -247,7 +250,7 @@ describe.skipIf(!agentUserPossible())("an agent that reaches for the runner (nee
       "the job's report does not match its key: it was changed after the runner wrote it, so it is not believed";
     expect(task).toMatchObject({ status: "failed", summary: null });
     expect(task.attempts).toEqual([expect.objectContaining({ reason: refused })]);
-    expect(task.attempts[0]!.costUsd ?? 0).toBe(0);
+    expect(task.attempts[0]!.costMicros ?? 0).toBe(0);
     expect(refused).not.toContain("\n");
   }, 120_000);
 

@@ -143,7 +143,7 @@ if (vars) {
     const response = await fetch(app + path, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer " + oidc }, body: JSON.stringify(body) });
     return { status: response.status, body: await response.json() };
   };
-  const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [], summary: "forged", outputs: [], costUsd: 0, turns: 1, gates: [], commit: null };
+  const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [], summary: "forged", outputs: [], costMicros: 0, turns: 1, gates: [], commit: null };
   answers.report = await post("/agentrelay/report", { ...attempt, result });
   answers.pushToken = await post("/agentrelay/push-token", attempt);
   answers.token = await post("/agentrelay/token", attempt);

@@ -22,7 +22,7 @@ const report = (about = attempt) => ({
     opsConcerns: [],
     summary: "did a",
     outputs: [],
-    costUsd: 0.5,
+    costMicros: 500_000,
     turns: 2,
     gates: [],
     commit: "a".repeat(40),
@@ -78,7 +78,7 @@ describe("a report read from the job's own run", () => {
 
   it("is refused when the step failed: a process in the job uploaded an artifact of its name first", async () => {
     const { gh, ctx, run, zip } = setUp();
-    const planted = zip({ ...report(), result: { ...report().result, costUsd: 0 } });
+    const planted = zip({ ...report(), result: { ...report().result, costMicros: 0 } });
     const id = run("failure", planted);
     // The runner's own upload came second and was refused, as upload-artifact v4 refuses a name taken.
     expect(gh.uploadArtifact(Number(id), REPORT_ARTIFACT, zip(report()))).toBe(false);
@@ -133,7 +133,7 @@ describe("a report bound to its key (the orchestrator holds AGENTRELAY_REPORT_SE
 
   it("is refused, in one line, when its bytes changed after the runner wrote them, or it was made without the secret", async () => {
     const { gh, ctx, run, zip } = setUp(secret);
-    const forged = { ...report(), result: { ...report().result, summary: "forged", costUsd: 0 } };
+    const forged = { ...report(), result: { ...report().result, summary: "forged", costMicros: 0 } };
     const refused = {
       reason:
         "the job's report does not match its key: it was changed after the runner wrote it, so it is not believed",
