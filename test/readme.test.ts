@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseGraph } from "../src/graph/load.ts";
+import { TESTED_CLAUDE_CODE } from "../src/attempt/preflight.ts";
 import { canonicalOrder } from "../src/plan/plan.ts";
 import { REPO_ROOT } from "./support/fixtures.ts";
 
@@ -88,6 +89,12 @@ describe("README and docs", () => {
       ...read("README.md").matchAll(/npm install -g (@anthropic-ai\/claude-code\S*?)[`\s)]/g),
     ];
     expect(installs.map((m) => m[1])).toEqual([`@anthropic-ai/claude-code@${pinned}`]);
+    // What the command line tells a user to install, and what its docs quote of it, are the same one.
+    expect(TESTED_CLAUDE_CODE).toBe(pinned);
+    const elsewhere = [
+      ...read("docs/cli.md").matchAll(/npm install -g (@anthropic-ai\/claude-code\S*?)[`\s)]/g),
+    ];
+    expect(elsewhere.map((m) => m[1])).toEqual([`@anthropic-ai/claude-code@${pinned}`]);
   });
 
   it("leave the README to what a newcomer needs", () => {

@@ -32,6 +32,10 @@ export class AgentUnavailableError extends Error {
  */
 export const MIN_CLAUDE_CODE = "2.1.0";
 
+/** The Claude Code the tests and the agent image run, which a user is told to install (a test keeps it package.json's). */
+export const TESTED_CLAUDE_CODE = "2.1.197";
+const INSTALL_CLAUDE_CODE = `npm install -g @anthropic-ai/claude-code@${TESTED_CLAUDE_CODE}`;
+
 /** How long the model API may take to answer the check. */
 export const REACH_TIMEOUT_MS = 10_000;
 
@@ -80,7 +84,7 @@ const older = (a: number[], b: number[]) => {
 
 /** `claude --version`, as the attempt would run it. */
 function claudeVersion({ bin, env, nameAnother }: AgentCheck): Promise<string> {
-  const install = "install it with `npm install -g @anthropic-ai/claude-code`";
+  const install = `install it with \`${INSTALL_CLAUDE_CODE}\``;
   return new Promise((resolve, reject) => {
     execFile(bin, ["--version"], { env, timeout: 30_000, encoding: "utf8" }, (error, stdout, stderr) => {
       const code = (error as NodeJS.ErrnoException | null)?.code;
@@ -111,7 +115,7 @@ function claudeVersion({ bin, env, nameAnother }: AgentCheck): Promise<string> {
       if (older(found.slice(1).map(Number), MIN_CLAUDE_CODE.split(".").map(Number)))
         return reject(
           new AgentUnavailableError(
-            `Claude Code ${version} is older than ${MIN_CLAUDE_CODE}, the oldest agentrelay supports: update it with \`npm install -g @anthropic-ai/claude-code@latest\``,
+            `Claude Code ${version} is older than ${MIN_CLAUDE_CODE}, the oldest agentrelay supports: update it with \`${INSTALL_CLAUDE_CODE}\``,
           ),
         );
       resolve(version);
