@@ -7,6 +7,7 @@ import { jobOverheadBench } from "./job-overhead.ts";
 import { graphScale, graphScaleWorker } from "./graph-scale.ts";
 import { githubLimitsBench } from "./github-limits.ts";
 import { hostileGraphs } from "./hostile-graphs.ts";
+import { sampleCostBench } from "./sample-cost.ts";
 import { semanticBench } from "./semantic-verification.ts";
 import { workflowModeBench } from "./workflow-mode.ts";
 
@@ -20,6 +21,7 @@ const BENCHES: Record<string, () => string | Promise<string>> = {
   e2e: e2eBench,
   "workflow-mode": workflowModeBench,
   "github-limits": githubLimitsBench,
+  "sample-cost": sampleCostBench,
   semantic: semanticBench,
 };
 

@@ -64,7 +64,7 @@ async function onStandin(scenario: SemanticScenario, verify: boolean): Promise<O
 export async function semanticBench(): Promise<string> {
   const model = await startScriptedModel(scenarioAgent());
   const rows: string[][] = [];
-  /** Why each workstream left to a person waits: the unrepairable scenario's, or the machine's. */
+  /** Why each integration PR left open at a run's end waits: the unrepairable scenario's, or another cause. */
   const waiting: string[] = [];
   // SEMANTIC_WHERE=local or stand-in runs one half (the stand-in's jobs take minutes on a loaded machine).
   const places = (["local", "stand-in"] as const).filter((w) =>
@@ -80,7 +80,7 @@ export async function semanticBench(): Promise<string> {
         const landings = outcomes.flatMap((o) => Object.values(o.state?.workstreams ?? {}));
         for (const o of outcomes)
           for (const [id, w] of Object.entries(o.state?.workstreams ?? {}))
-            if (w.verification?.toPerson)
+            if (w.status === "pr_open")
               waiting.push(
                 `- ${where}, ${verify ? "on" : "off"}: ${o.state!.graph}/${id}: ${(w.reason ?? "").slice(0, 320)}`,
               );

@@ -13,15 +13,8 @@ import { recordsOf } from "../engine/conflicts.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { intentsOf } from "../protocol/resolution.ts";
-import {
-  AGENT_CONFIG_PATHS,
-  attemptInJob,
-  fetchBranches,
-  finishJob,
-  giveAgentRepository,
-  type Job,
-  type JobOutcome,
-} from "./job-io.ts";
+import { fetchBranches, finishJob, giveAgentRepository, type Job, type JobOutcome } from "./job-io.ts";
+import { attemptInJob } from "./attempt-job.ts";
 
 export async function runResolutionJob(job: Job, subject: ResolutionSubject): Promise<JobOutcome> {
   const { inputs, state, graph, checkout, auth, mask } = job;
@@ -35,7 +28,7 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
   await giveAgentRepository(checkout, resolver.branch);
   core.endGroup();
 
-  const capUsd = recordsOf(state, subject)?.[inputs.attempt - 1]?.capUsd ?? null;
+  const capMicros = recordsOf(state, subject)?.[inputs.attempt - 1]?.capMicros ?? null;
   const { kind } = subject;
   const doing =
     kind === "verify" ? "verifying" : kind === "repair" ? "Claude Code: repairing" : "Claude Code: resolving";
@@ -44,7 +37,7 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
     baseRef: `origin/${resolver.branch}`,
     inputFiles: [],
     peers: {},
-    capUsd,
+    capMicros,
     resolution: {
       ...(kind ? { kind } : {}),
       ...(kind === "repair"
@@ -54,7 +47,7 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
       intents: intentsOf(plan, subject, state.tasks, state.workstreams),
       gates: resolver.gates,
       // The agent's configuration is the default branch's, not what either side may have planted.
-      agentConfig: { from: `origin/${defaultBranch}`, paths: AGENT_CONFIG_PATHS },
+      agentConfig: { from: `origin/${defaultBranch}` },
     },
   });
 
@@ -74,10 +67,10 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
         ...failedAttempt(
           `pushing ${resolver.branch} failed (did someone push it meanwhile?): ${mask(push.stderr.trim())}`,
         ),
-        costUsd: result.costUsd,
+        costMicros: result.costMicros,
         turns: result.turns,
         conflicted: result.conflicted,
       };
   }
-  return finishJob(job, result, pushed, capUsd);
+  return finishJob(job, result, pushed, capMicros);
 }

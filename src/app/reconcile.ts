@@ -18,13 +18,14 @@ const START_GRACE_MS = 10 * 60_000;
 
 type Job = { id: number; status: string | null; conclusion: string | null };
 
+/** Reconciles a run; whether it is still active (unfinished) afterwards. */
 export async function reconcileRun(
   driver: RunDriver,
   runKey: string,
   options: { refreshStatus?: boolean } = {},
-): Promise<void> {
+): Promise<boolean> {
   const loaded = await driver.load(runKey, { fresh: true });
-  if (!loaded || loaded.run.outcome) return;
+  if (!loaded || loaded.run.outcome) return false;
   const { ctx } = driver;
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const now = ctx.now();
@@ -130,28 +131,52 @@ export async function reconcileRun(
     if (pr.merged) facts.push({ type: "integration_pr_merged", workstream, at: now });
     else if (pr.state === "closed") facts.push({ type: "integration_pr_closed", workstream, at: now });
   }
-  await driver.drive(runKey, facts, { pending: true, refreshStatus: options.refreshStatus ?? true });
+  const driven = await driver.drive(runKey, facts, {
+    pending: true,
+    refreshStatus: options.refreshStatus ?? true,
+  });
+  return driven !== null && driven.outcome === null;
 }
 
-/** Every unfinished run of the repository (one per graph with a state branch). */
-export async function reconcileRepository(
-  ctx: RepoContext,
-  options: { refreshStatus?: boolean } = {},
-): Promise<void> {
+/** The latest run of each graph with a state branch. */
+async function latestRuns(ctx: RepoContext, driver: RunDriver): Promise<string[]> {
   const { data: refs } = await ctx.octokit.rest.git.listMatchingRefs({
     owner: ctx.owner,
     repo: ctx.repo,
     ref: "heads/agentrelay-state/",
   });
-  const driver = new RunDriver(ctx);
+  const runs: string[] = [];
   for (const ref of refs) {
     const graph = ref.ref.slice("refs/heads/agentrelay-state/".length);
     const latest = await driver.latestRun(graph);
-    // One damaged run is said once and does not stop the others from being repaired.
-    if (latest > 0)
-      await reconcileRun(driver, `${graph}/${latest}`, options).catch((error: unknown) => {
-        if (error instanceof RunStateDamageError) return sayStateDamage(ctx, error);
-        throw error;
-      });
+    if (latest > 0) runs.push(`${graph}/${latest}`);
   }
+  return runs;
+}
+
+/** Every unfinished run of the repository (one per graph with a state branch); how many are left. */
+export async function reconcileRepository(
+  ctx: RepoContext,
+  options: { refreshStatus?: boolean } = {},
+): Promise<number> {
+  const driver = new RunDriver(ctx);
+  let active = 0;
+  for (const runKey of await latestRuns(ctx, driver)) {
+    // One damaged run is said once and does not stop the others from being repaired (nor counts as ended).
+    const left = await reconcileRun(driver, runKey, options).catch(async (error: unknown) => {
+      if (!(error instanceof RunStateDamageError)) throw error;
+      await sayStateDamage(ctx, error);
+      return true;
+    });
+    if (left) active++;
+  }
+  return active;
+}
+
+/** Whether any run of the repository is unfinished. */
+export async function anyActive(ctx: RepoContext): Promise<boolean> {
+  const driver = new RunDriver(ctx);
+  for (const runKey of await latestRuns(ctx, driver))
+    if ((await driver.load(runKey))?.run.outcome === null) return true;
+  return false;
 }

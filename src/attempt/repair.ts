@@ -13,7 +13,8 @@
 import { agentText } from "./redact.ts";
 import type { CheckoutGit } from "./git.ts";
 import { checkOutput } from "./output-checks.ts";
-import { agentConfiguration, type ResolutionInputs, type ResolutionOutcome } from "./resolve.ts";
+import { agentConfigSwap } from "./protected-paths.ts";
+import type { ResolutionInputs, ResolutionOutcome } from "./resolve.ts";
 
 /** At most this much of each diff goes into a repair's prompt. */
 const DIFF_LIMIT = 12_000;
@@ -144,9 +145,10 @@ export async function repairLanding(
     ours: await sideDiff(checkout, landing.target, before),
     theirs: await sideDiff(checkout, before, landing.target),
   };
-  const configure = agentConfiguration(checkout, landing.agentConfig);
-  await configure(landing.agentConfig?.from ?? null);
-  const answer = await agent(repairPrompt(branch, landing, diffs)).finally(() => configure(null));
+  // The agent runs with the default branch's configuration; what is committed keeps the branch's.
+  const config = landing.agentConfig && (await agentConfigSwap(checkout, landing.agentConfig.from, []));
+  await config?.swap();
+  const answer = await agent(repairPrompt(branch, landing, diffs)).finally(() => config?.back());
   if (answer.failure) return fail(answer.failure);
   await checkout.git(["add", "--all"]);
   if ((await checkout.git(["diff", "--cached", "--name-only"])) === "")

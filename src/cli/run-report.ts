@@ -8,8 +8,9 @@ import { spendLine, spentBy, taskSpent, usd, waitsOnBudget } from "../engine/bud
 import { leftToPerson } from "../engine/conflicts.ts";
 import { STATUS_WORDS, WORKSTREAM_WORDS } from "../engine/progress.ts";
 import type { Conflict, RunState, Verification } from "../engine/types.ts";
-import { UNVERIFIED } from "../engine/verification.ts";
+import { reproduce } from "../engine/verification.ts";
 import { type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
+import { buildPlan } from "../plan/plan.ts";
 import { EXIT } from "./io.ts";
 
 /** Status columns as wide as their longest word, so that the columns after them line up. */
@@ -28,7 +29,7 @@ function resolutions(conflict: Conflict | undefined): string | null {
   const cost = spentBy(tried);
   const last = tried.at(-1)!;
   const files = conflict!.files.length ? ` in ${conflict!.files.join(", ")}` : "";
-  return `conflicts${files}: ${tried.length} resolution(s), ${usd(cost)}, the last ${last.outcome ?? "running"}${last.reason ? ` (${last.reason})` : ""}`;
+  return `conflicts${files}: ${tried.length} resolution${tried.length === 1 ? "" : "s"}, ${usd(cost)}, the last ${last.outcome ?? "running"}${last.reason ? ` (${last.reason})` : ""}`;
 }
 
 /** What verifying and repairing an integration branch took, and how the last of them ended. */
@@ -52,7 +53,8 @@ export function waitingFor(state: RunState, graph: Graph): string {
   if (budgets.length > 0 && state.candidates.length > 0)
     return `waiting for budget: ${budgets.join("; ")}; raise it with \`agentrelay budget FILE +USD [WORKSTREAM|TASK] --repo DIR\``;
   const conflicted = Object.entries(state.tasks).find(([, t]) => leftToPerson(t));
-  if (conflicted) return `waiting for you: task ${conflicted[0]}'s ${conflicted[1].reason}, then run again`;
+  if (conflicted)
+    return `waiting for you: task ${conflicted[0]}'s PR: ${conflicted[1].reason}, then run again`;
   const open = graph.workstreams.filter((w) => state.workstreams[w.id]?.status === "pr_open");
   // An auto-merge that failed says why (the target checked out with uncommitted changes, say): that
   // comes first, since merging by hand would meet the same cause.
@@ -60,9 +62,9 @@ export function waitingFor(state: RunState, graph: Graph): string {
     .map((w) => state.workstreams[w.id]!.reason)
     .find((r) => r?.startsWith(AUTO_MERGE_FAILED));
   if (failed) return `waiting for you: ${failed.slice(AUTO_MERGE_FAILED.length)}`;
-  const unverified = open.find((w) => state.workstreams[w.id]!.reason?.startsWith(UNVERIFIED));
+  const unverified = open.find((w) => state.workstreams[w.id]!.verification?.toPerson);
   if (unverified)
-    return `waiting for you: ${integrationBranch(graph.name, unverified.id)} is ${state.workstreams[unverified.id]!.reason}; fix it there and merge it into ${unverified.mergeTargetBranch} (git merge), then run again`;
+    return `waiting for you: ${integrationBranch(graph.name, unverified.id)} is ${state.workstreams[unverified.id]!.reason}; to see it: ${reproduce(buildPlan(graph), unverified.id)}; fix it there and merge it into ${unverified.mergeTargetBranch} (git merge), then run again`;
   if (open.length === 0) return "not finished: run `agentrelay run` again to go on";
   const merges = open.map((w) => `${integrationBranch(graph.name, w.id)} into ${w.mergeTargetBranch}`);
   return `waiting for you: merge ${merges.join(", ")} (git merge), then run again`;
@@ -116,7 +118,7 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
   }
   lines.push(
     "",
-    (state.budget ? spendLine(state, graph) : `Spent ${usd(cost)}`) +
+    (state.budget ? spendLine(state, graph, (id) => id) : `Spent ${usd(cost)}`) +
       (options.scripted ? " (simulated: the scripted model charges nothing)" : ""),
     `Work: task branches ${taskBranch(graph.name, "<task>")} in ${repo}`,
     `State: git log -p refs/agentrelay/runs/${state.runKey} (in ${repo})`,

@@ -3,6 +3,7 @@
  */
 import type { TaskStatus, WorkstreamStatus } from "../plan/readiness.ts";
 import type { LandingKind } from "../plan/resolution.ts";
+import type { Micros } from "../graph/amount.ts";
 import type { BudgetState, CapScope } from "./budget.ts";
 
 export type { LandingKind, TaskStatus, WorkstreamStatus };
@@ -24,7 +25,8 @@ export interface AttemptRecord {
   job?: string | null;
   outcome: AttemptOutcome | null;
   reason: string | null;
-  costUsd: number | null;
+  /** What it spent, in micro-dollars (graph/amount.ts), once it reported. */
+  costMicros: Micros | null;
   turns: number | null;
   /** Commit the job pushed to the task branch, when it reported one. */
   pushedSha: string | null;
@@ -33,7 +35,7 @@ export interface AttemptRecord {
   /** The end of the output of the gate that failed the attempt. */
   gateOutput?: string;
   /** What the attempt may spend (Claude Code's --max-budget-usd); null or absent: no cap. */
-  capUsd?: number | null;
+  capMicros?: Micros | null;
   /** Which limit set the cap (absent in runs from before it was kept). */
   capBy?: CapScope;
   /**
@@ -42,7 +44,7 @@ export interface AttemptRecord {
    */
   givenBack?: true;
   /** The part of the cap still held against the budgets while the attempt runs. */
-  reservedUsd?: number;
+  reservedMicros?: Micros;
 }
 
 export interface TaskRun {
@@ -66,7 +68,7 @@ export interface TaskRun {
   outputs: { path: string; action: string; category: string }[];
   mergedAt: number | null;
   /** Added to the task's max_cost_usd by `budget` commands. */
-  budgetRaisedUsd?: number;
+  budgetRaisedMicros?: Micros;
   /** The task PR conflicted with the integration branch: the files, and the resolution attempts so far. */
   conflict?: Conflict;
 }
@@ -91,11 +93,11 @@ export interface ResolutionRecord {
   /** `lost`: its job vanished without a verdict; it does not count against the bound. */
   outcome: "succeeded" | "failed" | "lost" | null;
   reason: string | null;
-  costUsd: number | null;
+  costMicros: Micros | null;
   turns: number | null;
   /** What it may spend, where a budget applies, and the part of that still held while it runs. */
-  capUsd?: number | null;
-  reservedUsd?: number;
+  capMicros?: Micros | null;
+  reservedMicros?: Micros;
   /** What its agent said it did (a resolution's or a repair's): handed to the tasks downstream. */
   summary?: string | null;
   /** The target commit it merged in, and the branch commit that passed the gates with it. */
@@ -227,7 +229,7 @@ export type EngineEvent =
       opsConcerns?: string[];
       summary?: string | null;
       outputs?: { path: string; action: string; category: string }[];
-      costUsd?: number | null;
+      costMicros?: Micros | null;
       turns?: number | null;
     }
   | {
@@ -238,7 +240,7 @@ export type EngineEvent =
       reason: string;
       kind?: "failed" | "timed_out" | "cancelled";
       /** What the failed attempt spent, as Claude Code reported it. */
-      costUsd?: number | null;
+      costMicros?: Micros | null;
       turns?: number | null;
       /** The end of the failed gate's output, when a gate failed the attempt. */
       gateOutput?: string;
@@ -327,7 +329,7 @@ export type EngineEvent =
       n: number;
       ok: boolean;
       reason?: string | null;
-      costUsd?: number | null;
+      costMicros?: Micros | null;
       turns?: number | null;
       /** The files the merge found conflicting (GitHub's merge answer does not name them). */
       files?: string[];
@@ -346,16 +348,24 @@ export type EngineEvent =
   | { type: "integration_checks_failed"; workstream: string; head: string; output: string; at: number }
   | { type: "command"; command: "retry" | "cancel" | "reset"; task?: string; by?: string; at: number }
   /**
-   * Raises a budget by `usd`: the run's, or a workstream's or task's (`target`). `id` names the
+   * Raises a budget by `micros`: the run's, or a workstream's or task's (`target`). `id` names the
    * request (a comment), so that one delivered twice raises once.
    */
-  | { type: "command"; command: "budget"; usd: number; target?: string; id: string; by?: string; at: number }
+  | {
+      type: "command";
+      command: "budget";
+      micros: Micros;
+      target?: string;
+      id: string;
+      by?: string;
+      at: number;
+    }
   | { type: "tick"; at: number };
 
 export type EngineEffect =
   | { type: "prepare_workstream"; key: string; workstream: string }
-  /** `capUsd`: what the attempt may spend (Claude Code's --max-budget-usd), when a budget applies. */
-  | { type: "dispatch"; key: string; task: string; attempt: number; capUsd?: number }
+  /** `capMicros`: what the attempt may spend (Claude Code's --max-budget-usd), when a budget applies. */
+  | { type: "dispatch"; key: string; task: string; attempt: number; capMicros?: Micros }
   | { type: "cancel_attempt"; key: string; task: string; attempt: number }
   /** Stops resolution `n`'s job (or verification's, or repair's), if it runs (the run, or its task, was cancelled). */
   | {
@@ -396,7 +406,7 @@ export type EngineEffect =
       task?: string;
       n: number;
       files: string[];
-      capUsd?: number;
+      capMicros?: Micros;
     }
   /**
    * Starts verification `n`: the workstream's target is merged into its integration branch (no agent),
@@ -407,7 +417,7 @@ export type EngineEffect =
    * Starts repair attempt `n`: an agent, told what each workstream meant and what failed, fixes the
    * integration branch (its target merged in) until its gates pass, and the fix is committed on it.
    */
-  | { type: "repair_integration"; key: string; workstream: string; n: number; capUsd?: number }
+  | { type: "repair_integration"; key: string; workstream: string; n: number; capMicros?: Micros }
   | { type: "reply"; key: string; ok: boolean; message: string }
   | { type: "update_status"; key: string }
   | { type: "finish_run"; key: string; outcome: Outcome };

@@ -47,11 +47,24 @@ const counted = (records: ResolutionRecord[]) => records.filter((r) => r.outcome
 export const verifying = (v: Verification | undefined): boolean =>
   v?.runs.at(-1)?.outcome === null || v?.repairs.at(-1)?.outcome === null;
 
-/** What a person runs to see the failure: the branch with its target merged in, then the gates. */
-export function reproduce(plan: Plan, wsId: string): string {
+/**
+ * What a person runs to see the failure: the branch with its target merged in, then the gates. With
+ * `remote` (on GitHub, `origin`), the branches are fetched from it; locally they are the repository's.
+ */
+export function reproduce(plan: Plan, wsId: string, remote?: string): string {
   const { branch, target, gates } = resolverOf(plan, { workstream: wsId });
-  return `git fetch origin && git switch --detach origin/${branch} && git merge --no-edit origin/${target} && ${gates.join(" && ")}`;
+  const at = (name: string) => (remote ? `${remote}/${name}` : name);
+  return [
+    ...(remote ? [`git fetch ${remote}`] : []),
+    `git switch --detach ${at(branch)}`,
+    `git merge --no-edit ${at(target)}`,
+    // Each gate whole, whatever shell operators it holds.
+    gates.length === 1 ? gates[0]! : gates.map((g) => `(${g})`).join(" && "),
+  ].join(" && ");
 }
+
+/** "1 repair attempt", "2 repair attempts". */
+const times = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
 /**
  * Whether the workstream's integration PR may merge now, and what was verified: undefined while it
@@ -102,13 +115,16 @@ export function nextInLine(step: Step, wsId: string): void {
 
 const verificationOf = (ws: WorkstreamRun): Verification => (ws.verification ??= { runs: [], repairs: [] });
 
-/** Leaves the PR to a person, once, saying why and how to see it for themselves. */
+/**
+ * Leaves the PR to a person, once, saying why (each host adds how to see it for themselves: the
+ * commands of `reproduce`, which differ where the branches are).
+ */
 function toPerson(step: Step, wsId: string, why: string): void {
   const ws = step.workstream(wsId);
   const v = verificationOf(ws);
   if (v.toPerson) return;
   v.toPerson = true;
-  const reason = `${UNVERIFIED}${why}; to see it: ${reproduce(step.plan, wsId)}`;
+  const reason = `${UNVERIFIED}${why}`;
   Object.assign(ws, { autoMergeSkipped: true, reason });
   step.log({ type: "verification_failed", workstream: wsId, detail: reason });
 }
@@ -122,7 +138,7 @@ function verify(step: Step, wsId: string): void {
     toPerson(
       step,
       wsId,
-      `its target moved ${done} time(s) while it was verified (max_verifications: ${max})`,
+      `its target moved ${times(done, "time")} while it was verified (\`max_verifications: ${max}\`)`,
     );
     return;
   }
@@ -145,14 +161,14 @@ function repair(step: Step, wsId: string): void {
   const allowed = tried >= max || readOnly ? null : allowanceIn(step, wsId, null);
   // Running attempts hold what is left of the budget: the reconciler asks again.
   if (allowed && "waits" in allowed) return;
-  if (!allowed || !("capUsd" in allowed)) {
+  if (!allowed || !("capMicros" in allowed)) {
     const why =
       max === 0
-        ? "its gates fail on the tree that would land (repair is off: max_repair_attempts: 0)"
+        ? "its gates fail on the tree that would land (repair is off, `max_repair_attempts: 0`)"
         : readOnly
           ? `its gates fail on the tree that would land, and task '${resolver.agentTask.id}' is read_only, so no agent may push a repair`
           : !allowed
-            ? `its gates fail on the tree that would land (${tried} repair attempt(s) did not fix it)`
+            ? `its gates fail on the tree that would land (${times(tried, "repair attempt")} did not fix it)`
             : `its gates fail on the tree that would land (${allowed.spent})`;
     toPerson(step, wsId, why);
     return;
@@ -160,7 +176,7 @@ function repair(step: Step, wsId: string): void {
   const n = v.repairs.length + 1;
   const record = newJobRecord(step, n);
   v.repairs.push(record);
-  reserve(step, wsId, record, allowed.capUsd);
+  reserve(step, wsId, record, allowed.capMicros);
   step.changed = true;
   step.log({
     type: "repair",
@@ -173,7 +189,7 @@ function repair(step: Step, wsId: string): void {
     key: step.key("ws", wsId, "repair", n),
     workstream: wsId,
     n,
-    ...(allowed.capUsd !== null ? { capUsd: allowed.capUsd } : {}),
+    ...(allowed.capMicros !== null ? { capMicros: allowed.capMicros } : {}),
   });
 }
 
@@ -215,9 +231,9 @@ export function landingFact(step: Step, event: Landing): void {
     ...(event.head ? { head: event.head } : {}),
     ...(event.output ? { output: event.output } : {}),
   });
-  if (event.kind === "repair" && event.costUsd != null) {
-    record.costUsd = event.costUsd;
-    chargeWorkstream(step, wsId, event.costUsd);
+  if (event.kind === "repair" && event.costMicros != null) {
+    record.costMicros = event.costMicros;
+    chargeWorkstream(step, wsId, event.costMicros);
   }
   if (step.state.cancelled) return;
   if (passed) {

@@ -15,9 +15,9 @@ import type { EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { AUTO_MERGE_FAILED } from "../engine/apply-event.ts";
 import { lostResolutions } from "../engine/conflicts.ts";
-import { credentialOf } from "../attempt/credential-proxy.ts";
 import { checkAgent } from "../attempt/preflight.ts";
-import { anthropicEnvironment, type AnthropicCredential, userLogin } from "./credentials.ts";
+import { snapshotResolver } from "../attempt/egress/resolver.ts";
+import { type AnthropicCredential, localCredential, userLogin } from "./credentials.ts";
 import { LocalHost } from "./effects.ts";
 import { GitRefStateStore } from "./git-store.ts";
 import { answer, type Answer, type SteeringCommand, take } from "./inbox.ts";
@@ -36,6 +36,8 @@ export interface LocalRunOptions {
   claudeEnv: Record<string, string>;
   /** From a credentials file: the Anthropic credential and each token tier's variables. */
   credentials?: {
+    /** The file's path, as the user gave it (messages name it). */
+    file?: string;
     anthropic: AnthropicCredential | null;
     tokenTiers: Record<string, Record<string, string>> | null;
   };
@@ -82,7 +84,6 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const lock = takeRunLock(workRoot, `graph '${graph.name}' in ${repo}`);
   try {
     const latest = await latestRunNumber(repo, graph.name);
-    if (options.newRun && latest !== null) await startOver(repo, graph.name, workRoot, latest);
     const runNumber = options.newRun ? (latest ?? 0) + 1 : (latest ?? 1);
     const engine: Engine = createEngine(graph, {
       attemptTimeoutMs: options.attemptTimeoutMs ?? 60 * 60_000,
@@ -90,7 +91,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       runNumber,
     });
     const runKey = `${graph.name}/${runNumber}`;
-    return await runLocked(options, { repo, engine, store, gitDir, workRoot, runKey });
+    const startOverFrom = options.newRun ? latest : null;
+    return await runLocked(options, { repo, engine, store, gitDir, workRoot, runKey, startOverFrom });
   } finally {
     lock.release();
   }
@@ -105,6 +107,7 @@ async function runLocked(
     gitDir,
     workRoot,
     runKey,
+    startOverFrom,
   }: {
     repo: string;
     engine: Engine;
@@ -112,6 +115,8 @@ async function runLocked(
     gitDir: string;
     workRoot: string;
     runKey: string;
+    /** `--new-run`: the run whose branches are archived once every check passed (null: none). */
+    startOverFrom: number | null;
   },
 ): Promise<LocalRunResult> {
   const { graph } = options;
@@ -124,19 +129,19 @@ async function runLocked(
   mkdirSync(agentHome, { recursive: true });
   // The credential: the credentials file's, else the user's own (a key in the environment, which the
   // attempt inherits, or their Claude login); the attempt's runner holds it, the agent never does.
-  const login = userLogin();
-  const credentialEnv = options.credentials
-    ? anthropicEnvironment(options.credentials.anthropic)
-    : hasCredential(process.env) || hasCredential(options.claudeEnv) || !login
-      ? {}
-      : { AGENTRELAY_CLAUDE_LOGIN: login };
-
+  const credential = localCredential({
+    file: options.credentials
+      ? { path: options.credentials.file ?? "the credentials file", anthropic: options.credentials.anthropic }
+      : null,
+    env: { ...process.env, ...options.claudeEnv },
+    login: userLogin(),
+  });
   const claudeEnv = {
     HOME: agentHome,
     DISABLE_AUTOUPDATER: "1",
     DISABLE_TELEMETRY: "1",
     ...options.claudeEnv,
-    ...credentialEnv,
+    ...credential.env,
   };
 
   // Before anything is spent, the agent: a run that has nothing left to start needs none.
@@ -146,8 +151,12 @@ async function runLocked(
       bin: options.claudeBin,
       // The attempt process inherits the runner's environment (attempt-process.ts).
       env: { ...process.env, ...claudeEnv },
-      ...LOCAL_REMEDIES,
+      nameAnother: "name it with --claude PATH",
+      logIn: credential.logIn,
+      fixCredential: credential.fixCredential,
     });
+  // Only now, every check passed, does the run change: a new run archives the last one's branches.
+  if (startOverFrom !== null) await startOver(repo, graph.name, workRoot, startOverFrom);
 
   // Work that outlives a write (attempts): the run ends when none is left.
   const inFlight = new Set<Promise<void>>();
@@ -193,6 +202,9 @@ async function runLocked(
       attemptTimeoutMs: options.attemptTimeoutMs ?? 60 * 60_000,
       gateTimeoutMs: options.gateTimeoutMs ?? 600_000,
       ...(options.params ? { params: options.params } : {}),
+      fixCredential: credential.fixCredential,
+      // Before any attempt's agent exists: how the egress proxies resolve names (egress/resolver.ts).
+      resolver: snapshotResolver(),
     },
     track,
     (facts) => apply(facts),
@@ -285,12 +297,3 @@ async function runLocked(
   clearInterval(inboxTimer);
   return { state: (await store.load(runKey))?.state ?? state!, drift, workRoot };
 }
-
-const hasCredential = (env: NodeJS.ProcessEnv) => credentialOf(env) !== null;
-
-/** What a user of local mode does when the agent cannot work here (the command line's options). */
-const LOCAL_REMEDIES = {
-  nameAnother: "name it with --claude PATH",
-  logIn:
-    "run `claude` and log in (/login), set ANTHROPIC_API_KEY, or pass --credentials FILE (--scripted-model needs no account)",
-};

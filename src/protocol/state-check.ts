@@ -6,6 +6,8 @@
  * part lives and how to get back its last good version.
  */
 import { z } from "zod";
+import { MAX_MICROS, MAX_RAISED_MICROS } from "../graph/amount.ts";
+import { indexInMicros, taskInMicros } from "./stored-money.ts";
 
 /** The largest part a run writes is far below this (a 10,000-task run's index is under 1 MB). */
 export const MAX_PART_BYTES = 32 * 1024 * 1024;
@@ -24,7 +26,11 @@ export class StateDamageError extends Error {
 const count = z.number().int().nonnegative();
 const time = z.number().finite();
 const pullRequest = z.looseObject({ number: count, url: z.string() }).nullable();
-const amount = z.number().finite().nonnegative();
+/** Micro-dollars (graph/amount.ts): whole, and within what the engine can add up exactly. */
+const micros = (max = Number.MAX_SAFE_INTEGER) => z.int().min(0).max(max);
+/** What one attempt may report spending, and a raise as commands bound it (a budget's raises together). */
+const cost = micros(MAX_MICROS);
+const raised = micros(MAX_RAISED_MICROS);
 
 const attemptRecord = z.looseObject({
   n: count,
@@ -34,12 +40,12 @@ const attemptRecord = z.looseObject({
   job: z.string().nullish(),
   outcome: z.enum(["succeeded", "failed", "timed_out", "cancelled"]).nullable(),
   reason: z.string().nullable(),
-  costUsd: amount.nullable(),
+  costMicros: cost.nullable(),
   turns: count.nullable(),
   pushedSha: z.string().nullable(),
   gates: z.array(z.looseObject({ n: count, passed: z.boolean() })),
-  capUsd: amount.nullish(),
-  reservedUsd: amount.optional(),
+  capMicros: micros(MAX_RAISED_MICROS).nullish(),
+  reservedMicros: micros().optional(),
 });
 
 const resolutionRecord = z.looseObject({
@@ -47,12 +53,23 @@ const resolutionRecord = z.looseObject({
   dispatchedAt: time,
   outcome: z.enum(["succeeded", "failed", "lost"]).nullable(),
   reason: z.string().nullable(),
-  costUsd: amount.nullable(),
+  costMicros: cost.nullable(),
   turns: count.nullable(),
+  capMicros: micros(MAX_RAISED_MICROS).nullish(),
+  reservedMicros: micros().optional(),
 });
 
 const conflict = z
   .looseObject({ files: z.array(z.string()), resolutions: z.array(resolutionRecord) })
+  .optional();
+
+/** An integration branch's verifications and repairs (engine/verification.ts): jobs like resolutions. */
+const verification = z
+  .looseObject({
+    runs: z.array(resolutionRecord),
+    repairs: z.array(resolutionRecord),
+    passed: z.looseObject({ base: z.string(), head: z.string() }).nullish(),
+  })
   .optional();
 
 export const taskRunSchema = z.looseObject({
@@ -69,7 +86,7 @@ export const taskRunSchema = z.looseObject({
   summary: z.string().nullable(),
   outputs: z.array(z.looseObject({ path: z.string(), action: z.string(), category: z.string() })),
   mergedAt: time.nullable(),
-  budgetRaisedUsd: amount.optional(),
+  budgetRaisedMicros: raised.optional(),
   conflict,
 });
 
@@ -84,6 +101,7 @@ const workstreamRunSchema = z.looseObject({
   activeTask: z.string().nullable(),
   autoMergeSkipped: z.boolean(),
   conflict,
+  verification,
 });
 
 /** The run's own record (its index, without the per-task maps the buckets hold). */
@@ -110,10 +128,10 @@ export const runIndexSchema = z.looseObject({
   timeline: z.array(z.looseObject({ at: time, type: z.string() })),
   budget: z
     .looseObject({
-      run: z.looseObject({ spentUsd: amount, reservedUsd: amount, raisedUsd: amount }),
+      run: z.looseObject({ spentMicros: micros(), reservedMicros: micros(), raisedMicros: raised }),
       workstreams: z.record(
         z.string(),
-        z.looseObject({ spentUsd: amount, reservedUsd: amount, raisedUsd: amount }),
+        z.looseObject({ spentMicros: micros(), reservedMicros: micros(), raisedMicros: raised }),
       ),
     })
     .optional(),
@@ -147,6 +165,9 @@ export function parsePart(part: string, text: string | null | undefined): Record
 
 /** Checks a run's index against the schema the engine writes. */
 export function checkIndex(part: string, index: Record<string, unknown>): void {
+  // Amounts a run stored in dollars before micro-dollars are read in micro-dollars.
+  const money = indexInMicros(index);
+  if (money) throw new StateDamageError(part, money);
   const checked = runIndexSchema.safeParse(index);
   if (!checked.success) throw new StateDamageError(part, firstIssue(checked.error, ""));
 }
@@ -163,6 +184,8 @@ export function checkTaskMap(part: string, name: string, map: unknown): Record<s
   if (Object.hasOwn(map, "__proto__")) throw new StateDamageError(part, `has a key __proto__ in ${name}`);
   if (name === "tasks")
     for (const [id, record] of Object.entries(map)) {
+      const money = taskInMicros(id, record);
+      if (money) throw new StateDamageError(part, money);
       const checked = taskRunSchema.safeParse(record);
       if (!checked.success) throw new StateDamageError(part, firstIssue(checked.error, `tasks.${id}`));
     }

@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
 import { simulate, simulationJson } from "../../src/engine/simulate.ts";
+import { reproduce } from "../../src/engine/verification.ts";
+import { checkIndex, StateDamageError } from "../../src/protocol/state-check.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../../src/engine/types.ts";
+import type { Plan } from "../../src/plan/plan.ts";
 import { graphOf } from "../support/graphs.ts";
 
 /** Two workstreams in parallel, both gated and merging into main. */
@@ -18,9 +21,9 @@ const graphWith = (head = "", ws = "") =>
     `max_concurrency: 2${head ? `\n${head}` : ""}`,
   );
 
-const events = (state: RunState) =>
+const events = (state: RunState, plan: Plan) =>
   (
-    simulationJson({ state, outcome: "succeeded", eventCount: 0, reviewerMerged: [] }) as {
+    simulationJson({ plan, state, outcome: "succeeded", eventCount: 0, reviewerMerged: [] }) as {
       events: { type: string; workstream?: string; detail?: string }[];
     }
   ).events;
@@ -33,6 +36,19 @@ function withOpenPr(head = "", ws = "") {
   Object.assign(state.workstreams.right!, { status: "merge_ready", unfinished: 0, integration: "opening" });
   return { engine, state };
 }
+
+/** A finished job's record, as the engine writes it. */
+const job = {
+  n: 1,
+  dispatchedAt: 0,
+  deadline: 1,
+  job: "7",
+  startedAt: 0,
+  outcome: "succeeded",
+  reason: null,
+  costMicros: 0,
+  turns: 1,
+};
 
 const opened: EngineEvent = {
   type: "integration_pr_opened",
@@ -75,7 +91,11 @@ describe("verifying an integration branch before it lands", () => {
       pr: { number: 9, url: "u" },
       verified: { base: "b".repeat(40), head: "1".repeat(40) },
     });
-    expect(events(state).map((e) => e.type)).toEqual(["integration_opened", "verification", "verified"]);
+    expect(events(state, engine.plan).map((e) => e.type)).toEqual([
+      "integration_opened",
+      "verification",
+      "verified",
+    ]);
   });
 
   it("repairs a tree whose gates fail, charging the workstream, and merges once the repair passes", () => {
@@ -89,20 +109,20 @@ describe("verifying an integration branch before it lands", () => {
       failure: "TypeError: total is not a function",
       repairs: [{ n: 1, outcome: null }],
     });
-    expect(state.budget!.workstreams.right!.reservedUsd).toBeGreaterThan(0);
+    expect(state.budget!.workstreams.right!.reservedMicros).toBeGreaterThan(0);
     const merge = engine.apply(
       state,
-      finished("repair", 1, true, { costUsd: 0.3, summary: "renamed the call" }),
+      finished("repair", 1, true, { costMicros: 300_000, summary: "renamed the call" }),
     );
     expect(merge).toContainEqual(
       expect.objectContaining({ type: "merge_integration_pr", workstream: "right" }),
     );
     expect(state.workstreams.right!.verification!.repairs[0]).toMatchObject({
       outcome: "succeeded",
-      costUsd: 0.3,
+      costMicros: 300_000,
       summary: "renamed the call",
     });
-    expect(state.budget!.workstreams.right).toMatchObject({ spentUsd: 0.3, reservedUsd: 0 });
+    expect(state.budget!.workstreams.right).toMatchObject({ spentMicros: 300_000, reservedMicros: 0 });
   });
 
   it.each([
@@ -129,11 +149,11 @@ describe("verifying an integration branch before it lands", () => {
       if (outcome === "waiting_for_review") {
         const reason = result.state.workstreams.right!.reason!;
         expect(reason).toMatch(/^not verified: its gates fail on the tree that would land \(/);
-        expect(reason).toContain(
-          "; to see it: git fetch origin && git switch --detach origin/agentrelay/g/right/integration && git merge --no-edit origin/main && make test",
+        expect(reproduce(result.plan, "right", "origin")).toBe(
+          "git fetch origin && git switch --detach origin/agentrelay/g/right/integration && git merge --no-edit origin/main && make test",
         );
         expect(v!.failure).toBe("simulated failure of the gates");
-        expect(events(result.state).at(-1)).toEqual({
+        expect(events(result.state, result.plan).at(-1)).toEqual({
           type: "verification_failed",
           workstream: "right",
           detail: reason,
@@ -190,8 +210,8 @@ describe("verifying an integration branch before it lands", () => {
     engine.apply(state, finished("verify", 2, true));
     engine.apply(state, moved);
     expect(state.workstreams.right!.verification!.runs).toHaveLength(2);
-    expect(state.workstreams.right!.reason).toMatch(
-      /^not verified: its target moved 2 time\(s\) while it was verified \(max_verifications: 2\); to see it: /,
+    expect(state.workstreams.right!.reason).toBe(
+      "not verified: its target moved 2 times while it was verified (`max_verifications: 2`)",
     );
   });
 
@@ -264,7 +284,7 @@ describe("verifying an integration branch before it lands", () => {
     engine.apply(state, finished("repair", 1, false));
     engine.apply(state, finished("repair", 2, false));
     expect(engine.apply(state, failed)).toEqual([]);
-    expect(state.workstreams.right!.reason).toMatch(/2 repair attempt\(s\) did not fix it/);
+    expect(state.workstreams.right!.reason).toMatch(/2 repair attempts did not fix it/);
   });
 
   it("never starts a verification or repair from the reconciler's copy, only from a fact", () => {
@@ -311,5 +331,24 @@ describe("verifying an integration branch before it lands", () => {
     expect(state.workstreams.right!.verification!.passed).not.toBeNull();
     engine.apply(state, { type: "command", command: "reset", task: "b", at: 30 });
     expect(state.workstreams.right!.verification).toMatchObject({ passed: null, toPerson: false });
+  });
+
+  it.each([
+    [
+      "whose repairs are no list",
+      { runs: [], repairs: "none" },
+      "workstreams.right.verification.repairs: Invalid input: expected array",
+    ],
+    [
+      "whose repair cost no amount",
+      { runs: [], repairs: [{ ...job, costMicros: 1e300 }] },
+      "workstreams.right.verification.repairs.0.costMicros: Too big",
+    ],
+  ])("refuses a stored verification %s as damage, in one line", (_what, verification, message) => {
+    const { state } = withOpenPr();
+    const index = JSON.parse(JSON.stringify({ ...state, tasks: undefined })) as Record<string, unknown>;
+    (index.workstreams as Record<string, Record<string, unknown>>).right!.verification = verification;
+    expect(() => checkIndex("run.json", index)).toThrow(StateDamageError);
+    expect(() => checkIndex("run.json", index)).toThrow(message);
   });
 });

@@ -2,17 +2,16 @@
  * The merge of a verified integration PR lands exactly the tree that was verified: it goes ahead only
  * while the target is the commit the branch was verified with and the PR's head is the verified one
  * (GitHub's `sha`); otherwise the branch is verified again. Required checks that failed on the head
- * are what a repair is told.
+ * are repaired, the repair told what they said.
  */
 import { Octokit } from "@octokit/rest";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeGitHub } from "../../harness/fake-github.ts";
 import { createEngine } from "../../src/engine/engine.ts";
-import { DEFAULT_CONFIG, type RepoContext } from "../../src/github/client.ts";
+import { DEFAULT_CONFIG } from "../../src/github/client.ts";
 import { GitHubEffects } from "../../src/github/effects.ts";
 import { type HostedRun, newMeta } from "../../src/github/hosted-run.ts";
-import { failedRequiredChecks } from "../../src/github/required-checks.ts";
 import { graphOf } from "../support/graphs.ts";
 
 beforeEach(() => nock.disableNetConnect());
@@ -21,10 +20,10 @@ afterEach(() => {
   nock.enableNetConnect();
 });
 
-const engine = createEngine(graphOf([{ id: "a", ws: "w" }], [{ id: "w", autoMerge: true }]));
+const verifying = createEngine(graphOf([{ id: "a", ws: "w" }], [{ id: "w", autoMerge: true }]));
 const BRANCH = "agentrelay/g/w/integration";
 
-function setup() {
+function setup(engine = verifying) {
   const github = new FakeGitHub();
   github.mount();
   github.commit("main", { "README.md": "hi\n" });
@@ -73,63 +72,44 @@ describe("merging a verified integration PR", () => {
   });
 });
 
-describe("required checks", () => {
-  /** A client that answers the three reads with these rules, protection and check runs. */
-  const ctx = (answers: { rules: object[]; protection?: object; runs: object[] }) => {
-    const octokit = {
-      request: async () => ({ data: answers.rules }),
-      rest: {
-        repos: { getBranch: async () => ({ data: { protection: answers.protection } }) },
-        checks: { listForRef: async () => ({ data: { check_runs: answers.runs } }) },
-      },
-    };
-    return { octokit, owner: "o", repo: "r" } as unknown as RepoContext;
-  };
-  const run = (name: string, conclusion: string, summary = "") => ({
-    name,
-    status: "completed",
-    conclusion,
-    output: { title: `${name} ${conclusion}`, summary },
-  });
-
-  it("says what the required checks (rulesets' and branch protection's) that failed on a commit said", async () => {
-    const failed = await failedRequiredChecks(
-      ctx({
-        rules: [
-          {
-            type: "required_status_checks",
-            parameters: { required_status_checks: [{ context: "ci / test" }] },
-          },
-        ],
-        protection: { required_status_checks: { contexts: ["lint"], checks: [] } },
-        runs: [
-          run("ci / test", "failure", "2 failed: total is not a function"),
-          run("lint", "success"),
-          run("docs", "failure"),
-        ],
-      }),
-      "main",
-      "abc",
+describe("required checks that failed on the integration PR's head", () => {
+  it("are repaired, told what the failed ones said (rulesets' and branch protection's, not the others)", async () => {
+    const { github, merge } = setup();
+    github.settings.rules.push(
+      { pattern: "main", source: "ruleset", requiredChecks: ["ci / test"] },
+      { pattern: "main", source: "protection", requiredChecks: ["lint"] },
     );
-    expect(failed).toBe("ci / test: failure\nci / test failure\n2 failed: total is not a function");
+    const head = github.branches.get(BRANCH)!;
+    github.setCheck(head, "ci / test", "failure", "2 failed: total is not a function");
+    github.setCheck(head, "lint", "failure", "app.js:3 unused variable");
+    github.setCheck(head, "docs", "failure", "not required");
+    expect(await merge()).toEqual([
+      {
+        type: "integration_checks_failed",
+        workstream: "w",
+        head,
+        output:
+          "ci / test: failure\nci / test failure\n2 failed: total is not a function\n\nlint: failure\nlint failure\napp.js:3 unused variable",
+        at: 0,
+      },
+    ]);
+    expect(github.pulls.find((p) => p.number === 9)!.merged).toBe(false);
   });
 
-  it("finds nothing when none is required, or they pass or still run", async () => {
-    expect(
-      await failedRequiredChecks(ctx({ rules: [], runs: [run("ci", "failure")] }), "main", "abc"),
-    ).toBeNull();
-    const pending = { name: "ci", status: "in_progress", conclusion: null, output: {} };
-    expect(
-      await failedRequiredChecks(
-        ctx({
-          rules: [
-            { type: "required_status_checks", parameters: { required_status_checks: [{ context: "ci" }] } },
-          ],
-          runs: [pending],
-        }),
-        "main",
-        "abc",
-      ),
-    ).toBeNull();
+  it("fail the workstream as before where verification is off", async () => {
+    const off = createEngine(
+      graphOf([{ id: "a", ws: "w" }], [{ id: "w", autoMerge: true, extra: "verify_integration: false" }]),
+    );
+    const { github, merge } = setup(off);
+    github.settings.rules.push({ pattern: "main", source: "protection", requiredChecks: ["lint"] });
+    github.setCheck(github.branches.get(BRANCH)!, "lint", "failure");
+    expect(await merge()).toEqual([
+      {
+        type: "integration_merge_failed",
+        workstream: "w",
+        reason: "the required check lint failed on its PR",
+        at: 0,
+      },
+    ]);
   });
 });

@@ -59,7 +59,7 @@ describe("a landing job on the wire", () => {
       n: 2,
       ok: true,
       reason: null,
-      costUsd: 0,
+      costMicros: 0,
       turns: 0,
       summary: "Used sum.",
       base: "b".repeat(40),
