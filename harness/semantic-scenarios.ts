@@ -59,6 +59,19 @@ const assertEq = (actual: string, expected: string) =>
 const write = (path: string, text: string) =>
   `mkdir -p "$(dirname '${path}')" && printf '%s' '${text.replace(/'/g, "'\\''")}' > '${path}'`;
 
+/**
+ * A bash command that adds `file` (its `source`) and tests/<test>.test.js, which checks that `fn`
+ * called with `args` gives `expected`.
+ */
+const addModule = (file: string, source: string, fn: string, args: string, expected: string, test = fn) =>
+  [
+    write(file, source),
+    write(
+      `tests/${test}.test.js`,
+      `const { ${fn} } = require("../${file}");\n${assertEq(`${fn}(${args})`, expected)}`,
+    ),
+  ].join(" && ");
+
 /** A sed over the files that exist (a triple's merged tree may hold one of them or both). */
 const sedEach = (expression: string, files: string[]) =>
   `for f in ${files.join(" ")}; do [ -f "$f" ] && sed -i '${expression}' "$f"; done; true`;
@@ -78,13 +91,13 @@ const RENAME: ScenarioWorkstream = {
 const callOf = (id: string, file: string, fn: string): ScenarioWorkstream => ({
   id,
   description: `Add ${file}, whose ${fn} gives the total of a list of numbers, with a test.`,
-  edit: [
-    write(file, `const math = require("./lib/math");\nexports.${fn} = (xs) => "Total: " + math.total(xs);\n`),
-    write(
-      `tests/${fn}.test.js`,
-      `const { ${fn} } = require("../${file}");\n${assertEq(`${fn}([1, 2])`, '"Total: 3"')}`,
-    ),
-  ].join(" && "),
+  edit: addModule(
+    file,
+    `const math = require("./lib/math");\nexports.${fn} = (xs) => "Total: " + math.total(xs);\n`,
+    fn,
+    "[1, 2]",
+    '"Total: 3"',
+  ),
 });
 
 const CONFIG = {
@@ -101,16 +114,13 @@ const RENAME_KEY: ScenarioWorkstream = {
 const readerOf = (id: string, file: string, fn: string, factor: number): ScenarioWorkstream => ({
   id,
   description: `Add ${file}, whose ${fn} waits ${factor} times the configured timeout, with a test.`,
-  edit: [
-    write(
-      file,
-      `const config = require("./config.json");\nexports.${fn} = () => {\n  if (typeof config.timeoutMs !== "number") throw new Error("config.timeoutMs is not set");\n  return ${factor} * config.timeoutMs;\n};\n`,
-    ),
-    write(
-      `tests/${fn}.test.js`,
-      `const { ${fn} } = require("../${file}");\n${assertEq(`${fn}()`, `${100 * factor}`)}`,
-    ),
-  ].join(" && "),
+  edit: addModule(
+    file,
+    `const config = require("./config.json");\nexports.${fn} = () => {\n  if (typeof config.timeoutMs !== "number") throw new Error("config.timeoutMs is not set");\n  return ${factor} * config.timeoutMs;\n};\n`,
+    fn,
+    "",
+    `${100 * factor}`,
+  ),
 });
 
 const STRINGS = {
@@ -127,16 +137,13 @@ const MOVE: ScenarioWorkstream = {
 const importerOf = (id: string, file: string, fn: string, word: string): ScenarioWorkstream => ({
   id,
   description: `Add ${file}, whose ${fn} shouts ${word} to a name, with a test.`,
-  edit: [
-    write(
-      file,
-      `const { shout } = require("./util/strings");\nexports.${fn} = (n) => shout("${word} " + n);\n`,
-    ),
-    write(
-      `tests/${fn}.test.js`,
-      `const { ${fn} } = require("../${file}");\n${assertEq(`${fn}("ada")`, `"${word.toUpperCase()} ADA!"`)}`,
-    ),
-  ].join(" && "),
+  edit: addModule(
+    file,
+    `const { shout } = require("./util/strings");\nexports.${fn} = (n) => shout("${word} " + n);\n`,
+    fn,
+    '"ada"',
+    `"${word.toUpperCase()} ADA!"`,
+  ),
 });
 
 const MIGRATIONS = {
@@ -200,16 +207,14 @@ export const SCENARIOS: SemanticScenario[] = [
       {
         id: "receipt",
         description: "Add receipt.js, whose paid formats a paid amount in USD, with a test.",
-        edit: [
-          write(
-            "receipt.js",
-            'const { format } = require("./lib/money");\nexports.paid = (x) => "Paid " + format(x, "USD");\n',
-          ),
-          write(
-            "tests/receipt.test.js",
-            `const { paid } = require("../receipt");\n${assertEq("paid(1.5)", '"Paid 1.50 USD"')}`,
-          ),
-        ].join(" && "),
+        edit: addModule(
+          "receipt.js",
+          'const { format } = require("./lib/money");\nexports.paid = (x) => "Paid " + format(x, "USD");\n',
+          "paid",
+          "1.5",
+          '"Paid 1.50 USD"',
+          "receipt",
+        ),
       },
     ],
     repair: sedEach('s/format(x, "USD")/format({ amount: x, currency: "USD" })/', ["receipt.js"]),
@@ -274,10 +279,13 @@ export const SCENARIOS: SemanticScenario[] = [
       {
         id: "count",
         description: "Add count.js, whose count gives the number of users, with a test.",
-        edit: [
-          write("count.js", 'exports.count = () => require("./fixtures/users.json").length;\n'),
-          write("tests/count.test.js", `const { count } = require("../count");\n${assertEq("count()", "2")}`),
-        ].join(" && "),
+        edit: addModule(
+          "count.js",
+          'exports.count = () => require("./fixtures/users.json").length;\n',
+          "count",
+          "",
+          "2",
+        ),
       },
     ],
     repair: sedEach("s/count(), 2)/count(), 3)/", ["tests/count.test.js"]),
