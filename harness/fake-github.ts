@@ -111,6 +111,12 @@ export class FakeGitHub {
       display_title: string;
       status: string;
       conclusion: string | null;
+      /** Where the run comes from, as GitHub gives it (attempt-runs.ts matches runs by them). */
+      path?: string;
+      event?: string;
+      head_branch?: string;
+      head_repository?: { full_name: string };
+      created_at?: string;
       /** The run's jobs and their steps, once it ran (workflow-only mode reads the report step). */
       jobs?: { name: string; steps: FakeStep[] }[];
     }
@@ -451,7 +457,7 @@ export class FakeGitHub {
       this.refUpdates.push({ branch: m[1]!, sha: String(body.sha) });
       return [200, { ref: `refs/heads/${m[1]}`, object: { sha: body.sha, type: "commit" } }];
     });
-    this.route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (_m, body) => {
+    this.route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (m, body) => {
       if (body.return_run_details !== undefined && !this.runDetails) {
         // GitHub Enterprise Server before the run-details change.
         return [422, { message: 'Invalid request.\n\n"return_run_details" is not a permitted key.' }];
@@ -464,6 +470,11 @@ export class FakeGitHub {
         display_title: `agentrelay ${inputs.run} ${inputs.task} attempt ${inputs.attempt}`,
         status: "queued",
         conclusion: null,
+        path: `.github/workflows/${m[1]}`,
+        event: "workflow_dispatch",
+        head_branch: String(body.ref),
+        head_repository: { full_name: `${this.owner}/${this.repo}` },
+        created_at: new Date(this.clock.now()).toISOString(),
       });
       this.onDispatch({ inputs, runId });
       return body.return_run_details

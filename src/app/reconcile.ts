@@ -9,14 +9,15 @@ import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { runningResolutions } from "../engine/conflicts.ts";
 import type { EngineEvent } from "../engine/types.ts";
 import { factsOfReport, resolutionInput, subjectOfInput } from "../protocol/resolution.ts";
-import { attemptRunName, type RepoContext, statusOf } from "../github/client.ts";
+import { isAttemptRun, type WorkflowRunFacts } from "../github/attempt-runs.ts";
+import { type RepoContext, statusOf } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
 import { reportOfRun } from "../github/reports.ts";
 
 /** A dispatched job whose run has not appeared after this long is missing. */
 const START_GRACE_MS = 10 * 60_000;
 
-type Job = { id: number; status: string | null; conclusion: string | null };
+type Job = WorkflowRunFacts & { id: number; status: string | null; conclusion: string | null };
 
 export async function reconcileRun(
   driver: RunDriver,
@@ -29,7 +30,7 @@ export async function reconcileRun(
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const now = ctx.now();
   const facts: EngineEvent[] = [{ type: "tick", at: now }];
-  let recentRuns: (Job & { display_title: string })[] | null = null;
+  let recentRuns: Job[] | null = null;
   /** The task workflow's latest runs, read once: most jobs of a run are among them. */
   const recent = async () =>
     (recentRuns ??= (
@@ -42,28 +43,32 @@ export async function reconcileRun(
     ).data.workflow_runs);
   /**
    * The job of an attempt (`input` is its `task` input): by its run id, else by its run-name once it
-   * had time to appear; "missing" when no run appeared, null while it may still.
+   * had time to appear, either way only a run that is the attempt's (github/attempt-runs.ts); "missing"
+   * when no run appeared, null while it may still.
    */
   const jobOf = async (
     input: string,
     attempt: number,
     record: { job?: string | null; dispatchedAt: number },
   ): Promise<Job | "missing" | null> => {
+    const of = { runKey, input, attempt, branch: loaded.run.source.branch, record };
     if (record.job) {
       // In workflow mode every orchestrator run asks: one listing answers for most jobs at once.
       const listed = ctx.config.workflow
         ? (await recent()).find((r) => String(r.id) === record.job)
         : undefined;
-      if (listed) return listed;
-      try {
-        return (await ctx.octokit.rest.actions.getWorkflowRun({ ...repo, run_id: Number(record.job) })).data;
-      } catch (error) {
-        if (statusOf(error) !== 404) throw error;
-        return null;
-      }
+      let found: Job | null = listed ?? null;
+      if (!found)
+        try {
+          found = (await ctx.octokit.rest.actions.getWorkflowRun({ ...repo, run_id: Number(record.job) }))
+            .data;
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+        }
+      return found && isAttemptRun(ctx, found, of) ? found : null;
     }
     // With the app, a job is bound when it takes its first token: until then, it is known by its run-name.
-    const named = (await recent()).find((r) => r.display_title === attemptRunName(runKey, input, attempt));
+    const named = (await recent()).find((r) => isAttemptRun(ctx, r, of));
     if (named) return named;
     return now - record.dispatchedAt <= START_GRACE_MS ? null : "missing";
   };
@@ -108,7 +113,7 @@ export async function reconcileRun(
           : job.conclusion === "timed_out"
             ? "timed_out"
             : "failed";
-      facts.push({ type: "job_failed", task, attempt, reason: report, kind, at: now });
+      facts.push({ type: "job_failed", task, attempt, reason: report, kind, job: String(job.id), at: now });
     }
   }
   for (const { subject, record } of runningResolutions(loaded.run, loaded.engine.plan)) {

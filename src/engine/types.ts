@@ -204,6 +204,8 @@ export type EngineEvent =
       attempt: number;
       at: number;
       reason: string;
+      /** The job (an Actions run id) the verdict is about: another job's verdict on a bound attempt changes nothing. */
+      job?: string;
       kind?: "failed" | "timed_out" | "cancelled";
       /** What the failed attempt spent, as Claude Code reported it. */
       costUsd?: number | null;

@@ -156,7 +156,12 @@ describe("workflow-only mode (init --no-app)", () => {
       pull_request: { number: 7, head: { ref, repo: { full_name: repo } } },
       sender: { type: sender },
     });
-    expect(run("workflow_run", { action: "completed" })).toBe("agentrelay-runs");
+    /** A task workflow run that ended: dispatched here, or (a fork's PR) by pull_request from elsewhere. */
+    const ended = (event = "workflow_dispatch", repo = "octo/demo") => ({
+      action: "completed",
+      workflow_run: { event, head_repository: { full_name: repo } },
+    });
+    expect(run("workflow_run", ended())).toBe("agentrelay-runs");
     expect(run("schedule", {})).toBe("agentrelay-runs");
     expect(run("pull_request", pr("closed", "agentrelay/g/a", "User"))).toBe("agentrelay-runs");
     expect(run("pull_request", pr("opened", "feature", "User"))).toBe("agentrelay-plan-7");
@@ -170,7 +175,7 @@ describe("workflow-only mode (init --no-app)", () => {
     );
     // Only runs of the queue (the ones GitHub may cancel) reconcile the repository, one at a time.
     const events: [string, { action?: string; [key: string]: unknown }][] = [
-      ["workflow_run", { action: "completed" }],
+      ["workflow_run", ended()],
       ["schedule", {}],
       ["workflow_dispatch", {}],
       ["pull_request", pr("closed", "agentrelay/g/a", "User")],
@@ -187,6 +192,11 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("pull_request", pr("opened", "feature", "User", "mallory/demo"))).toBe("skipped");
     expect(run("issue_comment", { comment: { id: 13, body: "looks good" } })).toBe("skipped");
     expect(run("check_suite", { check_suite: { id: 10, head_branch: "main" } })).toBe("skipped");
+    // A task workflow run not dispatched in this repository (security case 3): a fork's pull_request
+    // run bearing a task's run-name, or a run from another repository.
+    expect(run("workflow_run", ended("pull_request", "mallory/demo"))).toBe("skipped");
+    expect(run("workflow_run", ended("pull_request"))).toBe("skipped");
+    expect(run("workflow_run", ended("workflow_dispatch", "mallory/demo"))).toBe("skipped");
   });
 
   it("acts as a registered app when its id and key are set, else as GITHUB_TOKEN", () => {

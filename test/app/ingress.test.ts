@@ -257,7 +257,7 @@ describe("job endpoints", () => {
       );
       expect(stolen.status).toBe(403);
       expect(stolen.body.error).toBe(
-        `this job's run ${byTask.reader!.runId} was not dispatched for attempt 1 of writer`,
+        `this job's run ${byTask.reader!.runId} was not dispatched for attempt 1 of writer (it bears another run-name)`,
       );
       expect(JSON.stringify(h.gh.state("tiers/1"))).toBe(before);
       expect(h.gh.tokens.filter((t) => t.repositories.length)).toEqual([]);

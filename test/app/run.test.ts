@@ -150,6 +150,8 @@ describe("a run on GitHub", () => {
     const status = await h.deliver("workflow_run", {
       action: "completed",
       workflow_run: {
+        // Where the run comes from (path, event, branch, repository, when), as GitHub sends it.
+        ...h.gh.workflowRuns.get(d.runId),
         id: d.runId,
         path: ".github/workflows/agentrelay-task.yml",
         display_title: `agentrelay diamond/1 a attempt 1`,
