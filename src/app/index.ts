@@ -11,6 +11,8 @@ import { oidcVerifier, type ActionsIdentity } from "../github/oidc.ts";
 import { StateCache } from "../github/state-store.ts";
 import { type Repository, repoContextOf } from "./context.ts";
 import { EVENT_HANDLERS, handlerOf, type HandledEvent } from "./events.ts";
+import { WriteBudgetSpent } from "../github/write-pacing.ts";
+import { DeliveryOutcome } from "./ingress.ts";
 import { reconcileRepository } from "./reconcile.ts";
 import { jobRoutes } from "./routes.ts";
 
@@ -59,9 +61,17 @@ export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFu
       const { repository } = context.payload as unknown as { repository: Repository };
       const ctx = repoContextOf(context.octokit, repository, config, (message) => context.log.info(message));
       return handlerOf(context.name, context.payload)!(ctx, context.payload as never, appLogin).catch(
-        (error: unknown) => {
+        async (error: unknown) => {
           // A damaged run would fail every event the same way: said once, and the delivery is done.
-          if (error instanceof RunStateDamageError) return sayStateDamage(ctx, error);
+          if (error instanceof RunStateDamageError) {
+            await sayStateDamage(ctx, error);
+            throw new DeliveryOutcome(200, `run ${error.damaged.run} cannot be read: ${error.message}`);
+          }
+          if (error instanceof WriteBudgetSpent)
+            throw new DeliveryOutcome(
+              503,
+              `${error.message} (the reconciler carries this ${context.name} event out then)`,
+            );
           throw error;
         },
       );

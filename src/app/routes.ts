@@ -17,6 +17,7 @@
  * the task whose agent resolves.
  * The app's private key never leaves the app.
  */
+import { RunStateDamageError } from "../github/damage.ts";
 import { WriteBudgetSpent } from "../github/write-pacing.ts";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -333,6 +334,9 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       if (error instanceof HttpError) send(error.status, { error: error.message });
       // GitHub's write limit is spent for longer than a request waits: the runner tries again.
       else if (error instanceof WriteBudgetSpent) send(503, { error: error.message });
+      // The run's state is damaged: the runner says so in one line, and nothing changed.
+      else if (error instanceof RunStateDamageError)
+        send(409, { error: `run ${error.damaged.run} cannot be read: ${error.message}` });
       else {
         app.log.error(error as Error);
         send(500, { error: "internal error" });

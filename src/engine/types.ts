@@ -176,6 +176,8 @@ export interface RunState {
   timeline: TimelineEntry[];
   /** Spend against budgets (absent until an attempt has a cap or a cost). */
   budget?: BudgetState;
+  /** Ids of the latest commands applied (retry, cancel, reset), so that none is applied twice. */
+  appliedCommands?: string[];
 }
 
 /** Facts reported by adapters and users. `at` is milliseconds since the epoch (or a simulated clock). */
@@ -275,7 +277,15 @@ export type EngineEvent =
       files?: string[];
       at: number;
     }
-  | { type: "command"; command: "retry" | "cancel" | "reset"; task?: string; by?: string; at: number }
+  /** `id` names the request (a comment's command), so that one carried out twice is applied once. */
+  | {
+      type: "command";
+      command: "retry" | "cancel" | "reset";
+      task?: string;
+      by?: string;
+      id?: string;
+      at: number;
+    }
   /**
    * Raises a budget by `usd`: the run's, or a workstream's or task's (`target`). `id` names the
    * request (a comment), so that one delivered twice raises once.

@@ -72,7 +72,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const repo = resolve(options.repo);
   const { graph } = options;
   await checkRepository(repo, graph);
-  const store = new GitRefStateStore(repo);
+  const store = new GitRefStateStore(repo, graph);
   // Worktrees and work directories live in <repo>/.agentrelay/<graph>/, excluded from git. (Not under
   // .git/: Claude Code protects .git directories and would not write there.)
   const gitDir = resolve(repo, await git(repo, ["rev-parse", "--git-common-dir"]));
