@@ -26,6 +26,8 @@ export interface FakePull {
   checksPending?: boolean;
   /** Set when a merge found conflicts. */
   conflict?: boolean;
+  /** When it was merged (the fake's clock); a PR merged by a test without it reads as merged long ago. */
+  mergedAt?: number;
   /**
    * Reads of the PR left before GitHub has computed whether it can merge: `mergeable: null` until
    * then (https://docs.github.com/en/rest/pulls/pulls#get-a-pull-request: "a background job was
@@ -333,7 +335,7 @@ export class FakeGitHub {
       html_url: `https://github.com/${this.owner}/${this.repo}/pull/${p.number}`,
       state: p.state,
       merged: p.merged,
-      merged_at: p.merged ? "2026-01-01T00:00:00Z" : null,
+      merged_at: p.merged ? mergedAtOf(p) : null,
       title: p.title,
       body: p.body,
       mergeable: p.state === "open" && !computing ? !p.checksPending && !p.conflict : null,
@@ -614,7 +616,7 @@ export class FakeGitHub {
         p.computing = this.mergeabilityReads;
         return [405, { message: "Pull Request is not mergeable" }];
       }
-      Object.assign(p, { merged: true, state: "closed" });
+      Object.assign(p, { merged: true, state: "closed", mergedAt: this.clock.now() });
       this.onMerge(p);
       return [200, { sha, merged: true, message: "Pull Request successfully merged" }];
     });
@@ -738,6 +740,21 @@ export class FakeGitHub {
       const sha = this.commit(input.branch.branchName, files, "state");
       return [200, { data: { createCommitOnBranch: { commit: { oid: sha } } } }];
     }
+    // Merged pull requests by head and base branch, newest first (one alias per branch pair; see
+    // https://docs.github.com/en/graphql/reference/objects#repository, pullRequests).
+    if (query.includes("pullRequests(headRefName:")) {
+      const repository: Record<string, unknown> = {};
+      for (const m of query.matchAll(/(\w+): pullRequests\(headRefName: \$(\w+), baseRefName: \$(\w+)/g)) {
+        const [, alias, head, base] = m as unknown as [string, string, string, string];
+        const nodes = this.pulls
+          .filter((p) => p.merged && p.head === variables[head] && p.base === variables[base])
+          .reverse()
+          .slice(0, 1)
+          .map((p) => ({ number: p.number, url: this.pr(p).html_url, mergedAt: mergedAtOf(p) }));
+        repository[alias] = { nodes };
+      }
+      return [200, { data: { repository } }];
+    }
     // A commit named by id (the task Action), or a branch's head (the app).
     const sha = variables.oid
       ? this.store.isCommit(String(variables.oid))
@@ -820,6 +837,10 @@ function treeAt(
   };
   return { object: { entries: level(`${dir}/`, 1) } };
 }
+
+/** A merged PR's time as GitHub gives it. */
+const mergedAtOf = (p: FakePull): string =>
+  new Date(p.mergedAt ?? Date.parse("2026-01-01T00:00:00Z")).toISOString();
 
 /** The id the fake gives a commit's tree (it keeps no tree objects of its own). */
 const treeOf = (commit: string) => `tree-of-${commit}`;

@@ -7,11 +7,12 @@
  */
 import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { runningResolutions } from "../engine/conflicts.ts";
-import type { EngineEvent } from "../engine/types.ts";
+import type { EngineEvent, PullRequest } from "../engine/types.ts";
 import { factsOfReport, resolutionInput, subjectOfInput } from "../protocol/resolution.ts";
 import { isAttemptRun, type WorkflowRunFacts } from "../github/attempt-runs.ts";
 import { type RepoContext, statusOf } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
+import { adoptionFacts, mergeRecord, sayWentBack } from "../github/merge-record.ts";
 import { reportOfRun } from "../github/reports.ts";
 
 /** A dispatched job whose run has not appeared after this long is missing. */
@@ -19,10 +20,20 @@ const START_GRACE_MS = 10 * 60_000;
 
 type Job = WorkflowRunFacts & { id: number; status: string | null; conclusion: string | null };
 
+/**
+ * `refreshStatus`: the status comment is edited whether due or not. `thorough` (the default; in
+ * workflow mode the scheduled run): the run's state is also checked against what GitHub merged
+ * (merge-record.ts), and the repository's waiting work is picked up (waiting.ts).
+ */
+export interface ReconcileOptions {
+  refreshStatus?: boolean;
+  thorough?: boolean;
+}
+
 export async function reconcileRun(
   driver: RunDriver,
   runKey: string,
-  options: { refreshStatus?: boolean } = {},
+  options: ReconcileOptions = {},
 ): Promise<void> {
   const loaded = await driver.load(runKey, { fresh: true });
   if (!loaded || loaded.run.outcome) return;
@@ -30,6 +41,19 @@ export async function reconcileRun(
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const now = ctx.now();
   const facts: EngineEvent[] = [{ type: "tick", at: now }];
+  // Tasks the state has running, failed or cancelled whose PR GitHub merged: the state went back.
+  const suspects = Object.entries(loaded.run.tasks)
+    .filter(([, t]) => t.status === "running" || t.status === "failed" || t.status === "cancelled")
+    .map(([task]) => task);
+  const record =
+    (options.thorough ?? true) && suspects.length > 0
+      ? await mergeRecord(ctx, loaded.run, loaded.engine.plan, suspects)
+      : null;
+  const merged = record?.tasks ?? new Map<string, PullRequest>();
+  if (record && merged.size > 0) {
+    facts.push(...adoptionFacts(record, now));
+    await sayWentBack(ctx, loaded.run, record);
+  }
   let recentRuns: Job[] | null = null;
   /** The task workflow's latest runs, read once: most jobs of a run are among them. */
   const recent = async () =>
@@ -90,7 +114,7 @@ export async function reconcileRun(
   };
 
   for (const [task, t] of Object.entries(loaded.run.tasks)) {
-    if (t.status !== "running") continue;
+    if (t.status !== "running" || merged.has(task)) continue;
     const job = await jobOf(task, t.attempt, t.attempts[t.attempt - 1]!);
     const attempt = t.attempt;
     if (job === "missing") {
@@ -139,10 +163,7 @@ export async function reconcileRun(
 }
 
 /** Every unfinished run of the repository (one per graph with a state branch). */
-export async function reconcileRepository(
-  ctx: RepoContext,
-  options: { refreshStatus?: boolean } = {},
-): Promise<void> {
+export async function reconcileRepository(ctx: RepoContext, options: ReconcileOptions = {}): Promise<void> {
   const { data: refs } = await ctx.octokit.rest.git.listMatchingRefs({
     owner: ctx.owner,
     repo: ctx.repo,

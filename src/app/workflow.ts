@@ -125,10 +125,10 @@ export async function orchestrate(env: NodeJS.ProcessEnv = process.env): Promise
   // Whatever this run's event, and whatever events of cancelled runs said, the state says the rest.
   // The status comment is edited when due (a scheduled run refreshes it).
   if (reconciles(name, payload))
-    await withRetries(() => reconcileRepository(ctx, { refreshStatus: name === "schedule" })).catch(
-      (error: unknown) => {
-        failed.push(`reconciling: ${messageOf(error)}`);
-      },
-    );
+    await withRetries(() =>
+      reconcileRepository(ctx, { refreshStatus: name === "schedule", thorough: name === "schedule" }),
+    ).catch((error: unknown) => {
+      failed.push(`reconciling: ${messageOf(error)}`);
+    });
   return { failed };
 }

@@ -14,6 +14,7 @@ import type { EngineEffect, EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import type { RepoContext } from "./client.ts";
 import { GitHubEffects } from "./effects.ts";
+import { adoptionFacts, mergeRecord, sayWentBack } from "./merge-record.ts";
 import { type GitHubMeta, type HostedRun, hostedRunOf, newMeta } from "./hosted-run.ts";
 import { GraphError } from "../graph/errors.ts";
 import { parseRunGraph, type RunSource } from "../protocol/run-source.ts";
@@ -308,9 +309,25 @@ class GitHubHost implements RunHost<HostedRun> {
   ): Promise<EngineEvent[]> {
     const facts: EngineEvent[] = [];
     const { effects: github, ctx } = this.driver;
+    // Never a task whose PR GitHub merged already (the state went back): it is taken as merged.
+    const dispatches = effects.flatMap((e) =>
+      e.type === "dispatch" &&
+      run.tasks[e.task]?.attempt === e.attempt &&
+      run.tasks[e.task]?.status === "running"
+        ? [e.task]
+        : [],
+    );
+    const record = dispatches.length > 0 ? await mergeRecord(ctx, run, engine.plan, dispatches) : null;
+    const merged = record?.tasks ?? new Map<string, unknown>();
+    if (record && merged.size > 0) {
+      facts.push(...adoptionFacts(record, ctx.now()));
+      await sayWentBack(ctx, run, record);
+    }
     for (const effect of effects) {
       switch (effect.type) {
         case "dispatch":
+          // A dispatch a later fact of its round made stale (the task is no longer running it) starts nothing.
+          if (!dispatches.includes(effect.task) || merged.has(effect.task)) break;
           facts.push(...(await github.dispatch(run, engine, effect.task, effect.attempt, version)));
           break;
         case "resolve_conflicts":

@@ -155,7 +155,7 @@ export class GitRefStateStore implements StateStore {
     }
     const where = `${error.part} in ${ref} at ${version.slice(0, 12)}`;
     const restore = good
-      ? `go back to its last good version with \`git update-ref ${ref} ${good} ${version}\` (history: \`git log -p ${ref}\`), then run again`
+      ? `go back to its last good version with \`git update-ref ${ref} ${good} ${version}\` (history: \`git log -p ${ref}\`), then run again: what the integration branches merged since that version is taken as merged, not run again`
       : `no earlier version of it is whole: see \`git log -p ${ref}\`, or remove the run with \`git update-ref -d ${ref}\` to start it again`;
     return new StateDamageError(
       error.part,
