@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import nock from "nock";
 import { HOSTED_PER_TASK, partsOfRunFiles, stateOfParts } from "../src/protocol/state-layout.ts";
 import { overLimit } from "./fake-limits.ts";
+import { folderListing, type HistoryEntry, recordRoutes } from "./fake-records.ts";
 import { FakeClock, RateLimits } from "./fake-rate-limits.ts";
 import { checkRequest } from "./openapi.ts";
 import { type BranchMap, MemoryStore, type RepoStore } from "./repo-store.ts";
@@ -95,7 +96,18 @@ export class FakeGitHub {
   private readonly trees = new Map<string, Record<string, string>>();
   readonly pulls: FakePull[] = [];
   readonly issues: { number: number; title: string; body: string; state: string }[] = [];
-  readonly comments: { id: number; issue: number; body: string; app: boolean }[] = [];
+  readonly comments: {
+    id: number;
+    issue: number;
+    body: string;
+    app: boolean;
+    /** A person's comment (the app's own have none), and when it was made and last edited. */
+    user?: { login: string; type: string };
+    at?: number;
+    updatedAt?: number;
+  }[] = [];
+  /** The commits the fake made on each branch, oldest first (what the commits API lists). */
+  readonly history: HistoryEntry[] = [];
   readonly checkRuns: {
     id: number;
     name: string;
@@ -162,6 +174,7 @@ export class FakeGitHub {
   commit(branch: string, files: Record<string, string | null>, message = "change"): string {
     const sha = this.store.commit(this.branches.get(branch), files, message);
     this.branches.set(branch, sha);
+    this.history.push({ sha, branch, message, paths: Object.keys(files), at: this.clock.now() });
     return sha;
   }
 
@@ -353,6 +366,7 @@ export class FakeGitHub {
   }
 
   private defineRoutes(): void {
+    recordRoutes(this, (method, path, handler) => this.route(method, path, handler));
     const issue = (n: number) => this.issues.find((i) => i.number === n);
     this.route("POST", "\\/app\\/installations\\/(\\d+)\\/access_tokens", (_m, body) => {
       this.tokens.push({
@@ -374,6 +388,8 @@ export class FakeGitHub {
       const ref = q.get("ref") ?? "main";
       const known = this.store.isCommit(ref) || this.branches.has(ref);
       const text = known ? this.store.file(ref, m[1]!) : undefined;
+      const folder = known && text === undefined ? folderListing(this.store.files(ref), m[1]!) : null;
+      if (folder) return [200, folder];
       if (text === undefined) return [404, { message: "Not Found" }];
       if (this.accept.includes(".raw")) return [200, text];
       // The JSON form carries files up to 1 MB; past it, `content` is empty and `encoding` "none", and
@@ -675,7 +691,8 @@ export class FakeGitHub {
         })),
     ]);
     this.route("POST", "REPO\\/issues\\/(\\d+)\\/comments", (m, body) => {
-      const c = { id: this.nextId++, issue: Number(m[1]), body: String(body.body), app: true };
+      const at = this.clock.now();
+      const c = { id: this.nextId++, issue: Number(m[1]), body: String(body.body), app: true, at };
       this.comments.push(c);
       return [201, { id: c.id }];
     });
@@ -683,6 +700,7 @@ export class FakeGitHub {
       const c = this.comments.find((x) => x.id === Number(m[1]));
       if (!c) return [404, { message: "Not Found" }];
       c.body = String(body.body);
+      c.updatedAt = this.clock.now();
       return [200, { id: c.id }];
     });
     this.route("POST", "REPO\\/issues\\/comments\\/(\\d+)\\/reactions", (m, body) => {

@@ -44,6 +44,14 @@ const OPERATIONS = [
   "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
   "POST /repos/{owner}/{repo}/check-runs",
   "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}",
+  "GET /repos/{owner}/{repo}/issues",
+  "GET /repos/{owner}/{repo}/git/blobs/{file_sha}",
+  "PATCH /repos/{owner}/{repo}/git/refs/{ref}",
+  "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
+  "GET /repos/{owner}/{repo}/issues/comments",
+  "GET /repos/{owner}/{repo}/issues/{issue_number}",
+  "GET /repos/{owner}/{repo}/commits",
+  "GET /repos/{owner}/{repo}/commits/{ref}/check-runs",
 ];
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));

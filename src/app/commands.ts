@@ -109,7 +109,7 @@ export async function carryOutComment(
   if (commands.length === 0) return;
   if (sender.type === "Bot" && !ctx.config.allowedBots.includes(sender.login)) return;
   const repo = { owner: ctx.owner, repo: ctx.repo };
-  // A reaction only tells people the comment was seen: it yields to the run's progress.
+  // A reaction only tells people the comment was handled: it yields to the run's progress.
   const react = (content: "+1" | "-1" | "eyes") =>
     unlessDeferred(() =>
       ctx.octokit.rest.reactions.createForIssueComment({
@@ -126,12 +126,13 @@ export async function carryOutComment(
       issue_number: issue.number,
       body: `${answerMarker(comment.id, index)}\n${quote}\n\n${body}`,
     });
+  // The reaction comes last: a comment without one, and without an answer, was not carried out whole
+  // (the reconciler finds it: waiting.ts).
   if (!(await mayCommand(ctx, sender.login))) {
-    await react("-1");
     await reply(`@${sender.login} agentrelay commands need write access to this repository.`);
+    await react("-1");
     return;
   }
-  if (!options.late) await react("eyes");
   const driver = new RunDriver(ctx);
   let damage: RunStateDamageError | null = null;
   for (const [index, command] of commands.entries()) {
@@ -147,6 +148,7 @@ export async function carryOutComment(
       damage ??= error;
     }
   }
+  await react("eyes");
   if (damage) throw damage;
 }
 

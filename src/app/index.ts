@@ -13,7 +13,7 @@ import { type Repository, repoContextOf } from "./context.ts";
 import { EVENT_HANDLERS, handlerOf, type HandledEvent } from "./events.ts";
 import { WriteBudgetSpent } from "../github/write-pacing.ts";
 import { DeliveryOutcome } from "./ingress.ts";
-import { reconcileRepository } from "./reconcile.ts";
+import { sweepRepository } from "./waiting.ts";
 import { jobRoutes } from "./routes.ts";
 
 export interface AgentrelayAppOptions {
@@ -91,7 +91,7 @@ export async function reconcileAll(app: Probot, config: AppConfig): Promise<void
     });
     for (const repository of repos) {
       const ctx = repoContextOf(octokit, repository, config, (message) => app.log.info(message));
-      await reconcileRepository(ctx).catch((error: unknown) =>
+      await sweepRepository(ctx).catch((error: unknown) =>
         app.log.error(error as Error, `reconcile ${repository.full_name}`),
       );
     }

@@ -5,13 +5,14 @@
  * mode on every orchestrator run, where it also reads the reports of jobs that ended (from their
  * runs' artifacts: github/reports.ts). Running it twice is harmless.
  */
+import { createHash } from "node:crypto";
 import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { runningResolutions } from "../engine/conflicts.ts";
 import type { EngineEvent, PullRequest } from "../engine/types.ts";
 import { factsOfReport, resolutionInput, subjectOfInput } from "../protocol/resolution.ts";
 import { isAttemptRun, type WorkflowRunFacts } from "../github/attempt-runs.ts";
 import { type RepoContext, statusOf } from "../github/client.ts";
-import { RunDriver } from "../github/driver.ts";
+import { type Loaded, RunDriver } from "../github/driver.ts";
 import { adoptionFacts, mergeRecord, sayWentBack } from "../github/merge-record.ts";
 import { reportOfRun } from "../github/reports.ts";
 
@@ -30,13 +31,14 @@ export interface ReconcileOptions {
   thorough?: boolean;
 }
 
+/** Reconciles a run; answers with the run as it was read (null when there is none). */
 export async function reconcileRun(
   driver: RunDriver,
   runKey: string,
   options: ReconcileOptions = {},
-): Promise<void> {
+): Promise<Loaded | null> {
   const loaded = await driver.load(runKey, { fresh: true });
-  if (!loaded || loaded.run.outcome) return;
+  if (!loaded || loaded.run.outcome) return loaded;
   const { ctx } = driver;
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const now = ctx.now();
@@ -160,24 +162,59 @@ export async function reconcileRun(
     else if (pr.state === "closed") facts.push({ type: "integration_pr_closed", workstream, at: now });
   }
   await driver.drive(runKey, facts, { pending: true, refreshStatus: options.refreshStatus ?? true });
+  return loaded;
 }
 
-/** Every unfinished run of the repository (one per graph with a state branch). */
-export async function reconcileRepository(ctx: RepoContext, options: ReconcileOptions = {}): Promise<void> {
+/**
+ * Every unfinished run of the repository (one per graph with a state branch); answers with what each
+ * graph's latest run follows.
+ */
+export async function reconcileRepository(
+  ctx: RepoContext,
+  options: ReconcileOptions = {},
+): Promise<FollowedGraph[]> {
   const { data: refs } = await ctx.octokit.rest.git.listMatchingRefs({
     owner: ctx.owner,
     repo: ctx.repo,
     ref: "heads/agentrelay-state/",
   });
   const driver = new RunDriver(ctx);
+  const followed: FollowedGraph[] = [];
   for (const ref of refs) {
     const graph = ref.ref.slice("refs/heads/agentrelay-state/".length);
     const latest = await driver.latestRun(graph);
     // One damaged run is said once and does not stop the others from being repaired.
-    if (latest > 0)
-      await reconcileRun(driver, `${graph}/${latest}`, options).catch((error: unknown) => {
-        if (error instanceof RunStateDamageError) return sayStateDamage(ctx, error);
-        throw error;
-      });
+    if (latest > 0) {
+      const loaded = await reconcileRun(driver, `${graph}/${latest}`, options).catch(
+        async (error: unknown) => {
+          if (!(error instanceof RunStateDamageError)) throw error;
+          await sayStateDamage(ctx, error);
+          return null;
+        },
+      );
+      if (loaded) followed.push(followedGraph(loaded));
+    }
   }
+  return followed;
 }
+
+/** What a graph's latest run follows: its file, the content it pinned, its params (waiting.ts). */
+export interface FollowedGraph {
+  path: string;
+  /** Git's id of the pinned graph's text, as the contents API names a file's content. */
+  blob: string;
+  cyberian: boolean;
+  params: Record<string, unknown>;
+}
+
+const blobId = (text: string) => {
+  const bytes = Buffer.from(text);
+  return createHash("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+};
+
+const followedGraph = (loaded: Loaded): FollowedGraph => ({
+  path: loaded.run.source.path,
+  blob: blobId(loaded.run.source.text),
+  cyberian: Boolean(loaded.engine.plan.graph.cyberian),
+  params: loaded.run.source.params ?? {},
+});

@@ -20,7 +20,7 @@ import { gitHubLimits, type OctokitOptions, withRetryPolicy } from "../github/cl
 import { writePacing } from "../github/write-pacing.ts";
 import { type Repository, repoContextOf } from "./context.ts";
 import { handlerOf } from "./events.ts";
-import { reconcileRepository } from "./reconcile.ts";
+import { sweepRepository } from "./waiting.ts";
 
 /** The login GitHub shows for what a workflow's GITHUB_TOKEN does. */
 export const ACTIONS_BOT = "github-actions[bot]";
@@ -126,7 +126,7 @@ export async function orchestrate(env: NodeJS.ProcessEnv = process.env): Promise
   // The status comment is edited when due (a scheduled run refreshes it).
   if (reconciles(name, payload))
     await withRetries(() =>
-      reconcileRepository(ctx, { refreshStatus: name === "schedule", thorough: name === "schedule" }),
+      sweepRepository(ctx, { refreshStatus: name === "schedule", thorough: name === "schedule" }),
     ).catch((error: unknown) => {
       failed.push(`reconciling: ${messageOf(error)}`);
     });

@@ -210,7 +210,13 @@ export function writePacing(
         if (wait === null) throw error;
         budget.block(clock.now() + wait);
         if (p !== "progress") throw new WriteDeferred(`${o.method} ${o.url} yielded to a rate limit`);
-        if (tries >= MAX_RETRIES || wait > maxWait) throw error;
+        // GitHub says the limit is spent for longer than a handler waits (another replica spent it):
+        // the same one line as when this process knows it, and the reconciler does the work later.
+        if (wait > maxWait)
+          throw new WriteBudgetSpent(
+            `GitHub's rate limit for this installation is spent for ${Math.ceil(wait / MINUTE)} minutes: the run goes on when it frees up`,
+          );
+        if (tries >= MAX_RETRIES) throw error;
         if (!write) await clock.sleep(wait); // a write waits at the top, with the budget
       }
     }
