@@ -22,6 +22,16 @@ const BUDGETED = DIAMOND.replace(
   "max_concurrency: 2",
   "max_concurrency: 2\nmax_cost_usd: 0.25\nmin_attempt_cost_usd: 0.05",
 );
+/** How much the run's budget was raised, and the answers that carry the mark of comment `id`'s command. */
+const raised = () =>
+  (h.gh.state("diamond/1") as unknown as { budget: { run: { raisedUsd: number } } }).budget.run.raisedUsd;
+const answersTo = (id: number) =>
+  h.gh.comments.filter((c) => c.body.includes(`agentrelay:answer comment=${id} command=0`));
+const sweepTwice = async () => {
+  await h.reconcile();
+  await h.reconcile();
+};
+
 const OTHER = `name: other\ntasks:\n  - id: x\n    description: another graph\n`;
 
 describe("work that waited for GitHub's write limit", () => {
@@ -50,11 +60,9 @@ describe("work that waited for GitHub's write limit", () => {
     expect(h.gh.branches.has("agentrelay-state/other")).toBe(false);
     // An hour later, the sweep (twice: as often as it runs) carries out each once.
     h.gh.clock.advance(61 * MINUTE);
-    await h.reconcile();
-    await h.reconcile();
-    const state = h.gh.state("diamond/1") as unknown as { budget: { run: { raisedUsd: number } } };
-    expect(state.budget.run.raisedUsd).toBe(1);
-    const answers = h.gh.comments.filter((c) => c.body.includes("agentrelay:answer comment=801 command=0"));
+    await sweepTwice();
+    expect(raised()).toBe(1);
+    const answers = answersTo(801);
     expect(answers).toHaveLength(1);
     expect(answers[0]!.body).toContain("raised the budget of the run by $1.00");
     expect(answers[0]!.issue).toBe(h.gh.issues[0]!.number);
@@ -79,16 +87,11 @@ describe("work that waited for GitHub's write limit", () => {
         ? ((lose = false), [502, { message: "Bad Gateway" }])
         : original(method, url, body, accept);
     expect(await issueComment(h, "/agentrelay budget +1", "alice", { id: 802 })).toBe(500);
-    expect(
-      (h.gh.state("diamond/1") as unknown as { budget: { run: { raisedUsd: number } } }).budget.run.raisedUsd,
-    ).toBe(1);
+    expect(raised()).toBe(1);
     h.gh.clock.advance(30 * MINUTE);
-    await h.reconcile();
-    await h.reconcile();
-    const state = h.gh.state("diamond/1") as unknown as { budget: { run: { raisedUsd: number } } };
-    expect(state.budget.run.raisedUsd).toBe(1);
-    const answers = h.gh.comments.filter((c) => c.body.includes("agentrelay:answer comment=802 command=0"));
-    expect(answers.map((c) => c.body.split("\n").at(-1))).toEqual([
+    await sweepTwice();
+    expect(raised()).toBe(1);
+    expect(answersTo(802).map((c) => c.body.split("\n").at(-1))).toEqual([
       "Done: `/agentrelay budget +1` was applied when it came; its answer waited for GitHub's write limit.",
     ]);
   });
