@@ -10,14 +10,12 @@
  *   latest run's pinned graph, and params, are not the file's): started or resumed then, as their
  *   push would have been (a compare-and-swap: once, however many reconcilers run).
  */
-import { GraphError } from "../graph/errors.ts";
-import { parseGraph } from "../graph/load.ts";
 import type { RepoContext } from "../github/client.ts";
 import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { MAX_WAIT_MS, WriteBudgetSpent } from "../github/write-pacing.ts";
 import { isGraphPath, paramsFileOf } from "../protocol/run-source.ts";
 import { answered, carryOutComment, parseCommands } from "./commands.ts";
-import { readFileAt, readParams } from "./context.ts";
+import { readParams } from "./context.ts";
 import { startGraph } from "./push.ts";
 import { type FollowedGraph, type ReconcileOptions, reconcileRepository } from "./reconcile.ts";
 
@@ -132,14 +130,11 @@ async function waitingPushes(ctx: RepoContext, followed: FollowedGraph[]): Promi
   }
 }
 
-/** An invalid graph whose push was answered (a failed check run on the commit): said once is enough. */
+/**
+ * A graph whose push was refused (invalid, or a cyberian workflow without its params) has a failed
+ * check run of its own on the commit: said once is enough.
+ */
 async function refusedAlready(ctx: RepoContext, path: string, commit: string): Promise<boolean> {
-  try {
-    parseGraph(path, (await readFileAt(ctx, path, commit)) ?? "");
-    return false;
-  } catch (error) {
-    if (!(error instanceof GraphError)) throw error;
-  }
   const { data } = await ctx.octokit.rest.checks.listForRef({
     owner: ctx.owner,
     repo: ctx.repo,

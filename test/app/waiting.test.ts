@@ -44,11 +44,11 @@ describe("work that waited for GitHub's write limit", () => {
     for (let i = 0; i < WRITES_PER_HOUR; i++) budget.record();
     const before = h.gh.branches.get("agentrelay-state/diamond");
     expect(await issueComment(h, "/agentrelay budget +1", "alice", { id: 801 })).toBe(503);
+    // A new graph, and one that is invalid (whose answer is a failed check run, a write too).
     const main = h.gh.branches.get("main")!;
-    const pushed = h.gh.commit("main", { ".workflow/other.yaml": OTHER }, "add other");
-    expect(
-      await h.deliver("push", pushPayload(h.gh, main, pushed, { added: [".workflow/other.yaml"] })),
-    ).toBe(503);
+    const added = { ".workflow/other.yaml": OTHER, ".workflow/bad.yaml": "name: bad\ntasks: 5\n" };
+    const pushed = h.gh.commit("main", added, "add other");
+    expect(await h.deliver("push", pushPayload(h.gh, main, pushed, { added: Object.keys(added) }))).toBe(503);
     expect(
       h.logs.filter((l) => / answered 503: GitHub's write limit for this installation is spent/.test(l)),
     ).toHaveLength(2);
@@ -71,6 +71,8 @@ describe("work that waited for GitHub's write limit", () => {
     const dispatched = h.gh.dispatches.map((d) => `${d.inputs.run} ${d.inputs.task}/${d.inputs.attempt}`);
     expect(dispatched.sort()).toEqual(["diamond/1 a/1", "diamond/1 b/1", "diamond/1 c/1", "other/1 x/1"]);
     expect(h.gh.file("agentrelay-state/other", "run-2/run.json")).toBeUndefined();
+    const refused = h.gh.checkRuns.filter((c) => c.name === "agentrelay / .workflow/bad.yaml");
+    expect(refused.map((c) => `${c.conclusion} ${c.head_sha}`)).toEqual([`failure ${pushed}`]);
   });
 
   it("answers a command applied when it came, whose answer was lost, without applying it again", async () => {
