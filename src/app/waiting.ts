@@ -10,7 +10,7 @@
  *   latest run's pinned graph, and params, are not the file's): started or resumed then, as their
  *   push would have been (a compare-and-swap: once, however many reconcilers run).
  */
-import type { RepoContext } from "../github/client.ts";
+import { type RepoContext, statusOf } from "../github/client.ts";
 import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { MAX_WAIT_MS, WriteBudgetSpent } from "../github/write-pacing.ts";
 import { isGraphPath, paramsFileOf } from "../protocol/run-source.ts";
@@ -97,15 +97,17 @@ async function waitingPushes(ctx: RepoContext, followed: FollowedGraph[]): Promi
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const ref = ctx.defaultBranch;
   const since = iso(ctx.now() - WAITING_WINDOW_MS);
-  const { data: recent } = await ctx.octokit.rest.repos.listCommits({
-    ...repo,
-    sha: ref,
-    path: ".workflow",
-    since,
-    per_page: 1,
-  });
-  if (recent.length === 0) return;
-  const { data: listing } = await ctx.octokit.rest.repos.getContent({ ...repo, path: ".workflow", ref });
+  // An empty repository (409) or one without the folder (404) has no graph to start.
+  const absent = (error: unknown) => {
+    if (statusOf(error) === 404 || statusOf(error) === 409) return null;
+    throw error;
+  };
+  const recent = await ctx.octokit.rest.repos
+    .listCommits({ ...repo, sha: ref, path: ".workflow", since, per_page: 1 })
+    .catch(absent);
+  if (!recent || recent.data.length === 0) return;
+  const folder = await ctx.octokit.rest.repos.getContent({ ...repo, path: ".workflow", ref }).catch(absent);
+  const listing = folder?.data;
   if (!Array.isArray(listing)) return;
   const names = new Set(listing.map((f) => f.path));
   let head: string | null = null;
