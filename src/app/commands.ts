@@ -235,9 +235,10 @@ async function carryOutCommand(
       return;
     }
   }
-  await driver.drive(runKey, [event], {
+  const run = await driver.drive(runKey, [event], {
     origin: { issueNumber: issue.number, answer: answerMarker(comment.id, index) },
   });
+  if (!run) await answer(`No run \`${runKey}\`.`);
 }
 
 export async function onCheckRunRerequested(
