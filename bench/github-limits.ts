@@ -6,9 +6,15 @@
  * run's own writes included; target at most 4), attempts an hour sustained (target at least 110) and
  * the ceiling 500 writes an hour implies, requests GitHub refused (403/429) and how many were tried
  * again, and what was lost (tasks not merged, attempts dispatched twice; target 0). The second run,
- * 10,000 tasks, is measured on its first 1,000 attempts, with its graph read whole every time.
+ * 10,000 tasks, is measured on its first 1,000 attempts, with its graph read whole every time. The
+ * repository's CI runs on every PR the app opens (3 simulated minutes) and is required on task PRs:
+ * check_suite.completed reaches the app, and the time from a task PR's last check to the next dispatch
+ * is printed (median, p95), with the runner-minutes an idle repository costs (none: the app's
+ * reconciler runs in its own process).
  */
-import { type Harness, finishJob, startApp, startJob } from "../harness/app.ts";
+import { type Harness, finishJob, graphOf, repository, startApp, startJob, user } from "../harness/app.ts";
+import { checkToDispatch, percentile } from "../harness/check-latency.ts";
+import type { FakePull } from "../harness/fake-github.ts";
 import { chainsGraph } from "../harness/graphs.ts";
 import { isWrite, LIMITS } from "../harness/fake-rate-limits.ts";
 import { Octokit } from "@octokit/rest";
@@ -22,21 +28,36 @@ const HOUR = 3_600_000;
 
 type Dispatch = Harness["gh"]["dispatches"][number];
 type Job = { at: number; dispatch: Dispatch; started?: Awaited<ReturnType<typeof startJob>> };
+/** The repository's CI on a PR: GitHub Actions' check suite, finishing CI_MS after the PR opens. */
+type Ci = { at: number; ci: { pull: FakePull; sha: string } };
+const CI_MS = 3 * 60_000;
 
 /** Runs `graph` until it ends or `maxAttempts` reports went in; what the table shows of it. */
 export async function limitedRun(
   name: string,
   graph: string,
   maxAttempts = Infinity,
+  /** The repository's CI on every PR, required on task PRs (else none: PRs merge as they open). */
+  options: { ci?: boolean } = {},
 ): Promise<Record<string, string | number>> {
   const h = await startApp({ statusIntervalMs: 10_000 }, "fetch");
   const { clock } = h.gh;
   const wall = performance.now();
+  const jobs: (Job | Ci)[] = [];
+  const settled = new Map<number, number>();
+  if (options.ci) {
+    // CI runs on every PR the app opens (its token's events start workflows); task PRs require it.
+    h.gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["ci"] });
+    h.gh.onPullOpened = (pull) => {
+      const sha = h.gh.branches.get(pull.head)!;
+      h.gh.setCheck(sha, "ci", null);
+      jobs.push({ at: clock.now() + CI_MS, ci: { pull, sha } });
+    };
+  } else h.gh.onPullOpened = (pull) => void settled.set(pull.number, clock.now());
   try {
     await h.pushGraph(`.workflow/${name}.yaml`, graph);
     const begun = clock.now();
     const runKey = `${/^name: (\S+)/m.exec(graph)![1]}/1`;
-    const jobs: Job[] = [];
     let seen = 0;
     const pickUp = () => {
       for (; seen < h.gh.dispatches.length; seen++)
@@ -48,7 +69,9 @@ export async function limitedRun(
       jobs.sort((a, b) => a.at - b.at);
       const job = jobs.shift()!;
       clock.advanceTo(job.at);
-      if (!job.started) {
+      if ("ci" in job) {
+        await ciFinished(h, job.ci, settled);
+      } else if (!job.started) {
         job.started = await startJob(h, job.dispatch);
         jobs.push({ ...job, at: clock.now() + ATTEMPT_MS });
       } else {
@@ -82,8 +105,10 @@ export async function limitedRun(
     const statusEdits = writes.filter(
       (c) => c.method === "PATCH" && /\/issues\/comments\//.test(c.path),
     ).length;
+    const latency = checkToDispatch(h.gh, graphOf(h.gh.runSource(runKey)), settled);
     return {
       run: name,
+      CI: options.ci ? "required, 3 min" : "none",
       tasks: tasks.length,
       outcome: String(state.outcome ?? `${reports} attempts in`),
       "simulated time": `${(hours * 60).toFixed(0)} min`,
@@ -91,6 +116,10 @@ export async function limitedRun(
       "status edits": statusEdits,
       "attempts/h": (reports / hours).toFixed(0),
       "ceiling (500 writes/h)": (LIMITS.writesPerHour / perAttempt).toFixed(0),
+      "check→dispatch median (s)": percentile(latency, 0.5).toFixed(0),
+      "check→dispatch p95 (s)": percentile(latency, 0.95).toFixed(0),
+      // The app's reconciler runs in its own process: an idle repository runs no job.
+      "idle runner-min/month": 0,
       "403/429": refused.length,
       "tried again": retried,
       lost: maxAttempts === Infinity ? tasks.filter((t) => t.status !== "merged").length + twice : twice,
@@ -104,11 +133,32 @@ export async function limitedRun(
   }
 }
 
+/** CI finished on a PR: its check passed, and GitHub delivers check_suite.completed to the app. */
+async function ciFinished(h: Harness, { pull, sha }: Ci["ci"], settled: Map<number, number>): Promise<void> {
+  h.gh.setCheck(sha, "ci", "success");
+  settled.set(pull.number, h.gh.clock.now());
+  await h.deliver("check_suite", {
+    action: "completed",
+    check_suite: {
+      id: 80_000 + pull.number,
+      head_branch: pull.head,
+      head_sha: sha,
+      status: "completed",
+      conclusion: "success",
+      app: { slug: "github-actions" },
+      pull_requests: [{ number: pull.number, head: { ref: pull.head, sha }, base: { ref: pull.base } }],
+    },
+    repository: repository(h.gh),
+    sender: user("github-actions[bot]", "Bot"),
+  });
+}
+
 export async function githubLimitsBench(): Promise<string> {
   const rows = [
     await limitedRun("chains", chainsGraph(300, 20)),
+    await limitedRun("chains", chainsGraph(300, 20), Infinity, { ci: true }),
     // Its pinned graph is over GraphQL's 512,000 bytes of Blob.text: read whole through the blobs API.
-    await limitedRun("chains", chainsGraph(10_000, 20), 1_000),
+    await limitedRun("chains", chainsGraph(10_000, 20), 1_000, { ci: true }),
   ];
   const columns = Object.keys(rows[0]!);
   return table(

@@ -7,6 +7,7 @@ import { jobOverheadBench } from "./job-overhead.ts";
 import { graphScale, graphScaleWorker } from "./graph-scale.ts";
 import { githubLimitsBench } from "./github-limits.ts";
 import { hostileGraphs } from "./hostile-graphs.ts";
+import { sampleCostBench } from "./sample-cost.ts";
 import { workflowModeBench } from "./workflow-mode.ts";
 
 const BENCHES: Record<string, () => string | Promise<string>> = {
@@ -19,6 +20,7 @@ const BENCHES: Record<string, () => string | Promise<string>> = {
   e2e: e2eBench,
   "workflow-mode": workflowModeBench,
   "github-limits": githubLimitsBench,
+  "sample-cost": sampleCostBench,
 };
 
 export async function main(argv: string[]): Promise<number> {

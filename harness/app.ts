@@ -257,7 +257,8 @@ type JobResult = Partial<{
   summary: string;
   gates: { n: number; passed: boolean }[];
   gateOutput: string;
-  costUsd: number;
+  /** What the attempt spent, in micro-dollars. */
+  costMicros: number;
   overBudget: boolean;
 }>;
 
@@ -308,7 +309,7 @@ export async function finishJob(
         opsConcerns: [],
         summary: result.summary ?? `did ${task}`,
         outputs: [],
-        costUsd: result.costUsd ?? 0.25,
+        costMicros: result.costMicros ?? 250_000,
         turns: 3,
         gates: result.gates ?? [],
         ...(result.gateOutput ? { gateOutput: result.gateOutput } : {}),

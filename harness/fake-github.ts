@@ -12,6 +12,14 @@ import { HOSTED_PER_TASK, partsOfRunFiles, stateOfParts } from "../src/protocol/
 import { overLimit } from "./fake-limits.ts";
 import { folderListing, type HistoryEntry, recordRoutes } from "./fake-records.ts";
 import { FakeClock, RateLimits } from "./fake-rate-limits.ts";
+import {
+  ACTIONS_MAY_NOT_OPEN_PRS,
+  type MergeMethod,
+  RepoSettings,
+  WORKFLOWS_DIR,
+  workflowsRefusal,
+} from "./fake-repo-settings.ts";
+import { actionsRoutes } from "./fake-actions.ts";
 import { checkRequest } from "./openapi.ts";
 import { type BranchMap, MemoryStore, type RepoStore } from "./repo-store.ts";
 
@@ -64,7 +72,7 @@ export interface FakeArtifact {
   name: string;
   zip: Uint8Array;
 }
-type Route = (match: RegExpExecArray, body: Record<string, unknown>, query: URLSearchParams) => Reply;
+export type Route = (match: RegExpExecArray, body: Record<string, unknown>, query: URLSearchParams) => Reply;
 
 /**
  * GraphQL's `Blob.text` holds at most 512,000 bytes; a longer text comes back cut, with `isTruncated:
@@ -80,7 +88,14 @@ export class FakeGitHub {
   readonly limits = { blobText: true, requests: true, rate: true };
   /** The time the rate limits go by: real time, moved on by the waits of the app's pacing. */
   readonly clock = new FakeClock();
-  readonly rateLimits = new RateLimits(this.clock.now);
+  /** The repository's settings and rules (merge methods, rulesets, protection, tokens), on by default. */
+  readonly settings = new RepoSettings();
+  readonly rateLimits = new RateLimits(this.clock.now, () => this.settings.requestsPerHour);
+  /**
+   * Check runs of the repository's CI (GitHub Actions' own check suites), by commit: what required
+   * status checks are read from. Null while the check runs.
+   */
+  readonly ciChecks: { sha: string; name: string; conclusion: string | null }[] = [];
   /** Reads of a PR answered `mergeable: null` after a merge found it conflicted (GitHub computing). */
   mergeabilityReads = 1;
   /** The next merges answered 405 "Base branch was modified" (a race GitHub reports so). */
@@ -117,7 +132,8 @@ export class FakeGitHub {
     external_id?: string;
     output?: { title: string; summary: string; annotations?: unknown[] };
   }[] = [];
-  readonly dispatches: { inputs: Record<string, string>; runId: number }[] = [];
+  /** Every workflow_dispatch, with when it was made (on the fake's clock). */
+  readonly dispatches: { inputs: Record<string, string>; runId: number; at: number }[] = [];
   readonly workflowRuns = new Map<
     number,
     {
@@ -152,6 +168,10 @@ export class FakeGitHub {
   onCancel: (runId: number) => void = () => undefined;
   /** Called when a PR is merged through the API (the stand-in sends the webhook). */
   onMerge: (pull: FakePull) => void = () => undefined;
+  /** Called when a PR is opened through the API (the stand-in starts the repository's CI on it). */
+  onPullOpened: (pull: FakePull) => void = () => undefined;
+  /** Called when a branch is moved through the git data API (a push by the requester's token). */
+  onBranchMoved: (branch: string) => void = () => undefined;
   /** Return a reply to fail a request on purpose (5xx, rate limits); null lets it through. */
   fault: (call: { method: string; path: string; body: unknown }) => Reply | null = () => null;
   private nextId = 1000;
@@ -160,6 +180,7 @@ export class FakeGitHub {
   constructor(readonly store: RepoStore = new MemoryStore()) {
     if (!this.branches.has("main")) this.commit("main", { "README.md": "# demo\n" }, "initial");
     this.defineRoutes();
+    actionsRoutes(this);
   }
 
   get branches(): BranchMap {
@@ -201,6 +222,41 @@ export class FakeGitHub {
     if (this.artifacts.some((a) => a.runId === runId && a.name === name)) return false;
     this.artifacts.push({ id: this.nextId++, runId, name, zip });
     return true;
+  }
+
+  /** Records the state of a CI check on a commit (null: it runs); the latest record of a name counts. */
+  setCheck(sha: string, name: string, conclusion: string | null): void {
+    const i = this.ciChecks.findIndex((c) => c.sha === sha && c.name === name);
+    if (i >= 0) this.ciChecks.splice(i, 1);
+    this.ciChecks.push({ sha, name, conclusion });
+  }
+
+  /** Workflow files a merge of `head` into `base` would create or change on `base`. */
+  workflowsChangedBy(base: string | undefined, head: string | undefined): string[] {
+    if (!base || !head) return [];
+    const probe = this.store.merge(base, head, "probe");
+    return probe ? this.workflowsChanged(base, probe) : [];
+  }
+
+  /** Workflow files that differ between two commits. */
+  workflowsChanged(from: string, to: string): string[] {
+    return this.store
+      .changed(from, to)
+      .map((f) => f.filename)
+      .filter((f) => f.startsWith(WORKFLOWS_DIR));
+  }
+
+  /** Why a PR cannot merge yet for its required checks (405), or null. */
+  private requiredChecksRefusal(p: FakePull): string | null {
+    if (p.checksPending) return 'Required status check "ci" is expected.';
+    const head = this.branches.get(p.head);
+    for (const name of this.settings.requiredChecks(p.base)) {
+      const check = this.ciChecks.find((c) => c.sha === head && c.name === name);
+      if (!check || check.conclusion === null) return `Required status check "${name}" is expected.`;
+      if (!["success", "neutral", "skipped"].includes(check.conclusion))
+        return `Required status check "${name}" is failing.`;
+    }
+    return null;
   }
 
   /** Calls made, as `METHOD path` lines (query strings dropped), for assertions. */
@@ -320,7 +376,8 @@ export class FakeGitHub {
     }
   }
 
-  private route(method: string, path: string, handler: Route): void {
+  /** Answers `method` on `path` (REPO stands for this repository's API path) with `handler`. */
+  route(method: string, path: string, handler: Route): void {
     const pattern = new RegExp(`^${path.replace("REPO", this.base.replace(/\//g, "\\/"))}$`);
     this.routes.push([method, pattern, handler]);
   }
@@ -352,15 +409,32 @@ export class FakeGitHub {
       title: p.title,
       body: p.body,
       mergeable: p.state === "open" && !computing ? !p.checksPending && !p.conflict : null,
-      mergeable_state: computing ? "unknown" : p.conflict ? "dirty" : p.checksPending ? "blocked" : "clean",
+      mergeable_state: computing
+        ? "unknown"
+        : p.conflict
+          ? "dirty"
+          : p.state === "open" && this.requiredChecksRefusal(p)
+            ? "blocked"
+            : "clean",
       head: { ref: p.head, sha: headSha },
       base: { ref: p.base },
     };
   }
 
-  /** Merges `head` into `base` with a merge commit, as GitHub merges a PR; null on a conflict. */
-  private mergeInto(base: string, head: string, message: string): string | null {
-    const sha = this.store.merge(this.branches.get(base)!, this.branches.get(head)!, message);
+  /** Merges `head` into `base` as GitHub merges a PR (by `method`); null on a conflict. */
+  private mergeInto(
+    base: string,
+    head: string,
+    message: string,
+    method: MergeMethod = "merge",
+  ): string | null {
+    const [to, from] = [this.branches.get(base)!, this.branches.get(head)!];
+    const sha =
+      method === "squash"
+        ? this.store.squash(to, from, message)
+        : method === "rebase"
+          ? this.store.rebase(to, from)
+          : this.store.merge(to, from, message);
     if (sha) this.branches.set(base, sha);
     return sha;
   }
@@ -388,7 +462,9 @@ export class FakeGitHub {
       const ref = q.get("ref") ?? "main";
       const known = this.store.isCommit(ref) || this.branches.has(ref);
       const text = known ? this.store.file(ref, m[1]!) : undefined;
-      const folder = known && text === undefined ? folderListing(this.store.files(ref), m[1]!) : null;
+      // A folder: its entries (https://docs.github.com/en/rest/repos/contents#get-repository-content).
+      const folder =
+        known && text === undefined ? folderListing(this.store.files(ref), m[1]!.replace(/\/+$/, "")) : null;
       if (folder) return [200, folder];
       if (text === undefined) return [404, { message: "Not Found" }];
       if (this.accept.includes(".raw")) return [200, text];
@@ -410,8 +486,11 @@ export class FakeGitHub {
     });
     this.route("GET", "REPO\\/branches\\/(.+)", (m) => {
       const sha = this.branches.get(m[1]!);
-      return sha ? [200, { name: m[1], commit: { sha } }] : [404, { message: "Branch not found" }];
+      return sha
+        ? [200, { name: m[1], commit: { sha }, ...this.settings.branchProtection(m[1]!) }]
+        : [404, { message: "Branch not found" }];
     });
+    this.route("GET", "REPO\\/rules\\/branches\\/(.+)", (m) => [200, this.settings.rulesApi(m[1]!)]);
     this.route("GET", "REPO\\/git\\/ref\\/heads\\/(.+)", (m) => {
       const sha = this.branches.get(m[1]!);
       return sha
@@ -471,8 +550,13 @@ export class FakeGitHub {
     );
     this.route("PATCH", "REPO\\/git\\/refs\\/heads\\/(.+)", (m, body) => {
       if (!this.branches.has(m[1]!)) return [422, { message: "Reference does not exist" }];
+      const workflows = this.settings.workflowsPermission
+        ? []
+        : this.workflowsChanged(this.branches.get(m[1]!)!, String(body.sha));
+      if (workflows.length > 0) return workflowsRefusal(workflows[0]!);
       this.branches.set(m[1]!, String(body.sha));
       this.refUpdates.push({ branch: m[1]!, sha: String(body.sha) });
+      this.onBranchMoved(m[1]!);
       return [200, { ref: `refs/heads/${m[1]}`, object: { sha: body.sha, type: "commit" } }];
     });
     this.route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (m, body) => {
@@ -482,7 +566,7 @@ export class FakeGitHub {
       }
       const inputs = body.inputs as Record<string, string>;
       const runId = this.nextId++;
-      this.dispatches.push({ inputs, runId });
+      this.dispatches.push({ inputs, runId, at: this.clock.now() });
       this.workflowRuns.set(runId, {
         id: runId,
         display_title: `agentrelay ${inputs.run} ${inputs.task} attempt ${inputs.attempt}`,
@@ -546,6 +630,9 @@ export class FakeGitHub {
         full_name: `${this.owner}/${this.repo}`,
         default_branch: "main",
         owner: { login: this.owner },
+        allow_merge_commit: this.settings.mergeMethods.merge,
+        allow_squash_merge: this.settings.mergeMethods.squash,
+        allow_rebase_merge: this.settings.mergeMethods.rebase,
       },
     ]);
     this.route("POST", "REPO\\/actions\\/runs\\/(\\d+)\\/cancel", (m) => {
@@ -580,6 +667,8 @@ export class FakeGitHub {
       }
       if (!this.branches.has(head))
         return [422, { message: "Validation Failed", errors: [{ field: "head", code: "invalid" }] }];
+      if (this.settings.token === "github_token" && !this.settings.actionsCanCreatePullRequests)
+        return [403, { message: ACTIONS_MAY_NOT_OPEN_PRS }];
       const p: FakePull = {
         number: this.issues.length + this.pulls.length + 1,
         head,
@@ -590,6 +679,7 @@ export class FakeGitHub {
         merged: false,
       };
       this.pulls.push(p);
+      this.onPullOpened(p);
       return [201, this.pr(p)];
     });
     this.route("GET", "REPO\\/pulls", (_m, _b, q) => {
@@ -618,7 +708,15 @@ export class FakeGitHub {
     this.route("PUT", "REPO\\/pulls\\/(\\d+)\\/merge", (m, body) => {
       const p = this.pull(m[1]);
       if (p.merged || p.state !== "open") return [405, { message: "Pull Request is not mergeable" }];
-      if (p.checksPending) return [405, { message: 'Required status check "ci" is expected.' }];
+      const method = (body.merge_method ?? "merge") as MergeMethod;
+      const refused = this.settings.refusedMethod(method, p.base);
+      if (refused) return [405, { message: refused }];
+      const checks = this.requiredChecksRefusal(p);
+      if (checks) return [405, { message: checks }];
+      const workflows = this.settings.workflowsPermission
+        ? []
+        : this.workflowsChangedBy(this.branches.get(p.base), this.branches.get(p.head));
+      if (workflows.length > 0) return workflowsRefusal(workflows[0]!);
       // Another merge landed on the base while this one was being made: GitHub answers 405 "Base branch
       // was modified. Review and try the merge again." (seen in NixOS/nixpkgs-merge-bot#179 and
       // quipper/monorepo-deploy-actions#492, where a retry of the merge succeeds).
@@ -626,7 +724,8 @@ export class FakeGitHub {
         this.baseMoves--;
         return [405, { message: "Base branch was modified. Review and try the merge again." }];
       }
-      const sha = this.mergeInto(p.base, p.head, String(body.commit_title ?? `Merge #${p.number}`));
+      const title = String(body.commit_title ?? `Merge #${p.number}`);
+      const sha = this.mergeInto(p.base, p.head, title, method);
       if (!sha) {
         p.conflict = true;
         p.computing = this.mergeabilityReads;
@@ -642,6 +741,17 @@ export class FakeGitHub {
       const [base, head] = [String(body.base), String(body.head)];
       if (!this.branches.has(base) || !this.branches.has(head)) return [404, { message: "Not Found" }];
       if (this.store.aheadBy(this.branches.get(base)!, this.branches.get(head)!) === 0) return [204];
+      const workflows = this.settings.workflowsPermission
+        ? []
+        : this.workflowsChangedBy(this.branches.get(base), this.branches.get(head));
+      if (workflows.length > 0) return workflowsRefusal(workflows[0]!);
+      if (this.settings.linearHistory(base))
+        // Refused as a ruleset refuses a push of a merge commit (peter-evans/create-pull-request#4428);
+        // the status of this API's refusal is not documented: 422 here.
+        return [
+          422,
+          { message: "Repository rule violations found\n\nThis branch must not contain merge commits." },
+        ];
       const sha = this.mergeInto(base, head, String(body.commit_message ?? `Merge ${head} into ${base}`));
       return sha ? [201, { sha }] : [409, { message: "Merge conflict" }];
     });

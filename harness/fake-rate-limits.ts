@@ -9,7 +9,9 @@
  *   write (a REST POST, PATCH, PUT or DELETE, a GraphQL mutation), as the issue that asked for it did.
  * - The primary limit (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#primary-rate-limit-for-github-app-installations):
  *   5,000 requests an hour for an installation, told in `x-ratelimit-*` headers on every answer;
- *   past it, 403 with `x-ratelimit-remaining: 0` and the reset time.
+ *   past it, 403 with `x-ratelimit-remaining: 0` and the reset time. A workflow's GITHUB_TOKEN has
+ *   1,000 an hour per repository (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#primary-rate-limit-for-github_token-in-github-actions):
+ *   the limit is read from the token the fake's repository settings say (fake-repo-settings.ts).
  * Calls the app makes as itself (`/app/…`, signed with its JWT) are not the installation's.
  */
 import type { Reply } from "./fake-github.ts";
@@ -76,14 +78,18 @@ export class RateLimits {
   /** What was answered 403 or 429, by limit. */
   readonly refused = { secondary: 0, primary: 0, concurrent: 0 };
 
-  constructor(private readonly clock: () => number) {}
+  constructor(
+    private readonly clock: () => number,
+    /** The primary limit of the token the requests come with (an app's 5,000; GITHUB_TOKEN's 1,000). */
+    private readonly requestsPerHour: () => number = () => LIMITS.requestsPerHour,
+  ) {}
 
   /** The answer GitHub gives a request past a limit, or null (the request is counted). */
   admit(request: Metered): Reply | null {
     if (request.path.startsWith("/app/") || request.path === "/app") return null;
     const now = this.clock();
     if (now - this.hour.start >= HOUR) this.hour = { start: now, used: 0 };
-    if (this.hour.used >= LIMITS.requestsPerHour) {
+    if (this.hour.used >= this.requestsPerHour()) {
       this.refused.primary++;
       return [
         403,
@@ -131,8 +137,8 @@ export class RateLimits {
   /** The primary limit's headers, as GitHub sends them on every answer. */
   headers(): Record<string, string> {
     return {
-      "x-ratelimit-limit": String(LIMITS.requestsPerHour),
-      "x-ratelimit-remaining": String(Math.max(0, LIMITS.requestsPerHour - this.hour.used)),
+      "x-ratelimit-limit": String(this.requestsPerHour()),
+      "x-ratelimit-remaining": String(Math.max(0, this.requestsPerHour() - this.hour.used)),
       "x-ratelimit-used": String(this.hour.used),
       "x-ratelimit-reset": String(Math.ceil((this.hour.start + HOUR) / 1000)),
       "x-ratelimit-resource": "core",

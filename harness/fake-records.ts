@@ -2,12 +2,11 @@
  * What the fake GitHub answers about its own records, for the reconciler that looks for work left
  * waiting (src/app/waiting.ts) and the app's periodic sweep: the installation and its repositories,
  * the repository's issue comments (with their authors, times and reaction counts), one issue, the
- * commits a branch received (newest first, by path and time), a folder's listing, and a commit's
- * check runs. Each as GitHub's REST API answers it:
+ * commits a branch received (newest first, by path and time), and a folder's listing (a commit's
+ * check runs are fake-actions.ts's). Each as GitHub's REST API answers it:
  * https://docs.github.com/en/rest/issues/comments#list-issue-comments-for-a-repository,
  * https://docs.github.com/en/rest/commits/commits#list-commits,
- * https://docs.github.com/en/rest/repos/contents#get-repository-content (a directory: an array),
- * https://docs.github.com/en/rest/checks/runs#list-check-runs-for-a-git-reference.
+ * https://docs.github.com/en/rest/repos/contents#get-repository-content (a directory: an array).
  */
 import { createHash } from "node:crypto";
 import type { FakeGitHub, Reply } from "./fake-github.ts";
@@ -96,12 +95,6 @@ export function recordRoutes(gh: FakeGitHub, route: (method: string, path: strin
       .reverse()
       .map((c) => ({ sha: c.sha, commit: { message: c.message, committer: { date: iso(c.at) } } }));
     return [200, listed.slice(0, Number(q.get("per_page") ?? 30))];
-  });
-  route("GET", "REPO\\/commits\\/(.+)\\/check-runs", (m, _b, q) => {
-    const runs = gh.checkRuns.filter(
-      (c) => c.head_sha === m[1] && (!q.get("check_name") || c.name === q.get("check_name")),
-    );
-    return [200, { total_count: runs.length, check_runs: runs }];
   });
 }
 

@@ -35,9 +35,9 @@ const compiled = new Map<string, ValidateFunction>();
 
 const operations = Object.entries(subset.operations).map(([key, op]) => {
   const [method, template] = key.split(" ") as [string, string];
-  // {path} and {ref} may hold slashes (contents paths, git refs); other parameters may not.
+  // {path}, {ref} and {branch} may hold slashes (contents paths, git refs, branch names); others may not.
   const pattern = new RegExp(
-    `^${template.replace(/\{(path|ref|basehead)\}/g, ".+").replace(/\{[a-z_]+\}/g, "[^/]+")}$`,
+    `^${template.replace(/\{(path|ref|basehead|branch)\}/g, ".+").replace(/\{[a-z_]+\}/g, "[^/]+")}$`,
   );
   return { key, method, pattern, op };
 });

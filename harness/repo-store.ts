@@ -26,6 +26,17 @@ export interface RepoStore {
   commit(parent: string | undefined, files: Record<string, string | null>, message: string): string;
   /** Merges `head` into `base` with a merge commit; null on a conflict. */
   merge(base: string, head: string, message: string): string | null;
+  /** `head`'s changes as one commit on top of `base` (a squash merge); null on a conflict. */
+  squash(base: string, head: string, message: string): string | null;
+  /**
+   * `head`'s own commits (merge commits left out, their changes kept) replayed one by one on top of
+   * `base`, each with its message (a rebase merge); the new tip, or null on a conflict.
+   */
+  rebase(base: string, head: string): string | null;
+  /** Whether a commit has more than one parent. */
+  isMergeCommit(sha: string): boolean;
+  /** The commits reachable from `ref`, newest first, with their parents and subject. */
+  log(ref: string): { sha: string; parents: string[]; message: string }[];
   /** Commits reachable from `head` and not from `base`. */
   aheadBy(base: string, head: string): number;
   /** Files that differ between two commits. */
@@ -35,6 +46,7 @@ export interface RepoStore {
 interface Commit {
   parents: string[];
   files: Record<string, string>;
+  message?: string;
 }
 
 export class MemoryStore implements RepoStore {
@@ -54,18 +66,61 @@ export class MemoryStore implements RepoStore {
   isCommit(ref: string) {
     return this.commits.has(ref);
   }
-  commit(parent: string | undefined, files: Record<string, string | null>, _message: string) {
+  commit(parent: string | undefined, files: Record<string, string | null>, message: string) {
     const sha = (this.next++).toString(16).padStart(40, "0");
     const merged: Record<string, string> = { ...(parent ? this.commits.get(parent)!.files : {}) };
     for (const [path, text] of Object.entries(files)) {
       if (text === null) delete merged[path];
       else merged[path] = text;
     }
-    this.commits.set(sha, { parents: parent ? [parent] : [], files: merged });
+    this.commits.set(sha, { parents: parent ? [parent] : [], files: merged, message });
     return sha;
   }
   /** A three-way merge by whole files, as git merges them: null when both sides changed a file differently. */
-  merge(base: string, head: string, _message: string) {
+  merge(base: string, head: string, message: string) {
+    const files = this.mergedFiles(base, head);
+    if (!files) return null;
+    const sha = (this.next++).toString(16).padStart(40, "0");
+    this.commits.set(sha, { parents: [base, head], files, message });
+    return sha;
+  }
+  squash(base: string, head: string, message: string) {
+    const files = this.mergedFiles(base, head);
+    if (!files) return null;
+    const sha = (this.next++).toString(16).padStart(40, "0");
+    this.commits.set(sha, { parents: [base], files, message });
+    return sha;
+  }
+  rebase(base: string, head: string) {
+    const behind = this.ancestors(base);
+    const own = [...this.ancestors(head)]
+      .filter((s) => !behind.has(s) && this.commits.get(s)!.parents.length < 2)
+      .sort();
+    let tip = base;
+    for (const sha of own) {
+      // The base so far merged with the commit (whose history holds the commits before it): the
+      // base with this commit's changes and those of the commits before it.
+      const files = this.mergedFiles(tip, sha);
+      if (!files) return null;
+      const next = (this.next++).toString(16).padStart(40, "0");
+      this.commits.set(next, { parents: [tip], files, message: this.commits.get(sha)!.message });
+      tip = next;
+    }
+    return tip;
+  }
+  isMergeCommit(sha: string) {
+    return (this.commits.get(sha)?.parents.length ?? 0) > 1;
+  }
+  log(ref: string) {
+    return [...this.ancestors(this.branches.get(ref) ?? ref)]
+      .sort()
+      .reverse()
+      .map((sha) => {
+        const c = this.commits.get(sha)!;
+        return { sha, parents: c.parents, message: (c.message ?? "").split("\n")[0]! };
+      });
+  }
+  private mergedFiles(base: string, head: string): Record<string, string> | null {
     const theirs = this.ancestors(head);
     // The latest common ancestor (commits are numbered in the order they were made).
     const common = [...this.ancestors(base)]
@@ -84,9 +139,7 @@ export class MemoryStore implements RepoStore {
       const text = o !== w ? o : t;
       if (text !== undefined) files[path] = text;
     }
-    const sha = (this.next++).toString(16).padStart(40, "0");
-    this.commits.set(sha, { parents: [base, head], files });
-    return sha;
+    return files;
   }
   private ancestors(sha: string): Set<string> {
     const seen = new Set<string>();
@@ -214,10 +267,41 @@ export class BareRepoStore implements RepoStore {
     return this.git(["commit-tree", tree, ...(parent ? ["-p", parent] : []), "-m", message]);
   }
   merge(base: string, head: string, message: string) {
+    const tree = this.mergedTree(base, head);
+    return tree && this.git(["commit-tree", tree, "-p", base, "-p", head, "-m", message]);
+  }
+  squash(base: string, head: string, message: string) {
+    const tree = this.mergedTree(base, head);
+    return tree && this.git(["commit-tree", tree, "-p", base, "-m", message]);
+  }
+  rebase(base: string, head: string) {
+    const own = this.git(["rev-list", "--reverse", "--no-merges", `${base}..${head}`])
+      .split("\n")
+      .filter(Boolean);
+    let tip = base;
+    for (const sha of own) {
+      // As MemoryStore.rebase: the tip so far merged with the commit is the tip with its changes.
+      const tree = this.mergedTree(tip, sha);
+      if (!tree) return null;
+      tip = this.git(["commit-tree", tree, "-p", tip, "-m", this.git(["log", "-1", "--format=%B", sha])]);
+    }
+    return tip;
+  }
+  isMergeCommit(sha: string) {
+    return this.git(["rev-list", "--parents", "-n", "1", sha]).split(" ").length > 2;
+  }
+  log(ref: string) {
+    return this.git(["log", "--format=%H%x09%P%x09%s", this.rev(ref)])
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => {
+        const [sha, parents, message] = line.split("\t") as [string, string, string];
+        return { sha, parents: parents.split(" ").filter(Boolean), message };
+      });
+  }
+  private mergedTree(base: string, head: string): string | null {
     const out = this.gitMaybe(["merge-tree", "--write-tree", base, head]);
-    if (!out) return null;
-    const tree = out.split("\n")[0]!;
-    return this.git(["commit-tree", tree, "-p", base, "-p", head, "-m", message]);
+    return out ? out.split("\n")[0]! : null;
   }
   aheadBy(base: string, head: string) {
     return Number(this.git(["rev-list", "--count", `${base}..${head}`]));

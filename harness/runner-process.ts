@@ -16,11 +16,18 @@ export interface RunnerStep {
   done: Promise<{ code: number | null; log: string }>;
 }
 
-export function runnerStep(entry: string, home: string, env: Record<string, string | undefined>): RunnerStep {
+/** `wrap` is put before the step's process (the capabilities of a job container, say). */
+export function runnerStep(
+  entry: string,
+  home: string,
+  env: Record<string, string | undefined>,
+  wrap: string[] = [],
+): RunnerStep {
   mkdirSync(home, { recursive: true });
   const output = join(home, "output");
   writeFileSync(output, "");
-  const child = spawn(process.execPath, [join(REPO_ROOT, entry)], {
+  const [program, ...args] = [...wrap, process.execPath, join(REPO_ROOT, entry)];
+  const child = spawn(program!, args, {
     cwd: home,
     stdio: ["ignore", "pipe", "pipe"],
     env: {

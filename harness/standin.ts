@@ -13,7 +13,15 @@
  */
 import { type ChildProcess, execFileSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -32,16 +40,34 @@ import { oidcVerifier } from "../src/github/oidc.ts";
 import { REPORT_ARTIFACT, REPORT_STEP } from "../src/github/reports.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
 import { REPORT_FILE } from "../src/protocol/report.ts";
+import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../src/protocol/report-key.ts";
 import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
 import { graphOf, pushPayload, repository, user } from "./app.ts";
 import { CLAUDE_BIN } from "./claude.ts";
 import { type FakeStep, FakeGitHub, Redirect, type Reply } from "./fake-github.ts";
 import { OrchestratorRuns } from "./orchestrator-runs.ts";
 import { runnerStep } from "./runner-process.ts";
-import { BareRepoStore } from "./repo-store.ts";
+import { BareRepoStore, MemoryStore } from "./repo-store.ts";
+import { startsWorkflows } from "./fake-events.ts";
+import type { TokenKind } from "./fake-repo-settings.ts";
+import { REPO_ROOT } from "./paths.ts";
+import { Timeline } from "./timeline.ts";
+import { orchestrate, SCHEDULE_WORKFLOW } from "../src/app/workflow.ts";
+import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-triggers.ts";
+import { type CiOptions, ciWorkflow, RepositoryCi } from "./standin-ci.ts";
+
+/** Simulated time: a runner picking a job up, a task's job, the schedule's period. */
+const PICKUP_MS = 15_000;
+const JOB_MS = 10 * 60_000;
+const CRON_MS = 15 * 60_000;
 
 const SECRET = "e2e-webhook-secret";
 const APP_LOGIN = "agentrelay[bot]";
+
+const chmodded = (path: string, mode: number): string => {
+  chmodSync(path, mode);
+  return path;
+};
 
 export interface Delivery {
   id: string;
@@ -67,7 +93,66 @@ export interface StandinOptions {
   jobs?: "action" | "scripted";
   /** A scripted job waits for this once it has started (with the app: its token taken), before it ends. */
   hold?: (inputs: Record<string, string>, runId: number) => Promise<void>;
+  /**
+   * Simulated time (timeline.ts), for scripted jobs in workflow-only mode: a runner picks each job up
+   * after `pickupMs`, a task's job takes `jobMs`, and the orchestrator runs in this process.
+   */
+  simulated?: { jobMs?: number; pickupMs?: number };
+  /** The repository's CI: a workflow that runs on pull requests and reports one check. */
+  ci?: CiOptions;
+  /** Workflow-only mode: whose token the orchestrator holds (default: the workflow's GITHUB_TOKEN). */
+  token?: TokenKind;
+  /** The repository in memory instead of a bare git repository (scripted jobs only). */
+  memory?: boolean;
+  /** The schedule as GitHub runs it: late by `lateMs`, and run `n` dropped when `drop(n)`. */
+  schedule?: { lateMs?: number; drop?: (n: number) => boolean };
+  /** Files a scripted job commits besides its notes (a job whose token may push them). */
+  jobFiles?: (task: string) => Record<string, string>;
+  /** A directory put first on the jobs' PATH (programs the runner finds before the machine's). */
+  jobPath?: string;
+  /** How long a job's runner takes between its steps (the Action's end, the report's upload): 0 by default. */
+  betweenStepsMs?: number;
+  /** Workflow-only mode: what happens to a job's report between the Action's step and its upload. */
+  beforeReportStep?: (reportDir: string) => void;
 }
+
+/** The slug of the registered app the orchestrator workflow may act as. */
+const APP_SLUG = "agentrelay-ci";
+
+/**
+ * A job container's capabilities, as the stand-in's jobs (root here) get them: Docker's default set
+ * (moby's oci/caps/defaults.go: no CAP_SYS_ADMIN, so no PID namespace for the attempt's commands)
+ * and NET_ADMIN, which the task workflow's container options add.
+ */
+const JOB_CONTAINER_CAPABILITIES = [
+  "audit_write",
+  "chown",
+  "dac_override",
+  "fowner",
+  "fsetid",
+  "kill",
+  "mknod",
+  "net_bind_service",
+  "net_raw",
+  "setfcap",
+  "setgid",
+  "setpcap",
+  "setuid",
+  "sys_chroot",
+  "net_admin",
+];
+
+/** Runs a job's process with a job container's capabilities, where the stand-in is root. */
+const asJobContainer = (): string[] =>
+  process.getuid?.() === 0
+    ? ["setpriv", `--bounding-set=-all,${JOB_CONTAINER_CAPABILITIES.map((c) => `+${c}`).join(",")}`, "--"]
+    : [];
+
+/**
+ * The secret both the task jobs' step and the orchestrator's hold in workflow-only mode (the
+ * workflows name AGENTRELAY_REPORT_SECRET, else the Anthropic credential): the reports' HMAC key.
+ */
+const ANTHROPIC_CREDENTIAL = "sk-ant-e2e-scripted";
 
 /** The tokens workflow-only mode's jobs hold (the fake GitHub takes any). */
 const WORKFLOW_TOKEN = `ghs_${"w".repeat(36)}`;
@@ -82,7 +167,8 @@ interface Replica {
 
 export class Standin {
   readonly gh: FakeGitHub;
-  readonly root = mkdtempSync(join(tmpdir(), "agentrelay-e2e-"));
+  // Open to others, as a runner's work directory is: the jobs' agents run as users of their own.
+  readonly root = chmodded(mkdtempSync(join(tmpdir(), "agentrelay-e2e-")), 0o755);
   readonly bare = join(this.root, "remote", "octo", "demo.git");
   url = "";
   replicas: Replica[] = [];
@@ -95,32 +181,55 @@ export class Standin {
   private model!: ScriptedModelServer;
   private signingKey!: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
   private jwks!: object;
-  private readonly privateKey: string;
+  /** The app's private key (app mode only: generating one takes a while). */
+  private privateKeyPem?: string;
   private pending = new Set<Promise<unknown>>();
   private deliveryCount = 0;
   private nextReplica = 0;
   /** Workflow-only mode: the orchestrator workflow's runs. */
   runs: OrchestratorRuns | null = null;
+  /** Simulated time, when the options ask for it. */
+  readonly timeline: Timeline | null;
+  /** The repository's CI on pull requests. */
+  readonly ci: RepositoryCi;
+  /** Scheduled runs the schedule started, and the ticks it skipped (disabled) or GitHub dropped. */
+  readonly cron = { started: 0, disabled: 0, dropped: 0 };
 
   constructor(private readonly options: StandinOptions) {
-    this.gh = new FakeGitHub(BareRepoStore.create(this.bare));
+    this.gh = new FakeGitHub(options.memory ? new MemoryStore() : BareRepoStore.create(this.bare));
     this.gh.permissions.set("alice", "admin");
-    this.privateKey = generateKeyPairSync("rsa", {
-      modulusLength: 2048,
-      privateKeyEncoding: { type: "pkcs8", format: "pem" },
-      publicKeyEncoding: { type: "spki", format: "pem" },
-    }).privateKey;
-    this.gh.onDispatch = (dispatch) =>
+    if (this.workflowMode) this.gh.settings.token = options.token ?? "github_token";
+    this.timeline = options.simulated
+      ? new Timeline(this.gh.clock, () => this.pending.size > 0 || (this.runs?.executing ?? 0) > 0)
+      : null;
+    this.ci = new RepositoryCi(this, options.ci);
+    this.gh.onPullOpened = (pull) => this.ci.start(pull);
+    // A push to an open PR's branch (pull_request: synchronize), by the requester's token.
+    this.gh.onBranchMoved = (branch) => {
+      for (const pull of this.gh.pulls.filter((p) => p.head === branch && p.state === "open"))
+        this.ci.start(pull);
+    };
+
+    this.gh.onDispatch = (dispatch) => {
+      if (this.timeline) {
+        const { pickupMs = PICKUP_MS, jobMs = JOB_MS } = options.simulated!;
+        this.timeline.at(pickupMs, () => {
+          this.gh.workflowRuns.get(dispatch.runId)!.status = "in_progress";
+          this.timeline!.at(jobMs, () => this.track(this.scriptedJob(dispatch.inputs, dispatch.runId)));
+        });
+        return;
+      }
       this.track(
         options.jobs === "scripted"
           ? this.scriptedJob(dispatch.inputs, dispatch.runId)
           : this.startJob(dispatch.inputs, dispatch.runId),
       );
+    };
     if (options.fault) this.gh.fault = options.fault;
     this.gh.onCancel = (runId) => this.jobs.get(runId)?.kill("SIGTERM");
-    // The orchestrator workflow merges with GITHUB_TOKEN, whose events start no workflow.
+    // What the orchestrator workflow does with GITHUB_TOKEN starts no workflow.
     this.gh.onMerge = (pull) =>
-      this.workflowMode ||
+      (this.workflowMode && startsWorkflows("pull_request", this.gh.settings.token) === "no") ||
       this.track(
         this.webhook("pull_request", {
           action: "closed",
@@ -141,10 +250,22 @@ export class Standin {
       );
   }
 
+  private get privateKey(): string {
+    this.privateKeyPem ??= generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" },
+    }).privateKey;
+    return this.privateKeyPem;
+  }
+
   async start(): Promise<this> {
-    const { publicKey, privateKey } = await generateKeyPair("RS256");
-    this.signingKey = privateKey;
-    this.jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] };
+    // Jobs' OIDC tokens, which only the app reads.
+    if (!this.workflowMode) {
+      const { publicKey, privateKey } = await generateKeyPair("RS256");
+      this.signingKey = privateKey;
+      this.jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] };
+    }
     this.server = createServer((req, res) => {
       void this.serve(req).then(([status, body, headers = {}]) => {
         if (body instanceof Redirect) {
@@ -164,18 +285,33 @@ export class Standin {
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     this.model = await startScriptedModel(this.options.script);
     if (this.workflowMode) {
+      this.install();
+      const timeline = this.timeline;
       this.runs = new OrchestratorRuns({
         root: this.root,
-        // As the app's replicas here: status edits due at once, writes not paced (the fake has no limits).
+        // As the app's replicas here: status edits due at once (in real time), plugin-throttling's
+        // second between writes off (GitHub's limits are met on the fake's clock in simulated time).
         env: () => ({
           GITHUB_API_URL: this.url,
+          GITHUB_REPOSITORY: "octo/demo",
           INPUT_TOKEN: WORKFLOW_TOKEN,
-          AGENTRELAY_STATUS_INTERVAL_MS: "0",
+          ...(this.gh.settings.token === "app" ? { "INPUT_APP-SLUG": APP_SLUG } : {}),
+          ...(timeline ? {} : { AGENTRELAY_STATUS_INTERVAL_MS: "0" }),
+          [REPORT_SECRET_VARIABLE]: ANTHROPIC_CREDENTIAL,
           AGENTRELAY_GITHUB_PACING: "off",
         }),
         sha: (event, payload) =>
           event === "push" ? (payload as { after: string }).after : this.gh.branches.get("main")!,
+        workflow: (file) => this.gh.file("main", `.github/workflows/${file}`),
+        ...(timeline
+          ? {
+              execute: (event, payload, env) => this.orchestrateHere(event, payload, env),
+              pickup: () => timeline.wait(this.options.simulated!.pickupMs ?? PICKUP_MS),
+              now: this.gh.clock.now,
+            }
+          : {}),
       });
+      timeline?.every(CRON_MS, () => this.schedule());
       return this;
     }
     for (let i = 0; i < (this.options.replicas ?? 1); i++) this.replicas.push(await this.startReplica());
@@ -186,9 +322,63 @@ export class Standin {
     return this.options.orchestrator === "workflow";
   }
 
-  /** Workflow-only mode: the orchestrator's scheduled run (the reconciler), as cron starts it. */
+  /**
+   * Workflow-only mode: the orchestrator's scheduled run (the reconciler), as cron starts it: not
+   * while its workflow is disabled, late or dropped as the options say.
+   */
   schedule(): void {
-    this.runs!.trigger("schedule", { schedule: "*/15 * * * *" });
+    const n = this.cron.started + this.cron.disabled + this.cron.dropped + 1;
+    if (this.gh.settings.disabledWorkflows.has(SCHEDULE_WORKFLOW)) {
+      this.cron.disabled++;
+      return;
+    }
+    if (this.options.schedule?.drop?.(n)) {
+      this.cron.dropped++;
+      return;
+    }
+    this.cron.started++;
+    const start = () => void this.runs!.trigger("schedule", { schedule: "*/15 * * * *" });
+    const late = this.options.schedule?.lateMs ?? 0;
+    if (late > 0 && this.timeline) this.timeline.at(late, start);
+    else start();
+  }
+
+  /**
+   * Workflow-only mode: the workflows `init --no-app` writes, committed to the default branch (where
+   * GitHub reads the workflows events start), with the repository's CI named in the orchestrator's
+   * workflow_run trigger; and the CI workflow itself.
+   */
+  private install(): void {
+    const ci = this.options.ci;
+    const read = (file: string) => readFileSync(join(REPO_ROOT, "templates/workflows/no-app", file), "utf8");
+    const files: Record<string, string> = {
+      ".github/workflows/agentrelay.yml": withRepositoryTriggers(read("agentrelay.yml"), {
+        defaultBranch: "main",
+        ci: ci ? [ci.workflow] : [],
+      }),
+      ".github/workflows/agentrelay-task.yml": read("agentrelay-task.yml"),
+      [`.github/workflows/${SCHEDULE_WORKFLOW}`]: read(SCHEDULE_WORKFLOW),
+    };
+    if (ci) files[".github/workflows/ci.yml"] = ciWorkflow(ci);
+    this.gh.commit("main", files, "Install agentrelay");
+  }
+
+  /** The orchestrator in this process (simulated time): its requests go to the fake, on its clock. */
+  private async orchestrateHere(event: string, payload: object, env: Record<string, string>) {
+    const lines: string[] = [];
+    const clock = { now: this.gh.clock.now, sleep: this.gh.clock.sleep };
+    try {
+      const { failed } = await orchestrate(env, {
+        fetch: this.gh.fetch,
+        // Each run is a fresh process on GitHub: its write budget starts empty (one per clock object).
+        clock: { ...clock },
+        log: (line) => lines.push(line),
+        event: { name: event, payload: payload as Record<string, unknown> },
+      });
+      return { code: failed.length > 0 ? 1 : 0, log: [...lines, ...failed].join("\n") };
+    } catch (error) {
+      return { code: 1, log: [...lines, (error as Error).message].join("\n") };
+    }
   }
 
   private async serve(req: IncomingMessage): Promise<Reply> {
@@ -313,11 +503,26 @@ export class Standin {
     });
   }
 
-  private track(work: Promise<unknown>): void {
+  track(work: Promise<unknown>): void {
     const tracked = work
       .catch((error: unknown) => console.error("stand-in:", error))
       .finally(() => this.pending.delete(tracked));
     this.pending.add(tracked);
+  }
+
+  /** The run's outcome, or null while it runs or before it started. */
+  outcome(runKey: string): string | null {
+    try {
+      return this.gh.state(runKey).outcome;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Simulated time: moves the clock on until the run ends (or `forMs` of simulated time passed). */
+  async runToEnd(runKey: string, forMs?: number): Promise<string | null> {
+    await this.timeline!.run(() => this.outcome(runKey) !== null, forMs);
+    return this.outcome(runKey);
   }
 
   /** Waits until `condition` holds (checked every 100 ms). */
@@ -340,6 +545,10 @@ export class Standin {
 
   /** Sends a signed webhook to the app (to one replica, or all), as GitHub delivers it. */
   async webhook(name: string, payload: object, sender: object = user("alice")): Promise<void> {
+    const suite = (payload as { check_suite?: { app?: { slug?: string } } }).check_suite;
+    // Workflow-only mode: only what GitHub would start a workflow for (a person's events here; the
+    // orchestrator's own are sent only where its token starts workflows).
+    if (this.runs && startsWorkflows(name, "person", { checkSuiteApp: suite?.app?.slug }) === "no") return;
     const delivery: Delivery = {
       id: `delivery-${++this.deliveryCount}`,
       name,
@@ -406,38 +615,51 @@ export class Standin {
     const home = join(this.root, "runners", String(runId));
     const run = this.gh.workflowRuns.get(runId)!;
     run.status = "in_progress";
-    const step = runnerStep("dist/action/index.js", home, {
-      GITHUB_EVENT_NAME: "workflow_dispatch",
-      GITHUB_SERVER_URL: `file://${join(this.root, "remote")}`,
-      GITHUB_API_URL: this.url,
-      GITHUB_WORKSPACE: join(home, "workspace"),
-      RUNNER_TEMP: join(home, "temp"),
-      // Jobs here share the machine's network namespace, and run side by side: the egress rules are
-      // for a job container's own namespace (test/action/egress-container.test.ts).
-      AGENTRELAY_EGRESS: "off",
-      ...(this.workflowMode
-        ? { INPUT_TOKEN: WORKFLOW_TOKEN, INPUT_TIER: inputs.tier }
-        : {
-            ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
-            ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
-            "INPUT_APP-URL": this.url,
-          }),
-      INPUT_RUN: inputs.run,
-      INPUT_TASK: inputs.task,
-      INPUT_ATTEMPT: inputs.attempt,
-      "INPUT_STATE-VERSION": inputs["state-version"],
-      "INPUT_CLAUDE-PATH": CLAUDE_BIN,
-      "INPUT_TIMEOUT-MINUTES": "3",
-      AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-e2e-scripted",
-      ANTHROPIC_BASE_URL: this.model.url,
-      DISABLE_TELEMETRY: "1",
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    });
+    const step = runnerStep(
+      "dist/action/index.js",
+      home,
+      {
+        ...(this.options.jobPath ? { PATH: `${this.options.jobPath}:${process.env.PATH}` } : {}),
+        GITHUB_EVENT_NAME: "workflow_dispatch",
+        GITHUB_RUN_ID: String(runId),
+        GITHUB_SERVER_URL: `file://${join(this.root, "remote")}`,
+        GITHUB_API_URL: this.url,
+        GITHUB_WORKSPACE: join(home, "workspace"),
+        RUNNER_TEMP: join(home, "temp"),
+        // Jobs here share the machine's network namespace, and run side by side: the egress rules are
+        // for a job container's own namespace (test/action/egress-container.test.ts).
+        AGENTRELAY_EGRESS: "off",
+        ...(this.workflowMode
+          ? {
+              INPUT_TOKEN: WORKFLOW_TOKEN,
+              INPUT_TIER: inputs.tier,
+              [REPORT_SECRET_VARIABLE]: ANTHROPIC_CREDENTIAL,
+            }
+          : {
+              ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
+              ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
+              "INPUT_APP-URL": this.url,
+            }),
+        INPUT_RUN: inputs.run,
+        INPUT_TASK: inputs.task,
+        INPUT_ATTEMPT: inputs.attempt,
+        "INPUT_STATE-VERSION": inputs["state-version"],
+        "INPUT_CLAUDE-PATH": CLAUDE_BIN,
+        "INPUT_TIMEOUT-MINUTES": "3",
+        AGENTRELAY_ANTHROPIC_CREDENTIAL: ANTHROPIC_CREDENTIAL,
+        ANTHROPIC_BASE_URL: this.model.url,
+        DISABLE_TELEMETRY: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      },
+      asJobContainer(),
+    );
     this.jobs.set(runId, step.child);
     const { code, log } = await step.done;
     this.jobLogs.set(runId, log);
     const output = step.output;
     const report = /^report<<(\S+)\n([\s\S]*?)\n\1$/m.exec(readFileSync(output, "utf8"))?.[2] ?? null;
+    const pause = this.options.betweenStepsMs ?? 0;
+    if (pause > 0) await new Promise((done) => setTimeout(done, pause));
     await this.endRun(runId, inputs.tier ?? "task", code === 0, report);
   }
 
@@ -449,7 +671,13 @@ export class Standin {
     const run = this.gh.workflowRuns.get(runId)!;
     const steps: FakeStep[] = [{ name: "Run the task", conclusion: ran ? "success" : "failure" }];
     if (this.workflowMode && report !== null && run.status !== "completed") {
-      const zip = zipSync({ [REPORT_FILE]: readFileSync(report) });
+      // The report step uploads the directory the Action named (its report and the report's HMAC),
+      // or the one file an Action from before the HMAC named.
+      this.options.beforeReportStep?.(report);
+      const files = statSync(report).isDirectory()
+        ? Object.fromEntries(readdirSync(report).map((name) => [name, readFileSync(join(report, name))]))
+        : { [REPORT_FILE]: readFileSync(report) };
+      const zip = zipSync(files);
       const uploaded = this.gh.uploadArtifact(runId, REPORT_ARTIFACT, zip);
       steps.push({ name: REPORT_STEP, conclusion: uploaded ? "success" : "failure" });
     }
@@ -462,6 +690,8 @@ export class Standin {
       action: "completed",
       workflow_run: {
         id: runId,
+        name: "agentrelay task",
+        // Where the run comes from, as GitHub says it (task jobs run on the default branch, the dispatch's ref).
         path: run.path,
         event: run.event,
         head_branch: run.head_branch,
@@ -521,22 +751,33 @@ export class Standin {
       this.gh.branches.set(branch, this.gh.branches.get(integrationBranch(graph.name, workstream))!);
     const commit = this.gh.commit(
       branch,
-      { [`notes/${task}.md`]: `task ${task}, attempt ${attempt}\n` },
+      { [`notes/${task}.md`]: `task ${task}, attempt ${attempt}\n`, ...this.options.jobFiles?.(task) },
       task,
     );
     const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [] };
     const report = {
       ...request,
-      result: { ...result, summary: `did ${task}`, outputs: [], costUsd: 0.01, turns: 1, gates: [], commit },
+      result: {
+        ...result,
+        summary: `did ${task}`,
+        outputs: [],
+        costMicros: 10_000,
+        turns: 1,
+        gates: [],
+        commit,
+      },
     };
     if (app) {
       await this.callApp("/agentrelay/report", report, app.oidc, app.key);
       await this.endRun(runId, "standard", true, null);
       return;
     }
-    const file = join(this.root, `report-${runId}.json`);
-    writeFileSync(file, JSON.stringify(report));
-    await this.endRun(runId, inputs.tier!, true, file);
+    const dir = join(this.root, `report-${runId}`);
+    mkdirSync(dir);
+    const bytes = JSON.stringify(report);
+    writeFileSync(join(dir, REPORT_FILE), bytes);
+    writeFileSync(join(dir, REPORT_MAC_FILE), reportMac(ANTHROPIC_CREDENTIAL, request, String(runId), bytes));
+    await this.endRun(runId, inputs.tier!, true, dir);
   }
 
   async close(): Promise<void> {

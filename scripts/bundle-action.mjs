@@ -1,7 +1,8 @@
-// Bundles the Action's two entries (committed, as GitHub runs them without installing anything):
-// dist/action/ is the task Action (action.yml), dist/orchestrate/ the orchestrator of workflow-only
-// mode (orchestrate/action.yml). Each is one ESM file with every dependency inside, plus minijinja's
-// WebAssembly module beside it.
+// Bundles what runs without installing anything, committed: dist/action/ is the task Action
+// (action.yml), dist/orchestrate/ the orchestrator of workflow-only mode (orchestrate/action.yml), both
+// run by GitHub; dist/cli/ is the command line a clone runs (bin/agentrelay.js, when `npm ci` has not
+// built lib/). Each is one ESM file with every dependency inside, plus minijinja's WebAssembly module
+// beside it.
 //   node scripts/bundle-action.mjs [OUTDIR]
 import { copyFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -10,7 +11,11 @@ import { build } from "esbuild";
 
 const outdir = process.argv[2] ?? "dist";
 const require = createRequire(import.meta.url);
-const ENTRIES = { action: "src/action/index.ts", orchestrate: "src/app/orchestrate.ts" };
+const ENTRIES = {
+  action: "src/action/index.ts",
+  orchestrate: "src/app/orchestrate.ts",
+  cli: "src/cli/main.ts",
+};
 const wasm = join(dirname(require.resolve("minijinja-js")), "minijinja_js_bg.wasm");
 for (const [name, entry] of Object.entries(ENTRIES)) {
   mkdirSync(join(outdir, name), { recursive: true });

@@ -48,10 +48,19 @@ const OPERATIONS = [
   "GET /repos/{owner}/{repo}/git/blobs/{file_sha}",
   "PATCH /repos/{owner}/{repo}/git/refs/{ref}",
   "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
+  "GET /repos/{owner}/{repo}/rules/branches/{branch}",
+  "GET /repos/{owner}/{repo}/commits/{ref}/check-runs",
+  "GET /repos/{owner}/{repo}/actions/permissions/workflow",
+  "GET /repos/{owner}/{repo}/actions/workflows",
+  "GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}",
+  "PUT /repos/{owner}/{repo}/actions/workflows/{workflow_id}/enable",
+  "PUT /repos/{owner}/{repo}/actions/workflows/{workflow_id}/disable",
+  "GET /repos/{owner}/{repo}/actions/secrets",
+  "GET /repos/{owner}/{repo}/actions/organization-secrets",
+  "GET /repos/{owner}/{repo}/actions/variables",
   "GET /repos/{owner}/{repo}/issues/comments",
   "GET /repos/{owner}/{repo}/issues/{issue_number}",
   "GET /repos/{owner}/{repo}/commits",
-  "GET /repos/{owner}/{repo}/commits/{ref}/check-runs",
 ];
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));

@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseGraph } from "../src/graph/load.ts";
+import { TESTED_CLAUDE_CODE } from "../src/attempt/preflight.ts";
 import { canonicalOrder } from "../src/plan/plan.ts";
 import { REPO_ROOT } from "./support/fixtures.ts";
 
@@ -62,6 +63,38 @@ describe("README and docs", () => {
         .map((line) => `${page}: ${line.slice(0, 60)}…`),
     );
     expect(wide).toEqual([]);
+  });
+
+  it("never send a user to npm's `agentrelay` (not this project's), nor call an app they host 'the hosted app'", () => {
+    const texts = [
+      ...pages,
+      ...readdirSync(join(REPO_ROOT, "templates/workflows"), { recursive: true, encoding: "utf8" })
+        .filter((f) => f.endsWith(".yml"))
+        .map((f) => `templates/workflows/${f}`),
+      "templates/sample-graph.yaml",
+      ...readdirSync(join(REPO_ROOT, "src/cli"), { recursive: true, encoding: "utf8" })
+        .filter((f) => f.endsWith(".ts"))
+        .map((f) => `src/cli/${f}`),
+    ];
+    const found = texts.flatMap((path) =>
+      // Only where they say never to.
+      [...read(path).matchAll(/(?<!never\s`)npx agentrelay|the hosted app/gi)].map((m) => `${path}: ${m[0]}`),
+    );
+    expect(found).toEqual([]);
+  });
+
+  it("pin the Claude Code a user installs to the version the tests and the agent image run", () => {
+    const pinned = JSON.parse(read("package.json")).devDependencies["@anthropic-ai/claude-code"] as string;
+    const installs = [
+      ...read("README.md").matchAll(/npm install -g (@anthropic-ai\/claude-code\S*?)[`\s)]/g),
+    ];
+    expect(installs.map((m) => m[1])).toEqual([`@anthropic-ai/claude-code@${pinned}`]);
+    // What the command line tells a user to install, and what its docs quote of it, are the same one.
+    expect(TESTED_CLAUDE_CODE).toBe(pinned);
+    const elsewhere = [
+      ...read("docs/cli.md").matchAll(/npm install -g (@anthropic-ai\/claude-code\S*?)[`\s)]/g),
+    ];
+    expect(elsewhere.map((m) => m[1])).toEqual([`@anthropic-ai/claude-code@${pinned}`]);
   });
 
   it("leave the README to what a newcomer needs", () => {

@@ -17,10 +17,10 @@ import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
 import { AgentUnavailableError, checkAgent } from "../attempt/preflight.ts";
 import { failedAttempt } from "../attempt/run-attempt.ts";
+import { restoreAgentConfig } from "../attempt/protected-paths.ts";
 import {
-  AGENT_CONFIG_PATHS,
+  ACTION_FIX_CREDENTIAL,
   agentEnv,
-  attemptInJob,
   anthropicEnv,
   fetchBranches,
   finishJob,
@@ -33,10 +33,11 @@ import {
   runnerCheckout,
   storedRun,
 } from "./job-io.ts";
+import { attemptInJob } from "./attempt-job.ts";
 import { runResolutionJob } from "./resolution-job.ts";
 import { askPushToken, tokenForPush } from "./push-token.ts";
 
-export { AGENT_CONFIG_PATHS, agentEnv, JobError, type JobOutcome };
+export { agentEnv, JobError, type JobOutcome };
 
 export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<JobOutcome> {
   if (env.GITHUB_EVENT_NAME !== "workflow_dispatch") {
@@ -98,6 +99,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
       nameAnother:
         "run the job in the agent image `agentrelay init` names, or set the Action's claude-path input",
       logIn: "give the job the secret the graph names",
+      fixCredential: ACTION_FIX_CREDENTIAL,
     });
   } catch (error) {
     if (!(error instanceof JobError || error instanceof AgentUnavailableError)) throw error;
@@ -151,12 +153,8 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const fresh = inputs.attempt === 1 || !existing;
   await checkout.git(["checkout", "-q", "-B", branch, fresh ? `origin/${integration}` : `origin/${branch}`]);
   core.info(fresh ? `${branch} starts from ${integration}` : `${branch} continues from the previous attempt`);
-  // Agent configuration comes from the default branch, whatever the task branch holds.
-  for (const path of AGENT_CONFIG_PATHS) {
-    await checkout.raw(["rm", "-r", "-q", "--ignore-unmatch", "--", path]);
-    const onDefault = await checkout.git(["ls-tree", "--name-only", `origin/${defaultBranch}`, "--", path]);
-    if (onDefault) await checkout.git(["checkout", `origin/${defaultBranch}`, "--", path]);
-  }
+  // Agent configuration (at any depth) comes from the default branch, whatever the task branch holds.
+  await restoreAgentConfig(checkout, `origin/${defaultBranch}`);
   await giveAgentRepository(checkout, branch);
   core.endGroup();
 
@@ -167,7 +165,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     baseRef: `origin/${integration}`,
     inputFiles,
     peers,
-    capUsd: state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capUsd ?? null,
+    capMicros: state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capMicros ?? null,
   });
 
   // Push the task branch (never any other), also after a failure: the next attempt continues from it.
@@ -190,7 +188,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     if (push.code !== 0) {
       result = {
         ...failedAttempt(`pushing ${branch} failed: ${mask(push.stderr.trim())}`),
-        costUsd: result.costUsd,
+        costMicros: result.costMicros,
         turns: result.turns,
         gates: result.gates,
       };
@@ -203,6 +201,6 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     };
   }
 
-  const capUsd = state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capUsd ?? null;
-  return finishJob(job, result, pushed, capUsd);
+  const capMicros = state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capMicros ?? null;
+  return finishJob(job, result, pushed, capMicros);
 }

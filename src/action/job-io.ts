@@ -8,14 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as core from "@actions/core";
 import { type CheckoutGit, git, inCheckout } from "../attempt/git.ts";
-import {
-  type AttemptContext,
-  type AttemptResult,
-  DEFAULT_ALLOWED_TOOLS,
-  failedAttempt,
-  runAttempt,
-} from "../attempt/run-attempt.ts";
+import type { AttemptResult } from "../attempt/run-attempt.ts";
+import { dollarsText, type Micros, usd } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
+import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../protocol/report-key.ts";
 import { type AttemptRequest, REPORT_FILE, REPORT_KEY_HEADER, toReport } from "../protocol/report.ts";
 import type { Octokit } from "@octokit/rest";
 import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
@@ -100,6 +96,10 @@ export function anthropicEnv(env: NodeJS.ProcessEnv, credentialName: string | nu
   return value.startsWith("sk-ant-oat") ? { CLAUDE_CODE_OAUTH_TOKEN: value } : { ANTHROPIC_API_KEY: value };
 }
 
+/** What a person does when the model API refuses the job's credential. */
+export const ACTION_FIX_CREDENTIAL =
+  "replace the repository or organisation secret the graph names with a credential the API accepts";
+
 /** Git over HTTPS with the attempt's token, given through the environment (never on a command line). */
 export function gitAuth(token: string): NodeJS.ProcessEnv {
   const basic = Buffer.from(`x-access-token:${token}`).toString("base64");
@@ -117,7 +117,7 @@ export function agentEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   // Also the runner's command files: an agent that wrote to GITHUB_ENV could set NODE_OPTIONS for the
   // steps after it.
   const hidden =
-    /^(ACTIONS_ID_TOKEN_REQUEST_|ACTIONS_RUNTIME_|ACTIONS_CACHE_|ACTIONS_RESULTS_|GITHUB_TOKEN$|GH_TOKEN$|AGENTRELAY_ANTHROPIC_CREDENTIAL$|INPUT_|GITHUB_ENV$|GITHUB_PATH$|GITHUB_OUTPUT$|GITHUB_STATE$|GITHUB_STEP_SUMMARY$)/;
+    /^(ACTIONS_ID_TOKEN_REQUEST_|ACTIONS_RUNTIME_|ACTIONS_CACHE_|ACTIONS_RESULTS_|GITHUB_TOKEN$|GH_TOKEN$|AGENTRELAY_ANTHROPIC_CREDENTIAL$|AGENTRELAY_REPORT_SECRET$|INPUT_|GITHUB_ENV$|GITHUB_PATH$|GITHUB_OUTPUT$|GITHUB_STATE$|GITHUB_STEP_SUMMARY$)/;
   return Object.fromEntries(Object.entries(env).filter(([name]) => !hidden.test(name)));
 }
 
@@ -209,9 +209,6 @@ export interface JobOutcome {
   pushed: boolean;
 }
 
-/** Agent configuration an earlier task must not be able to plant for a later one. */
-export const AGENT_CONFIG_PATHS = [".claude", "CLAUDE.md", ".mcp.json"];
-
 /** A job once it holds its token and its run: what both kinds of attempt (task, resolution) start from. */
 export interface Job {
   env: NodeJS.ProcessEnv;
@@ -279,48 +276,6 @@ export async function giveAgentRepository(checkout: CheckoutGit, branch: string)
 }
 
 /**
- * Runs the attempt in the job's checkout with the job's agent and limits, in a log group; a runner that
- * fails is the attempt's failure, with the reason masked.
- */
-export async function attemptInJob(
-  job: Job,
-  title: string,
-  attempt: Pick<AttemptContext, "task" | "baseRef" | "inputFiles" | "peers" | "capUsd" | "resolution">,
-): Promise<AttemptResult> {
-  const { inputs, env, state } = job;
-  core.startGroup(title);
-  try {
-    return await runAttempt({
-      graph: job.graph,
-      graphText: state.source.text,
-      attempt: inputs.attempt,
-      repoDir: job.repoDir,
-      gitDir: { path: job.checkout.gitDir, seal: true },
-      workDir: job.workDir,
-      ...(state.source.params ? { params: state.source.params } : {}),
-      claude: {
-        bin: inputs.claudePath,
-        env: { ...agentEnv(env), ...job.credentialEnv, DISABLE_AUTOUPDATER: "1" },
-        maxTurns: inputs.maxTurns,
-        timeoutMs: inputs.timeoutMs,
-        allowedTools: DEFAULT_ALLOWED_TOOLS,
-      },
-      gateTimeoutMs: inputs.gateTimeoutMs,
-      signalEntry: env.AGENTRELAY_ENTRY || process.argv[1]!,
-      // The egress allowlist, in the job container's own namespace (AGENTRELAY_EGRESS=off: not filtered,
-      // for runners whose namespace is not the job's own, such as a self-hosted machine).
-      ...(env.AGENTRELAY_EGRESS === "off" ? {} : { network: { mode: "container" as const } }),
-      log: (line) => core.info(job.mask(line)),
-      ...attempt,
-    });
-  } catch (error) {
-    return failedAttempt(`the runner failed: ${job.mask((error as Error).message)}`);
-  } finally {
-    core.endGroup();
-  }
-}
-
-/**
  * Reports the result: to the app through the OIDC channel (whatever the token tier), or without an
  * app as a file the workflow's next step uploads as the run's artifact (output `report`: a fresh
  * directory, written once the agent has ended); then the summary and outputs.
@@ -329,7 +284,7 @@ export async function finishJob(
   job: Job,
   result: AttemptResult,
   pushed: boolean,
-  capUsd: number | null,
+  capMicros: Micros | null,
 ): Promise<JobOutcome> {
   const { env, inputs } = job;
   const report = toReport(job.attemptRequest, { ...result, commit: pushed ? result.commit : null });
@@ -341,13 +296,21 @@ export async function finishJob(
       reportKeyHeader(job.reportKey),
     );
   } else {
+    // The report and its HMAC (protocol/report-key.ts), in a directory of the runner's own: the
+    // workflow's next step uploads the directory as the run's report artifact.
     const dir = mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), "agentrelay-report-"));
-    writeFileSync(join(dir, REPORT_FILE), JSON.stringify(report), { flag: "wx" });
-    core.setOutput("report", join(dir, REPORT_FILE));
+    const bytes = JSON.stringify(report);
+    writeFileSync(join(dir, REPORT_FILE), bytes, { flag: "wx" });
+    const secret = env[REPORT_SECRET_VARIABLE]?.trim();
+    if (secret) {
+      const mac = reportMac(secret, job.attemptRequest, env.GITHUB_RUN_ID ?? "", bytes);
+      writeFileSync(join(dir, REPORT_MAC_FILE), mac, { flag: "wx" });
+    }
+    core.setOutput("report", dir);
   }
-  await writeSummary(job.checkout, inputs, result, pushed, Date.now() - job.started, capUsd);
+  await writeSummary(job.checkout, inputs, result, pushed, Date.now() - job.started, capMicros);
   core.setOutput("outcome", result.outcome);
-  core.setOutput("cost-usd", result.costUsd.toFixed(4));
+  core.setOutput("cost-usd", dollarsText(result.costMicros));
   core.setOutput("turns", String(result.turns));
   core.setOutput("commit", pushed ? result.commit : "");
   core.setOutput("no-pr", String(result.noPr));
@@ -361,7 +324,7 @@ async function writeSummary(
   pushed: boolean,
   ms: number,
   /** What the attempt was allowed to spend, when a budget applied. */
-  capUsd: number | null,
+  capMicros: Micros | null,
 ): Promise<void> {
   const stat =
     pushed && result.commit
@@ -378,7 +341,7 @@ async function writeSummary(
     ],
     [
       { data: "Cost", header: true },
-      { data: `$${result.costUsd.toFixed(4)}${capUsd != null ? ` of its cap $${capUsd.toFixed(4)}` : ""}` },
+      { data: `${usd(result.costMicros)}${capMicros != null ? ` of its cap ${usd(capMicros)}` : ""}` },
     ],
     [{ data: "Turns", header: true }, { data: String(result.turns) }],
     [{ data: "Gate runs", header: true }, { data: gates }],

@@ -10,15 +10,8 @@ import { conflictOf } from "../engine/conflicts.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { intentsOf } from "../protocol/resolution.ts";
-import {
-  AGENT_CONFIG_PATHS,
-  attemptInJob,
-  fetchBranches,
-  finishJob,
-  giveAgentRepository,
-  type Job,
-  type JobOutcome,
-} from "./job-io.ts";
+import { fetchBranches, finishJob, giveAgentRepository, type Job, type JobOutcome } from "./job-io.ts";
+import { attemptInJob } from "./attempt-job.ts";
 
 export async function runResolutionJob(job: Job, subject: ResolutionSubject): Promise<JobOutcome> {
   const { inputs, state, graph, checkout, auth, mask } = job;
@@ -32,19 +25,19 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
   await giveAgentRepository(checkout, resolver.branch);
   core.endGroup();
 
-  const capUsd = conflictOf(state, subject)?.resolutions[inputs.attempt - 1]?.capUsd ?? null;
+  const capMicros = conflictOf(state, subject)?.resolutions[inputs.attempt - 1]?.capMicros ?? null;
   let result = await attemptInJob(job, `Claude Code: resolving ${resolver.branch} with ${resolver.target}`, {
     task,
     baseRef: `origin/${resolver.branch}`,
     inputFiles: [],
     peers: {},
-    capUsd,
+    capMicros,
     resolution: {
       target: `origin/${resolver.target}`,
       intents: intentsOf(plan, subject, state.tasks),
       gates: resolver.gates,
       // The agent's configuration is the default branch's, not what either side may have planted.
-      agentConfig: { from: `origin/${defaultBranch}`, paths: AGENT_CONFIG_PATHS },
+      agentConfig: { from: `origin/${defaultBranch}` },
     },
   });
 
@@ -61,10 +54,10 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
         ...failedAttempt(
           `pushing ${resolver.branch} failed (did someone push it meanwhile?): ${mask(push.stderr.trim())}`,
         ),
-        costUsd: result.costUsd,
+        costMicros: result.costMicros,
         turns: result.turns,
         conflicted: result.conflicted,
       };
   }
-  return finishJob(job, result, pushed, capUsd);
+  return finishJob(job, result, pushed, capMicros);
 }

@@ -22,11 +22,11 @@ export interface SlashCommand {
 
 const VERBS = new Set(["status", "retry", "cancel", "reset", "run", "budget"]);
 
-/** `+5`, `+$0.50`: an amount to add (a plain decimal within bounds), or null. */
+/** `+5`, `+$0.50`: micro-dollars to add (a plain decimal within bounds), or null. */
 const amountOf = (text: string | undefined): number | null => {
   if (!text?.startsWith("+")) return null;
   const amount = parseUsd(text.slice(1));
-  return "usd" in amount ? amount.usd : null;
+  return "micros" in amount ? amount.micros : null;
 };
 
 /** Commands on their own lines, outside code fences and quotes (quoted text is someone else's). */
@@ -200,8 +200,8 @@ async function carryOutCommand(
   const id = commandId(comment.id, index);
   let event: EngineEvent;
   if (command.verb === "budget") {
-    const usd = amountOf(command.args[0]);
-    if (usd === null)
+    const micros = amountOf(command.args[0]);
+    if (micros === null)
       return void (await answer(
         `Usage: \`/agentrelay budget +USD [WORKSTREAM|TASK]\`, where USD is ${AMOUNT_FORM}: e.g. \`/agentrelay budget +5\``,
       ));
@@ -209,7 +209,7 @@ async function carryOutCommand(
     event = {
       type: "command",
       command: "budget",
-      usd,
+      micros,
       ...(target ? { target } : {}),
       id,
       by: sender.login,

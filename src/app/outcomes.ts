@@ -7,6 +7,7 @@ import type { Context } from "probot";
 import type { EngineEvent } from "../engine/types.ts";
 import { parseAttemptRunName, type RepoContext } from "../github/client.ts";
 import { notAttemptRun, type WorkflowRunFacts } from "../github/attempt-runs.ts";
+import { readBranchPolicy } from "../github/branch-policy.ts";
 import { RunDriver } from "../github/driver.ts";
 
 /** Which run and task (or workstream) a branch belongs to. */
@@ -94,7 +95,12 @@ export async function onPullRequestClosed(
   await driver.drive(runKey, [event]);
 }
 
-/** Checks finished on a task or integration PR: the run tries its pending merges again. */
+/**
+ * Checks finished on a task or integration PR: the run tries its pending merges again (GitHub's
+ * answer names a required check that failed, which fails the task). Only required checks decide a
+ * task PR's fate (branch protection and rulesets, https://docs.github.com/en/rest/repos/rules and
+ * "About protected branches"): with none required, every check counts, and a failed suite fails it.
+ */
 export async function onCheckSuite(
   ctx: RepoContext,
   payload: Context<"check_suite.completed">["payload"],
@@ -111,6 +117,9 @@ export async function onCheckSuite(
   // stop the merge above.)
   const failed = suite.conclusion === "failure" || suite.conclusion === "timed_out";
   if (failed && owner.task && run?.tasks[owner.task]?.status === "pr_open") {
+    const base = (suite.pull_requests[0] as { base?: { ref?: string } } | undefined)?.base?.ref;
+    const policy = base ? await readBranchPolicy(ctx.octokit, ctx.owner, ctx.repo, base) : null;
+    if (policy && policy.requiredChecks.length > 0) return;
     const reason = `checks failed on its PR (${suite.conclusion})`;
     await driver.drive(runKey, [{ type: "task_merge_failed", task: owner.task, reason, at: Date.now() }]);
   }

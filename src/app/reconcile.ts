@@ -31,14 +31,21 @@ export interface ReconcileOptions {
   thorough?: boolean;
 }
 
-/** Reconciles a run; answers with the run as it was read (null when there is none). */
+/** A run reconciled: as it was read, and whether it is still active (unfinished) afterwards. */
+export interface ReconciledRun {
+  loaded: Loaded;
+  active: boolean;
+}
+
+/** Reconciles a run (null when there is none). */
 export async function reconcileRun(
   driver: RunDriver,
   runKey: string,
   options: ReconcileOptions = {},
-): Promise<Loaded | null> {
+): Promise<ReconciledRun | null> {
   const loaded = await driver.load(runKey, { fresh: true });
-  if (!loaded || loaded.run.outcome) return loaded;
+  if (!loaded) return null;
+  if (loaded.run.outcome) return { loaded, active: false };
   const { ctx } = driver;
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const now = ctx.now();
@@ -161,41 +168,61 @@ export async function reconcileRun(
     if (pr.merged) facts.push({ type: "integration_pr_merged", workstream, at: now });
     else if (pr.state === "closed") facts.push({ type: "integration_pr_closed", workstream, at: now });
   }
-  await driver.drive(runKey, facts, { pending: true, refreshStatus: options.refreshStatus ?? true });
-  return loaded;
+  const driven = await driver.drive(runKey, facts, {
+    pending: true,
+    refreshStatus: options.refreshStatus ?? true,
+  });
+  return { loaded, active: driven !== null && driven.outcome === null };
 }
 
-/**
- * Every unfinished run of the repository (one per graph with a state branch); answers with what each
- * graph's latest run follows.
- */
-export async function reconcileRepository(
-  ctx: RepoContext,
-  options: ReconcileOptions = {},
-): Promise<FollowedGraph[]> {
+/** The latest run of each graph with a state branch. */
+async function latestRuns(ctx: RepoContext, driver: RunDriver): Promise<string[]> {
   const { data: refs } = await ctx.octokit.rest.git.listMatchingRefs({
     owner: ctx.owner,
     repo: ctx.repo,
     ref: "heads/agentrelay-state/",
   });
-  const driver = new RunDriver(ctx);
-  const followed: FollowedGraph[] = [];
+  const runs: string[] = [];
   for (const ref of refs) {
     const graph = ref.ref.slice("refs/heads/agentrelay-state/".length);
     const latest = await driver.latestRun(graph);
-    // One damaged run is said once and does not stop the others from being repaired.
-    if (latest > 0) {
-      const loaded = await reconcileRun(driver, `${graph}/${latest}`, options).catch(
-        async (error: unknown) => {
-          if (!(error instanceof RunStateDamageError)) throw error;
-          await sayStateDamage(ctx, error);
-          return null;
-        },
-      );
-      if (loaded) followed.push(followedGraph(loaded));
-    }
+    if (latest > 0) runs.push(`${graph}/${latest}`);
   }
-  return followed;
+  return runs;
+}
+
+/** The repository's runs reconciled: how many are left active, and what each graph's latest run follows. */
+export interface ReconciledRepository {
+  active: number;
+  followed: FollowedGraph[];
+}
+
+/** Every unfinished run of the repository (one per graph with a state branch). */
+export async function reconcileRepository(
+  ctx: RepoContext,
+  options: ReconcileOptions = {},
+): Promise<ReconciledRepository> {
+  const driver = new RunDriver(ctx);
+  const reconciled: ReconciledRepository = { active: 0, followed: [] };
+  for (const runKey of await latestRuns(ctx, driver)) {
+    // One damaged run is said once and does not stop the others from being repaired (nor counts as ended).
+    const run = await reconcileRun(driver, runKey, options).catch(async (error: unknown) => {
+      if (!(error instanceof RunStateDamageError)) throw error;
+      await sayStateDamage(ctx, error);
+      return "damaged" as const;
+    });
+    if (run === "damaged" || run?.active) reconciled.active++;
+    if (run && run !== "damaged") reconciled.followed.push(followedGraph(run.loaded));
+  }
+  return reconciled;
+}
+
+/** Whether any run of the repository is unfinished. */
+export async function anyActive(ctx: RepoContext): Promise<boolean> {
+  const driver = new RunDriver(ctx);
+  for (const runKey of await latestRuns(ctx, driver))
+    if ((await driver.load(runKey))?.run.outcome === null) return true;
+  return false;
 }
 
 /** What a graph's latest run follows: its file, the content it pinned, its params (waiting.ts). */

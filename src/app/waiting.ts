@@ -33,28 +33,43 @@ const iso = (at: number) => new Date(at).toISOString();
  * commands and pushes that waited carried out.
  */
 export async function sweepRepository(ctx: RepoContext, options: ReconcileOptions = {}): Promise<void> {
-  const followed = await reconcileRepository(ctx, options);
+  const { followed } = await reconcileRepository(ctx, options);
   if (options.thorough ?? true) await carryOutWaiting(ctx, followed);
 }
 
+/** What a pass over the waiting work did: how much it carried out, and how much it left waiting. */
+export interface WaitingWork {
+  carried: number;
+  /** Commands too young to be out of their own handler's hands, and work that failed: the next pass's. */
+  left: number;
+}
+
 /** Carries out the commands and pushes that waited; `followed`: what the graphs' latest runs follow. */
-export async function carryOutWaiting(ctx: RepoContext, followed: FollowedGraph[]): Promise<void> {
-  await waitingCommands(ctx);
-  await waitingPushes(ctx, followed);
+export async function carryOutWaiting(ctx: RepoContext, followed: FollowedGraph[]): Promise<WaitingWork> {
+  const work: WaitingWork = { carried: 0, left: 0 };
+  await waitingCommands(ctx, work);
+  await waitingPushes(ctx, followed, work);
+  return work;
 }
 
 /** One item of waiting work: a damaged run is said (once), a spent limit stops the pass, the rest goes on. */
-async function attempt(ctx: RepoContext, what: string, work: () => Promise<void>): Promise<void> {
+async function attempt(
+  ctx: RepoContext,
+  work: WaitingWork,
+  what: string,
+  act: () => Promise<"said before" | void>,
+): Promise<void> {
   try {
-    await work();
+    if ((await act()) !== "said before") work.carried++;
   } catch (error) {
     if (error instanceof RunStateDamageError) return sayStateDamage(ctx, error);
     if (error instanceof WriteBudgetSpent) throw error;
+    work.left++;
     ctx.log(`${what}: ${(error as Error).message} (the next pass tries again)`);
   }
 }
 
-async function waitingCommands(ctx: RepoContext): Promise<void> {
+async function waitingCommands(ctx: RepoContext, work: WaitingWork): Promise<void> {
   const now = ctx.now();
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const comments = [];
@@ -77,14 +92,18 @@ async function waitingCommands(ctx: RepoContext): Promise<void> {
     if (commands.length === 0 || !author || done.has(String(c.id))) continue;
     if (author.type === "Bot" && !ctx.config.allowedBots.includes(author.login)) continue;
     const created = Date.parse(c.created_at);
-    if (!(created >= now - WAITING_WINDOW_MS && created <= now - WAITING_GRACE_MS)) continue;
+    if (!(created >= now - WAITING_WINDOW_MS)) continue;
     // Carried out whole: the app's last act on a command comment is a reaction (and an app from before
     // answers were marked reacted first).
     if ((c.reactions?.eyes ?? 0) + (c.reactions?.["-1"] ?? 0) > 0) continue;
     const skip = new Set(commands.flatMap((_, i) => (done.has(`${c.id}/${i}`) ? [i] : [])));
     if (skip.size === commands.length) continue;
+    if (created > now - WAITING_GRACE_MS) {
+      work.left++;
+      continue;
+    }
     const number = Number(/\/issues\/(\d+)$/.exec(c.issue_url)?.[1]);
-    await attempt(ctx, `comment ${c.id}`, async () => {
+    await attempt(ctx, work, `comment ${c.id}`, async () => {
       const { data: issue } = await ctx.octokit.rest.issues.get({ ...repo, issue_number: number });
       ctx.log(`comment ${c.id} on #${number}: its commands waited; carrying them out`);
       const comment = { id: c.id, body: c.body ?? "", user: { login: author.login, type: author.type } };
@@ -93,7 +112,7 @@ async function waitingCommands(ctx: RepoContext): Promise<void> {
   }
 }
 
-async function waitingPushes(ctx: RepoContext, followed: FollowedGraph[]): Promise<void> {
+async function waitingPushes(ctx: RepoContext, followed: FollowedGraph[], work: WaitingWork): Promise<void> {
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const ref = ctx.defaultBranch;
   const since = iso(ctx.now() - WAITING_WINDOW_MS);
@@ -123,9 +142,9 @@ async function waitingPushes(ctx: RepoContext, followed: FollowedGraph[]): Promi
       if (Object.entries(params).every(([k, v]) => JSON.stringify(run.params[k]) === JSON.stringify(v)))
         continue;
     }
-    await attempt(ctx, file.path, async () => {
+    await attempt(ctx, work, file.path, async () => {
       const at = await headOf();
-      if (await refusedAlready(ctx, file.path, at)) return;
+      if (await refusedAlready(ctx, file.path, at)) return "said before";
       ctx.log(`${file.path}: no run follows it as it is on ${ref}; its push waited, carried out now`);
       await startGraph(ctx, file.path, at, {});
     });

@@ -11,16 +11,18 @@
 import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { readFileSync } from "node:fs";
 import * as core from "@actions/core";
+import { REPORT_SECRET_VARIABLE } from "../protocol/report-key.ts";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import { Octokit } from "@octokit/rest";
 import { StateConflictError } from "../engine/store.ts";
-import { configFromEnv, type GitHubClient, messageOf, type RepoContext } from "../github/client.ts";
+import { configFromEnv, type GitHubClient, messageOf, type RepoContext, statusOf } from "../github/client.ts";
 import { gitHubLimits, type OctokitOptions, withRetryPolicy } from "../github/client-policy.ts";
-import { writePacing } from "../github/write-pacing.ts";
+import { type Clock, WriteBudgetSpent, writePacing } from "../github/write-pacing.ts";
 import { type Repository, repoContextOf } from "./context.ts";
 import { handlerOf } from "./events.ts";
-import { sweepRepository } from "./waiting.ts";
+import { anyActive, reconcileRepository } from "./reconcile.ts";
+import { carryOutWaiting } from "./waiting.ts";
 
 /** The login GitHub shows for what a workflow's GITHUB_TOKEN does. */
 export const ACTIONS_BOT = "github-actions[bot]";
@@ -75,7 +77,7 @@ export function reconciles(name: string, payload: { action?: unknown }): boolean
 }
 
 /** Runs the handler, again when a concurrent run wrote the run state first. */
-async function withRetries(work: () => Promise<void>): Promise<void> {
+async function withRetries<T>(work: () => Promise<T>): Promise<T> {
   for (let i = 1; ; i++) {
     try {
       return await work();
@@ -85,50 +87,138 @@ async function withRetries(work: () => Promise<void>): Promise<void> {
   }
 }
 
-export async function orchestrate(env: NodeJS.ProcessEnv = process.env): Promise<{ failed: string[] }> {
-  const token = core.getInput("token") || env.GITHUB_TOKEN;
+/** An input of the Action, as the runner passes it (INPUT_<NAME>), read from `env`. */
+const input = (env: NodeJS.ProcessEnv, name: string): string =>
+  (env[`INPUT_${name.replace(/ /g, "_").toUpperCase()}`] ?? "").trim();
+
+/** How the orchestrator meets the world: the runner's, unless a harness runs it in its own process. */
+export interface OrchestratorHost {
+  fetch?: typeof globalThis.fetch;
+  /** The clock writes are paced on and the run reads (a simulated one in benches). */
+  clock?: Clock;
+  log?: (message: string) => void;
+  /** The event, instead of GITHUB_EVENT_NAME and the file at GITHUB_EVENT_PATH. */
+  event?: { name: string; payload: Record<string, unknown> };
+}
+
+export async function orchestrate(
+  env: NodeJS.ProcessEnv = process.env,
+  host: OrchestratorHost = {},
+): Promise<{ failed: string[] }> {
+  const token = input(env, "token") || env.GITHUB_TOKEN;
   if (!token)
     throw new OrchestratorError(
       "no token: pass `token: ${{ github.token }}` (or an app's token) to the Action",
     );
-  core.setSecret(token);
-  const appSlug = core.getInput("app-slug");
-  const { name, payload } = eventOf(env);
+  const log = host.log ?? ((message: string) => core.info(message));
+  if (!host.log) core.setSecret(token);
+  const appSlug = input(env, "app-slug");
+  const { name, payload } = host.event ?? eventOf(env);
   const octokit = new WorkflowOctokit({
     auth: token,
     baseUrl: env.GITHUB_API_URL || "https://api.github.com",
-    request: { fetch: globalThis.fetch },
+    request: { fetch: host.fetch ?? globalThis.fetch },
     // Answers such as "this PR exists" are facts the handlers read: requests are logged only in debug.
-    log: { debug: core.debug, info: core.debug, warn: core.warning, error: core.debug },
+    log: host.log
+      ? { debug: () => undefined, info: () => undefined, warn: host.log, error: () => undefined }
+      : { debug: core.debug, info: core.debug, warn: core.warning, error: core.debug },
+    ...(host.clock ? { pacing: { clock: host.clock } } : {}),
     ...pacing(env),
   }) as unknown as GitHubClient;
   const [owner, repo] = (env.GITHUB_REPOSITORY ?? "").split("/") as [string, string];
   // Scheduled and dispatched runs may carry no repository: it is asked for.
   const repository =
     (payload.repository as Repository | undefined) ?? (await octokit.rest.repos.get({ owner, repo })).data;
+  // What the jobs' reports are bound with (protocol/report-key.ts): the workflow names the secret.
+  const reportSecret = env[REPORT_SECRET_VARIABLE]?.trim() || null;
+  if (reportSecret) core.setSecret(reportSecret);
   const config = {
     ...configFromEnv(env),
-    ...(core.getInput("task-workflow") ? { taskWorkflow: core.getInput("task-workflow") } : {}),
-    workflow: { token: appSlug ? ("app" as const) : ("github_token" as const) },
+    ...(input(env, "task-workflow") ? { taskWorkflow: input(env, "task-workflow") } : {}),
+    workflow: { token: appSlug ? ("app" as const) : ("github_token" as const), reportSecret },
+    ...(host.clock ? { now: host.clock.now } : {}),
   };
-  const ctx: RepoContext = repoContextOf(octokit, repository, config, (message) => core.info(message));
+  const ctx: RepoContext = repoContextOf(octokit, repository, config, log);
   const ownLogin = async () => (appSlug ? `${appSlug}[bot]` : ACTIONS_BOT);
   const failed: string[] = [];
   const handler = handlerOf(name, payload);
+  // The event met GitHub's write limit: what it asked for waits for the scheduled run (waiting.ts).
+  let waits = false;
   if (handler) {
-    core.info(`${name}${typeof payload.action === "string" ? `.${payload.action}` : ""}: handling`);
+    log(`${name}${typeof payload.action === "string" ? `.${payload.action}` : ""}: handling`);
     await withRetries(() => handler(ctx, payload as never, ownLogin)).catch(async (error: unknown) => {
       if (error instanceof RunStateDamageError) await sayStateDamage(ctx, error);
       else failed.push(`${name}: ${messageOf(error)}`);
+      waits ||= error instanceof WriteBudgetSpent;
     });
   }
   // Whatever this run's event, and whatever events of cancelled runs said, the state says the rest.
   // The status comment is edited when due (a scheduled run refreshes it).
+  let active: number | null = name === "push" ? null : 0;
   if (reconciles(name, payload))
-    await withRetries(() =>
-      sweepRepository(ctx, { refreshStatus: name === "schedule", thorough: name === "schedule" }),
-    ).catch((error: unknown) => {
-      failed.push(`reconciling: ${messageOf(error)}`);
+    active = await withRetries(() => reconcileAndCarryOut(ctx, name === "schedule")).catch(
+      (error: unknown) => {
+        failed.push(`reconciling: ${messageOf(error)}`);
+        return null;
+      },
+    );
+  // The schedule runs only while a run is active or work waits: a pushed graph may have started a run;
+  // a reconciling run knows whether any is left, and whether work waits.
+  const scheduled = waits
+    ? true
+    : name === "push"
+      ? await anyActive(ctx)
+      : reconciles(name, payload) && active !== null
+        ? active > 0
+        : null;
+  if (scheduled !== null)
+    await scheduleWhile(ctx, scheduled).catch((error: unknown) => {
+      failed.push(
+        waits
+          ? `${name} waits for GitHub's limit, and ${SCHEDULE_WORKFLOW}, which would carry it out, could not be enabled (${messageOf(error)}): re-run this workflow run once the limit frees up`
+          : `the schedule: ${messageOf(error)}`,
+      );
     });
   return { failed };
+}
+
+/**
+ * Every run of the repository reconciled; then the work that waited for GitHub's write limit carried
+ * out (waiting.ts), by the scheduled run, and by any run that finds no run active: it would disable
+ * the schedule that picks that work up. Answers how many runs are active, a waiting item counted as
+ * one (the schedule stays on for it).
+ */
+async function reconcileAndCarryOut(ctx: RepoContext, scheduled: boolean): Promise<number> {
+  const reconciled = await reconcileRepository(ctx, { refreshStatus: scheduled, thorough: scheduled });
+  if (!scheduled && reconciled.active > 0) return reconciled.active;
+  const waiting = await carryOutWaiting(ctx, reconciled.followed);
+  // What it carried out may have started a run.
+  const active = waiting.carried > 0 ? Number(await anyActive(ctx)) : reconciled.active;
+  return active + waiting.left;
+}
+
+/** The workflow that reconciles every 15 minutes while a run is active (init --no-app writes it). */
+export const SCHEDULE_WORKFLOW = "agentrelay-schedule.yml";
+
+/**
+ * Enables the scheduled workflow while a run is active or work waits for GitHub's limit, and disables
+ * it once neither is so, so that an idle repository runs no job
+ * (https://docs.github.com/en/rest/actions/workflows#disable-a-workflow, which needs `actions: write`;
+ * a repository without the file, from before it, is left as it is).
+ */
+async function scheduleWhile(ctx: RepoContext, on: boolean): Promise<void> {
+  const repo = { owner: ctx.owner, repo: ctx.repo, workflow_id: SCHEDULE_WORKFLOW };
+  let state: string;
+  try {
+    state = (await ctx.octokit.rest.actions.getWorkflow(repo)).data.state;
+  } catch (error) {
+    if (statusOf(error) === 404) return;
+    throw error;
+  }
+  if (on === (state === "active")) return;
+  if (on) await ctx.octokit.rest.actions.enableWorkflow(repo);
+  else await ctx.octokit.rest.actions.disableWorkflow(repo);
+  ctx.log(
+    `${SCHEDULE_WORKFLOW}: ${on ? "enabled while a run is active or work waits" : "disabled: no run is active, no work waits"}`,
+  );
 }

@@ -1,9 +1,13 @@
 /**
  * The in-job runner as a child process (local mode runs each attempt this way, in its own worktree):
- * `agentrelay attempt SPEC.json` reads the attempt's specification, runs it and writes the result
- * next to it. Progress lines go to stdout.
+ * `agentrelay attempt SPEC.json` reads the attempt's specification, and its secrets (a JSON object of
+ * variables) on stdin, runs it and writes the result next to it. Progress lines go to stdout. The
+ * secrets are never in the process's environment, which other processes of its user, the agent's
+ * included, may read in /proc.
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import { CREDENTIAL_VARIABLES } from "./credential.ts";
+import { isSecretName } from "./redact.ts";
 import { parseGraph } from "../graph/load.ts";
 import { recordProcessGroups } from "./bounded.ts";
 import { type AttemptInputs, type AttemptResult, failedAttempt, runAttempt } from "./run-attempt.ts";
@@ -17,7 +21,42 @@ export interface AttemptSpec extends AttemptInputs {
   processGroupsFile?: string;
 }
 
+/**
+ * An attempt process's environment without its secrets (credentials, tokens by name), and those
+ * secrets, with `secrets` added, to hand it on its stdin.
+ */
+export function secretsApart(
+  env: NodeJS.ProcessEnv,
+  secrets: NodeJS.ProcessEnv,
+): { env: NodeJS.ProcessEnv; piped: Record<string, string> } {
+  const secret = (name: string) =>
+    isSecretName(name) || (CREDENTIAL_VARIABLES as readonly string[]).includes(name);
+  const piped: Record<string, string> = {};
+  const rest: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries({ ...env, ...secrets })) {
+    if (value === undefined) continue;
+    if (secret(name) || name in secrets) piped[name] = value;
+    else rest[name] = value;
+  }
+  return { env: rest, piped };
+}
+
+/** The secrets on stdin (nothing when stdin is empty or not JSON: the process then has none). */
+function pipedSecrets(): Record<string, string> {
+  try {
+    const parsed = JSON.parse(readFileSync(0, "utf8")) as unknown;
+    if (!parsed || typeof parsed !== "object") return {};
+    return Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === "string")) as Record<
+      string,
+      string
+    >;
+  } catch {
+    return {};
+  }
+}
+
 export async function attemptProcess(specFile: string): Promise<number> {
+  const secrets = pipedSecrets();
   const spec = JSON.parse(readFileSync(specFile, "utf8")) as AttemptSpec;
   if (spec.processGroupsFile) recordProcessGroups(spec.processGroupsFile);
   const graph = parseGraph(spec.graphFile, spec.graphText);
@@ -30,7 +69,7 @@ export async function attemptProcess(specFile: string): Promise<number> {
       ...inputs,
       graph,
       task,
-      claude: { ...spec.claude, env: { ...process.env, ...spec.claude.env } },
+      claude: { ...spec.claude, env: { ...process.env, ...secrets, ...spec.claude.env } },
       log: (line) => process.stdout.write(`${line}\n`),
     });
   } catch (error) {

@@ -5,7 +5,20 @@
  * waiting. Gates, success criteria, providers and Claude Code itself run this way.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync, readdirSync, readFileSync } from "node:fs";
+import { programPath } from "./programs.ts";
+
+/**
+ * How an agent's command runs: what is put before it (its network namespace, its own user, no
+ * capability: see egress/ and agent-user.ts), and what ends every process it left once it ended.
+ */
+export interface Confinement {
+  prefix: string[];
+  /** Ends every process of the agent's own user (agent-user.ts); throws when it cannot. */
+  endAll?: () => Promise<void>;
+  /** Gives what the runner wrote in the agent's checkout to the agent's own user. */
+  give?: (path: string) => void;
+}
 
 export interface BoundedOptions {
   cwd: string;
@@ -19,8 +32,8 @@ export interface BoundedOptions {
   maxOutput?: number;
   /** Stops the command early (its whole tree), as at a deadline. */
   signal?: AbortSignal;
-  /** Put before the command (an agent's: its network namespace, no capabilities; see egress/). */
-  prefix?: string[];
+  /** An agent's command: how it is confined, and what ends what it left (see Confinement). */
+  confine?: Confinement;
 }
 
 export interface BoundedResult {
@@ -80,7 +93,7 @@ let containment: string[] | null = null;
  */
 export function containPrefix(): string[] {
   if (containment) return containment;
-  const prefix = ["unshare", "--pid", "--fork", "--kill-child", "--"];
+  const prefix = [programPath("unshare"), "--pid", "--fork", "--kill-child", "--"];
   const usable =
     process.platform === "linux" &&
     process.getuid?.() === 0 &&
@@ -92,19 +105,38 @@ export function containPrefix(): string[] {
 /** How long output may still arrive after the command exited, before its group is stopped. */
 const DRAIN_MS = 200;
 
-/** The processes below `root`, by their parent links (`ps`, so that it works wherever POSIX does). */
-function descendants(root: number): number[] {
-  let listing: string;
+/**
+ * Every process's parent: read from /proc on Linux (no program runs for it), else from `ps` (found on
+ * the runner's own PATH, so that it works wherever POSIX does).
+ */
+function parentLinks(): [number, number][] {
+  if (process.platform === "linux") {
+    const links: [number, number][] = [];
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+        links.push([Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])]);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return links;
+  }
   try {
-    listing = execFileSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
+    return execFileSync(programPath("ps"), ["-A", "-o", "pid=,ppid="], { encoding: "utf8" })
+      .split("\n")
+      .map((line) => line.trim().split(/\s+/).map(Number) as [number, number]);
   } catch {
     return [];
   }
+}
+
+/** The processes below `root`, by their parent links. */
+function descendants(root: number): number[] {
   const children = new Map<number, number[]>();
-  for (const line of listing.split("\n")) {
-    const [pid, ppid] = line.trim().split(/\s+/).map(Number);
+  for (const [pid, ppid] of parentLinks())
     if (pid && ppid) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
-  }
   const found: number[] = [];
   for (let queue = [root]; queue.length > 0;) {
     const next = children.get(queue.shift()!) ?? [];
@@ -137,8 +169,9 @@ export function killGroup(child: ChildProcess, signal: NodeJS.Signals = "SIGKILL
 
 export function runBounded(command: string, args: string[], options: BoundedOptions): Promise<BoundedResult> {
   const max = options.maxOutput ?? 1_000_000;
-  return new Promise((resolve) => {
-    const [program, ...programArgs] = [...containPrefix(), ...(options.prefix ?? []), command, ...args] as [
+  return new Promise((resolve, reject) => {
+    const prefix = options.confine?.prefix ?? [];
+    const [program, ...programArgs] = [...containPrefix(), ...prefix, command, ...args] as [
       string,
       ...string[],
     ];
@@ -174,7 +207,10 @@ export function runBounded(command: string, args: string[], options: BoundedOpti
       settled = true;
       clearTimeout(deadline);
       killGroup(child);
-      resolve({ code, timedOut, stdout, stderr, output });
+      // Whatever escaped the group (a `setsid` daemon, where no PID namespace holds it) ends too, before
+      // the caller reads or writes anything the agent could reach.
+      const ended = options.confine?.endAll?.() ?? Promise.resolve();
+      ended.then(() => resolve({ code, timedOut, stdout, stderr, output }), reject);
     };
     const deadline = setTimeout(() => {
       timedOut = true;
@@ -188,6 +224,9 @@ export function runBounded(command: string, args: string[], options: BoundedOpti
     // Output still in the pipes is read for a moment; what a leftover grandchild holds open is not awaited.
     child.on("exit", (code) => setTimeout(() => finish(code), DRAIN_MS).unref());
     child.on("close", (code) => finish(code));
+    // A command that exits without reading its input (or was never found) closes the pipe: its exit
+    // code says what happened, the pipe's EPIPE would only crash the caller.
+    child.stdin?.on("error", () => {});
     if (options.input !== undefined) child.stdin!.end(options.input);
   });
 }

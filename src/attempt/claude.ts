@@ -2,8 +2,8 @@
  * Runs Claude Code headless (`claude -p ... --output-format stream-json --verbose`) with a wall-clock
  * limit, streams its progress to a log, and reads turns, cost and the final answer from its result.
  */
-import { usd } from "../engine/budget.ts";
-import { runBounded } from "./bounded.ts";
+import { dollarsText, type Micros, microsOfDollars, usd } from "../graph/amount.ts";
+import { type Confinement, runBounded } from "./bounded.ts";
 
 export interface ClaudeOptions {
   bin: string;
@@ -18,14 +18,16 @@ export interface ClaudeOptions {
   timeoutMs: number;
   /** Continue this session (the same conversation) instead of starting a new one. */
   resume?: string | null;
-  /** What this call may spend, in US dollars (`--max-budget-usd`); absent: no cap. */
-  maxBudgetUsd?: number | null;
+  /** What this call may spend, in micro-dollars (`--max-budget-usd`); absent: no cap. */
+  maxBudgetMicros?: Micros | null;
   /** Called with each line of progress, for the job log. */
   log: (line: string) => void;
   /** Stops Claude Code early; `reason` says why (the credential was refused, say). */
   stop?: { signal: AbortSignal; reason: () => string | null };
-  /** Put before the command (see BoundedOptions). */
-  prefix?: string[];
+  /** How the command is confined (see BoundedOptions). */
+  confine?: Confinement;
+  /** Where the host keeps everything the attempt printed: a failure that quotes only its end names it. */
+  logFile?: string;
 }
 
 export interface ClaudeResult {
@@ -36,10 +38,25 @@ export interface ClaudeResult {
   sessionId: string | null;
   finalText: string;
   turns: number;
-  costUsd: number;
+  /** What Claude Code reported it spent (`total_cost_usd`), to the nearest micro-dollar. */
+  costMicros: Micros;
   error: string | null;
   /** Stopped because its budget (--max-budget-usd) was spent. */
   overBudget: boolean;
+}
+
+/**
+ * The last lines that say something of what Claude Code printed outside its JSON stream (its own
+ * complaint, "Not logged in · Please run /login", say), as one line: no blank lines, no stack frames.
+ */
+export function lastWords(text: string, count = 3): string {
+  return text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => /[A-Za-z0-9]/.test(line) && !/^at\s/.test(line) && !/^Node\.js v\d/.test(line))
+    .slice(-count)
+    .map((line) => (line.length > 200 ? `${line.slice(0, 199)}…` : line))
+    .join(" / ");
 }
 
 function describe(message: { type?: string; message?: { content?: unknown[] } }): string[] {
@@ -72,9 +89,12 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
   for (const dir of options.addDirs) args.push("--add-dir", dir);
   if (options.model) args.push("--model", options.model);
   if (options.resume) args.push("--resume", options.resume);
-  if (options.maxBudgetUsd != null) args.push("--max-budget-usd", options.maxBudgetUsd.toFixed(6));
+  if (options.maxBudgetMicros != null)
+    args.push("--max-budget-usd", dollarsText(Math.max(0, options.maxBudgetMicros)));
 
   let buffer = "";
+  // What Claude Code printed outside its JSON stream: its own words when it fails before a result.
+  let plain = "";
   let result: Record<string, unknown> | null = null;
   let sessionId: string | null = null;
   const handle = (line: string) => {
@@ -84,6 +104,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
       message = JSON.parse(line) as Record<string, unknown>;
     } catch {
       options.log(line);
+      plain = `${plain}${line}\n`.slice(-4_000);
       return;
     }
     if (typeof message.session_id === "string") sessionId = message.session_id;
@@ -96,7 +117,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
     timeoutMs: options.timeoutMs,
     // The stream is read as it comes (for the log); only its tail is kept.
     maxOutput: 200_000,
-    ...(options.prefix ? { prefix: options.prefix } : {}),
+    ...(options.confine ? { confine: options.confine } : {}),
     ...(options.stop ? { signal: options.stop.signal } : {}),
     onStdout: (chunk) => {
       buffer += chunk;
@@ -114,8 +135,11 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
     subtype?: string;
   } | null;
   const failed = run.timedOut || run.code !== 0 || !r || r.is_error === true;
-  const stderr = run.stderr.trim();
+  const said = lastWords(`${plain}${run.stderr}`);
+  const whole = options.logFile ? `; see ${options.logFile} for all of its output` : "";
   const stopped = options.stop?.signal.aborted ? options.stop.reason() : null;
+  // A float Claude Code sums; a value that is not an amount (negative, not finite) counts as nothing.
+  const costMicros = microsOfDollars(r?.total_cost_usd ?? 0) ?? 0;
   return {
     ok: !failed,
     timedOut: run.timedOut,
@@ -123,7 +147,7 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
     sessionId,
     finalText: r?.result ?? "",
     turns: r?.num_turns ?? 0,
-    costUsd: r?.total_cost_usd ?? 0,
+    costMicros,
     overBudget: r?.subtype === "error_max_budget_usd",
     error: stopped
       ? stopped
@@ -131,12 +155,12 @@ export async function runClaudeCode(options: ClaudeOptions): Promise<ClaudeResul
         ? run.timedOut
           ? `Claude Code did not finish within ${Math.round(options.timeoutMs / 1000)} s`
           : r?.subtype === "error_max_budget_usd"
-            ? `stopped at its budget of ${usd(options.maxBudgetUsd ?? 0)} (Claude Code spent ${usd(r.total_cost_usd ?? 0)})`
+            ? `stopped at its budget of ${usd(options.maxBudgetMicros ?? 0)} (Claude Code spent ${usd(costMicros)})`
             : r?.subtype && r.subtype !== "success"
               ? `Claude Code stopped: ${r.subtype}`
               : r?.is_error && r.result
-                ? `Claude Code failed: ${r.result.trim().split("\n")[0]}`
-                : `Claude Code exited with code ${run.code}${stderr ? `: ${stderr.split("\n").slice(-3).join(" ")}` : ""}`
+                ? `Claude Code failed: ${r.result.trim().split("\n")[0]}${whole}`
+                : `Claude Code exited with code ${run.code}${said ? `: ${said}` : ""}${whole}`
         : null,
   };
 }

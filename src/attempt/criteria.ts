@@ -15,7 +15,7 @@ import { templateValues } from "../graph/params.ts";
 import { renderTemplate, TemplateError } from "../template/jinja.ts";
 import { pythonTemplate } from "../template/python.ts";
 import { replaceBlocks } from "../template/blocks.ts";
-import { runBounded } from "./bounded.ts";
+import { type Confinement, runBounded } from "./bounded.ts";
 import { insideRepository, OutsideRepositoryError } from "./paths.ts";
 
 const VALUES = "__agentrelay_values";
@@ -136,7 +136,13 @@ export interface CriteriaVerdict {
 export async function runCriteria(
   criteria: { python: string | null; script: string | null },
   params: Record<string, unknown>,
-  options: { cwd: string; workflowDir: string; timeoutMs: number; env: NodeJS.ProcessEnv; prefix?: string[] },
+  options: {
+    cwd: string;
+    workflowDir: string;
+    timeoutMs: number;
+    env: NodeJS.ProcessEnv;
+    confine?: Confinement;
+  },
 ): Promise<CriteriaVerdict> {
   let input: { code: string; values: unknown[]; name: string };
   if (criteria.python !== null) {
@@ -164,7 +170,7 @@ export async function runCriteria(
     cwd: options.cwd,
     env: options.env,
     timeoutMs: options.timeoutMs,
-    ...(options.prefix ? { prefix: options.prefix } : {}),
+    ...(options.confine ? { confine: options.confine } : {}),
     input: JSON.stringify({ ...input, params }),
   });
   if (run.code === -1) return { passed: false, error: `cannot run python3: ${run.stderr.trim()}` };

@@ -7,7 +7,7 @@
  * back to the agent in `retry_message`, up to `max_retries`; a `provider_call` runs a command the
  * repository declares in `.workflow/providers.yaml`.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, lstatSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import type { CyberianStep } from "../graph/model.ts";
 import { loadYaml } from "../graph/yaml.ts";
@@ -18,7 +18,8 @@ import {
   renderCyberian,
 } from "../protocol/cyberian-prompt.ts";
 import type { ClaudeResult } from "./claude.ts";
-import { runBounded } from "./bounded.ts";
+import { type Confinement, runBounded } from "./bounded.ts";
+import { writeInAgentDir } from "./agent-files.ts";
 import { runCriteria } from "./criteria.ts";
 import { insideRepository, OutsideRepositoryError } from "./paths.ts";
 
@@ -35,8 +36,8 @@ export interface StepOptions {
   session: string | null;
   timeoutMs: number;
   env: NodeJS.ProcessEnv;
-  /** Put before the commands the step runs (see BoundedOptions). */
-  prefix?: string[];
+  /** How the commands the step runs are confined (see BoundedOptions). */
+  confine?: Confinement;
   agent: (prompt: string, resume: string | null) => Promise<ClaudeResult>;
   log: (line: string) => void;
 }
@@ -58,7 +59,7 @@ export async function runCyberianStep(o: StepOptions): Promise<string | null> {
       workflowDir: o.workflowDir,
       timeoutMs: o.timeoutMs,
       env: o.env,
-      ...(o.prefix ? { prefix: o.prefix } : {}),
+      ...(o.confine ? { confine: o.confine } : {}),
     });
   try {
     if (step.providerCall) {
@@ -129,7 +130,7 @@ async function providerCall(
     env: o.env,
     timeoutMs: o.timeoutMs,
     input: JSON.stringify({ method: call.method, params }),
-    ...(o.prefix ? { prefix: o.prefix } : {}),
+    ...(o.confine ? { confine: o.confine } : {}),
   });
   if (output.timedOut)
     return `provider '${call.provider}' did not finish within ${Math.round(o.timeoutMs / 1000)} s`;
@@ -149,7 +150,8 @@ async function providerCall(
       throw error;
     }
     mkdirSync(dirname(target), { recursive: true });
-    writeFileSync(target, output.stdout);
+    writeInAgentDir(target, output.stdout);
+    o.confine?.give?.(o.repoDir);
   }
   return null;
 }
@@ -175,7 +177,8 @@ export function glob(root: string, pattern: string): string[] {
       if (name === ".git") continue;
       const path = join(dir, name);
       const rel = relative(root, path);
-      if (statSync(path).isDirectory()) walk(path);
+      // A link is a file here, never a way out of the checkout (or round it, forever).
+      if (lstatSync(path).isDirectory()) walk(path);
       else if (matcher.test(rel)) found.push(rel);
     }
   };

@@ -6,9 +6,10 @@
  * checkout an agent works in, the runner goes through a git directory of its own (`inCheckout`),
  * never the `.git` the agent can rewrite.
  */
-import { execFile } from "node:child_process";
-import { chownSync, lstatSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { chmodSync, chownSync, lstatSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { programPath } from "./programs.ts";
 
 export interface GitResult {
   code: number;
@@ -80,7 +81,7 @@ export function gitRaw(
 ): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     const child = execFile(
-      "git",
+      programPath("git"),
       [...RUNNER_GIT_OPTIONS, ...args],
       { cwd, env: runnerGitEnv(env), maxBuffer: 256 * 1024 * 1024 },
       (error, stdout, stderr) => {
@@ -122,7 +123,7 @@ export function catFiles(cwd: string, specs: readonly string[]): Promise<(string
   if (specs.length === 0) return Promise.resolve([]);
   return new Promise((resolve, reject) => {
     const child = execFile(
-      "git",
+      programPath("git"),
       [...RUNNER_GIT_OPTIONS, "cat-file", "--batch"],
       {
         cwd,
@@ -154,6 +155,72 @@ export function catFiles(cwd: string, specs: readonly string[]): Promise<(string
 }
 
 /**
+ * The contents of `ids` (object ids or `rev:path`), in order, through one `git cat-file --batch` read
+ * as a stream: an object is in memory only while the caller holds it, whatever the size of the rest
+ * (null for one that does not exist). The caller bounds sizes first (`git cat-file --batch-check`).
+ */
+export async function* streamBlobs(
+  cwd: string,
+  ids: readonly string[],
+  where: readonly string[] = [],
+): AsyncGenerator<Buffer | null> {
+  if (ids.length === 0) return;
+  const child = spawn("git", [...RUNNER_GIT_OPTIONS, ...where, "cat-file", "--batch"], {
+    cwd,
+    env: runnerGitEnv(),
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const spawned = new Promise<void>((resolve, reject) => {
+    child.once("spawn", resolve);
+    child.once("error", reject);
+  });
+  child.stdin.on("error", () => {}); // git gone early: its output says why
+  child.stdin.end(`${ids.join("\n")}\n`);
+  const chunks = child.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  let pending: Buffer = Buffer.alloc(0);
+  const failed = () => new GitError(`git cat-file --batch: ${stderr.trim() || "its output ended early"}`);
+  const more = async () => {
+    const next = await chunks.next();
+    if (next.done) throw failed();
+    pending = pending.length === 0 ? next.value : Buffer.concat([pending, next.value]);
+  };
+  /** The next `size` bytes and the newline after them, gathered once (never a copy per chunk). */
+  const take = async (size: number): Promise<Buffer> => {
+    const parts: Buffer[] = [];
+    let need = size + 1;
+    for (;;) {
+      if (pending.length >= need) {
+        parts.push(pending.subarray(0, need));
+        pending = pending.subarray(need);
+        return Buffer.concat(parts).subarray(0, size);
+      }
+      parts.push(pending);
+      need -= pending.length;
+      pending = Buffer.alloc(0);
+      await more();
+    }
+  };
+  try {
+    await spawned;
+    for (let i = 0; i < ids.length; i++) {
+      let end: number;
+      while ((end = pending.indexOf(10)) < 0) await more();
+      const header = pending.subarray(0, end).toString("utf8");
+      pending = pending.subarray(end + 1);
+      if (header.endsWith(" missing") || header.endsWith(" ambiguous")) {
+        yield null;
+        continue;
+      }
+      yield await take(Number(header.split(" ")[2]));
+    }
+  } finally {
+    if (child.exitCode === null) child.kill();
+  }
+}
+
+/**
  * A checkout an agent works in, seen through the runner's own git directory: the agent may rewrite
  * the checkout's `.git` (hooks, configuration, a `.git` file pointing elsewhere), the runner never
  * reads it. Git finds the work tree's files as data; filters, diff and merge drivers can only come
@@ -167,6 +234,8 @@ export interface Checkout {
 export interface CheckoutGit extends Checkout {
   git(args: string[], input?: string, env?: NodeJS.ProcessEnv): Promise<string>;
   raw(args: string[], input?: string, env?: NodeJS.ProcessEnv): Promise<GitResult>;
+  /** Objects' contents, streamed (see streamBlobs). */
+  blobs(ids: readonly string[]): AsyncGenerator<Buffer | null>;
 }
 
 export function inCheckout(checkout: Checkout): CheckoutGit {
@@ -190,6 +259,10 @@ export function inCheckout(checkout: Checkout): CheckoutGit {
     ...checkout,
     git: async (args, input, env) => ok(args, await raw(args, input, env)),
     raw,
+    blobs: (ids) => {
+      restorePinned(checkout.gitDir);
+      return streamBlobs(checkout.workTree, ids, where);
+    },
   };
 }
 
@@ -253,15 +326,13 @@ function restorePinned(gitDir: string): void {
   writeFileSync(join(gitDir, "config"), config, { flag: "wx" });
 }
 
-/** The user that owns a sealed git directory: nobody. */
-export const SEALED_UID = 65_534;
-
 /**
  * Seals the runner's git directory before an agent starts, where the runner is root (a job
- * container): every file of it then belongs to nobody, so the agent, root without capabilities,
- * can read it but not change it (hooks, configuration, the objects the output checks compare with).
- * The runner itself, with its capabilities, still writes there. Elsewhere (the agent runs as the
- * runner's own user) nothing changes: hooks and configuration are still ignored, by the options above.
+ * container): it and everything in it belong to root and are writable by no one else, so the agent,
+ * which runs as a user of its own (agent-user.ts), can read it (its own repository borrows these
+ * objects) but not change its hooks, configuration or the objects the output checks compare with.
+ * Elsewhere (the agent runs as the runner's own user) nothing changes: hooks and configuration are
+ * still ignored, by the options above, and the configuration is pinned.
  */
 export function sealGitDir(gitDir: string): boolean {
   pinGitDir(gitDir);
@@ -269,7 +340,10 @@ export function sealGitDir(gitDir: string): boolean {
   const seal = (path: string) => {
     const stat = lstatSync(path);
     if (stat.isSymbolicLink()) return;
-    chownSync(path, SEALED_UID, SEALED_UID);
+    if (stat.uid !== 0 || stat.gid !== 0) chownSync(path, 0, 0);
+    // Readable by the agent's user, writable by root alone.
+    const mode = (stat.mode & 0o7777 & ~0o022) | (stat.isDirectory() ? 0o555 : 0o444);
+    if ((stat.mode & 0o7777) !== mode) chmodSync(path, mode);
     if (stat.isDirectory()) for (const entry of readdirSync(path)) seal(join(path, entry));
   };
   seal(gitDir);

@@ -1,18 +1,19 @@
 /**
  * What an attempt wrote, checked before anything lands (the runner pushes the task branch, or local
  * mode offers it for merge):
- * - secrets in the lines it added, found by secretlint's recommended rules (cloud keys, GitHub, npm,
- *   Slack, SendGrid, OpenAI and Anthropic tokens, private keys, credentials in URLs, ...), never by a
- *   list of our own; what a finding shows is masked;
- * - edits to protected paths (the workflows, the graphs, the agent configuration restored from the
- *   default branch, CODEOWNERS), unless the task's tagged_paths name them: then they are a design
- *   concern, so that auto-merge waits for a person.
+ * - secrets in what it added, found by secretlint's recommended rules (cloud keys, GitHub, npm, Slack,
+ *   SendGrid, OpenAI and Anthropic tokens, private keys, credentials in URLs, ...), never by a list of
+ *   our own: read from the objects the commits hold (secret-scan.ts says how), never from a diff that
+ *   an attribute or a NUL byte could turn into "Binary files differ", and in the names of the files it
+ *   added; what a finding shows is masked. A file larger than MAX_FILE_BYTES is refused unread;
+ * - edits to protected paths (protected-paths.ts), unless the task's tagged_paths name them: then they
+ *   are a design concern, so that auto-merge waits for a person.
  * A blocking finding fails the attempt with the finding named, and nothing is pushed.
  */
-import { lintSource } from "@secretlint/core";
-import { creator as recommended } from "@secretlint/secretlint-rule-preset-recommend";
 import type { TaggedPath } from "../graph/model.ts";
-import { type CheckoutGit, git } from "./git.ts";
+import { type CheckoutGit, git, streamBlobs } from "./git.ts";
+import { isProtected } from "./protected-paths.ts";
+import { addedUnits, type Hit, SecretScan } from "./secret-scan.ts";
 
 export interface OutputFindings {
   /** Each one blocks the push. */
@@ -21,12 +22,173 @@ export interface OutputFindings {
   concerns: string[];
 }
 
-/** Paths an agent's edit must not slip through: prefixes end with `/`; CODEOWNERS anywhere. */
-export const PROTECTED_PATHS = [".github/", ".workflow/", ".claude/", "CLAUDE.md", ".mcp.json"];
+/**
+ * The largest file the checks read: GitHub refuses a push with a file over 100 MiB
+ * (https://docs.github.com/en/repositories/working-with-files/managing-large-files/about-large-files-on-github),
+ * so no file the checks refuse could have landed there.
+ */
+export const MAX_FILE_BYTES = 100 * 1024 * 1024;
 
-function isProtected(path: string): boolean {
-  if (path === "CODEOWNERS" || path.endsWith("/CODEOWNERS")) return true;
-  return PROTECTED_PATHS.some((p) => (p.endsWith("/") ? path.startsWith(p) : path === p));
+export interface OutputCheckOptions {
+  maxFileBytes?: number;
+}
+
+/** How the checks read a repository: git's output, and objects streamed. */
+export type RepoReader = Pick<CheckoutGit, "git" | "blobs">;
+
+export function readerOf(repo: string | CheckoutGit): RepoReader {
+  if (typeof repo !== "string") return repo;
+  return { git: (args, input) => git(repo, args, input), blobs: (ids) => streamBlobs(repo, ids) };
+}
+
+/** A file a diff adds, changes or deletes, as `git diff --raw` lists it. */
+export interface Change {
+  path: string;
+  status: string;
+  oldMode: string;
+  newMode: string;
+  oldId: string;
+  newId: string;
+}
+
+const GITLINK = "160000";
+const NONE = "000000";
+
+/**
+ * Changes as `git diff --raw -z --no-abbrev` (or `git diff-tree --stdin`, whose commit ids between them
+ * are skipped) lists them.
+ */
+export function parseRawChanges(out: string): Change[] {
+  const fields = out.split("\0");
+  const changes: Change[] = [];
+  for (let i = 0; i < fields.length; i++) {
+    if (!fields[i]!.startsWith(":")) continue;
+    const [oldMode, newMode, oldId, newId, status] = fields[i]!.slice(1).split(" ");
+    const path = fields[++i]!;
+    changes.push({
+      path,
+      status: status!,
+      oldMode: oldMode!,
+      newMode: newMode!,
+      oldId: oldId!,
+      newId: newId!,
+    });
+  }
+  return changes;
+}
+
+/** The files between two trees (`diffArgs`: what `git diff` compares). */
+export async function changesOf(repo: RepoReader, diffArgs: string[]): Promise<Change[]> {
+  return parseRawChanges(await repo.git(["diff", "--raw", "-z", "--no-renames", "--no-abbrev", ...diffArgs]));
+}
+
+/** `path` with each range masked. */
+function masked(path: string, ranges: [number, number][]): string {
+  return ranges.reduce(
+    (text, [start, end]) => text.slice(0, start) + "*".repeat(Math.max(0, end - start)) + text.slice(end),
+    path,
+  );
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+/** A blob's id when a mode holds one (not a deletion's nothing, not a submodule's commit). */
+const blobOf = (mode: string, id: string) => (mode === NONE || mode === GITLINK ? null : id);
+
+/**
+ * Secrets in what `changes` add: in the names of the files they add, and in the contents of the files
+ * they add or change, read whole from the repository's objects (one stream for all of them). Also
+ * returns how each path may be shown (masked where its name holds a secret).
+ */
+export async function secretsInChanges(
+  repo: RepoReader,
+  changes: readonly Change[],
+  options: OutputCheckOptions = {},
+): Promise<{ findings: string[]; shown: (path: string) => string }> {
+  const maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
+  const found: string[][] = changes.map(() => []);
+
+  // Names: every path a change adds, as a line of its own, scanned first (a finding masks the name).
+  const added = changes.flatMap((c, i) => (c.status === "A" ? [i] : []));
+  const names = new SecretScan<number>();
+  await names.add(
+    "names",
+    added.map((i) => changes[i]!.path),
+    0,
+  );
+  const nameHits = (await names.run()).map(({ hit }) => hit);
+  const ranges = new Map<string, [number, number][]>();
+  for (const hit of nameHits) {
+    const path = changes[added[hit.unit]!]!.path;
+    ranges.set(path, [...(ranges.get(path) ?? []), [hit.start, hit.end]]);
+  }
+  const shown = (path: string) => {
+    const r = ranges.get(path);
+    return r ? masked(path, r) : path;
+  };
+  for (const hit of nameHits) {
+    const i = added[hit.unit]!;
+    const encoded = hit.encoding ? ` (${hit.encoding}-encoded)` : "";
+    found[i]!.push(`a secret in the name of ${shown(changes[i]!.path)}${encoded}: ${hit.message}`);
+  }
+
+  // Contents: what each file is now, and what it was (to read only what the attempt added), within
+  // the size the checks read.
+  const ids = new Set(
+    changes.flatMap((c) =>
+      [blobOf(c.newMode, c.newId), blobOf(c.oldMode, c.oldId)].filter((id) => id !== null),
+    ),
+  );
+  const sizes = new Map<string, number>();
+  if (ids.size > 0)
+    for (const line of (await repo.git(["cat-file", "--batch-check"], `${[...ids].join("\n")}\n`)).split(
+      "\n",
+    )) {
+      const [id, , size] = line.split(" ");
+      if (size !== undefined) sizes.set(id!, Number(size));
+    }
+  const readable = (id: string | null) => id !== null && (sizes.get(id) ?? Infinity) <= maxFileBytes;
+  const plan = changes.flatMap((change, i) => {
+    const next = blobOf(change.newMode, change.newId);
+    if (next === null) return [];
+    const previous = blobOf(change.oldMode, change.oldId);
+    return [
+      { i, change, next: readable(next) ? next : null, previous: readable(previous) ? previous : null },
+    ];
+  });
+  const blobs = repo.blobs(
+    plan.flatMap(({ next, previous }) =>
+      next === null ? [] : previous === null ? [next] : [next, previous],
+    ),
+  );
+  const contents = new SecretScan<number>();
+  const where = new Map<number, (hit: Hit) => string>();
+  try {
+    for (const { i, change, next, previous } of plan) {
+      const path = change.path;
+      if (next === null) {
+        const size = sizes.get(change.newId);
+        found[i]!.push(
+          size === undefined
+            ? `${shown(path)} could not be read from the repository's objects`
+            : `${shown(path)} is ${mib(size)}, more than the ${mib(maxFileBytes)} the output checks read of one file: keep files that large out of the task's work`,
+        );
+        continue;
+      }
+      const now = (await blobs.next()).value ?? Buffer.alloc(0);
+      const before = previous === null ? null : ((await blobs.next()).value ?? null);
+      const file = addedUnits(shown(path), now, before);
+      where.set(i, file.where);
+      await contents.add(path, file.units, i);
+    }
+  } finally {
+    await blobs.return(undefined);
+  }
+  for (const { owner, hit } of await contents.run())
+    found[owner]!.push(`a secret in ${where.get(owner)!(hit)}: ${hit.message}`);
+  return { findings: found.flat(), shown };
 }
 
 /** True when a tagged path names `path`: the file itself, or a directory above it. */
@@ -37,74 +199,27 @@ function tagged(paths: readonly TaggedPath[], path: string): boolean {
   });
 }
 
-/** The lines a diff adds, per file, with their line numbers in the new file. */
-export function addedLines(diff: string): Map<string, { line: number; text: string }[]> {
-  const files = new Map<string, { line: number; text: string }[]>();
-  let current: { line: number; text: string }[] | null = null;
-  let next = 0;
-  for (const row of diff.split("\n")) {
-    if (row.startsWith("+++ ")) {
-      const path = row.slice(4);
-      current = path === "/dev/null" ? null : [];
-      if (current) files.set(path.replace(/^b\//, ""), current);
-    } else if (row.startsWith("@@")) {
-      next = Number(/\+(\d+)/.exec(row)?.[1] ?? 0);
-    } else if (current && row.startsWith("+")) {
-      current.push({ line: next++, text: row.slice(1) });
-    } else if (current && row.startsWith(" ")) next++;
-  }
-  return files;
-}
-
-const SECRETLINT = { rules: [{ id: "@secretlint/secretlint-rule-preset-recommend", rule: recommended }] };
-
-/** Secrets among the lines added to each file: `path:line: what secretlint found` (masked). */
-export async function secretsIn(diff: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const [path, lines] of addedLines(diff)) {
-    if (lines.length === 0) continue;
-    const result = await lintSource({
-      source: { filePath: path, content: lines.map((l) => l.text).join("\n"), contentType: "text" },
-      options: { config: SECRETLINT, maskSecrets: true, noPhysicFilePath: true },
-    });
-    for (const message of result.messages) {
-      const line = lines[message.loc.start.line - 1]?.line ?? "?";
-      found.push(`a secret in ${path}:${line}: ${message.message.trim()}`);
-    }
-  }
-  return found;
-}
-
 /** Checks the commits between `from` and `to` (the attempt's own work) in a repository or checkout. */
 export async function checkOutput(
   repo: string | CheckoutGit,
   from: string,
   to: string,
   taggedPaths: readonly TaggedPath[],
+  options: OutputCheckOptions = {},
 ): Promise<OutputFindings> {
-  const inRepo = typeof repo === "string" ? (args: string[]) => git(repo, args) : repo.git;
-  // No textconv: what is checked is what the commits hold, not what a configured driver makes of it.
-  const diff = await inRepo([
-    "diff",
-    "--no-color",
-    "--no-renames",
-    "--no-ext-diff",
-    "--no-textconv",
-    "-U0",
-    from,
-    to,
-  ]);
-  const changed = (await inRepo(["diff", "--no-renames", "--name-only", "-z", from, to]))
-    .split("\0")
-    .filter(Boolean);
-  const blocking = await secretsIn(diff);
+  const reader = readerOf(repo);
+  const changes = await changesOf(reader, [from, to]);
+  const { findings: blocking, shown } = await secretsInChanges(reader, changes, options);
   const concerns: string[] = [];
-  for (const path of changed.filter(isProtected)) {
+  for (const { path } of changes.filter((c) => isProtected(c.path))) {
     if (tagged(taggedPaths, path))
       concerns.push(
-        `the task edited the protected path ${path} (its tagged_paths allow it): a person should review it`,
+        `the task edited the protected path ${shown(path)} (its tagged_paths allow it): a person should review it`,
       );
-    else blocking.push(`an edit to the protected path ${path}, which the task's tagged_paths do not name`);
+    else
+      blocking.push(
+        `an edit to the protected path ${shown(path)}, which the task's tagged_paths do not name`,
+      );
   }
   return { blocking, concerns };
 }

@@ -9,8 +9,17 @@
 import { execFile } from "node:child_process";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { credentialOf, credentialProblem } from "./credential-proxy.ts";
-import { ANTHROPIC_API, modelApiUnreachable, networkCause } from "./network.ts";
+import { authHeaders, type Credential, credentialOf, credentialProblem } from "./credential.ts";
+import { upstreamUrl } from "./model-api-calls.ts";
+import {
+  credentialRefused,
+  type ModelApi,
+  modelApiOf,
+  modelApiUnreachable,
+  type NetworkCause,
+  networkCause,
+  sayTrouble,
+} from "./network.ts";
 
 /** The agent cannot work here; the message says what to do. */
 export class AgentUnavailableError extends Error {
@@ -22,6 +31,10 @@ export class AgentUnavailableError extends Error {
  * (`--max-budget-usd` arrived late in 2025, in 2.0), and it is tested with the version package.json pins.
  */
 export const MIN_CLAUDE_CODE = "2.1.0";
+
+/** The Claude Code the tests and the agent image run, which a user is told to install (a test keeps it package.json's). */
+export const TESTED_CLAUDE_CODE = "2.1.197";
+const INSTALL_CLAUDE_CODE = `npm install -g @anthropic-ai/claude-code@${TESTED_CLAUDE_CODE}`;
 
 /** How long the model API may take to answer the check. */
 export const REACH_TIMEOUT_MS = 10_000;
@@ -35,6 +48,8 @@ export interface AgentCheck {
   nameAnother: string;
   /** How a user of this host gives a credential. */
   logIn: string;
+  /** How a user of this host replaces a credential the model API refuses (default: `logIn`). */
+  fixCredential?: string;
   timeoutMs?: number;
 }
 
@@ -44,10 +59,21 @@ export async function checkAgent(check: AgentCheck): Promise<string> {
   const credential = credentialOf(check.env);
   if (!credential) throw new AgentUnavailableError(`Claude Code is not logged in here: ${check.logIn}`);
   const problem = credentialProblem(credential);
-  if (problem) throw new AgentUnavailableError(problem);
-  const base = check.env.ANTHROPIC_BASE_URL || ANTHROPIC_API;
-  const cause = await unreachable(base, check.timeoutMs ?? REACH_TIMEOUT_MS);
-  if (cause) throw new AgentUnavailableError(`${modelApiUnreachable(base, cause)}, then run again`);
+  if (problem) throw new AgentUnavailableError(sayTrouble(problem, "run again"));
+  const api = modelApiOf(check.env);
+  const answer = await tryCredential(api, credential, check.timeoutMs ?? REACH_TIMEOUT_MS);
+  if ("cause" in answer)
+    throw new AgentUnavailableError(sayTrouble(modelApiUnreachable(api, answer), "run again"));
+  if (refused(credential, answer))
+    throw new AgentUnavailableError(
+      sayTrouble(
+        {
+          problem: credentialRefused(api, answer.status, answer.said),
+          fix: check.fixCredential ?? check.logIn,
+        },
+        "run again",
+      ),
+    );
   return version;
 }
 
@@ -58,7 +84,7 @@ const older = (a: number[], b: number[]) => {
 
 /** `claude --version`, as the attempt would run it. */
 function claudeVersion({ bin, env, nameAnother }: AgentCheck): Promise<string> {
-  const install = "install it with `npm install -g @anthropic-ai/claude-code`";
+  const install = `install it with \`${INSTALL_CLAUDE_CODE}\``;
   return new Promise((resolve, reject) => {
     execFile(bin, ["--version"], { env, timeout: 30_000, encoding: "utf8" }, (error, stdout, stderr) => {
       const code = (error as NodeJS.ErrnoException | null)?.code;
@@ -89,7 +115,7 @@ function claudeVersion({ bin, env, nameAnother }: AgentCheck): Promise<string> {
       if (older(found.slice(1).map(Number), MIN_CLAUDE_CODE.split(".").map(Number)))
         return reject(
           new AgentUnavailableError(
-            `Claude Code ${version} is older than ${MIN_CLAUDE_CODE}, the oldest agentrelay supports: update it with \`npm install -g @anthropic-ai/claude-code@latest\``,
+            `Claude Code ${version} is older than ${MIN_CLAUDE_CODE}, the oldest agentrelay supports: update it with \`${INSTALL_CLAUDE_CODE}\``,
           ),
         );
       resolve(version);
@@ -98,22 +124,75 @@ function claudeVersion({ bin, env, nameAnother }: AgentCheck): Promise<string> {
 }
 
 /**
- * Why the model API at `base` cannot be reached, or null when it answers: any HTTP answer will do
- * (Claude Code itself starts with `HEAD /`), since only the network is in question here.
+ * Whether the check's answer refuses the credential. An OAuth login is refused only by words about
+ * the login: an endpoint that takes no OAuth at all answers "OAuth authentication is currently not
+ * supported", which says nothing of a login Claude Code itself can use on the Messages API.
  */
-export function unreachable(base: string, timeoutMs: number): Promise<string | null> {
+function refused(credential: Credential, answer: { status: number; said?: string }): boolean {
+  if (answer.status !== 401 && answer.status !== 403) return false;
+  return (
+    credential.kind === "api_key" ||
+    !/OAuth authentication is currently not supported/i.test(answer.said ?? "")
+  );
+}
+
+/** The model the check names: any will do, since the API checks the credential before the model. */
+const CHECK_MODEL = "claude-haiku-4-5";
+
+/**
+ * Asks the model API something that costs nothing with the credential: counting the tokens of a
+ * one-line message ("Token counting is free to use", Anthropic's docs, Token counting, Pricing and
+ * rate limits). Any answer but 401 and 403 means the API is there and takes the credential (a gateway
+ * without `count_tokens` answers 404, a busy API 429 or 529: the attempt meets those itself); no
+ * answer within `timeoutMs`, or none at all, is the network's.
+ */
+export function tryCredential(
+  api: ModelApi,
+  credential: Credential,
+  timeoutMs: number,
+): Promise<{ status: number; said?: string } | NetworkCause> {
   return new Promise((resolve) => {
-    const url = new URL(base);
+    const url = upstreamUrl(new URL(api.url), { ok: true, path: "/v1/messages/count_tokens", query: "" });
+    const body = JSON.stringify({
+      model: CHECK_MODEL,
+      messages: [{ role: "user", content: "agentrelay checks its credential" }],
+    });
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const request = send(url, { method: "HEAD", timeout: timeoutMs }, (answer) => {
-      answer.resume();
-      resolve(null);
-    });
-    request.on("timeout", () => {
-      resolve(`no answer within ${timeoutMs / 1000} s`);
+    const request = send(
+      url,
+      {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "anthropic-version": "2023-06-01",
+          ...authHeaders(credential),
+        },
+      },
+      (answer) => {
+        let text = "";
+        answer.setEncoding("utf8");
+        answer.on("data", (chunk: string) => (text = (text + chunk).slice(0, 4096)));
+        answer.on("error", () => {});
+        answer.on("end", () => {
+          clearTimeout(deadline);
+          let said: string | undefined;
+          try {
+            said = (JSON.parse(text) as { error?: { message?: string } }).error?.message;
+          } catch {
+            // not JSON: the status says enough
+          }
+          resolve({ status: answer.statusCode ?? 0, ...(said ? { said } : {}) });
+        });
+      },
+    );
+    const deadline = setTimeout(() => {
+      resolve({ cause: `no answer within ${timeoutMs / 1000} s` });
       request.destroy();
+    }, timeoutMs);
+    request.on("error", (error) => {
+      clearTimeout(deadline);
+      resolve(networkCause(error, api.url));
     });
-    request.on("error", (error) => resolve(networkCause(error)));
-    request.end();
+    request.end(body);
   });
 }

@@ -5,10 +5,11 @@
  * workstream's gates, and commits the merge. Anything short of that aborts the merge: the branch is
  * left as it was, and the attempt fails with the reason.
  */
-import { readFileSync, rmSync } from "node:fs";
+import { readAgentFile } from "./agent-files.ts";
 import { join } from "node:path";
 import type { CheckoutGit } from "./git.ts";
-import { secretsIn } from "./output-checks.ts";
+import { changesOf, secretsInChanges } from "./output-checks.ts";
+import { agentConfigSwap } from "./protected-paths.ts";
 
 export interface ResolutionInputs {
   /** The branch merged in (the integration PR's target). */
@@ -18,10 +19,11 @@ export interface ResolutionInputs {
   /** The gates the merged result must pass (plan/resolution.ts). */
   gates: string[];
   /**
-   * Agent configuration (`.claude`, ...) the agent runs with, from `from` rather than either side: in
-   * the working tree only while the agent runs, so the merge commit keeps what the merge made of it.
+   * Where the agent configuration the agent runs with comes from (protected-paths.ts: `.claude`,
+   * `CLAUDE.md`, ... at any depth), rather than either side: in the working tree only while the agent
+   * runs, so the merge commit keeps what the merge made of it.
    */
-  agentConfig?: { from: string; paths: string[] };
+  agentConfig?: { from: string };
 }
 
 export interface ResolutionOutcome {
@@ -75,26 +77,14 @@ export async function resolveConflicts(
     return fail(
       `merging ${resolution.target} failed: ${`${merge.stdout}${merge.stderr}`.trim().split("\n").pop()}`,
     );
-  const config = resolution.agentConfig;
   // A configuration file that itself conflicts is the agent's to resolve, like any other.
-  const configPaths = (config?.paths ?? []).filter(
-    (p) => !files.some((f) => f === p || f.startsWith(`${p}/`)),
-  );
-  /** Each config path as `source` has it (a commit; the index when null), or absent where it has none. */
-  const configure = async (source: string | null) => {
-    for (const path of configPaths) {
-      rmSync(join(repoDir, path), { recursive: true, force: true });
-      const listed = source
-        ? await inRepo(["ls-tree", "--name-only", source, "--", path])
-        : await inRepo(["ls-files", "--", path]);
-      if (listed)
-        await inRepo(["restore", "--worktree", ...(source ? [`--source=${source}`] : []), "--", path]);
-    }
-  };
-  if (config) await configure(config.from);
-  const failure = await agent(resolutionPrompt(branch, resolution, files)).finally(() => configure(null));
+  const config =
+    resolution.agentConfig && (await agentConfigSwap(checkout, resolution.agentConfig.from, files));
+  await config?.swap();
+  const failure = await agent(resolutionPrompt(branch, resolution, files)).finally(() => config?.back());
   if (failure) return fail(failure);
-  const left = files.filter((f) => MARKER.test(readFileSync(join(repoDir, f), "utf8")));
+  // The agent's files, read as data: a link is not followed, a FIFO not waited on.
+  const left = files.filter((f) => MARKER.test(readAgentFile(join(repoDir, f), 256 * 1024 * 1024) ?? ""));
   if (left.length > 0) return fail(`conflict markers are left in ${left.join(", ")}`);
   await inRepo(["add", "--", ...files]);
   if ((await inRepo(["diff", "--name-only", "--diff-filter=U"])) !== "")
@@ -103,22 +93,10 @@ export async function resolveConflicts(
     const failed = await gate(command);
     if (failed) return fail(failed);
   }
-  // What the agent wrote lands too: the lines the resolved files add to the branch are checked for
-  // secrets, as an attempt's are (output-checks.ts), before anything is committed or pushed.
-  const secrets = await secretsIn(
-    await inRepo([
-      "diff",
-      "--cached",
-      "--no-color",
-      "--no-renames",
-      "--no-ext-diff",
-      "--no-textconv",
-      "-U0",
-      "HEAD",
-      "--",
-      ...files,
-    ]),
-  );
+  // What the agent wrote lands too: what the resolved files add to the branch is checked for secrets,
+  // read from the objects staged as an attempt's are (output-checks.ts), before anything is committed.
+  const staged = await changesOf(checkout, ["--cached", "HEAD", "--", ...files.map((f) => `:(literal)${f}`)]);
+  const { findings: secrets } = await secretsInChanges(checkout, staged);
   if (secrets.length > 0) return fail(`the output checks blocked the push: ${secrets.join("; ")}`);
   await inRepo(["commit", "-q", "--no-edit", "--no-verify"]);
   return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files };

@@ -7,29 +7,30 @@
  * the existing branch) and, afterwards, pushes and reports. The GitHub Action and the local mode
  * share this code.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
-import { MIN_ATTEMPT_USD, usd } from "../engine/budget.ts";
+import { MIN_ATTEMPT_MICROS } from "../engine/budget.ts";
+import { type Micros, usd } from "../graph/amount.ts";
 import type { Graph, Task } from "../graph/model.ts";
 import { type CheckoutGit, git, inCheckout, sealGitDir } from "./git.ts";
 import { type InputFile, renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
 import type { AttemptReportResult } from "../protocol/report.ts";
-import { runBounded } from "./bounded.ts";
+import { type Confinement, runBounded } from "./bounded.ts";
+import { type AgentUser, agentUserProblem } from "./agent-user.ts";
+import { writeInAgentDir } from "./agent-files.ts";
 import { type ClaudeOptions, type ClaudeResult, runClaudeCode } from "./claude.ts";
 import { DEFAULT_LOOP_CAP, runCyberianStep } from "./cyberian-step.ts";
 import { resolveConflicts, type ResolutionInputs } from "./resolve.ts";
 import { ParamsError } from "../protocol/cyberian-prompt.ts";
-import { ANTHROPIC_API } from "./network.ts";
-import {
-  CREDENTIAL_VARIABLES,
-  credentialOf,
-  credentialSecrets,
-  startCredentialProxy,
-} from "./credential-proxy.ts";
+import { ANTHROPIC_API, modelApiOf, sayTrouble } from "./network.ts";
+import { CREDENTIAL_VARIABLES, credentialOf, credentialSecrets } from "./credential.ts";
+import { startCredentialProxy } from "./credential-proxy.ts";
 import { agentText, redactor, secretValues } from "./redact.ts";
 import { type Egress, egressLines, type EgressMode, startEgress } from "./egress/egress.ts";
-import { readSignals, writeSignalShims } from "./signals.ts";
+import type { ResolverSnapshot } from "./egress/resolver.ts";
+import { readSignals, signalPaths, writeSignalShims } from "./signals.ts";
 import { checkOutput } from "./output-checks.ts";
+import { workflowEdits } from "./workflow-files.ts";
 import { OUTPUT_REVIEW_MODEL, outputReviewPrompt, parseOutputReview } from "./output-review.ts";
 
 export interface PeerArtifacts {
@@ -73,23 +74,45 @@ export interface AttemptInputs {
   loopCap?: number;
   /** A Claude session to continue (cyberian's agent_lifecycle `reuse`), instead of starting a new one. */
   resumeSession?: string | null;
-  /** What the whole attempt may spend, in US dollars (every Claude Code call of it together). */
-  capUsd?: number | null;
+  /** What the whole attempt may spend, in micro-dollars (every Claude Code call of it together). */
+  capMicros?: Micros | null;
   /** A resolution attempt: `repoDir` has the PR's branch, which takes its target by a merge. */
   resolution?: ResolutionInputs;
   /**
    * Where the egress allowlist is enforced (see egress/egress.ts): local mode and the Action set it;
    * absent, the agent's network is not filtered (a library caller's choice).
    */
-  network?: { mode: EgressMode };
+  network?: { mode: EgressMode; resolver?: ResolverSnapshot };
   /** How long the model API may stay unreachable before the agent is stopped (default: 10 s). */
   unreachableGraceMs?: number;
+  /** How long a request may go without a byte of its answer before it counts as unanswered (default: 90 s). */
+  silenceMs?: number;
+  /**
+   * What a person runs once the cause of a stop that is not the task's (a refused credential, a
+   * model API out of reach) is fixed, in the host's words: `run \`agentrelay retry FILE TASK --repo DIR\``.
+   */
+  retryCommand?: string;
+  /** What fixes a credential the model API refuses, in the host's words ("set ANTHROPIC_API_KEY to ..."). */
+  fixCredential?: string;
+  /** Where the host keeps everything the attempt printed, for a failure that can quote only its end. */
+  logFile?: string;
+  /**
+   * The task branch is pushed with a token GitHub refuses to let change `.github/workflows/` (on
+   * GitHub, unless the user gave the job one that holds `workflows`): work that changes a workflow
+   * file is stopped before the push (workflow-files.ts).
+   */
+  workflowFilesRefused?: boolean;
 }
 
 export interface AttemptContext extends AttemptInputs {
   graph: Graph;
   task: Task;
   log: (line: string) => void;
+  /**
+   * The agent's own user (agent-user.ts), where the runner gives it one (the Action, as root): every
+   * agent command runs as it, and every process of it ends with each command and with the attempt.
+   */
+  agentUser?: AgentUser;
 }
 
 /** What the attempt reports (the wire format), and the agent's session for a later step that continues it. */
@@ -103,7 +126,7 @@ const NOT_RUN: ClaudeResult = {
   sessionId: null,
   finalText: "",
   turns: 0,
-  costUsd: 0,
+  costMicros: 0,
   error: null,
   overBudget: true,
 };
@@ -118,7 +141,7 @@ export function failedAttempt(reason: string): AttemptResult {
     opsConcerns: [],
     summary: null,
     outputs: [],
-    costUsd: 0,
+    costMicros: 0,
     turns: 0,
     gates: [],
     gateOutput: null,
@@ -148,9 +171,14 @@ export async function runGate(
   cwd: string,
   timeoutMs: number,
   env: NodeJS.ProcessEnv,
-  prefix: string[] = [],
+  confine?: Confinement,
 ): Promise<{ passed: boolean; output: string }> {
-  const run = await runBounded("bash", ["-c", command], { cwd, env, timeoutMs, prefix });
+  const run = await runBounded("bash", ["-c", command], {
+    cwd,
+    env,
+    timeoutMs,
+    ...(confine ? { confine } : {}),
+  });
   const note = run.timedOut
     ? `[agentrelay] the gate did not finish within ${Math.round(timeoutMs / 1000)} s\n`
     : run.code !== 0
@@ -226,31 +254,41 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
   // reason (it would retry for minutes): not the task's failure, so the attempt does not count.
   const stopped = new AbortController();
   let stopReason: string | null = null;
+  const api = modelApiOf(given);
   const proxy = credential
-    ? await startCredentialProxy(
-        credential,
-        given.ANTHROPIC_BASE_URL || ANTHROPIC_API,
-        (reason) => {
-          stopReason ??= reason;
+    ? await startCredentialProxy(credential, {
+        upstream: api.url,
+        scripted: api.scripted,
+        onStop: (trouble) => {
+          stopReason ??= sayTrouble(trouble, context.retryCommand ?? "retry the task");
           stopped.abort();
         },
-        context.unreachableGraceMs,
-      )
+        ...(context.fixCredential ? { fixCredential: context.fixCredential } : {}),
+        ...(context.unreachableGraceMs ? { graceMs: context.unreachableGraceMs } : {}),
+        ...(context.silenceMs ? { silenceMs: context.silenceMs } : {}),
+        log: (line) => context.log(redact(line)),
+      })
     : null;
   const modelEnv = proxy
     ? { ...withoutCredential(given), ANTHROPIC_BASE_URL: proxy.url, ANTHROPIC_API_KEY: proxy.key }
     : given;
   const log = (line: string) => context.log(redact(line));
+  const { agentUser } = context;
   // The agent's network: only the model API and the hosts the graph names, through the egress proxy.
   let egress: Egress | null = null;
   let result: AttemptResult;
   try {
+    // Nothing the runner runs once the agent has started may be the agent's to change.
+    const refused = agentUser ? agentUserProblem(agentUser, context) : null;
+    if (refused) return { ...failedAttempt(redact(refused)), agentUnavailable: true };
     egress = context.network
       ? await startEgress({
           mode: context.network.mode,
+          ...(context.network.resolver ? { resolver: context.network.resolver } : {}),
           allow: context.task.network.allow,
           modelUrl: modelEnv.ANTHROPIC_BASE_URL || ANTHROPIC_API,
           entry: context.signalEntry,
+          agentGroup: agentUser?.gid ?? null,
           log,
         })
       : null;
@@ -258,11 +296,26 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     const ctx: RunningAttempt = {
       ...context,
       git: inCheckout({ workTree: context.repoDir, gitDir }),
-      sealGitDir: () => {
+      handOver: () => {
         if (context.gitDir?.seal) sealGitDir(gitDir);
+        if (!agentUser) return;
+        // The checkout, and where the agent hands work back, become its own; nothing else does.
+        agentUser.give(context.repoDir);
+        if (existsSync(join(context.workDir, "attempts", String(context.attempt))))
+          for (const path of signalPaths(context.workDir, context.attempt)) agentUser.give(path);
       },
-      claude: { ...context.claude, env: { ...modelEnv, ...egress?.env } },
-      prefix: egress?.prefix ?? [],
+      claude: {
+        ...context.claude,
+        env: {
+          ...modelEnv,
+          ...egress?.env,
+          ...(agentUser ? { HOME: agentUser.home, TMPDIR: agentUser.tmp } : {}),
+        },
+      },
+      confine: {
+        prefix: [...(egress?.prefix ?? []), ...(agentUser?.prefix ?? [])],
+        ...(agentUser ? { endAll: agentUser.endAll, give: agentUser.give } : {}),
+      },
       redact,
       log,
       stop: { signal: stopped.signal, reason: () => stopReason },
@@ -274,9 +327,11 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     result = failedAttempt(`template error in ${error.message}`);
   } finally {
     await proxy?.close();
+    // Whatever the agent's user still runs ends with the attempt, whatever ended it.
+    await agentUser?.endAll();
   }
   if (stopReason !== null && result.outcome === "failed")
-    result = { ...result, reason: `${stopReason}, then retry the task`, agentUnavailable: true };
+    result = { ...result, reason: stopReason, agentUnavailable: true };
   const network = egress ? egressLines(egress, await egress.refusals()) : [];
   await egress?.close();
   return {
@@ -299,11 +354,14 @@ function withoutCredential(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 interface RunningAttempt extends AttemptContext {
   /** Git in the checkout, through the runner's git directory. */
   git: CheckoutGit;
-  /** Called once the runner's own git work is done and before anything of the agent's side runs. */
-  sealGitDir: () => void;
+  /**
+   * Called once the runner's own work in the checkout is done and before anything of the agent's side
+   * runs: the runner's git directory is sealed, and the agent's own user gets the checkout.
+   */
+  handOver: () => void;
   redact: (text: string) => string;
-  /** Put before every command the agent's side runs (its network namespace; see egress/). */
-  prefix: string[];
+  /** How every command of the agent's side runs (its network namespace, its own user; see bounded.ts). */
+  confine: Confinement;
   /** Stops Claude Code early, with the reason (see claude.ts). */
   stop: NonNullable<ClaudeOptions["stop"]>;
 }
@@ -311,15 +369,15 @@ interface RunningAttempt extends AttemptContext {
 /** A resolution attempt (see resolve.ts), with the attempt's agent, limits and masking. */
 async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs): Promise<AttemptResult> {
   let turns = 0;
-  let costUsd = 0;
+  let costMicros = 0;
   let overBudget = false;
   let gateOutput: string | null = null;
   const outcome = await resolveConflicts(
     ctx.git,
     resolution,
     async (prompt) => {
-      ctx.sealGitDir();
-      const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
+      ctx.handOver();
+      const left = ctx.capMicros == null ? null : ctx.capMicros - costMicros;
       const r = await runClaudeCode({
         bin: ctx.claude.bin,
         cwd: ctx.repoDir,
@@ -330,19 +388,20 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
         allowedTools: ctx.claude.allowedTools,
         addDirs: [],
         timeoutMs: ctx.claude.timeoutMs,
-        maxBudgetUsd: left,
+        maxBudgetMicros: left,
         log: ctx.log,
         stop: ctx.stop,
-        prefix: ctx.prefix,
+        confine: ctx.confine,
+        ...(ctx.logFile ? { logFile: ctx.logFile } : {}),
       });
       turns += r.turns;
-      costUsd += r.costUsd;
+      costMicros += r.costMicros;
       overBudget ||= r.overBudget;
       return r.ok ? null : (r.error ?? "Claude Code failed");
     },
     async (command) => {
       ctx.log(`gate: ${command}`);
-      const gate = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, ctx.claude.env, ctx.prefix);
+      const gate = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, ctx.claude.env, ctx.confine);
       if (gate.passed) return null;
       gateOutput = gateTail(ctx.redact(gate.output));
       return `the gate failed on the merged result: ${command}`;
@@ -356,7 +415,7 @@ async function runResolution(ctx: RunningAttempt, resolution: ResolutionInputs):
     summary: outcome.files.length
       ? `Resolved conflicts in ${outcome.files.join(", ")}.`
       : "Merged without conflicts.",
-    costUsd,
+    costMicros,
     turns,
     gateOutput,
     overBudget: !outcome.ok && overBudget,
@@ -373,7 +432,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     AGENTRELAY_SIGNAL_DIR: signalDir,
   };
   let turns = 0;
-  let costUsd = 0;
+  let costMicros = 0;
   const gates: AttemptResult["gates"] = [];
   let gateOutput: string | null = null;
   const extraOps: string[] = [];
@@ -381,12 +440,12 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
   let lastSession: string | null = null;
   let overBudget = false;
   const agent = async (prompt: string, resume: string | null): Promise<ClaudeResult> => {
-    const left = ctx.capUsd == null ? null : ctx.capUsd - costUsd;
-    if (left !== null && left < MIN_ATTEMPT_USD) {
+    const left = ctx.capMicros == null ? null : ctx.capMicros - costMicros;
+    if (left !== null && left < MIN_ATTEMPT_MICROS) {
       overBudget = true;
       return {
         ...NOT_RUN,
-        error: `stopped at its budget of ${usd(ctx.capUsd!)}: nothing left for another agent call`,
+        error: `stopped at its budget of ${usd(ctx.capMicros!)}: nothing left for another agent call`,
       };
     }
     return runClaudeCode({
@@ -400,13 +459,14 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       addDirs: [ctx.workDir],
       timeoutMs: ctx.claude.timeoutMs,
       resume,
-      maxBudgetUsd: left,
+      maxBudgetMicros: left,
       log: ctx.log,
       stop: ctx.stop,
-      prefix: ctx.prefix,
+      confine: ctx.confine,
+      ...(ctx.logFile ? { logFile: ctx.logFile } : {}),
     }).then((r) => {
       turns += r.turns;
-      costUsd += r.costUsd;
+      costMicros += r.costMicros;
       overBudget ||= r.overBudget;
       lastSession = r.sessionId ?? lastSession;
       return r;
@@ -418,11 +478,13 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
   const startHead = await ctx.git.git(["rev-parse", "HEAD"]);
   await ctx.git.git(["add", "--all"]);
   const startTree = await ctx.git.git(["write-tree"]);
-  ctx.sealGitDir();
+  ctx.handOver();
 
   /** The output checks (and the output review, when the graph asks for it) on the attempt's commits. */
   const checkBeforeLanding = async (commit: string, succeeded: boolean): Promise<string[]> => {
     const found = await checkOutput(ctx.git, startTree, commit, ctx.task.taggedPaths);
+    const workflows = ctx.workflowFilesRefused ? await workflowEdits(ctx.git, startTree, commit) : null;
+    if (workflows) found.blocking.push(workflows);
     reviewConcerns.push(...found.concerns);
     const settings = ctx.graph.settings.outputReview;
     if (found.blocking.length > 0 || !settings || !succeeded) return found.blocking;
@@ -439,10 +501,10 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       timeoutMs: ctx.claude.timeoutMs,
       log: (line) => ctx.log(`output review: ${line}`),
       stop: ctx.stop,
-      prefix: ctx.prefix,
+      confine: ctx.confine,
     });
     turns += answer.turns;
-    costUsd += answer.costUsd;
+    costMicros += answer.costMicros;
     const findings = answer.ok ? parseOutputReview(answer.finalText) : null;
     if (findings === null)
       extraOps.push(
@@ -496,7 +558,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       opsConcerns: [...signals.opsConcerns, ...extraOps],
       summary: signals.summary,
       outputs: signals.outputs,
-      costUsd,
+      costMicros,
       turns,
       gates,
       gateOutput: outcome === "failed" ? gateOutput : null,
@@ -518,7 +580,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       session: ctx.resumeSession ?? null,
       timeoutMs: ctx.gateTimeoutMs,
       env,
-      prefix: ctx.prefix,
+      confine: ctx.confine,
       agent,
       log: ctx.log,
     });
@@ -543,10 +605,10 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     if (!command) return null;
     const max = ctx.task.maxGateAttempts;
     for (let n = 1; n <= max; n++) {
-      const run = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, env, ctx.prefix);
+      const run = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, env, ctx.confine);
       // A gate may print the environment: what it wrote is masked before it is kept or shown.
       const gate = { ...run, output: ctx.redact(run.output) };
-      writeFileSync(join(signalDir, "gate_last_output.txt"), gate.output);
+      writeInAgentDir(join(signalDir, "gate_last_output.txt"), gate.output);
       gates.push({ n: gates.length + 1, passed: gate.passed });
       ctx.log(`gate ${n}/${max}: ${gate.passed ? "passed" : "failed"}`);
       gateOutput = gate.passed ? null : gateTail(gate.output);
@@ -580,7 +642,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
   if (ctx.task.review && ctx.attempt >= ctx.task.review.reviewOnAttempt) {
     const first = await review(ctx, env, ctx.task.review.agent.model);
     turns += first.turns;
-    costUsd += first.costUsd;
+    costMicros += first.costMicros;
     if (first.findings.length > 0) {
       const fix = await agent(
         [
@@ -597,7 +659,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
       if (again) return finish("failed", again);
       const second = await review(ctx, env, ctx.task.review.agent.model);
       turns += second.turns;
-      costUsd += second.costUsd;
+      costMicros += second.costMicros;
       reviewConcerns.push(...second.findings.map((f) => `review: ${f}`));
     }
   }
@@ -611,7 +673,7 @@ async function review(
   ctx: RunningAttempt,
   env: NodeJS.ProcessEnv,
   model: string | null,
-): Promise<{ findings: string[]; turns: number; costUsd: number }> {
+): Promise<{ findings: string[]; turns: number; costMicros: Micros }> {
   await ctx.git.git(["add", "--all"]);
   const diff = await ctx.git.git(["diff", "--cached", ctx.baseRef]);
   const prompt = [
@@ -640,11 +702,11 @@ async function review(
     timeoutMs: ctx.claude.timeoutMs,
     log: (line) => ctx.log(`review: ${line}`),
     stop: ctx.stop,
-    prefix: ctx.prefix,
+    confine: ctx.confine,
   });
   const verdict = parseReview(result.ok ? result.finalText : "");
   ctx.log(`review: ${verdict.length === 0 ? "approved" : `${verdict.length} finding(s)`}`);
-  return { findings: verdict, turns: result.turns, costUsd: result.costUsd };
+  return { findings: verdict, turns: result.turns, costMicros: result.costMicros };
 }
 
 /** Findings of a review answer; none when it approves. An answer without a verdict is itself a finding. */

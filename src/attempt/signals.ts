@@ -10,8 +10,9 @@
  *   <workDir>/attempts/<n>/summary.md       the agent's summary
  *   <workDir>/outputs.json                  declared outputs (schema_version "1"), kept across attempts
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { readAgentFile } from "./agent-files.ts";
 import { parseArgs } from "node:util";
 import { pathProblem } from "../graph/validate.ts";
 import type { OutputsFile } from "../protocol/render.ts";
@@ -41,31 +42,40 @@ export interface AttemptSignals {
 const oneLine = (text: string) => text.replace(/\s*[\r\n]+\s*/g, " ").trim();
 
 function readLines(file: string): string[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8")
+  return (readAgentFile(file) ?? "")
     .split("\n")
     .map((l) => l.trim())
     .filter(Boolean);
 }
 
+/** The declared outputs: an empty list until the agent declares one. */
+const NO_OUTPUTS = (): OutputsFile => ({ schema_version: "1", files: [] });
+
 export function readOutputs(workDir: string): OutputsFile {
-  const file = join(workDir, "outputs.json");
-  if (!existsSync(file)) return { schema_version: "1", files: [] };
-  return JSON.parse(readFileSync(file, "utf8")) as OutputsFile;
+  const text = readAgentFile(join(workDir, "outputs.json"));
+  return text === null || text.trim() === "" ? NO_OUTPUTS() : (JSON.parse(text) as OutputsFile);
 }
 
-/** What the agent handed back in one attempt. `.done` wins over `.failed`, as in agentrelay. */
+/**
+ * Where the agent hands work back when it runs as a user of its own (agent-user.ts): its attempt's
+ * signal directory and `outputs.json` become its own, in a work directory that stays the runner's
+ * (so the agent cannot put a link in place of the signal directory).
+ */
+export function signalPaths(workDir: string, attempt: number): string[] {
+  const outputs = join(workDir, "outputs.json");
+  if (!existsSync(outputs)) writeFileSync(outputs, `${JSON.stringify(NO_OUTPUTS(), null, 2)}\n`);
+  return [join(workDir, "attempts", String(attempt)), outputs];
+}
+
+/**
+ * What the agent handed back in one attempt. `.done` wins over `.failed`, as in agentrelay. The files
+ * are the agent's: read without following links or waiting on a FIFO (agent-files.ts).
+ */
 export function readSignals(workDir: string, attempt: number): AttemptSignals {
   const dir = join(workDir, "attempts", String(attempt));
-  const doneLines = existsSync(join(dir, ".done"))
-    ? readFileSync(join(dir, ".done"), "utf8").split("\n")
-    : null;
-  const failedLines = existsSync(join(dir, ".failed"))
-    ? readFileSync(join(dir, ".failed"), "utf8").split("\n")
-    : null;
-  const summary = existsSync(join(dir, "summary.md"))
-    ? readFileSync(join(dir, "summary.md"), "utf8").trim()
-    : "";
+  const doneLines = readAgentFile(join(dir, ".done"))?.split("\n") ?? null;
+  const failedLines = readAgentFile(join(dir, ".failed"))?.split("\n") ?? null;
+  const summary = readAgentFile(join(dir, "summary.md"))?.trim() ?? "";
   return {
     done: doneLines ? { noPr: doneLines[1]?.trim() === "NO_PR" } : null,
     failed: doneLines

@@ -1,4 +1,5 @@
 import { ParamPairError, parseParamPairs } from "../graph/params.ts";
+import { nearestKey } from "../graph/schema-issues.ts";
 
 /** Where a command writes; tests pass buffers, the binary passes the process streams. */
 export interface Io {
@@ -14,8 +15,34 @@ export const processIo: Io = {
 /** The exit codes (main.ts's EXIT_CODES says what each means). */
 export const EXIT = { ok: 0, failed: 1, usage: 2, waiting: 3, interrupted: 130 } as const;
 
+/** The command line itself is wrong (exit code 2): an unknown command or option, a value of the wrong form. */
 export class UsageError extends Error {
   override name = "UsageError";
+}
+
+/**
+ * Well-formed input that does not fit what it names (exit code 1): a task the graph does not have,
+ * a directory that is not a repository. Its message says what to do.
+ */
+export class InputError extends Error {
+  override name = "InputError";
+}
+
+/** " (did you mean `x`?)" when one of `known` is near enough to `given` to be meant, else "". */
+export function didYouMean(given: string, known: Iterable<string>): string {
+  const near = nearestKey(given, [...known]);
+  return near === null ? "" : ` (did you mean \`${near}\`?)`;
+}
+
+/**
+ * `given` must be one of `known` (a task or workstream id the user typed): an InputError naming the
+ * nearest, or the first few there are.
+ */
+export function checkKnown(what: string, given: string, known: readonly string[], where = ""): void {
+  if (known.includes(given)) return;
+  const hint = didYouMean(given, known);
+  const some = known.length > 8 ? `${known.slice(0, 8).join(", ")}, ...` : known.join(", ");
+  throw new InputError(`${where}no ${what} '${given}'${hint || ` (the graph has ${some})`}`);
 }
 
 /** Repeated `--param key=value` options (see graph/params.ts), a usage error when one is not key=value. */

@@ -5,19 +5,25 @@
  */
 import { AMOUNT_FORM, parseUsd } from "../graph/amount.ts";
 import { randomUUID } from "node:crypto";
-import { parseArgs, type ParseArgsConfig } from "node:util";
-import { closest, distance } from "fastest-levenshtein";
 import { formatIssue, GraphError } from "../graph/errors.ts";
+import { nearestKey } from "../graph/schema-issues.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { EXIT, type Io, parseParams, processIo, UsageError } from "./io.ts";
-
-type Options = NonNullable<ParseArgsConfig["options"]>;
-type Values = Record<string, string | boolean | string[] | undefined>;
+import {
+  DOCTOR_OPTIONS,
+  INIT_OPTIONS,
+  NEW_RUN,
+  RENDER_OPTIONS,
+  REPO,
+  RUN_OPTIONS,
+  SIMULATE_OPTIONS,
+} from "./option-specs.ts";
+import { type OptionSpecs, optionsHelp, readOptions, type Values } from "./options.ts";
 
 interface Command {
   usage: string;
   summary: string;
-  options: Options;
+  options: OptionSpecs;
   /** How many positionals the command takes: [fewest, most]. */
   positionals: [number, number];
   run(positionals: string[], values: Values, io: Io): Promise<number>;
@@ -28,17 +34,6 @@ interface Command {
 const str = (v: Values[string]) => (typeof v === "string" ? v : undefined);
 const list = (v: Values[string]) => (Array.isArray(v) ? v : []);
 
-/** How a local run is carried out: `run` takes these, and so do the steering commands that resume one. */
-const RUN_OPTIONS: Options = {
-  repo: { type: "string" },
-  "scripted-model": { type: "boolean" },
-  claude: { type: "string" },
-  "max-turns": { type: "string" },
-  verbose: { type: "boolean" },
-  credentials: { type: "string" },
-  "anthropic-credential": { type: "string" },
-  param: { type: "string", multiple: true, default: [] },
-};
 const RUN_FLAGS =
   "[--scripted-model] [--credentials FILE] [--anthropic-credential NAME]\n" +
   "      [--param KEY=VALUE]... [--claude PATH] [--max-turns N] [--verbose]";
@@ -85,23 +80,23 @@ function steering(
   };
 }
 
-/** An amount of US dollars given on the command line (`5`, `+5`, `$0.50`), or undefined if absent. */
+/** Micro-dollars given on the command line in dollars (`5`, `+5`, `$0.50`), or undefined if absent. */
 function dollars(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const amount = parseUsd(text.replace(/^\+/, ""));
   if ("error" in amount) throw new UsageError(`${flag} expects ${AMOUNT_FORM}, got '${text}'`);
-  return amount.usd;
+  return amount.micros;
 }
 
 /** `budget +USD [TARGET]` as a steering command, named once so that it applies once. */
 function budgetCommand(amount: string, target: string | undefined) {
   if (!amount.startsWith("+"))
     throw new UsageError(`say how much to add with a plus sign, e.g. +5 (got '${amount}')`);
-  const usd = dollars("budget", amount)!;
-  return { command: "budget" as const, usd, ...(target ? { target } : {}), id: randomUUID() };
+  const micros = dollars("budget", amount)!;
+  return { command: "budget" as const, micros, ...(target ? { target } : {}), id: randomUUID() };
 }
 
-const COMMANDS: Record<string, Command> = {
+export const COMMANDS: Record<string, Command> = {
   validate: {
     usage: "validate FILE...",
     summary: "check graph files; one line per error as FILE:LINE:COL: message",
@@ -112,7 +107,7 @@ const COMMANDS: Record<string, Command> = {
   plan: {
     usage: "plan FILE [--json]",
     summary: "print the order, waves, workstreams and a mermaid diagram",
-    options: { json: { type: "boolean" } },
+    options: { json: { type: "boolean", help: "print the plan as one JSON object" } },
     positionals: [1, 1],
     run: async ([file], values, io) =>
       (await import("./commands/plan.ts")).planCommand(file!, values.json === true, io),
@@ -120,11 +115,7 @@ const COMMANDS: Record<string, Command> = {
   render: {
     usage: "render FILE TASK_ID [--attempt N] [--out DIR] [--param KEY=VALUE]...",
     summary: "write manifest.json, policies.json and instructions.md: what the agent is told",
-    options: {
-      attempt: { type: "string", default: "1" },
-      out: { type: "string" },
-      param: { type: "string", multiple: true, default: [] },
-    },
+    options: RENDER_OPTIONS,
     positionals: [2, 2],
     run: async ([file, task], values, io) =>
       (await import("./commands/render.ts")).renderCommand(
@@ -137,7 +128,7 @@ const COMMANDS: Record<string, Command> = {
   run: {
     usage: `run FILE --repo DIR [--new-run] ${RUN_FLAGS}`,
     summary: "run a graph against a local git repository with Claude Code (again: resume it)",
-    options: { ...RUN_OPTIONS, "new-run": { type: "boolean" } },
+    options: { ...RUN_OPTIONS, "new-run": NEW_RUN },
     positionals: [1, 1],
     run: async ([file], values, io) =>
       (await import("./commands/run.ts")).runCommand(
@@ -149,7 +140,7 @@ const COMMANDS: Record<string, Command> = {
   status: {
     usage: "status FILE --repo DIR",
     summary: "show a local run: each task and workstream, what it waits for, whether a runner is live",
-    options: { repo: { type: "string" } },
+    options: { repo: REPO },
     positionals: [1, 1],
     run: async ([file], values, io) =>
       (await import("./commands/steer.ts")).statusCommand(file!, repoOf("status", values), io),
@@ -173,17 +164,9 @@ const COMMANDS: Record<string, Command> = {
   },
   simulate: {
     usage:
-      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--json | --markdown]",
+      "simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]... [--conflict-integration WS[:N]]... [--cost-per-attempt USD] [--at EVENTS] [--json | --markdown]",
     summary: "run the engine with simulated agents: what happens if a task fails?",
-    options: {
-      fail: { type: "string", multiple: true, default: [] },
-      concern: { type: "string", multiple: true, default: [] },
-      "cost-per-attempt": { type: "string" },
-      conflict: { type: "string", multiple: true, default: [] },
-      "conflict-integration": { type: "string", multiple: true, default: [] },
-      json: { type: "boolean" },
-      markdown: { type: "boolean" },
-    },
+    options: SIMULATE_OPTIONS,
     positionals: [1, 1],
     run: async ([file], values, io) =>
       (await import("./commands/simulate.ts")).simulateCommand(
@@ -196,6 +179,7 @@ const COMMANDS: Record<string, Command> = {
           costPerAttempt: dollars("--cost-per-attempt", str(values["cost-per-attempt"])),
           conflictIntegration: list(values["conflict-integration"]),
           conflict: list(values.conflict),
+          at: str(values.at),
         },
         io,
       ),
@@ -211,26 +195,34 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   init: {
-    usage: "init [--no-app] [--repo DIR] [--action OWNER/REPO@REF] [--image IMAGE] [--force]",
+    usage:
+      "init [--no-app] [--repo DIR] [--release vX.Y.Z] [--action OWNER/REPO@REF] [--image IMAGE] [--force]",
     summary:
-      "install the task workflow (with --no-app, also the orchestrator workflow: no app to host) and a small sample graph in your repository (the current one by default)",
-    options: {
-      "no-app": { type: "boolean" },
-      repo: { type: "string" },
-      action: { type: "string" },
-      image: { type: "string" },
-      force: { type: "boolean" },
-    },
+      "set up a repository: the task workflow (with --no-app, also the orchestrator workflow: no app to host), a small sample graph, and .gitignore's line for local runs",
+    options: INIT_OPTIONS,
     positionals: [0, 0],
     run: async (_, values, io) =>
       (await import("./commands/init.ts")).initCommand(
         {
           repo: str(values.repo),
+          release: str(values.release),
           action: str(values.action),
           image: str(values.image),
           force: values.force === true,
           noApp: values["no-app"] === true,
         },
+        io,
+      ),
+  },
+  doctor: {
+    usage: "doctor [--repo OWNER/NAME] [--api-url URL]",
+    summary:
+      "read the GitHub repository's settings and name, one line each with its fix, what would stall a run or skip work (token: GITHUB_TOKEN, GH_TOKEN or `gh auth token`)",
+    options: DOCTOR_OPTIONS,
+    positionals: [0, 0],
+    run: async (_, values, io) =>
+      (await import("./commands/doctor.ts")).doctorCommand(
+        { repo: str(values.repo), apiUrl: str(values["api-url"]) },
         io,
       ),
   },
@@ -257,55 +249,47 @@ export const EXIT_CODES: [code: number, meaning: string][] = [
   [EXIT.ok, "ok: done as asked; where a command shows or carries on a run, the run succeeded"],
   [
     EXIT.failed,
-    "failed: invalid input, the agent check, a refused command, or a run that ended without succeeding",
+    "failed: invalid input (a graph, a task it lacks, no repository), the agent check, a refused command, or a run that did not succeed",
   ],
-  [EXIT.usage, "usage: an unknown command or option, or missing or extra arguments"],
+  [
+    EXIT.usage,
+    "usage: an unknown command or option, an option value of the wrong form, or missing or extra arguments",
+  ],
   [EXIT.waiting, "not finished: the run waits for you (a merge, a budget, a conflict) or a runner is live"],
   [EXIT.interrupted, "interrupted (Ctrl-C): run the same command again to resume"],
 ];
-
-/** Options `args` gives that `options` does not take (with the nearest it does), or a value missing or misplaced. */
-function optionProblem(command: string, args: readonly string[], options: Options): string | null {
-  const names = Object.keys(options);
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (arg === "--") break;
-    if (!arg.startsWith("-") || arg === "-") continue;
-    const name = arg.replace(/^--?/, "").split("=")[0]!;
-    const inline = arg.startsWith("--") && arg.includes("=");
-    const option = arg.startsWith("--") ? options[name] : undefined;
-    if (!option) {
-      const near = names.length > 0 ? closest(name, names) : null;
-      const takes =
-        names.length > 0
-          ? `\`${command}\` takes ${names.map((n) => `--${n}`).join(", ")}`
-          : `\`${command}\` takes no options`;
-      return near && distance(name, near) <= 2
-        ? `unknown option ${arg.split("=")[0]} (did you mean --${near}?)`
-        : `unknown option ${arg.split("=")[0]}; ${takes}`;
-    }
-    if (option.type === "boolean" && inline) return `--${name} takes no value`;
-    if (option.type === "string" && !inline) {
-      const next = args[i + 1];
-      if (next === undefined || next.startsWith("--")) return `--${name} needs a value`;
-      i++;
-    }
-  }
-  return null;
-}
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim();
 
 /** Errors that say what to do in their one line: printed as they are, exit code 1. */
 const USER_ERRORS = new Set([
+  "InputError",
   "CredentialError",
   "RunLockedError",
   "LocalRunError",
   "AgentUnavailableError",
   "StateDamageError",
+  "DoctorError",
 ]);
 
 const exitCodeLines = () => EXIT_CODES.map(([code, meaning]) => `  ${String(code).padEnd(4)} ${meaning}`);
+
+/** `agentrelay COMMAND --help`: its usage, what it does, each option, the exit codes. */
+function commandHelp(command: Command): string {
+  const options = optionsHelp(command.options);
+  return [
+    `usage: agentrelay ${command.usage}`,
+    "",
+    command.summary,
+    "",
+    "options:",
+    ...options,
+    "",
+    "exit codes:",
+    ...exitCodeLines(),
+    "",
+  ].join("\n");
+}
 
 export function usage(): string {
   const lines = ["usage: agentrelay <command> [options]", "", "commands:"];
@@ -330,29 +314,24 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return EXIT.ok;
     }
     if (name === "signal") return (await import("./commands/signal.ts")).signalCommand(rest, io);
-    const command = COMMANDS[name];
+    const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
     if (!command) {
-      const near = closest(name, Object.keys(COMMANDS));
-      const hint = distance(name, near) <= 2 ? ` (did you mean \`${near}\`?)` : "";
-      throw new UsageError(`unknown command '${name}'${hint}`);
+      if (name.startsWith("-")) {
+        const near = nearestKey(name.replace(/^--?/, ""), ["help", "version"]);
+        throw new UsageError(`unknown option ${name}${near ? ` (did you mean --${near}?)` : ""}`);
+      }
+      const near = nearestKey(name, Object.keys(COMMANDS));
+      throw new UsageError(`unknown command '${name}'${near ? ` (did you mean \`${near}\`?)` : ""}`);
     }
     if (rest.includes("--help") || rest.includes("-h")) {
-      io.out(
-        `usage: agentrelay ${command.usage}\n\n${command.summary}\n\nexit codes:\n${exitCodeLines().join("\n")}\n`,
-      );
+      io.out(commandHelp(command));
       return EXIT.ok;
     }
-    const problem = optionProblem(name, rest, command.options);
-    if (problem) throw new UsageError(problem);
-    const { positionals, values } = parseArgs({
-      args: rest,
-      allowPositionals: true,
-      options: command.options,
-    });
+    const { positionals, values } = readOptions(name, rest, command.options);
     const [fewest, most] = command.positionals;
     if (positionals.length < fewest || positionals.length > most)
       throw new UsageError(`usage: agentrelay ${command.usage}`);
-    return await command.run(positionals, values as Values, io);
+    return await command.run(positionals, values, io);
   } catch (error) {
     if (error instanceof GraphError) {
       for (const issue of error.issues) io.out(formatIssue(issue));

@@ -27,7 +27,7 @@ function resolutions(conflict: Conflict | undefined): string | null {
   const cost = spentBy(tried);
   const last = tried.at(-1)!;
   const files = conflict!.files.length ? ` in ${conflict!.files.join(", ")}` : "";
-  return `conflicts${files}: ${tried.length} resolution(s), ${usd(cost)}, the last ${last.outcome ?? "running"}${last.reason ? ` (${last.reason})` : ""}`;
+  return `conflicts${files}: ${tried.length} resolution${tried.length === 1 ? "" : "s"}, ${usd(cost)}, the last ${last.outcome ?? "running"}${last.reason ? ` (${last.reason})` : ""}`;
 }
 
 const indent = (text: string, prefix: string) =>
@@ -42,7 +42,8 @@ export function waitingFor(state: RunState, graph: Graph): string {
   if (budgets.length > 0 && state.candidates.length > 0)
     return `waiting for budget: ${budgets.join("; ")}; raise it with \`agentrelay budget FILE +USD [WORKSTREAM|TASK] --repo DIR\``;
   const conflicted = Object.entries(state.tasks).find(([, t]) => leftToPerson(t));
-  if (conflicted) return `waiting for you: task ${conflicted[0]}'s ${conflicted[1].reason}, then run again`;
+  if (conflicted)
+    return `waiting for you: task ${conflicted[0]}'s PR: ${conflicted[1].reason}, then run again`;
   const open = graph.workstreams.filter((w) => state.workstreams[w.id]?.status === "pr_open");
   // An auto-merge that failed says why (the target checked out with uncommitted changes, say): that
   // comes first, since merging by hand would meet the same cause.
@@ -99,7 +100,7 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
   }
   lines.push(
     "",
-    (state.budget ? spendLine(state, graph) : `Spent ${usd(cost)}`) +
+    (state.budget ? spendLine(state, graph, (id) => id) : `Spent ${usd(cost)}`) +
       (options.scripted ? " (simulated: the scripted model charges nothing)" : ""),
     `Work: task branches ${taskBranch(graph.name, "<task>")} in ${repo}`,
     `State: git log -p refs/agentrelay/runs/${state.runKey} (in ${repo})`,

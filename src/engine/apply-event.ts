@@ -75,7 +75,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       }
       if (record.outcome === null) {
         record.outcome = "succeeded";
-        charge(step, event.task, record, event.costUsd);
+        charge(step, event.task, record, event.costMicros);
         record.turns = event.turns ?? null;
         unreserve(step, plan.tasks.get(event.task)!.workstreamId, record);
         step.changed = true;
@@ -104,7 +104,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       if (!record) {
         // An attempt stopped before it reported (cancelled) still spent what it spent.
         const stopped = known(event.task) ? step.task(event.task).attempts[event.attempt - 1] : undefined;
-        if (stopped && !another(stopped)) charge(step, event.task, stopped, event.costUsd);
+        if (stopped && !another(stopped)) charge(step, event.task, stopped, event.costMicros);
         return;
       }
       if (another(record)) return;
@@ -112,7 +112,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       const kind = event.kind ?? "failed";
       record.outcome = kind;
       record.reason = event.reason;
-      charge(step, event.task, record, event.costUsd);
+      charge(step, event.task, record, event.costMicros);
       if (event.turns != null) record.turns = event.turns;
       if (event.gateOutput) record.gateOutput = event.gateOutput;
       // Stopped by a budget other than its own per-attempt limit (its share of the run's or its

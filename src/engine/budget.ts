@@ -1,27 +1,30 @@
 /**
- * Budgets: what a run, a workstream and a task may spend, in US dollars as Claude Code reports them.
+ * Budgets: what a run, a workstream and a task may spend, in micro-dollars (graph/amount.ts: integers,
+ * so that a sum or a comparison is exact; people read them as dollars).
  *
  * Each attempt is dispatched with a cap (Claude Code's `--max-budget-usd`): the least of its task's
  * remaining budget, its workstream's, its share of the run's (the run's remainder divided among the
  * workstreams that may start an agent now, at most the free slots) and the per-attempt limit, never
- * less than the attempt's floor (attempt-floor.ts). The cap is reserved until the attempt ends, then
- * what it really spent is charged, so what is spent never passes a budget by more than the in-flight
- * attempts' own overshoot of their caps. When a budget has less than the floor left, nothing more of
- * it is dispatched: the run waits, saying so, until `budget +USD` raises it. An attempt stopped by a
- * budget other than its own per-attempt limit is given back to its task: the task waits, not fails.
+ * less than the attempt's floor (graph/attempt-floor.ts). The cap is reserved until the attempt ends,
+ * then what it really spent is charged, so what is spent never passes a budget by more than the
+ * in-flight attempts' own overshoot of their caps. When a budget has less than the floor left, nothing
+ * more of it is dispatched: the run waits, saying so, until `budget +USD` raises it. An attempt stopped
+ * by a budget other than its own per-attempt limit is given back to its task: the task waits, not fails.
  */
-import { AMOUNT_FORM, MAX_RAISED_USD, MAX_USD } from "../graph/amount.ts";
+import { AMOUNT_FORM, MAX_MICROS, MAX_RAISED_MICROS, type Micros, usd, usdExact } from "../graph/amount.ts";
+import { attemptFloorMicros } from "../graph/attempt-floor.ts";
 import type { Graph } from "../graph/model.ts";
 import { resolverOf } from "../plan/resolution.ts";
-import { attemptFloorUsd } from "./attempt-floor.ts";
 import type { Step } from "./step.ts";
 import type { AttemptRecord, EngineEvent, RunState, TaskRun } from "./types.ts";
 
+export { usd };
+
 /** What one scope (the run, a workstream) has spent, holds for running attempts, and was raised by. */
 export interface Spend {
-  spentUsd: number;
-  reservedUsd: number;
-  raisedUsd: number;
+  spentMicros: Micros;
+  reservedMicros: Micros;
+  raisedMicros: Micros;
 }
 
 export interface BudgetState {
@@ -37,17 +40,21 @@ export interface BudgetState {
 
 /**
  * Within a running attempt, what is left of its cap below which another agent call is not made (a
- * tenth of a cent). Attempts start with far more: see attempt-floor.ts.
+ * tenth of a cent). Attempts start with far more: see graph/attempt-floor.ts.
  */
-export const MIN_ATTEMPT_USD = 0.001;
+export const MIN_ATTEMPT_MICROS: Micros = 1_000;
 
-/** Amounts are kept to a millionth of a dollar, so that adding and taking back leaves no residue. */
-const exact = (amount: number): number => Math.round(amount * 1e6) / 1e6;
+/** An amount the engine adds: a whole number of micro-dollars (a dollar amount here is a bug). */
+function whole(micros: number): Micros {
+  if (!Number.isSafeInteger(micros) || micros < 0)
+    throw new Error(`an amount must be a whole number of micro-dollars, not ${micros}`);
+  return micros;
+}
 
-/** Rounded down to a millionth (past float noise), so that caps never add up to more than a budget. */
-const downToMillionth = (amount: number): number => Math.floor(amount * 1e6 + 1e-6) / 1e6;
+const none = (): Spend => ({ spentMicros: 0, reservedMicros: 0, raisedMicros: 0 });
 
-const none = (): Spend => ({ spentUsd: 0, reservedUsd: 0, raisedUsd: 0 });
+/** Ids in what people read on GitHub are code; the command line passes `(id) => id`. */
+const markdownCode = (id: string) => `\`${id}\``;
 
 /** The run's budget record, created on first use (runs started before budgets have none). */
 export function budgetOf(state: RunState): BudgetState {
@@ -56,23 +63,19 @@ export function budgetOf(state: RunState): BudgetState {
 
 const workstreamSpend = (budget: BudgetState, ws: string): Spend => (budget.workstreams[ws] ??= none());
 
-/** Dollars as people write them: cents, and tenths of a cent where an amount has them ($0.25, $0.0025, $2,000.00). */
-export const usd = (amount: number): string =>
-  `$${amount >= 1 ? amount.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) : amount.toFixed(4).replace(/(\.\d{2}\d*?)0+$/, "$1")}`;
-
 /** What these attempts (or resolutions) spent. */
-export const spentBy = (records: readonly { costUsd: number | null }[]): number =>
-  exact(records.reduce((sum, a) => sum + (a.costUsd ?? 0), 0));
+export const spentBy = (records: readonly { costMicros: Micros | null }[]): Micros =>
+  records.reduce((sum, a) => sum + (a.costMicros ?? 0), 0);
 
 /** What a task's attempts spent, and the resolutions of its PR's conflicts. */
-export const taskSpent = (t: TaskRun): number => spentBy([...t.attempts, ...(t.conflict?.resolutions ?? [])]);
+export const taskSpent = (t: TaskRun): Micros => spentBy([...t.attempts, ...(t.conflict?.resolutions ?? [])]);
 
 /**
  * The attempt's cap and which limit set it; or that it waits, for running attempts to give back what
  * they hold; or why it may not start at all (a budget with less than an attempt's floor left).
  */
 export type Allowance =
-  { capUsd: number | null; capBy?: CapScope } | { waits: true } | { spent: string; scope: string };
+  { capMicros: Micros | null; capBy?: CapScope } | { waits: true } | { spent: string; scope: string };
 
 /**
  * What set an attempt's cap: its own per-attempt limit (`max_attempt_cost_usd`), or what is left of the
@@ -95,70 +98,78 @@ export function allowanceIn(step: Step, wsId: string, id: string | null): Allowa
     scope: string;
     by: CapScope;
     name: string;
-    limit: number;
-    spent: number;
-    held: number;
+    limit: Micros;
+    spent: Micros;
+    held: Micros;
     share: number;
   }[] = [];
-  if (settings.maxCostUsd !== null) {
+  if (settings.maxCostMicros !== null) {
     const run = budget?.run ?? none();
     const free = contenders(step, state.settings.maxConcurrency - (budget?.holding ?? 0));
     limits.push({
       scope: "run",
       by: "run",
       name: "the run",
-      limit: settings.maxCostUsd + run.raisedUsd,
-      spent: run.spentUsd,
-      held: run.reservedUsd,
+      limit: settings.maxCostMicros + run.raisedMicros,
+      spent: run.spentMicros,
+      held: run.reservedMicros,
       share: free,
     });
   }
   const ws = plan.workstreams.get(wsId)!;
-  if (ws.maxCostUsd !== null) {
+  if (ws.maxCostMicros !== null) {
     const spend = budget?.workstreams[ws.id] ?? none();
     limits.push({
       scope: `workstream:${ws.id}`,
       by: "workstream",
       name: `workstream '${ws.id}'`,
-      limit: ws.maxCostUsd + spend.raisedUsd,
-      spent: spend.spentUsd,
-      held: spend.reservedUsd,
+      limit: ws.maxCostMicros + spend.raisedMicros,
+      spent: spend.spentMicros,
+      held: spend.reservedMicros,
       share: 1,
     });
   }
-  if (task && id !== null && task.maxCostUsd !== null) {
+  if (task && id !== null && task.maxCostMicros !== null) {
     const t = state.tasks[id]!;
     limits.push({
       scope: `task:${id}`,
       by: "task",
       name: `task '${id}'`,
-      limit: task.maxCostUsd + (t.budgetRaisedUsd ?? 0),
+      limit: task.maxCostMicros + (t.budgetRaisedMicros ?? 0),
       spent: taskSpent(t),
       held: 0,
       share: 1,
     });
   }
-  const own = task?.maxAttemptCostUsd ?? settings.maxAttemptCostUsd;
-  const floor = attemptFloorUsd(plan.graph, task ?? resolverOf(plan, { workstream: wsId }).agentTask);
-  let capUsd = own ?? Infinity;
+  const own = task?.maxAttemptCostMicros ?? settings.maxAttemptCostMicros;
+  const floor = attemptFloorMicros(plan.graph, task ?? resolverOf(plan, { workstream: wsId }).agentTask);
+  let capMicros: Micros | null = own;
   let capBy: CapScope = "attempt";
   let waits = false;
-  for (const { scope, by, name, limit: given, spent, held, share } of limits) {
-    const limit = downToMillionth(given); // counted in millionths of a dollar, as spend is
+  for (const { scope, by, name, limit, spent, held, share } of limits) {
     // Less than an attempt needs is as good as spent: the work waits for a raise.
-    if (limit - spent < floor) {
-      const left =
-        limit - spent > 0 ? `, ${usd(limit - spent)} left, less than an attempt's ${usd(floor)}` : "";
-      return { scope, spent: `budget spent: ${usd(spent)} of ${usd(limit)} for ${name}${left}` };
-    }
+    if (limit - spent < floor) return { scope, spent: spentMessage(name, limit, spent, floor) };
     const left = limit - spent - held;
     if (left < floor) waits = true;
     // The first to start takes at least the floor; the others wait for what it gives back.
-    const cap = Math.min(left, Math.max(left / share, floor));
-    if (cap < capUsd) [capUsd, capBy] = [cap, by];
+    const cap = Math.min(left, Math.max(Math.floor(left / share), floor));
+    if (capMicros === null || cap < capMicros) [capMicros, capBy] = [cap, by];
   }
   if (waits) return { waits };
-  return capUsd === Infinity ? { capUsd: null } : { capUsd: downToMillionth(capUsd), capBy };
+  return capMicros === null ? { capMicros: null } : { capMicros, capBy };
+}
+
+/**
+ * Why a budget with less than an attempt's floor left holds the work: "budget spent: $3.10 of $3.00
+ * for the run", or what is left against the floor, to the micro-dollar so that the amounts add up and
+ * never read alike ("$2.700001 of $3.00 for the run, $0.299999 left, less than an attempt's $0.30").
+ */
+function spentMessage(name: string, limit: Micros, spent: Micros, floor: Micros): string {
+  if (spent >= limit) return `budget spent: ${usd(spent)} of ${usd(limit)} for ${name}`;
+  const left = `${usdExact(limit - spent)} left, less than an attempt's ${usdExact(floor)}`;
+  return spent === 0
+    ? `budget too small: ${usd(limit)} for ${name}, ${left}`
+    : `budget nearly spent: ${usdExact(spent)} of ${usd(limit)} for ${name}, ${left}`;
 }
 
 /**
@@ -178,37 +189,37 @@ function contenders(step: Step, freeSlots: number): number {
 }
 
 /** An attempt's record as budgets see it: its cap, and the part of it still held. */
-type Held = { capUsd?: number | null; reservedUsd?: number };
+type Held = { capMicros?: Micros | null; reservedMicros?: Micros };
 
 /** Holds the attempt's cap against the run's and its workstream's budgets while it runs. */
-export function reserve(step: Step, wsId: string, record: Held, capUsd: number | null): void {
-  record.capUsd = capUsd;
-  if (capUsd === null) return;
+export function reserve(step: Step, wsId: string, record: Held, capMicros: Micros | null): void {
+  record.capMicros = capMicros;
+  if (capMicros === null) return;
   const budget = budgetOf(step.state);
   const ws = workstreamSpend(budget, wsId);
-  budget.run.reservedUsd = exact(budget.run.reservedUsd + capUsd);
-  ws.reservedUsd = exact(ws.reservedUsd + capUsd);
+  budget.run.reservedMicros += whole(capMicros);
+  ws.reservedMicros += capMicros;
   budget.holding++;
-  record.reservedUsd = capUsd;
+  record.reservedMicros = capMicros;
 }
 
 /** The attempt ended (or was stopped): its cap is no longer held. Safe to call more than once. */
 export function unreserve(step: Step, wsId: string, record: Held | undefined): void {
-  if (!record?.reservedUsd) return;
+  if (!record?.reservedMicros) return;
   const budget = budgetOf(step.state);
   const ws = workstreamSpend(budget, wsId);
-  budget.run.reservedUsd = Math.max(0, exact(budget.run.reservedUsd - record.reservedUsd));
-  ws.reservedUsd = Math.max(0, exact(ws.reservedUsd - record.reservedUsd));
+  budget.run.reservedMicros = Math.max(0, budget.run.reservedMicros - record.reservedMicros);
+  ws.reservedMicros = Math.max(0, ws.reservedMicros - record.reservedMicros);
   budget.holding = Math.max(0, budget.holding - 1);
-  delete record.reservedUsd;
+  delete record.reservedMicros;
 }
 
 /** Records what a workstream's own attempt (a conflict resolution) spent. */
-export function chargeWorkstream(step: Step, wsId: string, costUsd: number): void {
+export function chargeWorkstream(step: Step, wsId: string, costMicros: Micros): void {
   const budget = budgetOf(step.state);
-  budget.run.spentUsd = exact(budget.run.spentUsd + costUsd);
+  budget.run.spentMicros += whole(costMicros);
   const ws = workstreamSpend(budget, wsId);
-  ws.spentUsd = exact(ws.spentUsd + costUsd);
+  ws.spentMicros += costMicros;
   step.changed = true;
 }
 
@@ -217,11 +228,11 @@ export function charge(
   step: Step,
   id: string,
   record: AttemptRecord,
-  costUsd: number | null | undefined,
+  costMicros: Micros | null | undefined,
 ): void {
-  if (costUsd == null || record.costUsd != null) return;
-  record.costUsd = exact(costUsd);
-  chargeWorkstream(step, step.plan.tasks.get(id)!.workstreamId, record.costUsd);
+  if (costMicros == null || record.costMicros != null) return;
+  record.costMicros = whole(costMicros);
+  chargeWorkstream(step, step.plan.tasks.get(id)!.workstreamId, record.costMicros);
 }
 
 /** Notes a budget found spent, once until it is raised: the timeline and the status say so. */
@@ -250,8 +261,9 @@ type BudgetCommand = Extract<EngineEvent, { type: "command"; command: "budget" }
  */
 export function raiseBudget(step: Step, event: BudgetCommand): [boolean, string] | null {
   const { plan, state } = step;
-  const { target, usd: amount } = event;
-  if (!(amount > 0) || amount > MAX_USD) return [false, `say how much to add: ${AMOUNT_FORM}`];
+  const { target, micros: amount } = event;
+  if (!Number.isSafeInteger(amount) || amount <= 0 || amount > MAX_MICROS)
+    return [false, `say how much to add: ${AMOUNT_FORM}`];
   if (state.cancelled || state.outcome !== null) return [false, "the run has already finished"];
   if (state.budget?.raises.includes(event.id)) return null; // the same request again: already answered
   const kind =
@@ -265,28 +277,26 @@ export function raiseBudget(step: Step, event: BudgetCommand): [boolean, string]
   if (kind === null) return [false, `no workstream or task '${target}'`];
   const limit =
     kind === "run"
-      ? plan.graph.settings.maxCostUsd
+      ? plan.graph.settings.maxCostMicros
       : kind === "workstream"
-        ? plan.workstreams.get(target!)!.maxCostUsd
-        : plan.tasks.get(target!)!.maxCostUsd;
+        ? plan.workstreams.get(target!)!.maxCostMicros
+        : plan.tasks.get(target!)!.maxCostMicros;
   const name = kind === "run" ? "the run" : `${kind} '${target}'`;
   if (limit === null) return [false, `${name} has no budget (max_cost_usd) to raise`];
   const budget = budgetOf(state);
   const raised =
     kind === "run"
-      ? budget.run.raisedUsd
+      ? budget.run.raisedMicros
       : kind === "workstream"
-        ? workstreamSpend(budget, target!).raisedUsd
-        : (step.task(target!).budgetRaisedUsd ?? 0);
-  if (limit + raised + amount > MAX_RAISED_USD)
-    return [false, `${name}'s budget would pass ${usd(MAX_RAISED_USD)}: raise it by less`];
-  if (kind === "run") budget.run.raisedUsd = exact(budget.run.raisedUsd + amount);
-  else if (kind === "workstream") {
-    const ws = workstreamSpend(budget, target!);
-    ws.raisedUsd = exact(ws.raisedUsd + amount);
-  } else {
+        ? workstreamSpend(budget, target!).raisedMicros
+        : (step.task(target!).budgetRaisedMicros ?? 0);
+  if (limit + raised + amount > MAX_RAISED_MICROS)
+    return [false, `${name}'s budget would pass ${usd(MAX_RAISED_MICROS)}: raise it by less`];
+  if (kind === "run") budget.run.raisedMicros += amount;
+  else if (kind === "workstream") workstreamSpend(budget, target!).raisedMicros += amount;
+  else {
     const t = step.task(target!);
-    t.budgetRaisedUsd = exact((t.budgetRaisedUsd ?? 0) + amount);
+    t.budgetRaisedMicros = (t.budgetRaisedMicros ?? 0) + amount;
   }
   budget.raises.push(event.id);
   delete budget.spent[kind === "run" ? "run" : `${kind}:${target}`];
@@ -298,39 +308,43 @@ export function raiseBudget(step: Step, event: BudgetCommand): [boolean, string]
  * One line on what the run spent against its budget, and each workstream with a budget of its own
  * (the first ten: the line stays short at any size).
  */
-export function spendLine(state: RunState, graph: Graph): string {
+export function spendLine(state: RunState, graph: Graph, quote = markdownCode): string {
   const budget = state.budget;
-  const of = (limit: number | null, raised: number) => (limit === null ? "" : ` of ${usd(limit + raised)}`);
-  const budgeted = graph.workstreams.filter((w) => w.maxCostUsd !== null);
+  const of = (limit: Micros | null, raised: Micros) => (limit === null ? "" : ` of ${usd(limit + raised)}`);
+  const budgeted = graph.workstreams.filter((w) => w.maxCostMicros !== null);
   const workstreams = budgeted.slice(0, 10).map((w) => {
     const spend = budget?.workstreams[w.id] ?? none();
-    return `${w.id} ${usd(spend.spentUsd)}${of(w.maxCostUsd, spend.raisedUsd)}`;
+    return `${quote(w.id)} ${usd(spend.spentMicros)}${of(w.maxCostMicros, spend.raisedMicros)}`;
   });
-  if (budgeted.length > 10) workstreams.push(`${budgeted.length - 10} more workstreams`);
-  const run = `Spent ${usd(budget?.run.spentUsd ?? 0)}${of(graph.settings.maxCostUsd, budget?.run.raisedUsd ?? 0)}`;
+  if (budgeted.length > 10)
+    workstreams.push(`${(budgeted.length - 10).toLocaleString("en-US")} more workstreams`);
+  const run = `Spent ${usd(budget?.run.spentMicros ?? 0)}${of(graph.settings.maxCostMicros, budget?.run.raisedMicros ?? 0)}`;
   return workstreams.length ? `${run} (${workstreams.join(", ")})` : run;
 }
 
 /** The budgets a graph sets, as one line (null when it sets none); at most `max` workstreams and tasks named. */
-export function budgetsText(graph: Graph, max = 20): string | null {
+export function budgetsText(graph: Graph, max = 20, quote = markdownCode): string | null {
   const parts: string[] = [];
-  const { maxCostUsd, maxAttemptCostUsd } = graph.settings;
-  if (maxCostUsd !== null) parts.push(`the run ${usd(maxCostUsd)}`);
-  if (maxAttemptCostUsd !== null) parts.push(`each attempt ${usd(maxAttemptCostUsd)}`);
+  const { maxCostMicros, maxAttemptCostMicros } = graph.settings;
+  if (maxCostMicros !== null) parts.push(`the run ${usd(maxCostMicros)}`);
+  if (maxAttemptCostMicros !== null) parts.push(`each attempt ${usd(maxAttemptCostMicros)}`);
   const own = [
     ...graph.workstreams
-      .filter((w) => w.maxCostUsd !== null)
-      .map((w) => `workstream ${w.id} ${usd(w.maxCostUsd!)}`),
+      .filter((w) => w.maxCostMicros !== null)
+      .map((w) => `workstream ${quote(w.id)} ${usd(w.maxCostMicros!)}`),
     ...graph.tasks
-      .filter((t) => t.maxCostUsd !== null || t.maxAttemptCostUsd !== null)
+      .filter((t) => t.maxCostMicros !== null || t.maxAttemptCostMicros !== null)
       .map((t) =>
         [
-          `task ${t.id}`,
-          t.maxCostUsd !== null ? ` ${usd(t.maxCostUsd)}` : "",
-          t.maxAttemptCostUsd !== null ? ` (each attempt ${usd(t.maxAttemptCostUsd)})` : "",
+          `task ${quote(t.id)}`,
+          t.maxCostMicros !== null ? ` ${usd(t.maxCostMicros)}` : "",
+          t.maxAttemptCostMicros !== null ? ` (each attempt ${usd(t.maxAttemptCostMicros)})` : "",
         ].join(""),
       ),
   ];
-  parts.push(...own.slice(0, max), ...(own.length > max ? [`and ${own.length - max} more`] : []));
+  parts.push(
+    ...own.slice(0, max),
+    ...(own.length > max ? [`and ${(own.length - max).toLocaleString("en-US")} more`] : []),
+  );
   return parts.length ? `Budgets: ${parts.join(", ")}` : null;
 }

@@ -22,13 +22,14 @@ type About = Extract<
   { type: "resolution_dispatched" | "resolution_started" | "resolution_lost" | "resolution_finished" }
 >;
 
-/** How the reason of a PR whose conflicts wait for a person begins. */
-export const CONFLICTS = "conflicts with ";
-
+/** The files of a conflict, as code: "`a.py`, `b.py`", the first ten named. */
 const fileList = (files: string[]) =>
   files.length === 0
     ? "its files"
-    : files.slice(0, 10).join(", ") + (files.length > 10 ? ` and ${files.length - 10} more` : "");
+    : files
+        .slice(0, 10)
+        .map((f) => `\`${f}\``)
+        .join(", ") + (files.length > 10 ? ` and ${(files.length - 10).toLocaleString("en-US")} more` : "");
 
 /** Resolutions that count against the bound (a lost job's does not). */
 const counted = (conflict: Conflict) => conflict.resolutions.filter((r) => r.outcome !== "lost").length;
@@ -60,7 +61,7 @@ export function conflicted(step: Step, event: Conflicted): void {
   const { files } = event;
   if (max === 0 && task !== undefined) {
     // Resolution off: the task fails on its conflict, as it did before resolutions existed.
-    const reason = `merging the task PR failed: it has conflicts with ${resolver.target} in ${fileList(files)}`;
+    const reason = `merging the task PR failed: it has conflicts with \`${resolver.target}\` in ${fileList(files)}`;
     step.failTask(task, reason, "failed", true);
     return;
   }
@@ -79,16 +80,17 @@ export function conflicted(step: Step, event: Conflicted): void {
   // GitHub does not say which files conflict; a resolution that found them keeps them.
   if (files.length > 0) conflict.files = files;
   step.changed = true;
-  if (!allowed || !("capUsd" in allowed)) {
+  if (!allowed || !("capMicros" in allowed)) {
     const why =
       max === 0
-        ? "resolution is off (max_resolution_attempts: 0)"
+        ? "resolution is off, `max_resolution_attempts: 0`"
         : readOnly
           ? `task '${resolver.agentTask.id}' is read_only, so no agent may push a resolution`
           : !allowed
-            ? `${tried} resolution attempt(s) did not settle them`
+            ? `${tried} resolution attempt${tried === 1 ? "" : "s"} did not settle them`
             : allowed.spent;
-    const reason = `${CONFLICTS}${resolver.target} in ${fileList(conflict.files)} (${why}): merge ${resolver.target} into ${resolver.branch} by hand`;
+    // What to do first, so that a cut line keeps the branches to merge.
+    const reason = `merge \`${resolver.target}\` into \`${resolver.branch}\` by hand: they conflict in ${fileList(conflict.files)} (${why})`;
     conflict.toPerson = true;
     if (task !== undefined) step.task(task).reason = reason;
     else Object.assign(step.workstream(subject.workstream), { autoMergeSkipped: true, reason });
@@ -104,17 +106,17 @@ export function conflicted(step: Step, event: Conflicted): void {
     startedAt: null,
     outcome: null,
     reason: null,
-    costUsd: null,
+    costMicros: null,
     turns: null,
   };
   conflict.resolutions.push(record);
-  reserve(step, subject.workstream, record, allowed.capUsd);
+  reserve(step, subject.workstream, record, allowed.capMicros);
   step.log({
     type: "resolution",
     workstream: subject.workstream,
     ...(task ? { task } : {}),
     attempt: n,
-    detail: `conflicts with ${resolver.target} in ${fileList(conflict.files)}`,
+    detail: `conflicts with \`${resolver.target}\` in ${fileList(conflict.files)}`,
   });
   step.emit({
     type: "resolve_conflicts",
@@ -122,7 +124,7 @@ export function conflicted(step: Step, event: Conflicted): void {
     ...subject,
     n,
     files: conflict.files,
-    ...(allowed.capUsd !== null ? { capUsd: allowed.capUsd } : {}),
+    ...(allowed.capMicros !== null ? { capMicros: allowed.capMicros } : {}),
   });
 }
 
@@ -160,9 +162,9 @@ export function resolutionFact(step: Step, event: About): void {
       if (!lost && event.files?.length) holder.record.conflict!.files = event.files;
       if (!lost) {
         record.turns = event.turns ?? null;
-        if (event.costUsd != null) {
-          record.costUsd = event.costUsd;
-          chargeWorkstream(step, subject.workstream, event.costUsd);
+        if (event.costMicros != null) {
+          record.costMicros = event.costMicros;
+          chargeWorkstream(step, subject.workstream, event.costMicros);
         }
       }
       step.changed = true;

@@ -14,6 +14,7 @@
  * deterministic key (graph, run, task, attempt).
  */
 import { createHash } from "node:crypto";
+import { MICROS_PER_USD } from "../graph/amount.ts";
 import type { Graph, Task } from "../graph/model.ts";
 import { buildPlan, type Plan } from "../plan/plan.ts";
 import { applyEvent } from "./apply-event.ts";
@@ -36,16 +37,46 @@ export interface Decision {
   effects: EngineEffect[];
 }
 
-/** Operational keys left unset are not part of a fingerprint, so runs from before them keep theirs. */
+/**
+ * Operational keys left unset are not part of a fingerprint, so runs from before them keep theirs.
+ * Amounts are micro-dollars in the model; fingerprints were first taken of dollars, under other
+ * names: a set amount is hashed as it was (a micro-dollar count divided by a million is the very
+ * float the file's decimal parses to), so that a run started before micro-dollars resumes without
+ * drift.
+ */
+const AS_DOLLARS: Record<string, string> = {
+  maxCostMicros: "maxCostUsd",
+  maxAttemptCostMicros: "maxAttemptCostUsd",
+  minAttemptCostMicros: "minAttemptCostUsd",
+};
 const LATER_KEYS = new Set([
-  "maxCostUsd",
-  "maxAttemptCostUsd",
-  "minAttemptCostUsd",
+  ...Object.keys(AS_DOLLARS),
+  ...Object.values(AS_DOLLARS),
   "maxResolutionAttempts",
   "integrationGate",
 ]);
-const unsetLaterKeysLeftOut = (key: string, value: unknown) =>
-  value === null && LATER_KEYS.has(key) ? undefined : value;
+type MaybeAmounts = {
+  maxCostMicros?: unknown;
+  maxAttemptCostMicros?: unknown;
+  minAttemptCostMicros?: unknown;
+};
+const unsetLaterKeysLeftOut = (key: string, value: unknown) => {
+  if (value === null) return LATER_KEYS.has(key) ? undefined : value;
+  if (typeof value !== "object") return value;
+  const amounts = value as MaybeAmounts;
+  // Most tasks set no amount: their object is hashed as it is.
+  if (
+    amounts.maxCostMicros == null &&
+    amounts.maxAttemptCostMicros == null &&
+    amounts.minAttemptCostMicros == null
+  )
+    return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) =>
+      k in AS_DOLLARS ? [AS_DOLLARS[k], v === null ? null : (v as number) / MICROS_PER_USD] : [k, v],
+    ),
+  );
+};
 
 /** Stable content hash of a graph, to tell whether a run still follows the same definition. */
 export function graphFingerprint(graph: Graph): string {

@@ -5,8 +5,11 @@
  * A simulated reviewer merges an integration PR that is left open (no auto-merge, or a design concern)
  * when, and only when, a pending task needs it merged to go on, as a person watching the run would.
  */
+import { type Micros, MICROS_PER_USD } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
+import type { Plan } from "../plan/plan.ts";
 import { usd, waitsOnBudget } from "./budget.ts";
+import { holdKey, holds } from "./holds.ts";
 import { createEngine, type EngineOptions } from "./engine.ts";
 import type { EngineEffect, EngineEvent, Outcome, PullRequest, RunState } from "./types.ts";
 
@@ -19,8 +22,8 @@ export interface SimulateOptions {
   noChanges?: Set<string>;
   /** Let a simulated reviewer merge integration PRs that block pending work (default true). */
   reviewerMerges?: boolean;
-  /** What each attempt spends, in US dollars (an attempt whose cap is less is stopped at its cap). */
-  costPerAttempt?: number;
+  /** What each attempt spends, in micro-dollars (an attempt whose cap is less is stopped at its cap). */
+  costPerAttempt?: Micros;
   /** Workstream id -> number of first merges of its integration PR that conflict with the target. */
   integrationConflicts?: Map<string, number>;
   /** Task id -> number of first merges of its PR that conflict with the integration branch. */
@@ -38,6 +41,8 @@ export interface SimulationEvent {
 }
 
 export interface SimulationResult {
+  /** The plan the engine ran. */
+  plan: Plan;
   state: RunState;
   outcome: SimulatedOutcome;
   /** Events applied to the engine, and effects executed, for benchmarks. */
@@ -55,7 +60,7 @@ export function simulatedResponse(
     failures: Map<string, number>;
     concerns: Set<string>;
     noChanges?: Set<string> | undefined;
-    costPerAttempt?: number | undefined;
+    costPerAttempt?: Micros | undefined;
     /** Workstream -> resolutions its integration branch needs before it merges cleanly. */
     integrationConflicts?: Map<string, number> | undefined;
     /** Task -> resolutions its branch needs before its PR merges cleanly. */
@@ -68,12 +73,12 @@ export function simulatedResponse(
     case "prepare_workstream":
       return [{ type: "workstream_prepared", workstream: effect.workstream, at }];
     case "dispatch": {
-      const { task, attempt, capUsd } = effect;
+      const { task, attempt, capMicros } = effect;
       const started: EngineEvent = { type: "job_started", task, attempt, at };
       const cost = world.costPerAttempt;
-      const spent = cost === undefined ? {} : { costUsd: Math.min(cost, capUsd ?? Infinity) };
-      if (cost !== undefined && capUsd !== undefined && cost > capUsd) {
-        const reason = `stopped at its budget of ${usd(capUsd)}`;
+      const spent = cost === undefined ? {} : { costMicros: Math.min(cost, capMicros ?? Infinity) };
+      if (cost !== undefined && capMicros !== undefined && cost > capMicros) {
+        const reason = `stopped at its budget of ${usd(capMicros)}`;
         return [started, { type: "job_failed", task, attempt, reason, overBudget: true, ...spent, at }];
       }
       if (attempt <= (world.failures.get(task) ?? 0)) {
@@ -108,7 +113,7 @@ export function simulatedResponse(
       const cost =
         world.costPerAttempt === undefined
           ? {}
-          : { costUsd: Math.min(world.costPerAttempt, effect.capUsd ?? Infinity) };
+          : { costMicros: Math.min(world.costPerAttempt, effect.capMicros ?? Infinity) };
       const { workstream, task, n } = effect;
       return [
         { type: "resolution_finished", workstream, ...(task ? { task } : {}), n, ok: true, ...cost, at },
@@ -156,7 +161,7 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
     reviewerMerged.push(needed);
     queue.push({ type: "integration_pr_merged", workstream: needed, at: (clock += MINUTE) });
   }
-  return { state, outcome: state.outcome ?? outcomeOf(state), eventCount, reviewerMerged };
+  return { plan: engine.plan, state, outcome: state.outcome ?? outcomeOf(state), eventCount, reviewerMerged };
 }
 
 /**
@@ -194,9 +199,14 @@ export function outcomeOf(state: RunState): SimulatedOutcome {
   return failed ? "completed_with_failures" : "succeeded";
 }
 
-/** The `--json` shape of `agentrelay simulate`. */
+/**
+ * The `--json` shape of `agentrelay simulate`; each task that is not done says what holds it
+ * (engine/holds.ts: `failed`, `blocked:task:<root>`, `pr:task:<id>`, `pr:workstream:<id>`,
+ * `budget:<scope>`, `turn`, `at_work`), as the status comment counts it.
+ */
 export function simulationJson(result: SimulationResult): object {
   const { state } = result;
+  const held = holds(result.plan, state);
   return {
     outcome: result.outcome,
     events: state.timeline.map((e) => ({
@@ -208,9 +218,12 @@ export function simulationJson(result: SimulationResult): object {
         ? { detail: e.detail }
         : {}),
     })),
-    ...(state.budget ? { spentUsd: Math.round(state.budget.run.spentUsd * 10_000) / 10_000 } : {}),
+    ...(state.budget ? { spentUsd: state.budget.run.spentMicros / MICROS_PER_USD } : {}),
     tasks: Object.fromEntries(
-      Object.entries(state.tasks).map(([id, t]) => [id, { status: t.status, attempts: t.attempt }]),
+      Object.entries(state.tasks).map(([id, t]) => {
+        const hold = held.get(id);
+        return [id, { status: t.status, attempts: t.attempt, ...(hold ? { heldBy: holdKey(hold) } : {}) }];
+      }),
     ),
     workstreams: Object.fromEntries(
       Object.entries(state.workstreams).map(([id, w]) => [id, { status: w.status }]),

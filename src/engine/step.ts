@@ -3,6 +3,7 @@
  * scheduling moves every event shares (dispatching what is ready, finishing and failing tasks,
  * moving workstreams to integration). The engine (engine.ts) creates one per event.
  */
+import type { Micros } from "../graph/amount.ts";
 import type { Plan } from "../plan/plan.ts";
 import { isTaskActive, isTaskTerminal, mayStart, type StatusView } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
@@ -262,11 +263,11 @@ export class Step {
         continue;
       }
       if ("waits" in allowed) continue; // until running attempts give back what they hold
-      this.dispatch(id, allowed.capUsd, allowed.capBy);
+      this.dispatch(id, allowed.capMicros, allowed.capBy);
     }
   }
 
-  dispatch(id: string, capUsd: number | null = null, capBy?: CapScope): void {
+  dispatch(id: string, capMicros: Micros | null = null, capBy?: CapScope): void {
     const t = this.task(id);
     const ws = this.workstreamOf(id);
     this.removeCandidate(id);
@@ -280,13 +281,13 @@ export class Step {
       startedAt: null,
       outcome: null,
       reason: null,
-      costUsd: null,
+      costMicros: null,
       turns: null,
       pushedSha: null,
       gates: [],
-      ...(capUsd !== null && capBy ? { capBy } : {}),
+      ...(capMicros !== null && capBy ? { capBy } : {}),
     });
-    reserve(this, this.plan.tasks.get(id)!.workstreamId, t.attempts[t.attempt - 1]!, capUsd);
+    reserve(this, this.plan.tasks.get(id)!.workstreamId, t.attempts[t.attempt - 1]!, capMicros);
     ws.activeTask = id;
     if (ws.status === "pending") ws.status = "active";
     this.state.active++;
@@ -302,7 +303,7 @@ export class Step {
       key: this.key(id, t.attempt),
       task: id,
       attempt: t.attempt,
-      ...(capUsd !== null ? { capUsd } : {}),
+      ...(capMicros !== null ? { capMicros } : {}),
     });
   }
 

@@ -2,6 +2,7 @@
  * Run state, events (facts) and effects (commands for adapters). All plain serialisable data.
  */
 import type { TaskStatus, WorkstreamStatus } from "../plan/readiness.ts";
+import type { Micros } from "../graph/amount.ts";
 import type { BudgetState, CapScope } from "./budget.ts";
 
 export type { TaskStatus, WorkstreamStatus };
@@ -23,7 +24,8 @@ export interface AttemptRecord {
   job?: string | null;
   outcome: AttemptOutcome | null;
   reason: string | null;
-  costUsd: number | null;
+  /** What it spent, in micro-dollars (graph/amount.ts), once it reported. */
+  costMicros: Micros | null;
   turns: number | null;
   /** Commit the job pushed to the task branch, when it reported one. */
   pushedSha: string | null;
@@ -32,7 +34,7 @@ export interface AttemptRecord {
   /** The end of the output of the gate that failed the attempt. */
   gateOutput?: string;
   /** What the attempt may spend (Claude Code's --max-budget-usd); null or absent: no cap. */
-  capUsd?: number | null;
+  capMicros?: Micros | null;
   /** Which limit set the cap (absent in runs from before it was kept). */
   capBy?: CapScope;
   /**
@@ -41,7 +43,7 @@ export interface AttemptRecord {
    */
   givenBack?: true;
   /** The part of the cap still held against the budgets while the attempt runs. */
-  reservedUsd?: number;
+  reservedMicros?: Micros;
 }
 
 export interface TaskRun {
@@ -65,7 +67,7 @@ export interface TaskRun {
   outputs: { path: string; action: string; category: string }[];
   mergedAt: number | null;
   /** Added to the task's max_cost_usd by `budget` commands. */
-  budgetRaisedUsd?: number;
+  budgetRaisedMicros?: Micros;
   /** The task PR conflicted with the integration branch: the files, and the resolution attempts so far. */
   conflict?: Conflict;
 }
@@ -90,11 +92,11 @@ export interface ResolutionRecord {
   /** `lost`: its job vanished without a verdict; it does not count against the bound. */
   outcome: "succeeded" | "failed" | "lost" | null;
   reason: string | null;
-  costUsd: number | null;
+  costMicros: Micros | null;
   turns: number | null;
   /** What it may spend, where a budget applies, and the part of that still held while it runs. */
-  capUsd?: number | null;
-  reservedUsd?: number;
+  capMicros?: Micros | null;
+  reservedMicros?: Micros;
 }
 
 export type IntegrationState = "none" | "opening" | "open" | "merged" | "skipped" | "closed";
@@ -197,7 +199,7 @@ export type EngineEvent =
       opsConcerns?: string[];
       summary?: string | null;
       outputs?: { path: string; action: string; category: string }[];
-      costUsd?: number | null;
+      costMicros?: Micros | null;
       turns?: number | null;
     }
   | {
@@ -210,7 +212,7 @@ export type EngineEvent =
       job?: string;
       kind?: "failed" | "timed_out" | "cancelled";
       /** What the failed attempt spent, as Claude Code reported it. */
-      costUsd?: number | null;
+      costMicros?: Micros | null;
       turns?: number | null;
       /** The end of the failed gate's output, when a gate failed the attempt. */
       gateOutput?: string;
@@ -271,7 +273,7 @@ export type EngineEvent =
       n: number;
       ok: boolean;
       reason?: string | null;
-      costUsd?: number | null;
+      costMicros?: Micros | null;
       turns?: number | null;
       /** The files the merge found conflicting (GitHub's merge answer does not name them). */
       files?: string[];
@@ -287,16 +289,24 @@ export type EngineEvent =
       at: number;
     }
   /**
-   * Raises a budget by `usd`: the run's, or a workstream's or task's (`target`). `id` names the
+   * Raises a budget by `micros`: the run's, or a workstream's or task's (`target`). `id` names the
    * request (a comment), so that one delivered twice raises once.
    */
-  | { type: "command"; command: "budget"; usd: number; target?: string; id: string; by?: string; at: number }
+  | {
+      type: "command";
+      command: "budget";
+      micros: Micros;
+      target?: string;
+      id: string;
+      by?: string;
+      at: number;
+    }
   | { type: "tick"; at: number };
 
 export type EngineEffect =
   | { type: "prepare_workstream"; key: string; workstream: string }
-  /** `capUsd`: what the attempt may spend (Claude Code's --max-budget-usd), when a budget applies. */
-  | { type: "dispatch"; key: string; task: string; attempt: number; capUsd?: number }
+  /** `capMicros`: what the attempt may spend (Claude Code's --max-budget-usd), when a budget applies. */
+  | { type: "dispatch"; key: string; task: string; attempt: number; capMicros?: Micros }
   | { type: "cancel_attempt"; key: string; task: string; attempt: number }
   /** Stops resolution `n`'s job, if it runs (the run, or the task it was for, was cancelled). */
   | { type: "cancel_resolution"; key: string; workstream: string; task?: string; n: number }
@@ -319,7 +329,7 @@ export type EngineEffect =
       task?: string;
       n: number;
       files: string[];
-      capUsd?: number;
+      capMicros?: Micros;
     }
   | { type: "reply"; key: string; ok: boolean; message: string }
   | { type: "update_status"; key: string }

@@ -26,9 +26,10 @@ export interface AppConfig {
    * Set when the orchestrator runs as a workflow, with no app server (app/workflow.ts): jobs then hand
    * their reports over as artifacts of their own runs, and `token` says whose token the orchestrator
    * holds: a registered app's installation token, or the workflow's GITHUB_TOKEN, whose pull requests
-   * start no workflow.
+   * start no workflow. `reportSecret` (AGENTRELAY_REPORT_SECRET) is what the reports' HMACs derive
+   * from (protocol/report-key.ts): with it, a report without its HMAC is not believed.
    */
-  workflow?: { token: "app" | "github_token" };
+  workflow?: { token: "app" | "github_token"; reportSecret?: string | null };
   /** The clock the app reads (Date.now; benches run the app on a simulated one). */
   now?: () => number;
 }

@@ -288,6 +288,15 @@ class GitHubHost implements RunHost<HostedRun> {
         verdicts.set(fact.task, fact.attempt);
     for (const [task, attempt] of verdicts)
       await taskCheckRun(this.ctx, run, task, attempt, engine.plan.graph);
+    for (const task of this.keepWaits(run))
+      await taskCheckRun(
+        this.ctx,
+        run,
+        task,
+        run.tasks[task]!.attempt,
+        engine.plan.graph,
+        github.waits![`task:${task}`]!.line,
+      );
     this.resolved = round.changed.filter((fact) => fact.type === "resolution_finished");
     await mirrorStatus(this.ctx, run, engine);
     this.statusDue = this.refreshStatus || (this.editsStatus && this.driver.statusDue(run, round.effects));
@@ -299,6 +308,34 @@ class GitHubHost implements RunHost<HostedRun> {
       changed = true;
     }
     return changed;
+  }
+
+  /**
+   * Keeps with the run what GitHub makes it wait for (the effects' waits), as long as what waits is
+   * still open; the tasks whose wait only a person can end and which is new: their check runs say it.
+   */
+  private keepWaits(run: HostedRun): string[] {
+    const waits = { ...(run.github.waits ?? {}) };
+    const told: string[] = [];
+    for (const [key, wait] of this.driver.effects.waits.get(run.runKey) ?? []) {
+      if (wait === null) delete waits[key];
+      else {
+        if (wait.person && waits[key]?.line !== wait.line && key.startsWith("task:")) told.push(key.slice(5));
+        waits[key] = wait;
+      }
+    }
+    for (const key of Object.keys(waits)) {
+      const [kind, id] = [key.slice(0, key.indexOf(":")), key.slice(key.indexOf(":") + 1)];
+      const ws = run.workstreams[id];
+      const open =
+        kind === "task"
+          ? run.tasks[id]?.status === "pr_open"
+          : ws?.status === "pr_open" || ws?.integration === "opening";
+      if (!open) delete waits[key];
+    }
+    if (Object.keys(waits).length > 0) run.github.waits = waits;
+    else delete run.github.waits;
+    return told.filter((task) => run.github.waits?.[`task:${task}`]);
   }
 
   async afterWrite(

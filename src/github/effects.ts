@@ -2,7 +2,9 @@
  * Carries out the engine's effects on GitHub and answers with the facts they produced. Every call is
  * safe to repeat: a create that answers "already exists" is looked up and counts as done, a merge
  * that GitHub refuses because checks are pending waits (the next check-suite event or the reconciler
- * tries again), and a merge that already happened is recognised.
+ * tries again), and a merge that already happened is recognised. Merges use a method the repository
+ * and the branch's rules allow (branch-policy.ts). Whatever GitHub refuses that is not a race leaves a
+ * one-line reason (`waits`, shown on the status comment and the task's check run), never a silent wait.
  */
 import { conflictOf } from "../engine/conflicts.ts";
 import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
@@ -11,6 +13,7 @@ import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { isAttemptRun } from "./attempt-runs.ts";
 import { jobUrl, messageOf, type RepoContext, statusOf, validationDetails } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
+import { type Merged, Merges, oneLine, refusal, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
@@ -20,19 +23,17 @@ type Facts = Promise<EngineEvent[]>;
 /** Secret names the task workflow can resolve (`secrets[inputs.credential]`). */
 const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
 
-/**
- * GitHub's 405 when the base moved under a merge: the merge is asked again, as a PR is read again while
- * GitHub computes whether it can merge; a few times, a little later each time.
- */
-const BASE_MOVED = /Base branch was modified/i;
-const MERGE_TRIES = 3;
-const ASK_AGAIN_MS = 300;
-
 export class GitHubEffects {
-  /** Commits this handler's merges made, by the branch merged into: a new branch starts from them. */
-  private readonly mergedInto = new Map<string, string>();
+  private readonly merges: Merges;
+  /**
+   * Waits this handler's effects found, by run and waitKey, or null where one ended: the driver keeps
+   * them with the run, for the status comment and the check runs.
+   */
+  readonly waits = new Map<string, Map<string, Wait | null>>();
 
-  constructor(private readonly ctx: RepoContext) {}
+  constructor(private readonly ctx: RepoContext) {
+    this.merges = new Merges(ctx);
+  }
 
   private get repo() {
     return { owner: this.ctx.owner, repo: this.ctx.repo };
@@ -73,10 +74,12 @@ export class GitHubEffects {
           taskPrTitle(task),
           taskPrBody(engine.plan, run, task.id, (job) => jobUrl(this.ctx, job)),
         );
+        this.waited(run, { task: task.id }, opened);
         if (opened === "empty")
           return [
             { type: "task_merge_failed", task: task.id, reason: "the task branch has no new commits", at },
           ];
+        if ("wait" in opened) return [];
         return "reason" in opened
           ? [{ type: "task_merge_failed", task: task.id, reason: opened.reason, at }]
           : [{ type: "task_pr_opened", task: task.id, pr: opened, at }];
@@ -84,11 +87,13 @@ export class GitHubEffects {
       case "merge_task_pr": {
         const task = engine.plan.tasks.get(effect.task)!;
         await this.startChecksOfRetry(run, effect.task, effect.pr, taskBranch(graph, task.id));
-        const merged = await this.merge(
+        const merged = await this.merges.merge(
           effect.pr,
           `Merge task ${effect.task}`,
           integrationBranch(graph, task.workstreamId),
+          taskBranch(graph, task.id),
         );
+        this.waited(run, { task: effect.task }, merged);
         if (merged === "merged") return [{ type: "task_pr_merged", task: effect.task, pr: effect.pr, at }];
         // Closed by someone: the same fact as the closing event's, should that event never arrive.
         if (merged === "closed") return [{ type: "task_pr_closed", task: effect.task, pr: effect.pr, at }];
@@ -96,14 +101,14 @@ export class GitHubEffects {
           const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
           return [{ type: "task_conflicted", task: effect.task, files: [], ...echo, at }];
         }
-        return merged === "waiting"
+        return "wait" in merged
           ? []
           : [{ type: "task_merge_failed", task: effect.task, reason: merged.reason, at }];
       }
       case "open_integration_pr": {
         const ws = engine.plan.workstreams.get(effect.workstream)!;
         const head = integrationBranch(graph, ws.id);
-        await this.bringUpToDate(head, ws.mergeTargetBranch);
+        const behind = await this.merges.bringUpToDate(head, ws.mergeTargetBranch);
         const opened = await this.openPr(
           head,
           ws.mergeTargetBranch,
@@ -112,17 +117,25 @@ export class GitHubEffects {
         );
         // GitHub refuses a PR with nothing in it: the target already has the workstream's work (a person
         // merged it), which agentrelay counts as a skipped integration.
+        this.waited(
+          run,
+          { workstream: ws.id },
+          typeof opened === "object" && !("wait" in opened) && behind ? { wait: behind } : opened,
+        );
         if (opened === "empty") return [{ type: "integration_skipped", workstream: ws.id, at }];
+        if ("wait" in opened) return [];
         if ("reason" in opened)
           return [{ type: "integration_failed", workstream: ws.id, reason: opened.reason, at }];
         return [{ type: "integration_pr_opened", workstream: ws.id, pr: opened, at }];
       }
       case "merge_integration_pr": {
-        const merged = await this.merge(
+        const merged = await this.merges.merge(
           effect.pr,
           `Integrate workstream ${effect.workstream}`,
           engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch,
+          integrationBranch(graph, effect.workstream),
         );
+        this.waited(run, { workstream: effect.workstream }, merged);
         if (merged === "merged")
           return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
         if (merged === "closed")
@@ -131,7 +144,7 @@ export class GitHubEffects {
           const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
           return [{ type: "integration_conflicted", workstream: effect.workstream, files: [], ...echo, at }];
         }
-        return merged === "waiting"
+        return "wait" in merged
           ? []
           : [{ type: "integration_merge_failed", workstream: effect.workstream, reason: merged.reason, at }];
       }
@@ -294,7 +307,7 @@ export class GitHubEffects {
    * branch (a run starts its workstreams from the commit that started it, as its graph is read there).
    */
   private startingPoint(run: HostedRun, engine: Engine, base: string): string | null {
-    const merged = this.mergedInto.get(base);
+    const merged = this.merges.mergedInto.get(base);
     if (merged) return merged;
     if (base !== run.source.branch) return null;
     const mergedIntoBase = Object.entries(run.workstreams).some(
@@ -309,7 +322,7 @@ export class GitHubEffects {
     base: string,
     title: string,
     body: string,
-  ): Promise<PullRequest | "empty" | { reason: string }> {
+  ): Promise<PullRequest | "empty" | { reason: string } | { wait: Wait }> {
     try {
       const { data } = await this.ctx.octokit.rest.pulls.create({
         ...this.repo,
@@ -321,6 +334,18 @@ export class GitHubEffects {
       });
       return { number: data.number, url: data.html_url };
     } catch (error) {
+      const refused = refusal(error, this.ctx);
+      if (refused) {
+        const setting = /not permitted to create or approve pull requests/i.test(messageOf(error));
+        return {
+          wait: {
+            person: true,
+            line: setting
+              ? `GitHub refuses the PR from ${head} into ${base}: the orchestrator acts as GITHUB_TOKEN, and the repository does not let it open PRs: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests" (the run goes on by itself)`
+              : `GitHub refuses the PR from ${head} into ${base}: ${oneLine(messageOf(error))}`,
+          },
+        };
+      }
       if (statusOf(error) !== 422) throw error;
       // A retried create (or an earlier attempt's PR): the open PR of this branch is the one; a
       // merged one means the merge happened and its answer was lost (a crash between the two).
@@ -337,35 +362,15 @@ export class GitHubEffects {
     }
   }
 
-  /**
-   * Merges the target into a branch before its PR opens, so that the PR is up to date (and passes a
-   * "require branches to be up to date" rule): a merge commit made by GitHub, no agent. A conflict is
-   * left for the PR's merge, which starts a resolution.
-   */
-  private async bringUpToDate(branch: string, target: string): Promise<void> {
-    try {
-      await this.ctx.octokit.rest.repos.merge({
-        ...this.repo,
-        base: branch,
-        head: target,
-        commit_message: `Merge ${target} into ${branch}`,
-      });
-    } catch (error) {
-      if (statusOf(error) !== 409 && statusOf(error) !== 404) throw error; // conflict; or no branch, said by the PR
-    }
-  }
-
-  /** Merges a PR the way a person would: never bypassing protection, waiting while checks are pending. */
-  /**
-   * The PR as GitHub answers once it has computed whether it can merge: `mergeable` is null while it
-   * computes, and GitHub asks to read again in a few moments (a few times here, then it waits).
-   */
-  private async mergeability(pr: PullRequest) {
-    for (let reads = 1; ; reads++) {
-      const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
-      if (data.mergeable !== null || data.state !== "open" || reads >= MERGE_TRIES) return data;
-      await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * reads));
-    }
+  /** Records the wait an effect's answer says, or that its subject waits no more. */
+  private waited(
+    run: HostedRun,
+    subject: { task: string } | { workstream: string },
+    answer: Merged | PullRequest | "empty" | { reason: string } | { wait: Wait },
+  ): void {
+    let waits = this.waits.get(run.runKey);
+    if (!waits) this.waits.set(run.runKey, (waits = new Map()));
+    waits.set(waitKey(subject), typeof answer === "object" && "wait" in answer ? answer.wait : null);
   }
 
   /**
@@ -403,38 +408,5 @@ export class GitHubEffects {
     this.ctx.log(
       `${branch}: moved to ${touch.sha.slice(0, 7)} as the app, so that CI runs on attempt ${t.attempt}`,
     );
-  }
-
-  private async merge(
-    pr: PullRequest,
-    title: string,
-    base?: string,
-  ): Promise<"merged" | "closed" | "waiting" | "conflicted" | { reason: string }> {
-    for (let tries = 1; ; tries++) {
-      try {
-        const { data } = await this.ctx.octokit.rest.pulls.merge({
-          ...this.repo,
-          pull_number: pr.number,
-          merge_method: "merge",
-          commit_title: title,
-        });
-        if (base && data.sha) this.mergedInto.set(base, data.sha);
-        return "merged";
-      } catch (error) {
-        const status = statusOf(error);
-        if (status !== 405 && status !== 409) throw error;
-        // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked.
-        if (BASE_MOVED.test(messageOf(error)) && tries < MERGE_TRIES) {
-          await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * tries));
-          continue;
-        }
-        const data = await this.mergeability(pr);
-        if (data.merged) return "merged";
-        if (data.state === "closed") return "closed";
-        if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
-        this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${messageOf(error)}`);
-        return "waiting";
-      }
-    }
   }
 }

@@ -13,6 +13,13 @@ export interface GitHubMeta {
   workstreamComments: Record<string, number>;
   /** The check run of each task on the graph's commit. */
   checkRuns: Record<string, number>;
+  /**
+   * What GitHub makes a task or workstream wait for, by waitKey (effects.ts), in one line; `person`:
+   * only a person can end it. Absent in runs from before it was kept.
+   */
+  waits?: Record<string, { line: string; person: boolean }>;
+  /** What `agentrelay doctor` finds in the repository's settings, read when the run started. */
+  findings?: string[];
 }
 
 export type HostedRun = StoredRun & { github: GitHubMeta };

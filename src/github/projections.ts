@@ -3,14 +3,16 @@
  * tracking issue and status comments, and one check run per task (and per resolution) on the graph's
  * commit.
  */
-import { spendLine, taskSpent } from "../engine/budget.ts";
+import { spendLine, taskSpent, usd } from "../engine/budget.ts";
 import { conflictOf } from "../engine/conflicts.ts";
+import { plural } from "../engine/progress.ts";
 import type { Engine } from "../engine/engine.ts";
-import type { EngineEvent } from "../engine/types.ts";
+import type { EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { resolverOf, subjectOf } from "../plan/resolution.ts";
 import { resolutionInput } from "../protocol/resolution.ts";
 import { jobUrl, type RepoContext, repoPage } from "./client.ts";
+import { findings, readRepoFacts } from "./doctor.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { agentText, codeBlock } from "./render.ts";
 import { statusComment, type StatusLinks } from "./status-comment.ts";
@@ -21,15 +23,28 @@ import { priority, unlessDeferred } from "./write-pacing.ts";
  * no workflow for what that token does, so CI never runs on the task PRs.
  */
 export const GITHUB_TOKEN_NOTICE =
-  "The orchestrator acts as this repository's GITHUB_TOKEN, and GitHub starts no workflow for PRs it opens: your CI does not run on task PRs. To have it run, register a GitHub App and set the variable `AGENTRELAY_APP_CLIENT_ID` and the secret `AGENTRELAY_APP_PRIVATE_KEY` (docs/github.md).";
+  "The orchestrator acts as this repository's GITHUB_TOKEN, and GitHub starts no workflow for PRs it opens: your CI does not run on task PRs (or, where GitHub holds such runs, not until a person approves them). To have it run, register a GitHub App and set the variable `AGENTRELAY_APP_CLIENT_ID` and the secret `AGENTRELAY_APP_PRIVATE_KEY` (docs/github.md).";
 
-/** Where the status comment's links point: the tracking issue, job pages, the graph file at the run's commit. */
-const statusLinks = (ctx: RepoContext, run: HostedRun): StatusLinks => ({
-  trackingIssue: run.github.trackingIssue,
-  job: (job) => jobUrl(ctx, job),
-  graph: repoPage(ctx, `blob/${run.source.commit}/${run.source.path}`),
-  ...(ctx.config.workflow?.token === "github_token" ? { notice: GITHUB_TOKEN_NOTICE } : {}),
-});
+/**
+ * Where the status comment's links point: the tracking issue, job pages, the graph file at the run's
+ * commit; and its notes, one line each: what GitHub makes the run wait for, what `agentrelay doctor`
+ * found in the repository's settings when the run started, and what GITHUB_TOKEN cannot do.
+ */
+const statusLinks = (ctx: RepoContext, run: HostedRun): StatusLinks => {
+  const notes = [
+    ...Object.values(run.github.waits ?? {}).map(
+      (w) => `${w.person ? "**Waiting for you**" : "Waiting"}: ${w.line}`,
+    ),
+    ...(run.github.findings ?? []).map((f) => `Settings: ${f}`),
+    ...(ctx.config.workflow?.token === "github_token" ? [GITHUB_TOKEN_NOTICE] : []),
+  ];
+  return {
+    trackingIssue: run.github.trackingIssue,
+    job: (job) => jobUrl(ctx, job),
+    graph: repoPage(ctx, `blob/${run.source.commit}/${run.source.path}`),
+    ...(notes.length > 0 ? { notice: notes.map((n) => agentText(n, 1_000)).join("\n>\n> ") } : {}),
+  };
+};
 
 export const trackingMarker = (runKey: string): string => `<!-- agentrelay:run=${runKey} -->`;
 
@@ -49,6 +64,7 @@ export async function openTracking(ctx: RepoContext, run: HostedRun, engine: Eng
     });
     run.github.trackingIssue = data.number;
   }
+  run.github.findings ??= await startFindings(ctx);
   if (run.github.statusComment === null) {
     const { data } = await ctx.octokit.rest.issues.createComment({
       ...repo,
@@ -56,6 +72,24 @@ export async function openTracking(ctx: RepoContext, run: HostedRun, engine: Eng
       body: statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run)),
     });
     run.github.statusComment = data.id;
+  }
+}
+
+/**
+ * What `agentrelay doctor` finds that the orchestrator's own token can read (merge methods and rules,
+ * the workflow files; not secrets or Actions settings), for the run's first status comment. A read
+ * that fails leaves the findings out: they never stop a run.
+ */
+async function startFindings(ctx: RepoContext): Promise<string[]> {
+  try {
+    const facts = await readRepoFacts(ctx.octokit, ctx.owner, ctx.repo, {
+      settings: false,
+      token: ctx.config.workflow?.token ?? null,
+    });
+    return findings(facts);
+  } catch (error) {
+    ctx.log(`the repository's settings could not be read: ${(error as Error).message}`);
+    return [];
   }
 }
 
@@ -136,6 +170,49 @@ const CONCLUSION = {
   cancelled: "cancelled",
 } as const;
 
+/**
+ * A task's check run for its attempt `n`: title, summary and conclusion (null before the attempt has a
+ * verdict). Its amounts and counts are written as the status comment writes them.
+ */
+export function taskCheckOutput(
+  run: RunState,
+  task: string,
+  n: number,
+  graph: Graph,
+  job: string | null,
+  /** What the task waits for that only a person can end, in one line. */
+  waiting?: string,
+): {
+  output: { title: string; summary: string };
+  conclusion: (typeof CONCLUSION)[keyof typeof CONCLUSION] | "neutral";
+} | null {
+  const t = run.tasks[task]!;
+  const attempt = t.attempts[n - 1];
+  if (!attempt?.outcome) return null;
+  const gates = attempt.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ");
+  const givenBack = attempt.givenBack
+    ? ` It was stopped by ${SCOPE_WORDS[attempt.capBy ?? "run"]}, not by its own limit: it does not count against the task's attempts, and the task ${t.status === "pending" ? "waits for budget or runs again" : "goes on"}.`
+    : "";
+  const summary = [
+    ...(waiting ? [`**Waiting for you**: ${agentText(waiting, 1000)}`, ""] : []),
+    `Attempt ${attempt.n} ${OUTCOME_WORDS[attempt.outcome]}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${givenBack}${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
+    "",
+    `Cost ${usd(attempt.costMicros ?? 0)}${attempt.capMicros != null ? ` of its cap ${usd(attempt.capMicros)}` : ""} (task total ${usd(taskSpent(t))}; run: ${spendLine(run, graph)}), ${plural(attempt.turns ?? 0, "turn")}${gates ? `, gate runs ${gates}` : ""}.`,
+    ...(job ? ["", `[The job's log](${job})`] : []),
+    ...(attempt.gateOutput ? ["", "### Gate output (end)", ...codeBlock(attempt.gateOutput, 2_000)] : []),
+    ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),
+    ...(t.concerns.length ? ["", "### Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`)] : []),
+  ].join("\n");
+  return {
+    output: {
+      title: `${task}: attempt ${attempt.n} ${attempt.givenBack ? "stopped by the budget" : OUTCOME_WORDS[attempt.outcome]}`,
+      summary,
+    },
+    // A stopped attempt given back is no verdict on the task's work.
+    conclusion: attempt.givenBack ? "neutral" : CONCLUSION[attempt.outcome],
+  };
+}
+
 /** Creates or updates the task's check run with its latest attempt's verdict. */
 export async function taskCheckRun(
   ctx: RepoContext,
@@ -143,30 +220,14 @@ export async function taskCheckRun(
   task: string,
   n: number,
   graph: Graph,
+  /** What the task waits for that only a person can end, in one line. */
+  waiting?: string,
 ): Promise<void> {
-  const t = run.tasks[task]!;
-  const attempt = t.attempts[n - 1];
-  if (!attempt?.outcome) return;
-  const gates = attempt.gates.map((g) => `${g.n}: ${g.passed ? "passed" : "failed"}`).join(", ");
-  const job = attempt.job ? jobUrl(ctx, attempt.job) : null;
-  const givenBack = attempt.givenBack
-    ? ` It was stopped by ${SCOPE_WORDS[attempt.capBy ?? "run"]}, not by its own limit: it does not count against the task's attempts, and the task ${t.status === "pending" ? "waits for budget or runs again" : "goes on"}.`
-    : "";
-  const summary = [
-    `Attempt ${attempt.n} ${OUTCOME_WORDS[attempt.outcome]}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${givenBack}${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
-    "",
-    `Cost $${(attempt.costUsd ?? 0).toFixed(2)}${attempt.capUsd != null ? ` of its cap $${attempt.capUsd.toFixed(2)}` : ""} (task total $${taskSpent(t).toFixed(2)}; run: ${spendLine(run, graph)}), ${attempt.turns ?? 0} turns${gates ? `, gate runs ${gates}` : ""}.`,
-    ...(job ? ["", `[The job's log](${job})`] : []),
-    ...(attempt.gateOutput ? ["", "### Gate output (end)", ...codeBlock(attempt.gateOutput, 2_000)] : []),
-    ...(t.summary ? ["", "### Summary", agentText(t.summary)] : []),
-    ...(t.concerns.length ? ["", "### Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`)] : []),
-  ].join("\n");
-  const output = {
-    title: `${task}: attempt ${attempt.n} ${attempt.givenBack ? "stopped by the budget" : OUTCOME_WORDS[attempt.outcome]}`,
-    summary,
-  };
-  // A stopped attempt given back is no verdict on the task's work.
-  const conclusion = attempt.givenBack ? "neutral" : CONCLUSION[attempt.outcome];
+  const attempt = run.tasks[task]!.attempts[n - 1];
+  const job = attempt?.job ? jobUrl(ctx, attempt.job) : null;
+  const checked = taskCheckOutput(run, task, n, graph, job, waiting);
+  if (!checked || !attempt?.outcome) return;
+  const { output, conclusion } = checked;
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const existing = run.github.checkRuns[task];
   // A verdict someone must act on goes with the run's progress; a success only informs, and yields.
@@ -218,7 +279,7 @@ export async function resolutionCheckRun(
   const summary = [
     `Resolution ${record.n} of the conflicts between \`${branch}\` and \`${target}\` (${agentText(files, 2_000)}) ${record.outcome}${record.reason ? `: ${agentText(record.reason, 1000)}` : ""}.`,
     "",
-    `Cost $${(record.costUsd ?? 0).toFixed(2)}${record.capUsd != null ? ` of its cap $${record.capUsd.toFixed(2)}` : ""} (run: ${spendLine(run, engine.plan.graph)}), ${record.turns ?? 0} turns.`,
+    `Cost ${usd(record.costMicros ?? 0)}${record.capMicros != null ? ` of its cap ${usd(record.capMicros)}` : ""} (run: ${spendLine(run, engine.plan.graph)}), ${plural(record.turns ?? 0, "turn")}.`,
     ...(job ? ["", `[The job's log](${job})`] : []),
   ].join("\n");
   await ctx.octokit.rest.checks.create({

@@ -5,12 +5,14 @@
  */
 import { agentText, cut, redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
-import { count, integrationBranch, taskBranch, type Task } from "../graph/model.ts";
+import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/plan.ts";
-import { type StatusView, tasksToDispatch } from "../plan/readiness.ts";
-import { budgetsText } from "../engine/budget.ts";
+import { budgetsText, usd } from "../engine/budget.ts";
+import { holdKey, waiting } from "../engine/holds.ts";
+import { firstDispatches } from "../engine/preview.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
+import { code, count, plural, quoteIds, verb } from "./words.ts";
 
 /** GitHub refuses comment and check-run bodies over 65,536 characters. */
 export const BODY_LIMIT = 65_536;
@@ -52,15 +54,6 @@ export function takeLines(lines: string[], budget: number, more: (left: number) 
   return lines;
 }
 
-export const duration = (ms: number): string => {
-  const s = Math.max(0, Math.round(ms / 1000));
-  return s < 60
-    ? `${s}s`
-    : s < 3600
-      ? `${Math.floor(s / 60)}m${s % 60}s`
-      : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
-};
-
 function describe(task: Task): string {
   if (!task.description) return `${task.id} (${task.role.replace(/_/g, " ")})`;
   return cut(task.description, 200);
@@ -83,7 +76,7 @@ export function taskPrBody(
   const ranIn = job ? ` ([its job](${jobUrl(job)}))` : "";
   const lines = [
     `<!-- agentrelay:task run=${state.runKey} task=${taskId} -->`,
-    `Task \`${taskId}\` of run \`${state.runKey}\`, workstream \`${task.workstreamId}\`, attempt ${t.attempt}${ranIn}.`,
+    `Task ${code(taskId)} of run ${code(state.runKey)}, workstream ${code(task.workstreamId)}, attempt ${t.attempt}${ranIn}.`,
     "",
     `> ${describe(task).replace(/\n/g, "\n> ")}`,
     "",
@@ -108,9 +101,8 @@ function mergingNote(plan: Plan, state: RunState, workstream: string): string {
   const concerns = (plan.tasksByWorkstream.get(workstream) ?? []).some(
     (id) => state.tasks[id]!.concerns.length,
   );
-  const waiting = plan.order.filter(
-    (id) => state.tasks[id]!.status === "pending" && plan.upstreamWorkstreams.get(id)!.includes(workstream),
-  ).length;
+  // Counted as the status comment counts them: each task to do once, under what holds it.
+  const waits = waiting(plan, state).get(holdKey({ kind: "person", pr: { workstream } }))?.length ?? 0;
   const yours = "review it, then merge it (the run goes on) or close it (the workstream fails).";
   const note =
     ws.autoMerge && !concerns
@@ -118,8 +110,9 @@ function mergingNote(plan: Plan, state: RunState, workstream: string): string {
       : ws.autoMerge
         ? `An agent raised a design concern (below), so the app leaves this PR for you: ${yours}`
         : `\`auto_merge\` is off for this workstream, so this PR waits for you: ${yours}`;
-  const wait = waiting === 1 ? "1 task of the run waits" : `${waiting} tasks of the run wait`;
-  return waiting ? `${note} ${wait} for this merge.` : note;
+  return waits
+    ? `${note} ${plural(waits, "task")} of the run ${verb(waits, "waits", "wait")} for this merge.`
+    : note;
 }
 
 /**
@@ -138,7 +131,7 @@ export function integrationPrBody(
   const head = [
     `<!-- agentrelay:integration run=${state.runKey} workstream=${workstream} -->`,
     "## Summary",
-    `Integrates workstream \`${workstream}\` (\`${integrationBranch(state.graph, workstream)}\`) into \`${ws.mergeTargetBranch}\`.`,
+    `Integrates workstream ${code(workstream)} (${code(integrationBranch(state.graph, workstream))}) into ${code(ws.mergeTargetBranch)}.`,
     "",
     mergingNote(plan, state, workstream),
   ];
@@ -157,14 +150,14 @@ export function integrationPrBody(
   const shownConcerns = takeLines(
     concerns,
     room / 2,
-    (n) => `\n… ${n} more lines of concerns (see the task PRs).`,
+    (n) => `\n… ${plural(n, "more line")} of concerns (see the task PRs).`,
   );
   room -= shownConcerns.join("\n").length;
   const taskLines = ids.map((id) => {
     const pr = state.tasks[id]!.pr;
-    return `- **${id}**: ${describe(plan.tasks.get(id)!)}${pr ? ` (${pr.url})` : " (no PR)"}`;
+    return `- ${code(id)}: ${describe(plan.tasks.get(id)!)}${pr ? ` (${pr.url})` : " (no PR)"}`;
   });
-  const listed = takeLines(taskLines, room, (n) => `- … and ${n} more tasks (see the task PRs).`);
+  const listed = takeLines(taskLines, room, (n) => `- … and ${plural(n, "more task")} (see the task PRs).`);
   room -= listed.join("\n").length;
   // Summaries fill what is left, in task order; one that does not fit is left to its task PR.
   const tasks: string[] = [];
@@ -183,16 +176,9 @@ export function integrationPrBody(
 
 export const integrationPrTitle = (workstream: string): string => `Integrate workstream ${workstream}`;
 
-/** Statuses before anything started, for what the engine dispatches first. */
-const NOTHING_STARTED: StatusView = {
-  task: () => "pending",
-  workstream: () => "pending",
-  workstreamFailedItself: () => false,
-};
-
 /** A list of task ids, the first `max` named. */
-const idList = (ids: string[], max = 20, show = (id: string) => `\`${id}\``) =>
-  ids.slice(0, max).map(show).join(", ") + (ids.length > max ? ` and ${ids.length - max} more` : "");
+const idList = (ids: string[], max = 20, show = code) =>
+  ids.slice(0, max).map(show).join(", ") + (ids.length > max ? ` and ${count(ids.length - max)} more` : "");
 
 /**
  * The plan comment and check-run summary of a graph file, within `budget` characters: what is
@@ -201,17 +187,26 @@ const idList = (ids: string[], max = 20, show = (id: string) => `\`${id}\``) =>
  */
 export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   const { graph } = plan;
-  // What the engine starts at once: ready tasks, one per workstream, at most max_concurrency.
-  const first = tasksToDispatch(plan, NOTHING_STARTED, graph.settings);
+  // What the engine starts at once (it is asked): ready tasks, one per workstream, at most
+  // max_concurrency, as far as the budgets allow.
+  const first = firstDispatches(plan);
   const ready = (plan.waves[0] ?? []).length;
+  const started = first.dispatched.length + first.held.length;
   const more =
-    ready > first.length
-      ? ` (${first.length} of the ${ready} ready tasks: one per workstream, \`max_concurrency: ${graph.settings.maxConcurrency}\`)`
+    ready > started
+      ? ` (${count(started)} of the ${plural(ready, "ready task")}: one per workstream, \`max_concurrency: ${graph.settings.maxConcurrency}\`)`
       : "";
+  const capped = (d: { task: string; capMicros: number | null }) =>
+    `${code(d.task)} → ${code(taskBranch(graph.name, d.task))}${d.capMicros !== null ? ` (up to ${usd(d.capMicros)})` : ""}`;
+  const dispatched = first.dispatched.map((d) => d.task);
+  const byTask = new Map(first.dispatched.map((d) => [d.task, d]));
+  const held = first.held.length
+    ? `. Then, as the budget allows: ${idList(first.held)} (${first.spent.length ? quoteIds(first.spent.join("; "), plan) : "an attempt starts with at least its floor, and those running hold the rest until they end"})`
+    : "";
   const head = [
-    `**${graph.name}** (${graph.dialect}): ${count(graph.tasks.length, "task")} in ${count(graph.workstreams.length, "workstream")}, ${count(plan.waves.length, "wave")}.`,
+    `**${graph.name}** (${graph.dialect}): ${plural(graph.tasks.length, "task")} in ${plural(graph.workstreams.length, "workstream")}, ${plural(plan.waves.length, "wave")}.`,
     "",
-    `**Dispatched first**${more}: ${first.length ? idList(first, 20, (id) => `\`${id}\` → \`${taskBranch(graph.name, id)}\``) : "nothing"}`,
+    `**Dispatched first**${more}: ${dispatched.length ? idList(dispatched, 20, (id) => capped(byTask.get(id)!)) : "nothing"}${held}`,
   ];
   const budgets = budgetsText(graph);
   if (budgets)
@@ -225,13 +220,11 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
     chart.text === null
       ? [
           "",
-          `_The graph is too large to draw readably (${plan.workstreams.size} workstreams; the table below has them); \`agentrelay plan\` prints it._`,
+          `_The graph is too large to draw readably (${plural(plan.workstreams.size, "workstream")}; the table below has them); \`agentrelay plan\` prints it._`,
         ]
       : [
           "",
-          ...(chart.level === "workstreams"
-            ? ["_Drawn by workstream: the graph is too large to draw task by task._", ""]
-            : []),
+          ...(chart.level === "workstreams" ? [`_Drawn by workstream: ${chart.why}._`, ""] : []),
           "```mermaid",
           chart.text,
           "```",
@@ -243,30 +236,30 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   const workstreams = takeLines(
     [
       "",
-      ...(folded ? [`<details><summary>Workstreams (${graph.workstreams.length})</summary>`, ""] : []),
+      ...(folded ? [`<details><summary>Workstreams (${count(graph.workstreams.length)})</summary>`, ""] : []),
       "| Workstream | Integration branch | From | Into | Auto-merge | Tasks |",
       "|---|---|---|---|---|---|",
       ...graph.workstreams.map(
         (w) =>
-          `| \`${w.id}\` | \`${integrationBranch(graph.name, w.id)}\` | \`${w.baseBranch}\` | \`${w.mergeTargetBranch}\` | ${w.autoMerge ? "yes" : "no"} | ${(plan.tasksByWorkstream.get(w.id) ?? []).length} |`,
+          `| ${code(w.id)} | ${code(integrationBranch(graph.name, w.id))} | ${code(w.baseBranch)} | ${code(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
       ),
     ],
     room / 2,
-    (n) => `\n… and ${n} more workstreams.`,
+    (n) => `\n… and ${plural(n, "more workstream")}.`,
   );
   if (folded) workstreams.push("", "</details>");
   room -= workstreams.join("\n").length;
   const waves = takeLines(
     plan.waves.map((wave, i) => `${i + 1}. ${idList(wave)}`),
     room - 100,
-    (n) => `… and ${n} more waves.`,
+    (n) => `… and ${plural(n, "more wave")}.`,
   );
   return [
     ...head,
     ...(chartFits ? chartLines : []),
     ...workstreams,
     "",
-    `<details><summary>Waves (${plan.waves.length})</summary>`,
+    `<details><summary>Waves (${count(plan.waves.length)})</summary>`,
     "",
     ...waves,
     "",

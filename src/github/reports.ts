@@ -5,7 +5,9 @@
  * orchestrator" uploads the file the Action wrote once the agent had ended, as the artifact
  * `agentrelay-report`; artifact names are unique within a run, so an artifact of that name planted
  * earlier in the job makes that step fail, and a report is taken only when the step succeeded, from
- * the one artifact, naming the attempt it was dispatched for.
+ * the one artifact, naming the attempt it was dispatched for. Where the orchestrator holds the report
+ * secret (protocol/report-key.ts), the report must also carry its HMAC, so that bytes the runner did
+ * not write (rewritten by a process left behind, or uploaded by another) are refused.
  */
 import { unzipSync } from "fflate";
 import {
@@ -14,6 +16,7 @@ import {
   attemptReportSchema,
   REPORT_FILE,
 } from "../protocol/report.ts";
+import { REPORT_MAC_FILE, reportMacMatches } from "../protocol/report-key.ts";
 import { type RepoContext, statusOf } from "./client.ts";
 
 export const REPORT_ARTIFACT = "agentrelay-report";
@@ -59,15 +62,30 @@ export async function reportOfRun(
     throw error;
   }
   let text: string;
+  let mac: string | null;
   try {
     const files = unzipSync(new Uint8Array(zip), {
-      filter: (file) => file.name === REPORT_FILE && file.originalSize <= MAX_REPORT_BYTES,
+      filter: (file) =>
+        (file.name === REPORT_FILE || file.name === REPORT_MAC_FILE) && file.originalSize <= MAX_REPORT_BYTES,
     });
     const file = files[REPORT_FILE];
     if (!file) return { reason: `the job's report artifact holds no ${REPORT_FILE}` };
     text = new TextDecoder().decode(file);
+    mac = files[REPORT_MAC_FILE] ? new TextDecoder().decode(files[REPORT_MAC_FILE]) : null;
   } catch {
     return { reason: "the job's report artifact is not a zip archive" };
+  }
+  const secret = ctx.config.workflow?.reportSecret;
+  if (secret) {
+    if (mac === null)
+      return {
+        reason: `the job's report carries no ${REPORT_MAC_FILE}: give the task workflow's step the AGENTRELAY_REPORT_SECRET the orchestrator's has`,
+      };
+    if (!reportMacMatches(secret, attempt, runId, text, mac))
+      return {
+        reason:
+          "the job's report does not match its key: it was changed after the runner wrote it, so it is not believed",
+      };
   }
   let parsed: unknown;
   try {

@@ -3,7 +3,9 @@
  * agentrelay's defaults and four-level isolation inheritance, and every structural rule reported at
  * its node. It needs no schema library: agentrelay.ts (zod) or canonical.ts decide what is accepted.
  */
-import { GraphError } from "./errors.ts";
+import { type Micros, microsOfNumber } from "./amount.ts";
+import { checkBudgets } from "./budget-rules.ts";
+import { GraphError, type PathSegment } from "./errors.ts";
 import {
   type AgentConfig,
   DEFAULT_ISOLATION,
@@ -85,6 +87,15 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
     }
   });
 
+  // Amounts are counted in micro-dollars: one with more than six decimals is refused at its key.
+  const money = (value: number | null | undefined, ...path: PathSegment[]): Micros | null => {
+    if (value == null) return null;
+    const micros = microsOfNumber(value);
+    if (micros === null)
+      issues.add(path, "must be a plain decimal number of US dollars with at most six decimals");
+    return micros;
+  };
+
   const graphIsolation = resolveIsolation(DEFAULT_ISOLATION, isolationLayer(file.isolation));
   const graphNetwork = resolveNetwork(DEFAULT_NETWORK, file.network);
   const declared = file.workstreams != null;
@@ -96,13 +107,13 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
     workstreamFiles.map((w) => [w.id, resolveNetwork(graphNetwork, w.network)]),
   );
   const workstreams: Workstream[] = declared
-    ? workstreamFiles.map((w) => ({
+    ? workstreamFiles.map((w, i) => ({
         id: w.id,
         parentId: w.parent_workstream_id ?? null,
         baseBranch: w.base_branch ?? "main",
         mergeTargetBranch: w.merge_target_branch ?? "main",
         autoMerge: w.auto_merge ?? false,
-        maxCostUsd: w.max_cost_usd ?? null,
+        maxCostMicros: money(w.max_cost_usd, "workstreams", i, "max_cost_usd"),
         maxResolutionAttempts: w.max_resolution_attempts ?? null,
         integrationGate: w.integration_gate ?? null,
       }))
@@ -117,7 +128,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
     if (!agent) plainAgents.set(ws, (agent = agentConfig(null, ws, null, defaultModel)));
     return agent;
   };
-  const tasks: Task[] = file.tasks.map((t) => {
+  const tasks: Task[] = file.tasks.map((t, i) => {
     const workstreamId = t.workstream_id ?? "default";
     const ws = workstreamIsolation.get(workstreamId) ?? graphIsolation;
     const taskLayer = isolationLayer(t.isolation);
@@ -143,8 +154,8 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
         : null,
       workstreamId,
       inputsFrom: inputs.length ? inputs.map((r) => ({ task: r.task, category: r.category ?? null })) : NONE,
-      maxCostUsd: t.max_cost_usd ?? null,
-      maxAttemptCostUsd: t.max_attempt_cost_usd ?? null,
+      maxCostMicros: money(t.max_cost_usd, "tasks", i, "max_cost_usd"),
+      maxAttemptCostMicros: money(t.max_attempt_cost_usd, "tasks", i, "max_attempt_cost_usd"),
       maxResolutionAttempts: t.max_resolution_attempts ?? null,
       network: resolveNetwork(workstreamNetwork.get(workstreamId) ?? graphNetwork, t.network),
     };
@@ -164,9 +175,9 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
       failFastOnWorkstreamError:
         file.fail_fast_on_workstream_error ?? DEFAULT_SETTINGS.failFastOnWorkstreamError,
       failFastOnInternalError: file.fail_fast_on_internal_error ?? DEFAULT_SETTINGS.failFastOnInternalError,
-      maxCostUsd: file.max_cost_usd ?? null,
-      maxAttemptCostUsd: file.max_attempt_cost_usd ?? null,
-      minAttemptCostUsd: file.min_attempt_cost_usd ?? null,
+      maxCostMicros: money(file.max_cost_usd, "max_cost_usd"),
+      maxAttemptCostMicros: money(file.max_attempt_cost_usd, "max_attempt_cost_usd"),
+      minAttemptCostMicros: money(file.min_attempt_cost_usd, "min_attempt_cost_usd"),
       maxResolutionAttempts: file.max_resolution_attempts ?? null,
       outputReview:
         file.output_review === true
@@ -190,6 +201,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
         : ["tasks", i, "inputs_from", "task"],
   };
   validateStructure(graph, where, issues, declared);
+  checkBudgets(graph, where, issues);
   if (issues.issues.length > 0) throw new GraphError(issues.issues);
   return graph;
 }

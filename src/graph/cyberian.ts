@@ -152,8 +152,8 @@ function cyberianGraph(yaml: LoadedYaml, root: CyberianTaskFile): Graph {
           taggedPaths: [],
           completionGate: null,
           maxGateAttempts: 5,
-          maxCostUsd: null,
-          maxAttemptCostUsd: null,
+          maxCostMicros: null,
+          maxAttemptCostMicros: null,
           maxResolutionAttempts: null,
           primaryAgent: {
             framework: "claude_code",

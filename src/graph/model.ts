@@ -3,6 +3,7 @@
  * the protocol renderers, the app and the runner) reads this model, never the YAML.
  */
 import type { AdrVerbosity, Role, TokenTier } from "./schema.ts";
+import type { Micros } from "./amount.ts";
 
 export type Dialect = "agentrelay" | "cyberian";
 
@@ -46,9 +47,9 @@ export interface Task {
   review: { agent: AgentConfig; reviewOnAttempt: number } | null;
   workstreamId: string;
   inputsFrom: InputRef[];
-  /** Budgets in US dollars: all of the task's attempts, and each one (null: none of its own). */
-  maxCostUsd: number | null;
-  maxAttemptCostUsd: number | null;
+  /** Budgets in micro-dollars: all of the task's attempts, and each one (null: none of its own). */
+  maxCostMicros: Micros | null;
+  maxAttemptCostMicros: Micros | null;
   /** Agent attempts at its PR's conflicts with the integration branch (null: the workstream's). */
   maxResolutionAttempts: number | null;
   /** Where the attempt's processes may reach (graph -> workstream -> task, the nearest `allow` wins). */
@@ -71,8 +72,8 @@ export interface Workstream {
   baseBranch: string;
   mergeTargetBranch: string;
   autoMerge: boolean;
-  /** What the workstream's tasks may spend together, in US dollars (null: no limit of its own). */
-  maxCostUsd: number | null;
+  /** What the workstream's tasks may spend together, in micro-dollars (null: no limit of its own). */
+  maxCostMicros: Micros | null;
   /** Agent attempts at its integration PR's conflicts (null: the graph's). */
   maxResolutionAttempts: number | null;
   /** What a resolved integration branch must pass (null: the completion gates of its tasks). */
@@ -88,11 +89,11 @@ export interface RunSettings {
   teardownMode: "always" | "never" | "on_success";
   failFastOnWorkstreamError: boolean;
   failFastOnInternalError: boolean;
-  /** What the run may spend, and each attempt, in US dollars (null: no limit). */
-  maxCostUsd: number | null;
-  maxAttemptCostUsd: number | null;
-  /** The least an attempt starts with, in US dollars (null: four turns of its model; engine/attempt-floor.ts). */
-  minAttemptCostUsd: number | null;
+  /** What the run may spend, and each attempt, in micro-dollars (null: no limit). */
+  maxCostMicros: Micros | null;
+  maxAttemptCostMicros: Micros | null;
+  /** The least an attempt starts with, in micro-dollars (null: four turns of its model; attempt-floor.ts). */
+  minAttemptCostMicros: Micros | null;
   /** Agent attempts at a PR's conflicts, per PR (0: none; null: the default, 2). */
   maxResolutionAttempts: number | null;
   /** The output review before a push (a small model asks whether the diff strays from the task); null: off. */
@@ -164,9 +165,9 @@ export const DEFAULT_SETTINGS: RunSettings = {
   teardownMode: "always",
   failFastOnWorkstreamError: false,
   failFastOnInternalError: true,
-  maxCostUsd: null,
-  maxAttemptCostUsd: null,
-  minAttemptCostUsd: null,
+  maxCostMicros: null,
+  maxAttemptCostMicros: null,
+  minAttemptCostMicros: null,
   maxResolutionAttempts: null,
   outputReview: null,
 };
@@ -181,7 +182,7 @@ export const defaultWorkstream = (): Workstream => ({
   baseBranch: "main",
   mergeTargetBranch: "main",
   autoMerge: false,
-  maxCostUsd: null,
+  maxCostMicros: null,
   maxResolutionAttempts: null,
   integrationGate: null,
 });
@@ -201,8 +202,9 @@ export const DEFAULT_ISOLATION: Isolation = Object.freeze({
 });
 
 /** Branch names are a contract with GitHub and with users' branch protection rules. */
-/** "1 task", "2 tasks": a count with its noun, for whatever people read. */
-export const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`;
+/** "1 task", "10,000 tasks": a count with its noun, for whatever people read. */
+export const count = (n: number, noun: string, many = `${noun}s`): string =>
+  `${n.toLocaleString("en-US")} ${n === 1 ? noun : many}`;
 
 export const taskBranch = (graph: string, task: string): string => `agentrelay/${graph}/${task}`;
 export const integrationBranch = (graph: string, workstream: string): string =>

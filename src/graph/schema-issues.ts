@@ -72,9 +72,21 @@ function swapped(a: string, b: string): boolean {
   return at.length === 2 && at[1] === at[0]! + 1 && a[at[0]!] === b[at[1]!] && a[at[1]!] === b[at[0]!];
 }
 
+/** What other task runners call a key of ours (Compose's `depends_on`, Actions' `needs`). */
+const OTHER_NAMES: Record<string, string> = {
+  depends_on: "dependencies",
+  dependsOn: "dependencies",
+  depends: "dependencies",
+  deps: "dependencies",
+  needs: "dependencies",
+  after: "dependencies",
+};
+
 /** The valid key nearest to a mistyped one, if one is near enough to be meant. */
 export function nearestKey(key: string, valid: readonly string[]): string | null {
   if (valid.length === 0) return null;
+  const meant = Object.hasOwn(OTHER_NAMES, key) ? OTHER_NAMES[key]! : null;
+  if (meant !== null && valid.includes(meant)) return meant;
   const near = closest(key, [...valid]);
   return distance(key, near) <= Math.max(1, Math.floor(key.length / 3)) || swapped(key, near) ? near : null;
 }
@@ -102,21 +114,29 @@ export function addZodIssues(
   root: unknown,
 ): void {
   const schema = root as SchemaLike;
+  const hintsAt = (issue: ZodIssueLike) => {
+    const valid = [
+      ...new Set(objectsAt(schema, issue.path as PathSegment[]).flatMap((s) => Object.keys(s.shape!))),
+    ];
+    return [...(issue.keys ?? [])].sort().map((key) => [key, nearestKey(key, valid)] as const);
+  };
+  // A required key missing where a mistyped one stands (`taskz` for `tasks`) is said once, at the typo.
+  const meant = new Set(
+    error.issues
+      .filter((issue) => issue.code === "unrecognized_keys")
+      .flatMap((issue) => hintsAt(issue).map(([, hint]) => JSON.stringify([...issue.path, hint]))),
+  );
   const add = (issue: ZodIssueLike) => {
     const path = issue.path as PathSegment[];
     if (issue.code === "unrecognized_keys" && issue.keys) {
-      const keys = [...issue.keys].sort();
-      const valid = [...new Set(objectsAt(schema, path).flatMap((s) => Object.keys(s.shape!)))];
-      const hinted = keys.map((key) => {
-        const hint = nearestKey(key, valid);
-        return hint ? `${key} (did you mean \`${hint}\`?)` : key;
-      });
+      const hinted = hintsAt(issue).map(([key, hint]) => (hint ? `${key} (did you mean \`${hint}\`?)` : key));
       issues.add([...path, issue.keys[0]!], `contains unknown key(s): ${listed(hinted)}`, "key", path);
       return;
     }
     const inner = issue.code === "invalid_union" ? unionInner(issue) : null;
     if (inner) inner.forEach(add);
-    else issues.add(path, issue.message);
+    else if (!(issue.message === "is required" && meant.has(JSON.stringify(path))))
+      issues.add(path, issue.message);
   };
   error.issues.forEach(add);
 }

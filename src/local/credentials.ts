@@ -1,5 +1,6 @@
 /**
- * agentrelay's credentials file (`--credentials FILE`), for local runs:
+ * agentrelay's credentials file (`--credentials FILE`), for local runs (docs/cli.md, "The credentials
+ * file"):
  *
  *   token_tiers:                 # tier name -> environment variables for tasks of that tier
  *     standard: {GH_TOKEN: ...}
@@ -9,12 +10,17 @@
  *
  * The same load rules and selection rules as agentrelay, with errors located at their node.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { GraphError, type GraphIssue } from "../graph/errors.ts";
 import type { Graph } from "../graph/model.ts";
 import { loadYaml } from "../graph/yaml.ts";
+import { credentialOf } from "../attempt/credential.ts";
+import { SCRIPTED_MODEL_VARIABLE } from "../attempt/network.ts";
+
+/** Where the credentials file's format is documented, for messages about the file. */
+export const CREDENTIALS_DOC = 'docs/cli.md, "The credentials file"';
 
 export type AnthropicCredential =
   { name: string; type: "api_key"; key: string } | { name: string; type: "oauth"; path: string };
@@ -29,8 +35,23 @@ const expand = (path: string) =>
 const isMapping = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === "object" && !Array.isArray(v);
 
+/** The credentials file's text, or a CredentialError that says what is wrong with the path. */
+function readCredentialsFile(file: string): string {
+  const instead = `pass the path of one (its format: ${CREDENTIALS_DOC}), or leave out --credentials to use your own login`;
+  if (!existsSync(file)) throw new CredentialError(`the credentials file ${file} does not exist: ${instead}`);
+  if (!statSync(file).isFile())
+    throw new CredentialError(`the credentials file ${file} is not a file: ${instead}`);
+  try {
+    return readFileSync(file, "utf8");
+  } catch (error) {
+    throw new CredentialError(
+      `the credentials file ${file} cannot be read (${(error as NodeJS.ErrnoException).code}): let your user read it (chmod u+r)`,
+    );
+  }
+}
+
 export function loadCredentials(file: string): Credentials {
-  const yaml = loadYaml(file, readFileSync(file, "utf8"));
+  const yaml = loadYaml(file, readCredentialsFile(file));
   const issues: GraphIssue[] = [];
   const fail = (path: (string | number)[], shown: string, message: string) =>
     issues.push(yaml.issue(path, shown, message));
@@ -167,4 +188,72 @@ export function anthropicEnvironment(credential: AnthropicCredential | null): Re
 export function userLogin(home = homedir()): string | null {
   const file = join(home, ".claude", ".credentials.json");
   return existsSync(file) ? file : null;
+}
+
+/** The Anthropic credential a local run gives its attempts, and what the user does about it. */
+export interface LocalCredential {
+  /** Variables for the attempt's runner: the credentials file's choice, or the user's login file. */
+  env: Record<string, string>;
+  /** How to give a credential when there is none. */
+  logIn: string;
+  /** How to replace the credential when the model API refuses it. */
+  fixCredential: string;
+}
+
+const NO_ACCOUNT = "(--scripted-model needs no account)";
+
+/**
+ * The credential of a local run, in this order: the credentials file's `anthropic` entry; else a
+ * credential in the environment (ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN, ANTHROPIC_AUTH_TOKEN);
+ * else the user's Claude login. A file without an `anthropic` entry (token tiers only) changes
+ * nothing of that. Each source has its own fix, so that a message never suggests what the user did.
+ */
+export function localCredential(options: {
+  /** `--credentials FILE`, and the entry chosen in it (null: it has none). */
+  file: { path: string; anthropic: AnthropicCredential | null } | null;
+  /** The environment the attempt inherits (the runner's and the agent's). */
+  env: NodeJS.ProcessEnv;
+  /** The user's Claude login file, if there is one (userLogin). */
+  login: string | null;
+}): LocalCredential {
+  const { file, env, login } = options;
+  const chosen = file?.anthropic;
+  if (chosen) {
+    // The entry the user chose wins over a credential the environment happens to carry.
+    const others = { ANTHROPIC_API_KEY: "", CLAUDE_CODE_OAUTH_TOKEN: "", ANTHROPIC_AUTH_TOKEN: "" };
+    return {
+      env: { ...others, ...anthropicEnvironment(chosen) },
+      logIn: "",
+      fixCredential:
+        chosen.type === "api_key"
+          ? `give anthropic.${chosen.name} in ${file.path} a key the API accepts`
+          : `log in again (run \`claude\`, then /login) so that ${chosen.path} holds a login the API accepts`,
+    };
+  }
+  const logIn = file
+    ? `${file.path} has no anthropic entry: add one (its format: ${CREDENTIALS_DOC}), set ANTHROPIC_API_KEY, or run \`claude\` and log in (/login) ${NO_ACCOUNT}`
+    : `run \`claude\` and log in (/login), set ANTHROPIC_API_KEY, or pass --credentials FILE ${NO_ACCOUNT}`;
+  const carried = credentialOf(env);
+  if (env[SCRIPTED_MODEL_VARIABLE] === "1")
+    return { env: {}, logIn, fixCredential: "it is agentrelay's own scripted model: report it" };
+  if (carried?.kind === "api_key")
+    return {
+      env: {},
+      logIn,
+      fixCredential:
+        "set ANTHROPIC_API_KEY to a key the API accepts (or unset it to use your `claude` login)",
+    };
+  if (carried) {
+    const variable = env.CLAUDE_CODE_OAUTH_TOKEN ? "CLAUDE_CODE_OAUTH_TOKEN" : "ANTHROPIC_AUTH_TOKEN";
+    return {
+      env: {},
+      logIn,
+      fixCredential: `set ${variable} to a token the API accepts (\`claude setup-token\` makes one)`,
+    };
+  }
+  return {
+    env: login ? { AGENTRELAY_CLAUDE_LOGIN: login } : {},
+    logIn,
+    fixCredential: "log in again (run `claude`, then /login)",
+  };
 }

@@ -7,12 +7,14 @@
 import { processLine } from "../attempt/bounded.ts";
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import type { AttemptSpec } from "../attempt/attempt-process.ts";
+import type { ResolverSnapshot } from "../attempt/egress/resolver.ts";
 import { killGroup } from "../attempt/bounded.ts";
 import { gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { isSecretName } from "../attempt/redact.ts";
+import { secretsApart } from "../attempt/attempt-process.ts";
 import { DEFAULT_ALLOWED_TOOLS } from "../attempt/run-attempt.ts";
 import type { LoadedRun, RunHost } from "../engine/driver.ts";
 import type { Engine } from "../engine/engine.ts";
@@ -43,7 +45,21 @@ export interface AttemptSettings {
   attemptTimeoutMs: number;
   gateTimeoutMs: number;
   params?: Record<string, unknown>;
+  /** What fixes a credential the model API refuses, in the user's terms (credentials.ts). */
+  fixCredential?: string;
+  /** How the attempts' egress proxies resolve names: read before any agent existed (egress/resolver.ts). */
+  resolver?: ResolverSnapshot;
 }
+
+/** Where everything an attempt printed is kept: `agent.log` in its work directory. */
+const agentLogOf = (workDir: string, attempt: number) =>
+  join(workDir, "attempts", String(attempt), "agent.log");
+
+/** A path as the user would type it from here: relative when under the current directory. */
+const shown = (path: string) => {
+  const near = relative(process.cwd(), path);
+  return near === "" ? "." : near.startsWith("..") ? path : near;
+};
 
 export class LocalHost implements RunHost {
   private readonly running = new Map<string, ChildProcess>();
@@ -235,7 +251,9 @@ export class LocalHost implements RunHost {
       peers,
       ...(s.params ? { params: s.params } : {}),
       ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
-      capUsd: state.tasks[taskId]!.attempts[attempt - 1]?.capUsd ?? null,
+      capMicros: state.tasks[taskId]!.attempts[attempt - 1]?.capMicros ?? null,
+      retryCommand: `run \`agentrelay retry ${graph.file} ${taskId} --repo ${shown(this.repo)}\``,
+      logFile: shown(agentLogOf(join(taskDir, "work"), attempt)),
       resultFile: join(taskDir, `result-${attempt}.json`),
       processGroupsFile: processGroupsFile(taskDir, attempt),
     };
@@ -253,7 +271,7 @@ export class LocalHost implements RunHost {
 
   /**
    * What every attempt process of a token tier gets: the graph, the agent and its limits. Secrets
-   * reach the process through its environment, never through the spec file.
+   * reach the process on its stdin, never through the spec file or its environment.
    */
   private agentOf(tokenTier: string) {
     const s = this.settings;
@@ -272,13 +290,14 @@ export class LocalHost implements RunHost {
       gateTimeoutMs: s.gateTimeoutMs,
       signalEntry: s.entry,
       // On by default: each attempt in a network namespace of its own (the report says when it cannot be).
-      network: { mode: "namespace" as const },
+      network: { mode: "namespace" as const, ...(s.resolver ? { resolver: s.resolver } : {}) },
+      ...(s.fixCredential ? { fixCredential: s.fixCredential } : {}),
     };
     return { agent, secrets };
   }
 
   /**
-   * Runs an attempt process with `spec` (written beside it in `dir`, secrets only in its environment)
+   * Runs an attempt process with `spec` (written beside it in `dir`, secrets only on its stdin)
    * until it exits; its progress goes to the log, and to `agent.log` in its work directory.
    */
   private async spawnAttempt(
@@ -292,11 +311,16 @@ export class LocalHost implements RunHost {
     const specFile = join(dir, `attempt-${spec.attempt}.json`);
     writeFileSync(specFile, JSON.stringify(spec, null, 2), { mode: 0o600 });
     return new Promise<number | null>((done) => {
+      // Secrets reach the attempt process on its stdin, not in its environment, which any process of
+      // the same user (the agent's, locally) can read in /proc.
+      const { env, piped } = secretsApart(process.env, secrets);
       const child = spawn(process.execPath, [this.settings.entry, "attempt", specFile], {
-        stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, ...secrets },
+        stdio: ["pipe", "pipe", "pipe"],
+        env,
         detached: true, // its own process group: stopped whole, on cancel or after a crash
       });
+      child.stdin.on("error", () => undefined); // an attempt process that died at once
+      child.stdin.end(JSON.stringify(piped));
       if (child.pid !== undefined)
         writeFileSync(spec.processGroupsFile!, processLine(child.pid), { flag: "a" });
       this.running.set(key, child);
@@ -313,9 +337,9 @@ export class LocalHost implements RunHost {
         this.running.delete(key);
         rmSync(specFile, { force: true });
         rmSync(spec.processGroupsFile!, { force: true });
-        const logDir = join(spec.workDir, "attempts", String(spec.attempt));
-        mkdirSync(logDir, { recursive: true });
-        writeFileSync(join(logDir, "agent.log"), `${agentLog.join("\n")}\n`);
+        const log = agentLogOf(spec.workDir, spec.attempt);
+        mkdirSync(dirname(log), { recursive: true });
+        writeFileSync(log, `${agentLog.join("\n")}\n`);
         done(exit);
       });
     });
@@ -348,7 +372,7 @@ export class LocalHost implements RunHost {
       workDir: join(dir, "work"),
       inputFiles: [],
       peers: {},
-      capUsd: effect.capUsd ?? null,
+      capMicros: effect.capMicros ?? null,
       resolution: {
         target: resolver.target,
         intents: intentsOf(plan, subject, state.tasks),

@@ -25,7 +25,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { MAX_USD } from "../graph/amount.ts";
+import { MAX_MICROS } from "../graph/amount.ts";
 
 const steeringCommandSchema = z.union([
   z.strictObject({
@@ -34,7 +34,8 @@ const steeringCommandSchema = z.union([
   }),
   z.strictObject({
     command: z.literal("budget"),
-    usd: z.number().positive().max(MAX_USD),
+    /** Micro-dollars to add (graph/amount.ts). */
+    micros: z.int().positive().max(MAX_MICROS),
     target: z.string().min(1).max(200).optional(),
     /** Names the request, so that one taken twice raises the budget once. */
     id: z.string().min(1).max(200),

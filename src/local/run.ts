@@ -15,9 +15,9 @@ import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { AUTO_MERGE_FAILED } from "../engine/apply-event.ts";
 import { lostResolutions } from "../engine/conflicts.ts";
-import { credentialOf } from "../attempt/credential-proxy.ts";
 import { checkAgent } from "../attempt/preflight.ts";
-import { anthropicEnvironment, type AnthropicCredential, userLogin } from "./credentials.ts";
+import { snapshotResolver } from "../attempt/egress/resolver.ts";
+import { type AnthropicCredential, localCredential, userLogin } from "./credentials.ts";
 import { LocalHost } from "./effects.ts";
 import { GitRefStateStore } from "./git-store.ts";
 import { adoptionFacts, mergedLocally, wentBack } from "./merge-record.ts";
@@ -37,6 +37,8 @@ export interface LocalRunOptions {
   claudeEnv: Record<string, string>;
   /** From a credentials file: the Anthropic credential and each token tier's variables. */
   credentials?: {
+    /** The file's path, as the user gave it (messages name it). */
+    file?: string;
     anthropic: AnthropicCredential | null;
     tokenTiers: Record<string, Record<string, string>> | null;
   };
@@ -83,7 +85,6 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const lock = takeRunLock(workRoot, `graph '${graph.name}' in ${repo}`);
   try {
     const latest = await latestRunNumber(repo, graph.name);
-    if (options.newRun && latest !== null) await startOver(repo, graph.name, workRoot, latest);
     const runNumber = options.newRun ? (latest ?? 0) + 1 : (latest ?? 1);
     const engine: Engine = createEngine(graph, {
       attemptTimeoutMs: options.attemptTimeoutMs ?? 60 * 60_000,
@@ -91,7 +92,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       runNumber,
     });
     const runKey = `${graph.name}/${runNumber}`;
-    return await runLocked(options, { repo, engine, store, gitDir, workRoot, runKey });
+    const startOverFrom = options.newRun ? latest : null;
+    return await runLocked(options, { repo, engine, store, gitDir, workRoot, runKey, startOverFrom });
   } finally {
     lock.release();
   }
@@ -106,6 +108,7 @@ async function runLocked(
     gitDir,
     workRoot,
     runKey,
+    startOverFrom,
   }: {
     repo: string;
     engine: Engine;
@@ -113,6 +116,8 @@ async function runLocked(
     gitDir: string;
     workRoot: string;
     runKey: string;
+    /** `--new-run`: the run whose branches are archived once every check passed (null: none). */
+    startOverFrom: number | null;
   },
 ): Promise<LocalRunResult> {
   const { graph } = options;
@@ -125,19 +130,19 @@ async function runLocked(
   mkdirSync(agentHome, { recursive: true });
   // The credential: the credentials file's, else the user's own (a key in the environment, which the
   // attempt inherits, or their Claude login); the attempt's runner holds it, the agent never does.
-  const login = userLogin();
-  const credentialEnv = options.credentials
-    ? anthropicEnvironment(options.credentials.anthropic)
-    : hasCredential(process.env) || hasCredential(options.claudeEnv) || !login
-      ? {}
-      : { AGENTRELAY_CLAUDE_LOGIN: login };
-
+  const credential = localCredential({
+    file: options.credentials
+      ? { path: options.credentials.file ?? "the credentials file", anthropic: options.credentials.anthropic }
+      : null,
+    env: { ...process.env, ...options.claudeEnv },
+    login: userLogin(),
+  });
   const claudeEnv = {
     HOME: agentHome,
     DISABLE_AUTOUPDATER: "1",
     DISABLE_TELEMETRY: "1",
     ...options.claudeEnv,
-    ...credentialEnv,
+    ...credential.env,
   };
 
   // Before anything is spent, the agent: a run that has nothing left to start needs none.
@@ -147,8 +152,12 @@ async function runLocked(
       bin: options.claudeBin,
       // The attempt process inherits the runner's environment (attempt-process.ts).
       env: { ...process.env, ...claudeEnv },
-      ...LOCAL_REMEDIES,
+      nameAnother: "name it with --claude PATH",
+      logIn: credential.logIn,
+      fixCredential: credential.fixCredential,
     });
+  // Only now, every check passed, does the run change: a new run archives the last one's branches.
+  if (startOverFrom !== null) await startOver(repo, graph.name, workRoot, startOverFrom);
 
   // Work that outlives a write (attempts): the run ends when none is left.
   const inFlight = new Set<Promise<void>>();
@@ -209,6 +218,9 @@ async function runLocked(
       attemptTimeoutMs: options.attemptTimeoutMs ?? 60 * 60_000,
       gateTimeoutMs: options.gateTimeoutMs ?? 600_000,
       ...(options.params ? { params: options.params } : {}),
+      fixCredential: credential.fixCredential,
+      // Before any attempt's agent exists: how the egress proxies resolve names (egress/resolver.ts).
+      resolver: snapshotResolver(),
     },
     track,
     (facts) => apply(facts),
@@ -306,12 +318,3 @@ async function runLocked(
   clearInterval(inboxTimer);
   return { state: (await store.load(runKey))?.state ?? state!, drift, workRoot };
 }
-
-const hasCredential = (env: NodeJS.ProcessEnv) => credentialOf(env) !== null;
-
-/** What a user of local mode does when the agent cannot work here (the command line's options). */
-const LOCAL_REMEDIES = {
-  nameAnother: "name it with --claude PATH",
-  logIn:
-    "run `claude` and log in (/login), set ANTHROPIC_API_KEY, or pass --credentials FILE (--scripted-model needs no account)",
-};

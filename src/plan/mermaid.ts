@@ -19,14 +19,18 @@ export const CHART_LIMITS = {
 } as const;
 
 /**
- * Mermaid writes labels at 16 px and scales a chart down to the width it is given: GitHub's comment
- * column is about 880 px wide in a 1280 px window. A chart is drawn only if its text stays at least
- * 10 px high there, so at most 880 x 16 / 10 = 1,408 px wide as mermaid lays it out. Widths are
- * estimated from the labels as mermaid 11 draws them in Chromium (a node is 66 px plus 6.6 px a
- * character of its longest line; counted at 8 px, to be safe), 50 px between nodes, 16 px around the
- * chart and 24 px more for each workstream's box; the render tests measure the text as drawn.
+ * Mermaid writes labels at 16 px and scales a chart down to the width it is given: a comment's
+ * content box in a 1,280 px window. That box is 806 px wide on GitHub, as its CSS (Primer) lays out a
+ * pull request or issue page at that width: 1,280 px, less the page's side padding (2 x 32 px,
+ * `container-xl px-lg-5`), the sidebar (296 px at `lg`) and the gutter before it (24 px), the
+ * timeline's avatar column (56 px, `ml-md-6 pl-md-3`), the comment's border (2 x 1 px) and its body's
+ * padding (2 x 16 px). A chart is drawn only if its text stays at least 10 px high there, so at most
+ * 806 x 16 / 10 = 1,289 px wide as mermaid lays it out. Widths are estimated from the labels as
+ * mermaid 11 draws them in Chromium (a node is 66 px plus 6.6 px a character of its longest line;
+ * counted at 8 px, to be safe), 50 px between nodes, 16 px around the chart and 24 px more for each
+ * workstream's box; the render tests measure the text as drawn, in Chromium, at that width.
  */
-export const READABLE = { fontPx: 16, minPx: 10, columnPx: 880 } as const;
+export const READABLE = { fontPx: 16, minPx: 10, columnPx: 806 } as const;
 const MAX_WIDTH = (READABLE.columnPx * READABLE.fontPx) / READABLE.minPx;
 const CHAR_PX = 8;
 const NODE_PADDING = 66;
@@ -36,8 +40,11 @@ const BOX_PADDING = 24;
 
 export type ChartLevel = "tasks" | "workstreams" | "none";
 
-/** How a node is outlined: its own failure (red), blocked by another's (grey, dashed), at work (blue). */
-export type Mark = "broken" | "blocked" | "active" | null;
+/**
+ * How a node is outlined: its own failure (red), waiting for a person (amber: a merge, a conflict, a
+ * budget), blocked by another's failure (grey, dashed), at work (blue), merged (green).
+ */
+export type Mark = "broken" | "waiting" | "blocked" | "active" | "done" | null;
 
 /** What a chart says of each node beyond its id: a second line, and an outline. */
 export interface Marks {
@@ -47,8 +54,10 @@ export interface Marks {
 
 const STYLES = [
   "  classDef broken stroke:#dc2626,stroke-width:3px",
+  "  classDef waiting stroke:#d97706,stroke-width:4px",
   "  classDef blocked stroke:#6b7280,stroke-width:2px,stroke-dasharray:5 4",
   "  classDef active stroke:#2563eb,stroke-width:3px",
+  "  classDef done stroke:#16a34a,stroke-width:2px",
 ];
 
 const colours = (plan: Plan) =>
@@ -207,17 +216,21 @@ function tasksReadable(plan: Plan, marks: Marks | undefined): boolean {
   return layoutWidth(nodes, rank) <= MAX_WIDTH;
 }
 
-/** The level a plan is drawn at on GitHub: its tasks, its workstreams, or none (too large to read). */
-export function chartLevel(plan: Plan, marks: { tasks?: Marks; workstreams?: Marks } = {}): ChartLevel {
+/**
+ * Why a plan is not drawn task by task, in words: too many tasks, dependencies or waves for a chart
+ * (mermaid's limits, with room), or a chart too wide for its text to stay readable; null when it is.
+ */
+function notByTask(plan: Plan, marks: Marks | undefined): string | null {
   const edges = plan.graph.tasks.reduce((n, t) => n + t.dependencies.length, 0);
   const t = CHART_LIMITS.tasks;
-  if (
-    plan.order.length <= t.nodes &&
-    edges <= t.edges &&
-    plan.waves.length <= t.depth &&
-    tasksReadable(plan, marks.tasks)
-  )
-    return "tasks";
+  if (plan.order.length > t.nodes || edges > t.edges || plan.waves.length > t.depth)
+    return `too large to draw task by task: ${count(plan.order.length, "task")}, ${count(edges, "dependency", "dependencies")}, ${count(plan.waves.length, "wave")}`;
+  return tasksReadable(plan, marks) ? null : "drawn task by task, its text would be too small to read";
+}
+
+/** The level a plan is drawn at on GitHub: its tasks, its workstreams, or none (too large to read). */
+export function chartLevel(plan: Plan, marks: { tasks?: Marks; workstreams?: Marks } = {}): ChartLevel {
+  if (notByTask(plan, marks.tasks) === null) return "tasks";
   const w = CHART_LIMITS.workstreams;
   if (
     plan.workstreams.size <= w.nodes &&
@@ -228,13 +241,17 @@ export function chartLevel(plan: Plan, marks: { tasks?: Marks; workstreams?: Mar
   return "none";
 }
 
-/** The chart GitHub is shown, at the level that fits; null when even the workstreams are too many. */
+/**
+ * The chart GitHub is shown, at the level that fits (null text when even the workstreams are too
+ * many), and why it is not drawn task by task.
+ */
 export function mermaidChart(
   plan: Plan,
   marks: { tasks?: Marks; workstreams?: Marks } = {},
-): { level: ChartLevel; text: string | null } {
+): { level: ChartLevel; text: string | null; why: string | null } {
+  const why = notByTask(plan, marks.tasks);
   const level = chartLevel(plan, marks);
-  if (level === "tasks") return { level, text: mermaidDag(plan, marks.tasks) };
-  if (level === "workstreams") return { level, text: mermaidWorkstreams(plan, marks.workstreams) };
-  return { level, text: null };
+  if (level === "tasks") return { level, text: mermaidDag(plan, marks.tasks), why: null };
+  if (level === "workstreams") return { level, text: mermaidWorkstreams(plan, marks.workstreams), why };
+  return { level, text: null, why };
 }

@@ -3,7 +3,7 @@
  * is), what an attempt reports back, and the engine events a report stands for. The Action sends it,
  * the app checks it with these schemas, and local mode reads the attempt process's result with them.
  */
-import { MAX_USD } from "../graph/amount.ts";
+import { isCost, MAX_MICROS, microsOfDollars } from "../graph/amount.ts";
 import { z } from "zod";
 import type { EngineEvent } from "../engine/types.ts";
 
@@ -28,7 +28,7 @@ export const REPORT_KEY_HEADER = "x-agentrelay-report-key";
 const text = z.string().max(20_000);
 
 /** What an attempt hands back, as the engine records it. */
-export const attemptResultSchema = z.object({
+const resultShape = z.object({
   outcome: z.enum(["succeeded", "failed"]),
   /** Finished without changes: the task completes without a PR. */
   noPr: z.boolean(),
@@ -39,10 +39,10 @@ export const attemptResultSchema = z.object({
   outputs: z
     .array(z.object({ path: z.string().max(1000), action: z.string().max(40), category: z.string().max(80) }))
     .max(1000),
-  costUsd: z
-    .number()
-    .nonnegative()
-    .max(MAX_USD, { error: `a cost must be a number of US dollars from 0 to ${MAX_USD}` }),
+  /** What the attempt spent, in micro-dollars (graph/amount.ts). */
+  costMicros: z.number().refine(isCost, {
+    error: `a cost must be a whole number of micro-dollars from 0 to ${MAX_MICROS}`,
+  }),
   turns: z.number().int().nonnegative(),
   gates: z.array(z.object({ n: z.number().int().positive(), passed: z.boolean() })).max(100),
   /** The end of the last gate's output when the attempt failed on it (masked). */
@@ -63,7 +63,22 @@ export const attemptResultSchema = z.object({
     .regex(/^[0-9a-f]{40}$/)
     .nullable(),
 });
-export type AttemptReportResult = z.infer<typeof attemptResultSchema>;
+
+/**
+ * A result as an Action from before micro-dollars sends it: its cost as `costUsd`, dollars as Claude
+ * Code reported them. It is read as the nearest micro-dollar (as that version charged it); a cost that
+ * is no amount is left for the schema to refuse.
+ */
+function fromOlderAction(value: unknown): unknown {
+  if (value === null || typeof value !== "object" || "costMicros" in value || !("costUsd" in value))
+    return value;
+  const { costUsd, ...rest } = value as { costUsd: unknown };
+  const micros = typeof costUsd === "number" ? microsOfDollars(costUsd) : null;
+  return micros === null ? { ...rest, costMicros: costUsd } : { ...rest, costMicros: micros };
+}
+
+export const attemptResultSchema = z.preprocess(fromOlderAction, resultShape);
+export type AttemptReportResult = z.infer<typeof resultShape>;
 
 export const attemptReportSchema = attemptRequestSchema.extend({ result: attemptResultSchema });
 export type AttemptReport = z.infer<typeof attemptReportSchema>;
@@ -71,7 +86,7 @@ export type AttemptReport = z.infer<typeof attemptReportSchema>;
 /** The report of an attempt: exactly the fields of the wire format, whatever else the result holds. */
 export function toReport(request: AttemptRequest, result: AttemptReportResult): AttemptReport {
   // The schema names the fields, so a new one is sent as soon as it is declared.
-  const fields = Object.keys(attemptResultSchema.shape) as (keyof AttemptReportResult)[];
+  const fields = Object.keys(resultShape.shape) as (keyof AttemptReportResult)[];
   return {
     run: request.run,
     task: request.task,
@@ -103,7 +118,7 @@ export function eventsOfReport(report: Omit<AttemptReport, "run">, at: number): 
       task,
       attempt,
       reason: r.reason ?? "failed",
-      costUsd: r.costUsd,
+      costMicros: r.costMicros,
       turns: r.turns,
       ...(r.gateOutput ? { gateOutput: r.gateOutput } : {}),
       ...(r.overBudget ? { overBudget: true } : {}),
@@ -121,7 +136,7 @@ export function eventsOfReport(report: Omit<AttemptReport, "run">, at: number): 
     opsConcerns: r.opsConcerns,
     summary: r.summary,
     outputs: r.outputs,
-    costUsd: r.costUsd,
+    costMicros: r.costMicros,
     turns: r.turns,
     at,
   });

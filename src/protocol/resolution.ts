@@ -97,7 +97,7 @@ export const resolutionFinishedOf = (
   n,
   ok: result.outcome === "succeeded",
   reason: result.reason,
-  costUsd: result.costUsd,
+  costMicros: result.costMicros,
   turns: result.turns,
   ...(result.conflicted.length > 0 ? { files: result.conflicted } : {}),
   at,

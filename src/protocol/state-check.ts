@@ -6,6 +6,8 @@
  * part lives and how to get back its last good version.
  */
 import { z } from "zod";
+import { MAX_MICROS, MAX_RAISED_MICROS } from "../graph/amount.ts";
+import { indexInMicros, taskInMicros } from "./stored-money.ts";
 
 /** The largest part a run writes is far below this (a 10,000-task run's index is under 1 MB). */
 export const MAX_PART_BYTES = 32 * 1024 * 1024;
@@ -24,7 +26,11 @@ export class StateDamageError extends Error {
 const count = z.number().int().nonnegative();
 const time = z.number().finite();
 const pullRequest = z.looseObject({ number: count, url: z.string() }).nullable();
-const amount = z.number().finite().nonnegative();
+/** Micro-dollars (graph/amount.ts): whole, and within what the engine can add up exactly. */
+const micros = (max = Number.MAX_SAFE_INTEGER) => z.int().min(0).max(max);
+/** What one attempt may report spending, and a raise as commands bound it (a budget's raises together). */
+const cost = micros(MAX_MICROS);
+const raised = micros(MAX_RAISED_MICROS);
 
 const attemptRecord = z.looseObject({
   n: count,
@@ -34,12 +40,12 @@ const attemptRecord = z.looseObject({
   job: z.string().nullish(),
   outcome: z.enum(["succeeded", "failed", "timed_out", "cancelled"]).nullable(),
   reason: z.string().nullable(),
-  costUsd: amount.nullable(),
+  costMicros: cost.nullable(),
   turns: count.nullable(),
   pushedSha: z.string().nullable(),
   gates: z.array(z.looseObject({ n: count, passed: z.boolean() })),
-  capUsd: amount.nullish(),
-  reservedUsd: amount.optional(),
+  capMicros: micros(MAX_RAISED_MICROS).nullish(),
+  reservedMicros: micros().optional(),
 });
 
 const resolutionRecord = z.looseObject({
@@ -47,8 +53,10 @@ const resolutionRecord = z.looseObject({
   dispatchedAt: time,
   outcome: z.enum(["succeeded", "failed", "lost"]).nullable(),
   reason: z.string().nullable(),
-  costUsd: amount.nullable(),
+  costMicros: cost.nullable(),
   turns: count.nullable(),
+  capMicros: micros(MAX_RAISED_MICROS).nullish(),
+  reservedMicros: micros().optional(),
 });
 
 const conflict = z
@@ -69,7 +77,7 @@ export const taskRunSchema = z.looseObject({
   summary: z.string().nullable(),
   outputs: z.array(z.looseObject({ path: z.string(), action: z.string(), category: z.string() })),
   mergedAt: time.nullable(),
-  budgetRaisedUsd: amount.optional(),
+  budgetRaisedMicros: raised.optional(),
   conflict,
 });
 
@@ -110,10 +118,10 @@ export const runIndexSchema = z.looseObject({
   timeline: z.array(z.looseObject({ at: time, type: z.string() })),
   budget: z
     .looseObject({
-      run: z.looseObject({ spentUsd: amount, reservedUsd: amount, raisedUsd: amount }),
+      run: z.looseObject({ spentMicros: micros(), reservedMicros: micros(), raisedMicros: raised }),
       workstreams: z.record(
         z.string(),
-        z.looseObject({ spentUsd: amount, reservedUsd: amount, raisedUsd: amount }),
+        z.looseObject({ spentMicros: micros(), reservedMicros: micros(), raisedMicros: raised }),
       ),
     })
     .optional(),
@@ -147,6 +155,9 @@ export function parsePart(part: string, text: string | null | undefined): Record
 
 /** Checks a run's index against the schema the engine writes. */
 export function checkIndex(part: string, index: Record<string, unknown>): void {
+  // Amounts a run stored in dollars before micro-dollars are read in micro-dollars.
+  const money = indexInMicros(index);
+  if (money) throw new StateDamageError(part, money);
   const checked = runIndexSchema.safeParse(index);
   if (!checked.success) throw new StateDamageError(part, firstIssue(checked.error, ""));
 }
@@ -163,6 +174,8 @@ export function checkTaskMap(part: string, name: string, map: unknown): Record<s
   if (Object.hasOwn(map, "__proto__")) throw new StateDamageError(part, `has a key __proto__ in ${name}`);
   if (name === "tasks")
     for (const [id, record] of Object.entries(map)) {
+      const money = taskInMicros(id, record);
+      if (money) throw new StateDamageError(part, money);
       const checked = taskRunSchema.safeParse(record);
       if (!checked.success) throw new StateDamageError(part, firstIssue(checked.error, `tasks.${id}`));
     }

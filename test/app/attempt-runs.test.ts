@@ -73,12 +73,12 @@ describe("a workflow run is an attempt's only when it cannot be another's", () =
     expect(taskA()).toMatchObject({ status: "running", attempt: 1 });
     expect(h.gh.dispatches).toHaveLength(1);
     // The attempt's own job goes on and reports: its result and its spend are kept.
-    const report = await finishJob(h, dispatch, started, { costUsd: 0.5 });
+    const report = await finishJob(h, dispatch, started, { costMicros: 500_000 });
     expect(report.status).toBe(200);
     expect(taskA().status).toBe("merged");
-    expect(taskA().attempts[0]).toMatchObject({ outcome: "succeeded", costUsd: 0.5 });
-    const { budget } = h.gh.state("diamond/1") as unknown as { budget: { run: { spentUsd: number } } };
-    expect(budget.run.spentUsd).toBe(0.5);
+    expect(taskA().attempts[0]).toMatchObject({ outcome: "succeeded", costMicros: 500_000 });
+    const { budget } = h.gh.state("diamond/1") as unknown as { budget: { run: { spentMicros: number } } };
+    expect(budget.run.spentMicros).toBe(500_000);
   });
 
   it("the reconciler takes only the attempt's own run from what it lists; so does the event", async () => {

@@ -28,11 +28,11 @@ describe("a run with a budget on GitHub", () => {
   it("waits when the budget is spent and goes on once when a writer raises it", async () => {
     await h.pushGraph(".workflow/diamond.yaml", BUDGETED);
     expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a"]);
-    await runJob(h, h.gh.dispatches[0]!, { costUsd: 0.25 });
+    await runJob(h, h.gh.dispatches[0]!, { costMicros: 250_000 });
     // a spent the whole budget: b and c wait, and the status says what to do.
     expect(h.gh.dispatches).toHaveLength(1);
     expect(statusBody()).toContain(
-      "**Waiting for you**: budget spent: $0.25 of $0.25 for the run; 3 tasks wait for it.",
+      "**Waiting for you**: budget spent: $0.25 of $0.25 for the run; 3 tasks to do wait for it.",
     );
     expect(statusBody()).toContain("Spent $0.25 of $0.25.");
     expect(h.gh.state("diamond/1").outcome).toBeNull();
@@ -46,15 +46,15 @@ describe("a run with a budget on GitHub", () => {
     await comment("/agentrelay budget +1", "alice"); // GitHub delivers it again
     expect(h.gh.dispatches.map((d) => d.inputs.task)).toEqual(["a", "b", "c"]);
     const state = h.gh.state("diamond/1") as unknown as RunState;
-    expect(state.budget!.run.raisedUsd).toBe(1);
+    expect(state.budget!.run.raisedMicros).toBe(1_000_000);
     expect(
       h.gh.comments.filter((c) => c.body.includes("raised the budget of the run by $1.00")),
     ).toHaveLength(1);
     // The two new attempts share what is left.
-    expect(state.tasks.b!.attempts[0]!.capUsd).toBe(0.5);
-    expect(state.tasks.c!.attempts[0]!.capUsd).toBe(0.5);
-    for (const d of h.gh.dispatches.slice(1)) await runJob(h, d, { costUsd: 0.2 });
-    await runJob(h, h.gh.dispatches[3]!, { costUsd: 0.2 });
+    expect(state.tasks.b!.attempts[0]!.capMicros).toBe(500_000);
+    expect(state.tasks.c!.attempts[0]!.capMicros).toBe(500_000);
+    for (const d of h.gh.dispatches.slice(1)) await runJob(h, d, { costMicros: 200_000 });
+    await runJob(h, h.gh.dispatches[3]!, { costMicros: 200_000 });
     expect(h.gh.state("diamond/1").outcome).toBe("succeeded");
     expect(statusBody()).toContain("Spent $0.85 of $1.25.");
     // Each task's check run shows its spend against its cap and the run's budget.
@@ -75,16 +75,17 @@ describe("a run with a budget on GitHub", () => {
     }
     expect(JSON.stringify(h.gh.state("diamond/1"))).toBe(before);
     // A job that reports an absurd cost is refused, and nothing of its report is applied.
-    const { report } = await runJob(h, h.gh.dispatches[0]!, { costUsd: 1e303 });
+    const { report } = await runJob(h, h.gh.dispatches[0]!, { costMicros: 1e303 });
     expect(report).toMatchObject({
       status: 400,
       body: {
-        error: "invalid request: result.costUsd: a cost must be a number of US dollars from 0 to 1000000",
+        error:
+          "invalid request: result.costMicros: a cost must be a whole number of micro-dollars from 0 to 1000000000000",
       },
     });
     const state = h.gh.state("diamond/1") as unknown as RunState;
     expect(state.tasks.a!.status).toBe("running");
-    expect(state.budget!.run).toMatchObject({ spentUsd: 0, raisedUsd: 0 });
+    expect(state.budget!.run).toMatchObject({ spentMicros: 0, raisedMicros: 0 });
     expect(statusBody()).not.toMatch(/Infinity|NaN/);
   });
 
@@ -93,7 +94,7 @@ describe("a run with a budget on GitHub", () => {
     await runJob(h, h.gh.dispatches[0]!, {
       outcome: "failed",
       reason: "stopped at its budget of $0.25",
-      costUsd: 0.25,
+      costMicros: 250_000,
       overBudget: true,
     });
     const a = (h.gh.state("diamond/1") as unknown as RunState).tasks.a!;

@@ -72,7 +72,7 @@ describe("a resolution job through the app", () => {
       opsConcerns: [],
       summary: "Resolved conflicts in b.txt.",
       outputs: [],
-      costUsd: 0.1,
+      costMicros: 100_000,
       turns: 2,
       gates: [],
       conflicted: ["b.txt"],
@@ -94,7 +94,10 @@ describe("a resolution job through the app", () => {
     const state = h.gh.state("overlap/1") as unknown as RunState;
     expect(state.workstreams.right).toMatchObject({
       status: "merged",
-      conflict: { files: ["b.txt"], resolutions: [{ n: 1, outcome: "succeeded", costUsd: 0.1, turns: 2 }] },
+      conflict: {
+        files: ["b.txt"],
+        resolutions: [{ n: 1, outcome: "succeeded", costMicros: 100_000, turns: 2 }],
+      },
     });
     expect(h.gh.checkRuns.filter((c) => c.name === "agentrelay / resolve-integration@right")).toMatchObject([
       { conclusion: "success" },

@@ -66,7 +66,7 @@ describe("a run on GitHub", () => {
     expect(
       merges.lastIndexOf("POST /repos/octo/demo/actions/workflows/agentrelay-task.yml/dispatches"),
     ).toBeGreaterThan(5);
-    expect(h.gh.pulls.find((p) => p.head.endsWith("ws_a/integration"))!.body).toContain("- **a**: first");
+    expect(h.gh.pulls.find((p) => p.head.endsWith("ws_a/integration"))!.body).toContain("- `a`: first");
     expect(h.gh.checkRuns.map((c) => `${c.name} ${c.conclusion}`).sort()).toEqual([
       "agentrelay / a success",
       "agentrelay / b success",
@@ -77,7 +77,7 @@ describe("a run on GitHub", () => {
     const status = h.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
     expect(status).toContain("done (4 merged)");
     expect(status).toMatch(
-      /\| `d` \| ws_d \| merged \| \[1\]\(https:\/\/github.com\/octo\/demo\/actions\/runs\/\d+\) \|/,
+      /\| `d` \| `ws_d` \| merged \| \[1\]\(https:\/\/github.com\/octo\/demo\/actions\/runs\/\d+\) \|/,
     );
   });
 
@@ -270,6 +270,38 @@ describe("merging and dispatching the way GitHub allows", () => {
     expect(h.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`)).toEqual(["a/1", "a/2"]);
   });
 
+  it("lets only required checks decide a task PR's fate: a failed check nobody requires waits for the required one", async () => {
+    await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
+    h.gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["ci"] });
+    await runJob(h, h.gh.dispatches[0]!);
+    const pr = h.gh.pulls.find((p) => p.head === "agentrelay/diamond/a")!;
+    const head = h.gh.branches.get(pr.head)!;
+    const suite = (conclusion: string) =>
+      h.deliver("check_suite", {
+        action: "completed",
+        check_suite: {
+          id: 8,
+          head_branch: pr.head,
+          head_sha: head,
+          status: "completed",
+          conclusion,
+          pull_requests: [{ number: pr.number, base: { ref: pr.base } }],
+        },
+        repository: repository(h.gh),
+        sender: user("github-actions[bot]", "Bot"),
+      });
+    // A lint workflow nobody requires fails; the required ci has not reported.
+    h.gh.setCheck(head, "lint", "failure");
+    expect(await suite("failure")).toBe(200);
+    expect(h.gh.state("diamond/1").tasks.a!.status).toBe("pr_open");
+    const status = () => h.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+    expect(status()).toContain(`Waiting: #${pr.number} waits for the required check ci`);
+    h.gh.setCheck(head, "ci", "success");
+    await suite("success");
+    expect(pr.merged).toBe(true);
+    expect(status()).not.toContain("waits for the required check");
+  });
+
   it("dispatches without return_run_details where GitHub does not know it", async () => {
     h.gh.runDetails = false;
     await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
@@ -349,6 +381,13 @@ describe("every request the app makes", () => {
       `POST ${repo}/git/commits`,
       `POST ${repo}/git/refs`, // the compare-and-swap of a new run
       `POST ${repo}/issues`, // the tracking issue
+      // What `agentrelay doctor` finds that the app's token can read, for the first status comment:
+      `GET ${repo}`, // the merge methods the repository allows
+      `GET ${repo}/rules/branches/main`, // the rules of main and of integration branches
+      `GET ${repo}/branches/main`,
+      `GET ${repo}/rules/branches/agentrelay%2Fgraph%2Fworkstream%2Fintegration`,
+      `GET ${repo}/branches/agentrelay%2Fgraph%2Fworkstream%2Fintegration`,
+      `GET ${repo}/contents/.github%2Fworkflows`, // the workflow files (none here)
       `POST ${repo}/issues/1/comments`, // its status comment
       `POST ${repo}/git/refs`, // ws_a's integration branch, at the pushed commit
       "POST /graphql", // their ids and the branch written
@@ -366,9 +405,12 @@ describe("every request the app makes", () => {
       "POST /graphql", // token: the attempt marked as answered, bound to this job
       "POST /app/installations/42/access_tokens", // the attempt's scoped token
       `POST ${repo}/pulls`, // report: task PR
+      `GET ${repo}`, // the merge methods the repository allows, and the rules of the branch merged into
+      `GET ${repo}/rules/branches/agentrelay%2Fdiamond%2Fws_a%2Fintegration`,
       `PUT ${repo}/pulls/2/merge`,
       `POST ${repo}/merges`, // ws_a is done: its branch brought up to date with main (here: nothing to merge)
       `POST ${repo}/pulls`, // and its integration PR
+      `GET ${repo}/rules/branches/main`,
       `PUT ${repo}/pulls/3/merge`, // auto-merge, no concern (so no status is mirrored on it)
       `POST ${repo}/git/refs`, // ws_b and ws_c may start, from the merge just made
       `POST ${repo}/git/refs`,

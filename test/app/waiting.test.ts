@@ -24,7 +24,8 @@ const BUDGETED = DIAMOND.replace(
 );
 /** How much the run's budget was raised, and the answers that carry the mark of comment `id`'s command. */
 const raised = () =>
-  (h.gh.state("diamond/1") as unknown as { budget: { run: { raisedUsd: number } } }).budget.run.raisedUsd;
+  (h.gh.state("diamond/1") as unknown as { budget: { run: { raisedMicros: number } } }).budget.run
+    .raisedMicros;
 const answersTo = (id: number) =>
   h.gh.comments.filter((c) => c.body.includes(`agentrelay:answer comment=${id} command=0`));
 const sweepTwice = async () => {
@@ -37,7 +38,7 @@ const OTHER = `name: other\ntasks:\n  - id: x\n    description: another graph\n`
 describe("work that waited for GitHub's write limit", () => {
   it("is carried out once by the reconciler when the limit frees up: a command, and a pushed graph", async () => {
     await h.pushGraph(".workflow/diamond.yaml", BUDGETED);
-    await runJob(h, h.gh.dispatches[0]!, { costUsd: 0.25 });
+    await runJob(h, h.gh.dispatches[0]!, { costMicros: 250_000 });
     expect(h.gh.dispatches).toHaveLength(1); // b and c wait for budget
     // Every write of the hour is spent.
     const budget = writeBudget(String(h.gh.installationId), h.gh.clock);
@@ -61,7 +62,7 @@ describe("work that waited for GitHub's write limit", () => {
     // An hour later, the sweep (twice: as often as it runs) carries out each once.
     h.gh.clock.advance(61 * MINUTE);
     await sweepTwice();
-    expect(raised()).toBe(1);
+    expect(raised()).toBe(1_000_000);
     const answers = answersTo(801);
     expect(answers).toHaveLength(1);
     expect(answers[0]!.body).toContain("raised the budget of the run by $1.00");
@@ -77,7 +78,7 @@ describe("work that waited for GitHub's write limit", () => {
 
   it("answers a command applied when it came, whose answer was lost, without applying it again", async () => {
     await h.pushGraph(".workflow/diamond.yaml", BUDGETED);
-    await runJob(h, h.gh.dispatches[0]!, { costUsd: 0.25 });
+    await runJob(h, h.gh.dispatches[0]!, { costMicros: 250_000 });
     // The raise lands; its answer (the next write) does not.
     const original = h.gh.handle.bind(h.gh);
     let lose = true;
@@ -89,10 +90,10 @@ describe("work that waited for GitHub's write limit", () => {
         ? ((lose = false), [502, { message: "Bad Gateway" }])
         : original(method, url, body, accept);
     expect(await issueComment(h, "/agentrelay budget +1", "alice", { id: 802 })).toBe(500);
-    expect(raised()).toBe(1);
+    expect(raised()).toBe(1_000_000);
     h.gh.clock.advance(30 * MINUTE);
     await sweepTwice();
-    expect(raised()).toBe(1);
+    expect(raised()).toBe(1_000_000);
     expect(answersTo(802).map((c) => c.body.split("\n").at(-1))).toEqual([
       "Done: `/agentrelay budget +1` was applied when it came; its answer waited for GitHub's write limit.",
     ]);

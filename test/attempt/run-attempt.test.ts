@@ -318,8 +318,7 @@ describe("an attempt whose credential is refused", () => {
       expect(result).toMatchObject({
         outcome: "failed",
         agentUnavailable: true,
-        reason:
-          "Claude Code could not authenticate: the Anthropic API refused the credential (401): invalid x-api-key, then retry the task",
+        reason: `Claude Code could not authenticate: the model API at ${url} (ANTHROPIC_BASE_URL) refused the credential (401: invalid x-api-key); replace the credential, then retry the task`,
       });
 
       const login = join(mkdtempSync(join(tmpdir(), "agentrelay-login-")), ".credentials.json");
@@ -331,7 +330,7 @@ describe("an attempt whose credential is refused", () => {
       const { ANTHROPIC_API_KEY: _, ...env } = expired.claude.env;
       expired.claude.env = { ...env, AGENTRELAY_CLAUDE_LOGIN: login };
       expect((await runAttempt(expired)).reason).toBe(
-        `Claude Code could not authenticate: the Claude login in ${login} has expired: run \`claude\` once to renew it, then retry the task`,
+        `Claude Code could not authenticate: the Claude login in ${login} has expired; run \`claude\` once to renew it, then retry the task`,
       );
     } finally {
       refusing.close();
@@ -356,5 +355,32 @@ describe("an attempt whose model API becomes unreachable", () => {
       reason: `the model API at ${url} (ANTHROPIC_BASE_URL) cannot be reached: the connection was refused; check that it is up (or unset ANTHROPIC_BASE_URL), then retry the task`,
     });
     expect(ctx.lines.join("\n")).not.toContain("inference gateway");
+  });
+});
+
+describe("an attempt whose model API goes silent", () => {
+  it("stops once a request went unanswered for the silence deadline, in words about the network, and does not count", async () => {
+    // The API is there (it takes connections) and never answers a request: a network that dropped.
+    const silent = createServer(() => {});
+    await new Promise<void>((done) => silent.listen(0, "127.0.0.1", done));
+    try {
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      const ctx = {
+        ...(await attemptSetup(GRAPH, "greet", url)),
+        silenceMs: 2_000,
+        unreachableGraceMs: 1_000,
+      };
+      const started = Date.now();
+      const result = await runAttempt(ctx);
+      expect(Date.now() - started).toBeLessThan(20_000);
+      expect(result).toMatchObject({
+        outcome: "failed",
+        agentUnavailable: true,
+        reason: `the model API at ${url} (ANTHROPIC_BASE_URL) cannot be reached: it sent nothing for 2 s after taking a request; check that it is up (or unset ANTHROPIC_BASE_URL), then retry the task`,
+      });
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
   });
 });

@@ -28,8 +28,9 @@ describe("agentrelay validate", () => {
   it("exits 1 and prints one FILE:LINE:COL: message line per error", () => {
     const { code, stdout } = agentrelay("validate", good, bad);
     expect(code).toBe(1);
-    // Every independent problem, in one pass.
+    // Every independent problem, in one pass; what is fine is said on the same stream, in order.
     expect(stdout.trim().split("\n")).toEqual([
+      `${good}: ok (agentrelay, 2 tasks)`,
       `${bad}:4:20: tasks[0].dependencies[0]: unknown dependency id 'zz'`,
       `${bad}:6:5: tasks[1]: task 'b' has role 'generic' and no description; the description is its whole assignment`,
     ]);
@@ -59,8 +60,9 @@ describe("agentrelay validate", () => {
     expect(code).toBe(1);
     expect(stdout.trim().split("\n")).toEqual([
       `${hostile}:4:19: subtasks.s.instructions: template error: the template needs more than 256 MB of memory (the limit)`,
+      `${fine}: ok (cyberian, 1 task)`,
     ]);
-    expect(stderr).toContain(`${fine}: ok (cyberian, 1 task)`);
+    expect(stderr).toBe("");
   });
 
   it("suggests the nearest key for a mistyped one, however deep, and for several at once", () => {
@@ -142,8 +144,14 @@ describe("agentrelay render", () => {
     expect(readFileSync(join(dir, "w", "instructions.md"), "utf8")).toContain("Study owls");
   });
 
-  it("refuses an unknown task", () => {
-    expect(agentrelay("render", good, "nope").code).toBe(2);
+  it("refuses an unknown task (exit 1: the command line is fine, the graph has no such task), naming the nearest", () => {
+    const typo = agentrelay("render", good, "bb");
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toBe(`agentrelay: ${good}: no task 'bb' (did you mean \`b\`?)\n`);
+    expect(agentrelay("render", good, "zzzz").stderr).toBe(
+      `agentrelay: ${good}: no task 'zzzz' (the graph has a, b)\n`,
+    );
+    expect(agentrelay("render", good, "b", "--attempt", "two").code).toBe(2);
   });
 });
 
@@ -177,8 +185,8 @@ describe("agentrelay simulate", () => {
     const result = JSON.parse(stdout);
     expect(result.outcome).toBe("completed_with_failures");
     expect(result.tasks).toEqual({
-      a: { status: "failed", attempts: 1 },
-      b: { status: "blocked", attempts: 0 },
+      a: { status: "failed", attempts: 1, heldBy: "failed" },
+      b: { status: "blocked", attempts: 0, heldBy: "blocked:task:a" },
       c: { status: "merged", attempts: 1 },
     });
     expect(result.workstreams).toEqual({ x: { status: "failed" }, y: { status: "failed" } });
@@ -224,7 +232,7 @@ describe("agentrelay simulate", () => {
       /^<!-- agentrelay:status run=g\/1 -->\n### agentrelay run `g\/1`: waiting for budget and for you \(/,
     );
     expect(stdout).toContain(
-      "- **Waiting for you**: budget spent: $1.50 of $1.50 for the run; 1 task waits for it.",
+      "- **Waiting for you**: budget spent: $1.50 of $1.50 for the run; 1 task to do waits for it.",
     );
     expect(stdout).toContain(
       "- **Waiting for you**: 1 task blocked by 1 failure: `a` failed (simulated failure), blocking 1.",
@@ -232,8 +240,19 @@ describe("agentrelay simulate", () => {
     expect(agentrelay("simulate", budgeted, "--json", "--markdown").code).toBe(2);
   });
 
-  it("refuses a --fail for an unknown task", () => {
-    expect(agentrelay("simulate", chain, "--fail", "nope").code).toBe(2);
+  it("refuses a --fail for an unknown task, naming the nearest; a malformed one is a usage error", () => {
+    const demo = join(REPO_ROOT, "examples/demo.yaml");
+    const typo = agentrelay("simulate", demo, "--fail", "dobule_calc");
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toBe("agentrelay: --fail: no task 'dobule_calc' (did you mean `double_calc`?)\n");
+    expect(agentrelay("simulate", chain, "--concern", "nope").code).toBe(1);
+    expect(agentrelay("simulate", chain, "--conflict-integration", "xx").stderr).toContain(
+      "no workstream 'xx' (did you mean `x`?)",
+    );
+    const malformed = agentrelay("simulate", chain, "--fail", "a:x");
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toContain("--fail expects TASK or TASK:N, got 'a:x'");
+    expect(agentrelay("simulate", chain, "--cost-per-attempt", "abc").code).toBe(2);
   });
 });
 

@@ -3,7 +3,8 @@
  * tell a run that succeeded from one that failed, one that waits for the user, and a usage error.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
@@ -62,6 +63,32 @@ describe("exit codes", () => {
     expect(failed.code).toBe(1);
   });
 
+  it("1 for input that does not fit what it names: a task the graph lacks, a folder that is no repository", async () => {
+    const retry = agentrelay("retry", SAMPLE, "hello_nte", "--repo", await tempRepo());
+    expect(retry.stderr).toBe("agentrelay: no task 'hello_nte' (did you mean `hello_note`?)\n");
+    expect(retry.code).toBe(1);
+    expect(agentrelay("budget", SAMPLE, "+1", "helo", "--repo", await tempRepo()).code).toBe(1);
+    expect(agentrelay("render", SAMPLE, "nope").code).toBe(1);
+    const nowhere = join(mkdtempSync(join(tmpdir(), "agentrelay-")), "nowhere");
+    const init = agentrelay("init", "--repo", nowhere, "--action", "a/b@c", "--image", "d/e");
+    expect(init.stderr).toBe(
+      `agentrelay: --repo ${nowhere} is not a git repository: run \`git init\` there first, or point --repo at your repository\n`,
+    );
+    expect(init.code).toBe(1);
+    expect(existsSync(nowhere)).toBe(false);
+  });
+
+  it("2 for a value of the wrong form, before anything runs", async () => {
+    const repo = await tempRepo();
+    const turns = agentrelay("run", SAMPLE, "--repo", repo, "--max-turns", "abc", "--scripted-model");
+    expect(turns.code).toBe(2);
+    expect(turns.stderr).toBe(
+      "agentrelay: --max-turns expects a whole number from 1, got 'abc' (see `agentrelay run --help`)\n",
+    );
+    expect(await git(repo, ["for-each-ref", "refs/agentrelay/"])).toBe("");
+    expect(agentrelay("run", SAMPLE, "--repo", repo, "--max-turns", "0").code).toBe(2);
+  });
+
   it("2 for a usage error: a misspelled option gets the nearest one, not the parser's message", () => {
     const typo = agentrelay("run", SAMPLE, "--repo", ".", "--scripted-modle");
     expect(typo.code).toBe(2);
@@ -78,6 +105,13 @@ describe("exit codes", () => {
       "agentrelay: --json takes no value (see `agentrelay plan --help`)\n",
     );
     expect(agentrelay("frobnicate").code).toBe(2);
+    expect(agentrelay("validate", SAMPLE, "--hlep").stderr).toBe(
+      "agentrelay: unknown option --hlep (did you mean --help?) (see `agentrelay validate --help`)\n",
+    );
+    expect(agentrelay("--hlep").stderr).toBe(
+      "agentrelay: unknown option --hlep (did you mean --help?) (see `agentrelay --help`)\n",
+    );
+    expect(agentrelay("simulte").stderr).toContain("unknown command 'simulte' (did you mean `simulate`?)");
   });
 
   it("130 when interrupted", async () => {

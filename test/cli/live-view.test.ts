@@ -113,7 +113,7 @@ describe("the live view", () => {
       dispatchedAt: 0,
       outcome,
       reason: null,
-      costUsd: null,
+      costMicros: null,
       turns: null,
     });
     state.workstreams.default!.conflict = { files: ["a.txt"], resolutions: [resolution(1, null)] };

@@ -3,7 +3,7 @@
  * API that cannot be reached, is one line that says what to do, and the task's attempts are as they
  * were. Through the real binary and the real Claude Code CLI, with an empty HOME.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -12,6 +12,9 @@ import { describe, expect, it } from "vitest";
 import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { git } from "../../src/attempt/git.ts";
 import { checkAgent } from "../../src/attempt/preflight.ts";
+import { startScriptedModel } from "../../src/scripted/model-server.ts";
+import { agentrelayLive, BIN } from "../support/cli.ts";
+import { namespacesHere } from "../support/namespaces.ts";
 import { agentrelayWith } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
@@ -59,7 +62,7 @@ describe("the agent check before a local run", () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toBe("");
     expect(result.stderr).toBe(
-      "agentrelay: Claude Code was not found (/nowhere/claude): install it with `npm install -g @anthropic-ai/claude-code`, or name it with --claude PATH\n",
+      "agentrelay: Claude Code was not found (/nowhere/claude): install it with `npm install -g @anthropic-ai/claude-code@2.1.197`, or name it with --claude PATH\n",
     );
     expect(await attempts(repo)).toBe("");
   });
@@ -90,9 +93,105 @@ describe("the agent check before a local run", () => {
     expect(result.stderr).toBe(
       `agentrelay: the model API at ${url} (ANTHROPIC_BASE_URL) cannot be reached: the connection was refused; check that it is up (or unset ANTHROPIC_BASE_URL), then run again\n`,
     );
-    expect(result.ms).toBeLessThan(10_000);
+    // Not a speed target: Claude Code's own retries would take minutes; the check gives up on the first refusal.
+    expect(result.ms).toBeLessThan(60_000);
     // The merge was not even noticed: nothing was written.
     expect(await attempts(repo)).toBe(before);
+  });
+});
+
+describe("a credential the model API refuses, before a local run", () => {
+  /** A model API that takes only `sk-ant-good` (the scripted model, as the real API answers a bad key). */
+  const refusing = () => startScriptedModel(() => ({ text: "never asked" }), { keys: ["sk-ant-good"] });
+
+  it("a key in the environment: one line naming the fix, and neither the run nor the agent starts", async () => {
+    const model = await refusing();
+    try {
+      const repo = await tempRepo();
+      const env = loggedOut({ ANTHROPIC_API_KEY: "sk-ant-bad", ANTHROPIC_BASE_URL: model.url });
+      const result = await agentrelayLive(env, "run", SAMPLE, "--repo", repo, "--claude", CLAUDE_BIN);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `agentrelay: the model API at ${model.url} (ANTHROPIC_BASE_URL) refused the credential (401: invalid x-api-key); set ANTHROPIC_API_KEY to a key the API accepts (or unset it to use your \`claude\` login), then run again\n`,
+      );
+      expect(await attempts(repo)).toBe("");
+      expect(model.requests).toEqual([]);
+    } finally {
+      await model.close();
+    }
+  });
+
+  it("a credentials file's key: the line names the entry to fix, and nothing starts", async () => {
+    const model = await refusing();
+    try {
+      const repo = await tempRepo();
+      const file = join(mkdtempSync(join(tmpdir(), "agentrelay-creds-")), "credentials.yaml");
+      writeFileSync(file, "anthropic:\n  dev: {type: api_key, key: sk-ant-bad}\n");
+      // The environment's key (which the API would take) does not stand in for the file's.
+      const env = loggedOut({ ANTHROPIC_API_KEY: "sk-ant-good", ANTHROPIC_BASE_URL: model.url });
+      const result = await agentrelayLive(
+        env,
+        ...["run", SAMPLE, "--repo", repo, "--claude", CLAUDE_BIN, "--credentials", file],
+      );
+      expect(result.stderr).toBe(
+        `agentrelay: the model API at ${model.url} (ANTHROPIC_BASE_URL) refused the credential (401: invalid x-api-key); give anthropic.dev in ${file} a key the API accepts, then run again\n`,
+      );
+      expect(result.code).toBe(1);
+      expect(await attempts(repo)).toBe("");
+    } finally {
+      await model.close();
+    }
+  });
+});
+
+describe("the credentials file as a user passes it", () => {
+  it("one that does not exist: one line, no raw ENOENT", async () => {
+    const repo = await tempRepo();
+    const result = agentrelayWith(loggedOut(), "run", SAMPLE, "--repo", repo, "--credentials", "/nonexist");
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      'agentrelay: the credentials file /nonexist does not exist: pass the path of one (its format: docs/cli.md, "The credentials file"), or leave out --credentials to use your own login\n',
+    );
+  });
+
+  it("one without an anthropic entry, and no login: says so, not 'pass --credentials FILE'", async () => {
+    const repo = await tempRepo();
+    const file = join(mkdtempSync(join(tmpdir(), "agentrelay-creds-")), "empty.yaml");
+    writeFileSync(file, "{}\n");
+    const result = agentrelayWith(
+      loggedOut(),
+      "run",
+      SAMPLE,
+      "--repo",
+      repo,
+      "--claude",
+      CLAUDE_BIN,
+      "--credentials",
+      file,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      `agentrelay: Claude Code is not logged in here: ${file} has no anthropic entry: add one (its format: docs/cli.md, "The credentials file"), set ANTHROPIC_API_KEY, or run \`claude\` and log in (/login) (--scripted-model needs no account)\n`,
+    );
+    expect(await attempts(repo)).toBe("");
+  });
+});
+
+describe.skipIf(!namespacesHere())("the scripted model on a machine whose loopback is down", () => {
+  it("says what is wrong (the loopback interface), not ANTHROPIC_BASE_URL, which the user never set", async () => {
+    const repo = await tempRepo();
+    // A network namespace of its own with `lo` left down: no route even to 127.0.0.1.
+    const user = process.geteuid?.() === 0 ? [] : ["--user", "--map-root-user"];
+    const result = spawnSync(
+      "unshare",
+      [...user, "--net", "--", process.execPath, BIN, "run", SAMPLE, "--repo", repo, "--scripted-model"],
+      { encoding: "utf8", env: loggedOut() },
+    );
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(
+      /^agentrelay: the scripted model \(--scripted-model, which this run serves at http:\/\/127\.0\.0\.1:\d+\) cannot be reached: there is no route to 127\.0\.0\.1: the loopback interface is down here; bring it up \(`ip link set lo up`\), then run again\n$/,
+    );
+    expect(result.stderr).not.toContain("ANTHROPIC_BASE_URL");
   });
 });
 
@@ -108,7 +207,7 @@ describe("checkAgent", () => {
 
   it("refuses a Claude Code older than it supports, and what is not Claude Code", async () => {
     await expect(checkAgent({ bin: fake("echo '1.0.128 (Claude Code)'"), env, ...hints })).rejects.toThrow(
-      "Claude Code 1.0.128 is older than 2.1.0, the oldest agentrelay supports: update it with `npm install -g @anthropic-ai/claude-code@latest`",
+      "Claude Code 1.0.128 is older than 2.1.0, the oldest agentrelay supports: update it with `npm install -g @anthropic-ai/claude-code@2.1.197`",
     );
     await expect(checkAgent({ bin: fake("echo hello"), env, ...hints })).rejects.toThrow(
       "does not look like Claude Code (`--version` printed 'hello'): name it with --claude PATH",
@@ -129,6 +228,42 @@ describe("checkAgent", () => {
       expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
       silent.close();
+    }
+  });
+
+  it("checks an OAuth login with its bearer and beta, and refuses it only in words about the login", async () => {
+    const seen: (string | string[] | undefined)[][] = [];
+    let said = "";
+    const api = (await import("node:http")).createServer((req, res) => {
+      req.resume();
+      seen.push([req.method, req.url, req.headers.authorization, req.headers["anthropic-beta"]]);
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ type: "error", error: { type: "authentication_error", message: said } }));
+    });
+    await new Promise<void>((done) => api.listen(0, "127.0.0.1", done));
+    try {
+      const url = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
+      const oauth: NodeJS.ProcessEnv = {
+        ...process.env,
+        CLAUDE_CODE_OAUTH_TOKEN: "sk-ant-oat01-x",
+        ANTHROPIC_BASE_URL: url,
+      };
+      delete oauth.ANTHROPIC_API_KEY;
+      // An endpoint that takes no OAuth at all says nothing of the login: the run may go on.
+      said = "OAuth authentication is currently not supported.";
+      await expect(checkAgent({ bin: CLAUDE_BIN, env: oauth, ...hints })).resolves.toMatch(/^\d+\.\d+\.\d+$/);
+      said = "Invalid bearer token";
+      await expect(checkAgent({ bin: CLAUDE_BIN, env: oauth, ...hints })).rejects.toThrow(
+        `the model API at ${url} (ANTHROPIC_BASE_URL) refused the credential (401: Invalid bearer token); log in, then run again`,
+      );
+      expect(seen[0]).toEqual([
+        "POST",
+        "/v1/messages/count_tokens",
+        "Bearer sk-ant-oat01-x",
+        "oauth-2025-04-20",
+      ]);
+    } finally {
+      api.close();
     }
   });
 

@@ -18,16 +18,14 @@ const graph = graphOf(
 
 describe("the local run's report", () => {
   it("says which task PR's conflicts wait for you, and what to do", () => {
-    const { state } = simulate(graph, { taskConflicts: new Map([["b", 3]]), costPerAttempt: 0.01 });
+    const { state } = simulate(graph, { taskConflicts: new Map([["b", 3]]), costPerAttempt: 10_000 });
     const report = runReport(state, "/repo", graph);
     expect(report).toContain(
-      "Run g/1: waiting for you: task b's conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s) did not settle them): merge agentrelay/g/right/integration into agentrelay/g/b by hand, then run again",
+      "Run g/1: waiting for you: task b's PR: merge `agentrelay/g/right/integration` into `agentrelay/g/b` by hand: they conflict in `simulated.txt` (2 resolution attempts did not settle them), then run again",
     );
     // b's spend counts its PR's two resolutions.
     expect(report).toMatch(/\n {2}b +PR open +attempts 1 {2}\$0\.03 /);
-    expect(report).toContain(
-      "      conflicts in simulated.txt: 2 resolution(s), $0.02, the last succeeded\n",
-    );
+    expect(report).toContain("      conflicts in simulated.txt: 2 resolutions, $0.02, the last succeeded\n");
   });
 
   it("names an integration PR's resolutions under its workstream", () => {
@@ -35,7 +33,7 @@ describe("the local run's report", () => {
     const report = runReport(state, "/repo", graph);
     expect(report).toContain("Run g/1: succeeded");
     expect(report).toMatch(
-      /\n {2}right +merged +merged into main\n {6}conflicts in simulated\.txt: 1 resolution\(s\), \$0\.00, the last succeeded\n/,
+      /\n {2}right +merged +merged into main\n {6}conflicts in simulated\.txt: 1 resolution, \$0\.00, the last succeeded\n/,
     );
   });
 });

@@ -18,8 +18,8 @@ afterEach(async () => {
 
 interface Stored {
   outcome: string | null;
-  tasks: Record<string, { status: string; attempt: number; attempts: { costUsd: number | null }[] }>;
-  budget?: { run: { spentUsd: number } };
+  tasks: Record<string, { status: string; attempt: number; attempts: { costMicros: number | null }[] }>;
+  budget?: { run: { spentMicros: number } };
 }
 
 describe.each(["app", "workflow"] as const)("forged task workflow runs, orchestrated by the %s", (mode) => {
@@ -75,8 +75,8 @@ describe.each(["app", "workflow"] as const)("forged task workflow runs, orchestr
     expect(after.outcome).toBe("succeeded");
     expect(s.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`)).toEqual(["t0/1"]);
     expect(after.tasks.t0!.attempts).toHaveLength(1);
-    expect(after.tasks.t0!.attempts[0]!.costUsd).toBe(0.01);
-    expect(after.budget!.run.spentUsd).toBe(0.01);
+    expect(after.tasks.t0!.attempts[0]!.costMicros).toBe(10_000);
+    expect(after.budget!.run.spentMicros).toBe(10_000);
     const merges = s.git("log", "--merges", "--format=%s", "main").split("\n");
     expect(merges.filter((m) => m.startsWith("Merge task"))).toEqual(["Merge task t0"]);
   });

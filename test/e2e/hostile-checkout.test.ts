@@ -4,12 +4,14 @@
  * post-checkout, and every hook a commit or a ref update runs), an insteadOf redirect of the remote,
  * an fsmonitor command, a credential helper, a signing program and gitattributes filter, diff and
  * merge drivers. Each of them, if it ran, would write a marker with the environment it saw, and
- * force-push main back to its root commit and create a branch. The agent also fetches the job's OIDC
- * token (it can read the runner's environment in /proc) and forges a report, a push-token request and
+ * force-push main back to its root commit and create a branch. It also tries to plant the same in the
+ * runner's own git directory (sealed: the agent runs as a user of its own), and looks for the job's
+ * OIDC request variables in every process's environment, to forge a report, a push-token request and
  * a second token request. None of it works: no marker, no other branch changed, the push went to the
- * real remote, the forged requests are refused with one line, and the runner's own report counts.
+ * real remote, the runner's environment and git directory are closed to the agent, and the runner's
+ * own report counts. (A forged report with the job's OIDC token is refused: runner-git.test.ts.)
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
@@ -93,11 +95,12 @@ set("diff.evil.textconv", "node " + evil + " textconv");
 set("diff.evil.command", "node " + evil + " diff");
 set("merge.evil.driver", "node " + evil + " merge");
 writeFileSync(".gitattributes", "* filter=evil diff=evil merge=evil\\n");
-// The runner's own git directory, where the agent's user can write it (no job container seals it):
-// the checkout borrows its objects, so its path is in objects/info/alternates.
+// The runner's own git directory: the checkout borrows its objects, so its path is in
+// objects/info/alternates. Where it is sealed, the agent's user cannot write it: that is recorded.
 if (process.argv[2] === "runner") {
   const objects = readFileSync(".git/objects/info/alternates", "utf8").trim().split("\\n")[0];
   const runner = dirname(objects);
+  try {
   const inRunner = (...args) => git("--git-dir=" + runner, ...args);
   mkdirSync(runner + "/hooks", { recursive: true });
   for (const hook of ${JSON.stringify(hooks)}) {
@@ -113,7 +116,10 @@ if (process.argv[2] === "runner") {
   inRunner("config", "--add", "core.fsmonitor", evil);
   inRunner("config", "--add", "filter.evil.clean", "node " + evil + " runner-filter");
   inRunner("config", "--add", "include.path", process.cwd() + "/.git/config");
-  writeFileSync(${JSON.stringify(evilRemote + "-planted-in-runner")}, runner);
+  writeFileSync(${JSON.stringify(evilRemote + "-planted-in-runner")}, "planted " + runner);
+  } catch (error) {
+    writeFileSync(${JSON.stringify(evilRemote + "-planted-in-runner")}, "refused: " + error.message);
+  }
 }
 `;
 }
@@ -137,7 +143,7 @@ if (vars) {
     const response = await fetch(app + path, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer " + oidc }, body: JSON.stringify(body) });
     return { status: response.status, body: await response.json() };
   };
-  const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [], summary: "forged", outputs: [], costUsd: 0, turns: 1, gates: [], commit: null };
+  const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [], summary: "forged", outputs: [], costMicros: 0, turns: 1, gates: [], commit: null };
   answers.report = await post("/agentrelay/report", { ...attempt, result });
   answers.pushToken = await post("/agentrelay/push-token", attempt);
   answers.token = await post("/agentrelay/token", attempt);
@@ -150,7 +156,7 @@ describe("an agent that plants code in its checkout and forges reports", () => {
   it.each([
     ["its checkout's .git", ""],
     [
-      "its checkout's .git and the runner's git directory (no job container: the agent is the runner's user)",
+      "its checkout's .git and the runner's git directory (sealed: root's, the agent has a user of its own)",
       " runner",
     ],
   ])(
@@ -173,7 +179,9 @@ describe("an agent that plants code in its checkout and forges reports", () => {
       };
       standin = await startStandin({ script });
       dir = join(standin.root, "hostile");
-      mkdirSync(dir);
+      // The agent's scratch space, open to its user.
+      mkdirSync(dir, { mode: 0o777 });
+      chmodSync(dir, 0o777);
       const markers = join(dir, "markers");
       const evilRemote = join(dir, "evil-remote.git");
       await standin.push({ ".workflow/hostile.yaml": GRAPH });
@@ -189,7 +197,12 @@ describe("an agent that plants code in its checkout and forges reports", () => {
 
       // The agent did plant (the checks below would pass vacuously otherwise).
       expect(existsSync(evilRemote)).toBe(true);
-      expect(existsSync(`${evilRemote}-planted-in-runner`)).toBe(target !== "");
+      // The runner's git directory is closed to the agent's user: the plant there was refused.
+      if (target)
+        expect(readFileSync(`${evilRemote}-planted-in-runner`, "utf8")).toMatch(
+          /^refused: EACCES: permission denied/,
+        );
+      else expect(existsSync(`${evilRemote}-planted-in-runner`)).toBe(false);
       // Nothing it planted ran: not in the push, not in the commit, not in the checks.
       expect(existsSync(markers) ? readFileSync(join(markers, "ran.jsonl"), "utf8") : "").toBe("");
       // No other branch changed; the task branch went to the real remote, with the agent's work.
@@ -199,27 +212,12 @@ describe("an agent that plants code in its checkout and forges reports", () => {
       expect(standin.git("show", `${branch}:notes/x.md`)).toBe("task x, attempt 1");
       expect(execFileSync("git", ["--git-dir", evilRemote, "for-each-ref"], { encoding: "utf8" })).toBe("");
 
-      // The agent got the job's OIDC token, and what it sent with it was refused, each with one line.
-      const forged = JSON.parse(readFileSync(join(dir, "forged.json"), "utf8")) as Record<
-        string,
-        { status: number; body: { error: string } }
-      > & { found: boolean };
-      expect(forged.found).toBe(true);
-      expect(forged.report).toEqual({
-        status: 403,
-        body: {
-          error:
-            "this request does not carry the report key of attempt 1 of x: only the runner that took the attempt's first token may push or report",
-        },
-      });
-      expect(forged.pushToken!.status).toBe(403);
-      expect(forged.token).toEqual({ status: 409, body: { error: "attempt 1 of x already has its token" } });
-      for (const answer of [forged.report!, forged.pushToken!, forged.token!])
-        expect(answer.body.error).not.toContain("\n");
-
-      // The runner's own report is the one that counts: the gate failed, so the task failed.
+      // The agent looked for the job's OIDC request variables in every process's environment and found
+      // none: the runner's is another user's (a forged report with the job's OIDC token is refused too:
+      // runner-git.test.ts). So the runner's report is the only one, and it counts: the gate failed.
+      const forged = JSON.parse(readFileSync(join(dir, "forged.json"), "utf8")) as { found: boolean };
+      expect(forged.found).toBe(false);
       expect(standin.jobRequests.filter((r) => r.path === "/agentrelay/report")).toEqual([
-        { path: "/agentrelay/report", status: 403 },
         { path: "/agentrelay/report", status: 200 },
       ]);
       const task = standin.gh.state("hostile/1").tasks.x!;

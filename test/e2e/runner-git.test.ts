@@ -6,7 +6,7 @@
  * its own git directory: none of them runs, no other branch moves, the work lands where it should. A
  * report forged inside the job (with the job's own OIDC token, without the runner's key) is refused.
  */
-import { existsSync, mkdtempSync, readdirSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -87,6 +87,8 @@ const attacker =
 describe("an agent that attacks the runner through git", () => {
   it("runs none of its hooks, configuration or filters, moves no other branch, and cannot report for the runner", async () => {
     const markers = mkdtempSync(join(tmpdir(), "agentrelay-traps-"));
+    // The agent runs as a user of its own: it may plant here, and whoever ran a trap would write here.
+    chmodSync(markers, 0o777);
     standin = await startStandin({ script: attacker(markers) });
     const mainBefore = standin.git("rev-parse", "main");
     await standin.push({ ".workflow/hostile.yaml": GRAPH });

@@ -54,7 +54,7 @@ describe("conflicts between an integration branch and its target", () => {
       if (outcome === "waiting_for_review") {
         const reason = result.state.workstreams.right!.reason!;
         expect(reason).toMatch(
-          /^conflicts with main in simulated\.txt \(.+\): merge main into agentrelay\/g\/right\/integration by hand$/,
+          /^merge `main` into `agentrelay\/g\/right\/integration` by hand: they conflict in `simulated\.txt` \(.+\)$/,
         );
         expect(events.at(-1)).toEqual({ type: "conflict", workstream: "right", detail: reason });
       }
@@ -89,7 +89,7 @@ describe("conflicts between an integration branch and its target", () => {
       workstream: "right",
       n: 1,
       ok: true,
-      costUsd: 0.2,
+      costMicros: 200_000,
       at: 4,
     };
     const merge = engine.apply(open, finished);
@@ -97,8 +97,8 @@ describe("conflicts between an integration branch and its target", () => {
     expect(merge).toContainEqual(
       expect.objectContaining({ type: "merge_integration_pr", workstream: "right" }),
     );
-    expect(resolutions(open)).toMatchObject([{ n: 1, outcome: "succeeded", costUsd: 0.2 }]);
-    expect(open.budget!.workstreams.right!.spentUsd).toBe(0.2);
+    expect(resolutions(open)).toMatchObject([{ n: 1, outcome: "succeeded", costMicros: 200_000 }]);
+    expect(open.budget!.workstreams.right!.spentMicros).toBe(200_000);
   });
 
   it("after a failed resolution asks for the merge again: a person who resolved first wins", () => {
@@ -231,7 +231,7 @@ describe("conflicts between an integration branch and its target", () => {
 
   it("waits while running attempts hold the budget, and resolves once they give it back", () => {
     const { engine, state } = budgetHeld();
-    expect(state.tasks.a!.attempts[0]!.capUsd).toBe(0.5); // a holds all of it
+    expect(state.tasks.a!.attempts[0]!.capMicros).toBe(500_000); // a holds all of it
     const conflict: EngineEvent = {
       type: "integration_conflicted",
       workstream: "right",
@@ -241,9 +241,9 @@ describe("conflicts between an integration branch and its target", () => {
     };
     expect(engine.apply(state, conflict)).toEqual([]);
     expect(state.workstreams.right!).toMatchObject({ autoMergeSkipped: false, reason: null });
-    engine.apply(state, { type: "job_succeeded", task: "a", attempt: 1, costUsd: 0.1, at: 3 });
+    engine.apply(state, { type: "job_succeeded", task: "a", attempt: 1, costMicros: 100_000, at: 3 });
     expect(engine.apply(state, { ...conflict, at: 4 })).toContainEqual(
-      expect.objectContaining({ type: "resolve_conflicts", n: 1, capUsd: 0.4 }),
+      expect.objectContaining({ type: "resolve_conflicts", n: 1, capMicros: 400_000 }),
     );
   });
 
@@ -251,13 +251,13 @@ describe("conflicts between an integration branch and its target", () => {
     const { engine, state } = budgetHeld("max_resolution_attempts: 0");
     engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 2 });
     expect(state.workstreams.right!).toMatchObject({ autoMergeSkipped: true });
-    expect(state.workstreams.right!.reason).toMatch(/resolution is off \(max_resolution_attempts: 0\)/);
+    expect(state.workstreams.right!.reason).toMatch(/resolution is off, `max_resolution_attempts: 0`/);
   });
 
   it("a spent budget leaves the conflict to a person instead of starting an agent", () => {
     const result = simulate(graphWith("max_cost_usd: 0.5\nmin_attempt_cost_usd: 0.1"), {
       integrationConflicts: new Map([["right", 1]]),
-      costPerAttempt: 0.25,
+      costPerAttempt: 250_000,
       reviewerMerges: false,
     });
     expect(resolutions(result.state)).toEqual([]);
@@ -300,12 +300,12 @@ describe("conflicts between a task PR and its integration branch", () => {
           task: "b",
           workstream: "right",
           attempt: i + 1,
-          detail: "conflicts with agentrelay/g/right/integration in simulated.txt",
+          detail: "conflicts with `agentrelay/g/right/integration` in `simulated.txt`",
         })),
       );
       if (status === "pr_open")
         expect(result.state.tasks.b!.reason).toBe(
-          "conflicts with agentrelay/g/right/integration in simulated.txt (2 resolution attempt(s) did not settle them): merge agentrelay/g/right/integration into agentrelay/g/b by hand",
+          "merge `agentrelay/g/right/integration` into `agentrelay/g/b` by hand: they conflict in `simulated.txt` (2 resolution attempts did not settle them)",
         );
     },
   );
@@ -316,18 +316,18 @@ describe("conflicts between a task PR and its integration branch", () => {
     expect(result.state.tasks.b).toMatchObject({
       status: "failed",
       reason:
-        "merging the task PR failed: it has conflicts with agentrelay/g/right/integration in simulated.txt",
+        "merging the task PR failed: it has conflicts with `agentrelay/g/right/integration` in `simulated.txt`",
     });
   });
 
   it("charges a task's resolution to the task's budget", () => {
     const graph = graphOf([{ id: "b", ws: "right", extra: "max_cost_usd: 0.5" }], [{ id: "right" }]);
-    const result = simulate(graph, { taskConflicts: new Map([["b", 5]]), costPerAttempt: 0.2 });
+    const result = simulate(graph, { taskConflicts: new Map([["b", 5]]), costPerAttempt: 200_000 });
     // One attempt ($0.20) and one resolution ($0.20); what is left ($0.10) is less than an attempt's
     // floor (four turns of Sonnet, $0.30): no second resolution starts to be stopped at once.
-    expect(taskResolutions(result.state).map((r) => r.costUsd)).toEqual([0.2]);
+    expect(taskResolutions(result.state).map((r) => r.costMicros)).toEqual([200_000]);
     expect(result.state.tasks.b!.reason).toMatch(
-      /^conflicts with .*budget spent: \$0\.40 of \$0\.50 for task 'b', \$0\.10 left, less than an attempt's \$0\.30\)/,
+      /^merge .* by hand: .*budget nearly spent: \$0\.40 of \$0\.50 for task 'b', \$0\.10 left, less than an attempt's \$0\.30\)/,
     );
   });
 

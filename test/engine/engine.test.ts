@@ -98,8 +98,15 @@ describe("engine", () => {
       type: "workstream_prepared",
       workstream: "default",
     });
-    d.send({ type: "job_failed", task: "a", attempt: 1, reason: "gate failed", costUsd: 0.42, turns: 7 });
-    expect(d.state.tasks.a!.attempts[0]).toMatchObject({ outcome: "failed", costUsd: 0.42, turns: 7 });
+    d.send({
+      type: "job_failed",
+      task: "a",
+      attempt: 1,
+      reason: "gate failed",
+      costMicros: 420_000,
+      turns: 7,
+    });
+    expect(d.state.tasks.a!.attempts[0]).toMatchObject({ outcome: "failed", costMicros: 420_000, turns: 7 });
     expect(d.state.tasks.a).toMatchObject({ status: "running", attempt: 2 });
   });
 

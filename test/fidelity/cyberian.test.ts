@@ -367,7 +367,7 @@ describe("loops and statuses", () => {
       finalText: texts[Math.min(i++, texts.length - 1)]!,
       sessionId: "s",
       turns: 1,
-      costUsd: 0,
+      costMicros: 0,
     });
   };
   const runStep = (agent: ReturnType<typeof answers>) =>

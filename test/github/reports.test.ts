@@ -9,6 +9,7 @@ import { FakeGitHub } from "../../harness/fake-github.ts";
 import { DEFAULT_CONFIG, type GitHubClient, type RepoContext } from "../../src/github/client.ts";
 import { REPORT_ARTIFACT, REPORT_STEP, reportOfRun } from "../../src/github/reports.ts";
 import { REPORT_FILE } from "../../src/protocol/report.ts";
+import { REPORT_MAC_FILE, reportMac } from "../../src/protocol/report-key.ts";
 
 const attempt = { run: "g/1", task: "a", attempt: 1 };
 const report = (about = attempt) => ({
@@ -21,21 +22,21 @@ const report = (about = attempt) => ({
     opsConcerns: [],
     summary: "did a",
     outputs: [],
-    costUsd: 0.5,
+    costMicros: 500_000,
     turns: 2,
     gates: [],
     commit: "a".repeat(40),
   },
 });
 
-function setUp() {
+function setUp(reportSecret: string | null = null) {
   const gh = new FakeGitHub();
   const ctx: RepoContext = {
     octokit: new Octokit({ request: { fetch: gh.fetch } }) as unknown as GitHubClient,
     owner: gh.owner,
     repo: gh.repo,
     defaultBranch: "main",
-    config: { ...DEFAULT_CONFIG, workflow: { token: "github_token" } },
+    config: { ...DEFAULT_CONFIG, workflow: { token: "github_token", reportSecret } },
     now: Date.now,
     log: () => undefined,
   };
@@ -60,7 +61,11 @@ function setUp() {
     for (const zip of uploads) gh.uploadArtifact(id, REPORT_ARTIFACT, zip);
     return String(id);
   };
-  const zip = (body: unknown) => zipSync({ [REPORT_FILE]: new TextEncoder().encode(JSON.stringify(body)) });
+  const zip = (body: unknown, mac?: string) =>
+    zipSync({
+      [REPORT_FILE]: new TextEncoder().encode(JSON.stringify(body)),
+      ...(mac === undefined ? {} : { [REPORT_MAC_FILE]: new TextEncoder().encode(mac) }),
+    });
   return { gh, ctx, run, zip };
 }
 
@@ -73,7 +78,7 @@ describe("a report read from the job's own run", () => {
 
   it("is refused when the step failed: a process in the job uploaded an artifact of its name first", async () => {
     const { gh, ctx, run, zip } = setUp();
-    const planted = zip({ ...report(), result: { ...report().result, costUsd: 0 } });
+    const planted = zip({ ...report(), result: { ...report().result, costMicros: 0 } });
     const id = run("failure", planted);
     // The runner's own upload came second and was refused, as upload-artifact v4 refuses a name taken.
     expect(gh.uploadArtifact(Number(id), REPORT_ARTIFACT, zip(report()))).toBe(false);
@@ -105,6 +110,53 @@ describe("a report read from the job's own run", () => {
     });
     expect(await reportOfRun(ctx, run("success"), attempt)).toEqual({
       reason: "the job's run holds 0 report artifacts, not one",
+    });
+  });
+});
+
+describe("a report bound to its key (the orchestrator holds AGENTRELAY_REPORT_SECRET)", () => {
+  const secret = "sk-ant-api03-the-repository-credential";
+  /** The id the next run() gets, which the runner put in its report's HMAC. */
+  const nextRun = (gh: FakeGitHub) => String(gh.workflowRuns.size + 100);
+  const signed = (body: unknown, runId: string, key = secret) =>
+    reportMac(key, attempt, runId, JSON.stringify(body));
+
+  it("is believed as the runner wrote it", async () => {
+    const { gh, ctx, run, zip } = setUp(secret);
+    const read = await reportOfRun(
+      ctx,
+      run("success", zip(report(), signed(report(), nextRun(gh)))),
+      attempt,
+    );
+    expect(read).toEqual({ report: expect.objectContaining({ task: "a", attempt: 1 }) });
+  });
+
+  it("is refused, in one line, when its bytes changed after the runner wrote them, or it was made without the secret", async () => {
+    const { gh, ctx, run, zip } = setUp(secret);
+    const forged = { ...report(), result: { ...report().result, summary: "forged", costMicros: 0 } };
+    const refused = {
+      reason:
+        "the job's report does not match its key: it was changed after the runner wrote it, so it is not believed",
+    };
+    // Rewritten after the runner wrote it: the HMAC is the runner's, of other bytes.
+    expect(
+      await reportOfRun(ctx, run("success", zip(forged, signed(report(), nextRun(gh)))), attempt),
+    ).toEqual(refused);
+    // Signed by a process that guessed at the key, or the right bytes for another run.
+    expect(
+      await reportOfRun(
+        ctx,
+        run("success", zip(forged, signed(forged, nextRun(gh), "sk-ant-guess"))),
+        attempt,
+      ),
+    ).toEqual(refused);
+    expect(await reportOfRun(ctx, run("success", zip(report(), signed(report(), "1"))), attempt)).toEqual(
+      refused,
+    );
+    // Without one at all.
+    expect(await reportOfRun(ctx, run("success", zip(report())), attempt)).toEqual({
+      reason:
+        "the job's report carries no report.mac: give the task workflow's step the AGENTRELAY_REPORT_SECRET the orchestrator's has",
     });
   });
 });

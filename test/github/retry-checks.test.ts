@@ -37,7 +37,7 @@ function runAfter(attempt: number, sha: string): HostedRun {
     startedAt: 0,
     outcome: "succeeded" as const,
     reason: null,
-    costUsd: 0,
+    costMicros: 0,
     turns: 1,
     pushedSha: i + 1 === attempt ? sha : null,
     gates: [],

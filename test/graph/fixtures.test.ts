@@ -94,7 +94,7 @@ describeNeeding(NO_FIXTURES, "agentrelay's documentation examples", () => {
         baseBranch: "main",
         mergeTargetBranch: "main",
         autoMerge: false,
-        maxCostUsd: null,
+        maxCostMicros: null,
         maxResolutionAttempts: null,
         integrationGate: null,
       },

@@ -53,6 +53,16 @@ export const RULE_CASES: RuleCase[] = [
     errors: ["5:5: tasks[0]: contains unknown key(s): dependancies (did you mean `dependencies`?)"],
   },
   {
+    rule: "a key named as other task runners name it: ours",
+    yaml: `${T}  - id: a\n    description: x\n    depends_on: [b]\n`,
+    errors: ["5:5: tasks[0]: contains unknown key(s): depends_on (did you mean `dependencies`?)"],
+  },
+  {
+    rule: "a mistyped required key is said once, where the typo is",
+    yaml: "# a comment\nname: g\n\ntaskz:\n  - id: a\n    description: x\n",
+    errors: ["4:1: contains unknown key(s): taskz (did you mean `tasks`?)"],
+  },
+  {
     rule: "unknown task keys with nothing near: no guess",
     yaml: `${T}  - id: a\n    description: x\n    colour: red\n`,
     errors: ["5:5: tasks[0]: contains unknown key(s): colour"],
@@ -320,6 +330,37 @@ export const RULE_CASES: RuleCase[] = [
       "6:19: workstreams[0].max_cost_usd: must be greater than 0",
       "12:27: tasks[0].max_attempt_cost_usd: must be a number of US dollars",
     ],
+  },
+  {
+    rule: "budgets are whole micro-dollars: at most six decimals",
+    yaml: `name: g\nmax_cost_usd: 2.0000001\ntasks:\n  - id: a\n    description: x\n    max_cost_usd: 0.3000004\n`,
+    errors: [
+      "2:15: max_cost_usd: must be a plain decimal number of US dollars with at most six decimals",
+      "6:19: tasks[0].max_cost_usd: must be a plain decimal number of US dollars with at most six decimals",
+    ],
+  },
+  {
+    rule: "a per-attempt limit below the floor of an attempt it limits is refused, where it is set",
+    yaml: `name: g\nmax_attempt_cost_usd: 0.2\ntasks:\n  - id: a\n    description: x\n  - id: b\n    description: x\n    max_attempt_cost_usd: 0.05\n    primary_agent: { model: claude-haiku-4-5 }\n  - id: c\n    description: x\n    max_attempt_cost_usd: 1\n    primary_agent: { model: claude-opus-4-1 }\n`,
+    errors: [
+      "2:23: max_attempt_cost_usd: $0.20 is less than the floor of an attempt of task 'a', $0.30 (four turns of Claude Code's default model, Sonnet): no attempt of it could start; raise it to at least $0.30, or lower the floor with min_attempt_cost_usd",
+      "8:27: tasks[1].max_attempt_cost_usd: $0.05 is less than the floor of an attempt of task 'b', $0.10 (four turns of claude-haiku-4-5): no attempt of it could start; raise it to at least $0.10, or lower the floor with min_attempt_cost_usd",
+      "12:27: tasks[2].max_attempt_cost_usd: $1.00 is less than the floor of an attempt of task 'c', $1.50 (four turns of claude-opus-4-1): no attempt of it could start; raise it to at least $1.50, or lower the floor with min_attempt_cost_usd",
+    ],
+  },
+  {
+    rule: "a budget below the floor of an attempt it pays for is refused: the run, a workstream, a task",
+    yaml: `name: g\nmax_cost_usd: 0.01\nworkstreams:\n  - id: w\n    max_cost_usd: 0.2\ntasks:\n  - id: base_calc\n    description: x\n    workstream_id: w\n    max_cost_usd: 0.25\n`,
+    errors: [
+      "2:15: max_cost_usd: $0.01 is less than the floor of an attempt of task 'base_calc', $0.30 (four turns of Claude Code's default model, Sonnet): the run could never start it; raise it to at least $0.30, or lower the floor with min_attempt_cost_usd",
+      "5:19: workstreams[0].max_cost_usd: $0.20 is less than the floor of an attempt of task 'base_calc', $0.30 (four turns of Claude Code's default model, Sonnet): workstream 'w' could never start it; raise it to at least $0.30, or lower the floor with min_attempt_cost_usd",
+      "10:19: tasks[0].max_cost_usd: $0.25 is less than the floor of an attempt of task 'base_calc', $0.30 (four turns of Claude Code's default model, Sonnet): its budget could never start one; raise it to at least $0.30, or lower the floor with min_attempt_cost_usd",
+    ],
+  },
+  {
+    rule: "a lowered floor lets small budgets and limits through",
+    yaml: `name: g\nmax_cost_usd: 0.01\nmin_attempt_cost_usd: 0.005\ntasks:\n  - id: a\n    description: x\n    max_attempt_cost_usd: 0.005\n`,
+    errors: [],
   },
   {
     rule: "resolution keys: a count of attempts at every level, and an integration gate command",

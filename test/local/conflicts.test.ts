@@ -60,7 +60,7 @@ describe("conflicts between parallel workstreams, locally", () => {
     expect(result.stdout).toMatch(/ (left|right) \(integration\) +resolving conflicts \(resolution 1\)\n/);
     expect(result.stdout).toMatch(/ (left|right) \(integration\) +resolution 1 succeeded\n/);
     expect(result.stdout).toMatch(
-      /\n {6}conflicts in shared\.txt: 1 resolution\(s\), \$\d\.\d{2,4}, the last succeeded\n/,
+      /\n {6}conflicts in shared\.txt: 1 resolution, \$\d\.\d{2,4}, the last succeeded\n/,
     );
     const shared = await git(repo, ["show", "main:shared.txt"]);
     expect(shared).toContain("written for task a");
@@ -70,7 +70,7 @@ describe("conflicts between parallel workstreams, locally", () => {
     const [first, second] = ["left", "right"].map((w) => state.workstreams[w]!);
     const resolved = first!.conflict ?? second!.conflict;
     expect(resolved).toMatchObject({ files: ["shared.txt"], resolutions: [{ n: 1, outcome: "succeeded" }] });
-    expect(resolved!.resolutions[0]!.costUsd).toBeGreaterThan(0);
+    expect(resolved!.resolutions[0]!.costMicros).toBeGreaterThan(0);
     expect(state.timeline.filter((e) => e.type === "resolution")).toHaveLength(1);
     // A merge, never a rewrite: main's history keeps both workstreams' merges and the resolution.
     const log = await git(repo, ["log", "--format=%s", "main"]);
@@ -85,7 +85,7 @@ describe("conflicts between parallel workstreams, locally", () => {
     // Not finished: it waits for a person (exit code 3).
     expect(result.code).toBe(3);
     expect(result.stdout).toMatch(
-      /conflicts with main in shared\.txt \(resolution is off \(max_resolution_attempts: 0\)\): merge main into agentrelay\/g\/(left|right)\/integration by hand/,
+      /merge `main` into `agentrelay\/g\/(left|right)\/integration` by hand: they conflict in `shared\.txt` \(resolution is off, `max_resolution_attempts: 0`\)/,
     );
   });
 

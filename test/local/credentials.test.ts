@@ -129,10 +129,32 @@ describe("credentials in a local run", () => {
     },
   };
 
+  /**
+   * The environment of every attempt process (`agentrelay attempt SPEC`) of `repo` while it runs, as
+   * /proc shows it to any process of its user (read here, by the test, at each request to the model).
+   */
+  const attemptEnvironments: string[] = [];
+  let repo = "";
+  const readAttemptEnvironments = () => {
+    for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+      try {
+        const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        if (args.includes("attempt") && args.some((a) => a.startsWith(repo)))
+          attemptEnvironments.push(readFileSync(`/proc/${pid}/environ`, "utf8"));
+      } catch {
+        // gone, or not ours to read
+      }
+    }
+  };
+
   async function run(credentialsYaml: string, extraEnv: Record<string, string> = {}) {
-    const server = await startScriptedModel(sequence([snoop], "Done."));
+    const script = sequence([snoop], "Done.");
+    const server = await startScriptedModel((request) => {
+      readAttemptEnvironments();
+      return script(request);
+    });
     try {
-      const repo = await tempRepo();
+      repo = await tempRepo();
       const text = "name: g\nisolation: {token_tier: read_only}\ntasks:\n  - id: a\n    description: x\n";
       const credentials = loadCredentials(file("run.yaml", credentialsYaml));
       const { state, workRoot } = await runLocal({
@@ -181,6 +203,13 @@ describe("credentials in a local run", () => {
     expect(env).toMatch(/^ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:\d+$/m);
     // The model was reached with the real key, through the runner's proxy.
     expect(server.credentials.filter(Boolean).every((c) => c === "sk-ant-from-credentials")).toBe(true);
+    // No process of the runner holds it in its environment, which a process of the same user (the
+    // agent's, locally) can read: the attempt process got it on its stdin.
+    expect(attemptEnvironments.length).toBeGreaterThan(0);
+    for (const environment of attemptEnvironments) {
+      expect(environment).not.toContain("sk-ant-from-credentials");
+      expect(environment).not.toContain("ghs_readonly_token");
+    }
     // Nothing left on disk holds a secret.
     expect(files).not.toContain("sk-ant-from-credentials");
     expect(files).not.toContain("ghs_readonly_token");

@@ -159,6 +159,32 @@ describe("steering a local run", () => {
     expect(agentrelay("status", graph, "--repo", repo).stdout).toMatch(/^Run g\/2: succeeded/);
   });
 
+  it("run --new-run whose agent check fails changes nothing: the last run, its branches and its merge stay", async () => {
+    const repo = await tempRepo();
+    const graph = graphFile(graphYaml([{ id: "a", ws: "x" }], [{ id: "x" }]));
+    expect(agentrelay("run", graph, "--repo", repo, "--scripted-model").code).toBe(3);
+    const everyRef = () => git(repo, ["for-each-ref", "--format=%(objectname) %(refname)"]);
+    const before = await everyRef();
+    const again = agentrelay(
+      "run",
+      graph,
+      "--repo",
+      repo,
+      "--scripted-model",
+      "--new-run",
+      "--claude",
+      "/nowhere/claude",
+    );
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("/nowhere/claude");
+    expect(await everyRef()).toBe(before);
+    expect(agentrelay("status", graph, "--repo", repo).stdout).toContain(
+      "Run g/1: waiting for you: merge agentrelay/g/x/integration into main",
+    );
+    // What the run asks for can still be done.
+    await git(repo, ["merge", "-q", "--no-edit", "agentrelay/g/x/integration"]);
+  });
+
   it("a dirty checkout stops the auto-merge with a line that says what to do; run again merges", async () => {
     const repo = await tempRepo();
     mkdirSync(join(repo, "src"));

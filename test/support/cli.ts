@@ -1,5 +1,5 @@
 /** The real `agentrelay` binary, run as users and other tools run it, and graph files to give it. */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +16,22 @@ export function agentrelayWith(env: NodeJS.ProcessEnv, ...args: string[]) {
   const started = Date.now();
   const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", env });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr, ms: Date.now() - started };
+}
+
+/**
+ * `agentrelayWith`, without blocking this process: for a run whose model server (or any other
+ * loopback stand-in) lives in this process and must go on answering.
+ */
+export function agentrelayLive(env: NodeJS.ProcessEnv, ...args: string[]) {
+  const started = Date.now();
+  const child = spawn(process.execPath, [BIN, ...args], { env });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  return new Promise<{ code: number | null; stdout: string; stderr: string; ms: number }>((resolve) =>
+    child.on("close", (code) => resolve({ code, stdout, stderr, ms: Date.now() - started })),
+  );
 }
 
 /** `text` written as g.yaml in a new temporary folder; its path. */

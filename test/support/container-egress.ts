@@ -5,6 +5,8 @@
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { claimAgentUser } from "../../src/attempt/agent-user.ts";
 import { runBounded } from "../../src/attempt/bounded.ts";
 import { startEgress } from "../../src/attempt/egress/egress.ts";
 import { EGRESS_TABLE, nft } from "../../src/attempt/egress/rules.ts";
@@ -13,11 +15,14 @@ const registry = createServer((_req, res) => res.end("registry: left-pad 1.3.0\n
 await new Promise<void>((resolve) => registry.listen(0, "127.0.0.1", resolve));
 const registryPort = (registry.address() as AddressInfo).port;
 const log: string[] = [];
+// The agent's own user, as the Action gives it one: its group is the one the rules filter.
+const user = await claimAgentUser(tmpdir());
 const egress = await startEgress({
   mode: "container",
   allow: [`127.0.0.1:${registryPort}`],
   modelUrl: "http://127.0.0.1:9",
   entry: "",
+  agentGroup: user.gid,
   log: (line) => log.push(line),
 });
 const rules = (await nft(["list", "table", "inet", EGRESS_TABLE])).output;
@@ -27,7 +32,7 @@ const agent = async (command: string) =>
       cwd: "/",
       env: { ...process.env, ...egress.env },
       timeoutMs: 20_000,
-      prefix: egress.prefix,
+      confine: { prefix: [...egress.prefix, ...user.prefix], endAll: user.endAll },
     })
   ).output;
 const runner = (
@@ -44,17 +49,20 @@ const outputs = {
   registry: await agent(`curl -sS -m 10 http://127.0.0.1:${registryPort}/left-pad; echo registry-exit=$?`),
   direct: await agent(`curl -sS -m 10 --noproxy '*' http://127.0.0.1:${registryPort}/; echo direct-exit=$?`),
   flush: await agent("nft flush ruleset; echo flush-exit=$?; id -g"),
+  // Without the filter's help: the agent's user reads no other user's environment.
+  environ: await agent(`cat /proc/${process.pid}/environ; echo environ-exit=$?`),
   runner,
 };
 const refusals = await egress.refusals();
 await egress.close();
+await user.release();
 const after = (await nft(["list", "tables"])).output;
 registry.close();
 process.stdout.write(
   JSON.stringify({
     enforced: egress.enforced,
     note: egress.note,
-    prefix: egress.prefix,
+    prefix: [...egress.prefix, ...user.prefix],
     rules,
     outputs,
     refusals,

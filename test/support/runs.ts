@@ -46,7 +46,7 @@ export function runAt(
         job: m.job ?? "4242",
         outcome: m.status === "failed" ? "failed" : null,
         reason: m.reason ?? null,
-        costUsd: 0.5,
+        costMicros: 500_000,
         turns: 4,
         pushedSha: null,
         gates: [],
@@ -75,7 +75,7 @@ function scaleLayout(tasks: number, workstreams: number) {
  * blocks a workstream beyond its own); the first leaves conflicts to a person; the run has a budget. With
  * `scaleWorld`, what a run of it meets.
  */
-export function scaleGraph(tasks: number, workstreams: number, budgetUsd: number): string {
+export function scaleGraph(tasks: number, workstreams: number, budgetUsd: number, autoMerge = true): string {
   const { wsOf, firstOf } = scaleLayout(tasks, workstreams);
   const lines = [
     `name: scale-${tasks}`,
@@ -87,7 +87,7 @@ export function scaleGraph(tasks: number, workstreams: number, budgetUsd: number
   for (let w = 0; w < workstreams; w++)
     lines.push(
       `  - id: ws_${w}`,
-      "    auto_merge: true",
+      `    auto_merge: ${autoMerge}`,
       ...(w === 0 ? ["    max_resolution_attempts: 0"] : []),
     );
   lines.push("tasks:");
@@ -107,17 +107,17 @@ export function scaleGraph(tasks: number, workstreams: number, budgetUsd: number
 
 /**
  * What a scale run meets: a task a third into every third workstream (from the second) fails every
- * attempt, at most nine; the first workstream's integration PR conflicts with its target (left to a
- * person); every attempt costs $0.50.
+ * attempt, at most `failing` (nine); the first workstream's integration PR conflicts with its target
+ * (left to a person); every attempt costs $0.50.
  */
-export function scaleWorld(tasks: number, workstreams: number) {
+export function scaleWorld(tasks: number, workstreams: number, failingAtMost = 9) {
   const { per, firstOf } = scaleLayout(tasks, workstreams);
   const failing: [string, number][] = [];
-  for (let w = 1; w < workstreams && failing.length < 9; w += 3)
+  for (let w = 1; w < workstreams && failing.length < failingAtMost; w += 3)
     failing.push([`t${Math.min(tasks - 1, firstOf(w) + Math.floor(per / 3))}`, Infinity]);
   return {
     failures: new Map(failing),
     integrationConflicts: new Map([["ws_0", 1]]),
-    costPerAttempt: 0.5,
+    costPerAttempt: 500_000,
   };
 }

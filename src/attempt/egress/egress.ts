@@ -4,22 +4,22 @@
  * names (`network.allow`); everything else is refused, and each refusal is logged with its host and
  * counted. Where the rules live:
  * - `namespace` (local mode, Linux): a network namespace of the attempt's own (namespace.ts);
- * - `container` (the Action): the job container's namespace, the rules limited to the agent's group,
- *   the agent's commands run in that group with no capability (the runner keeps CAP_NET_ADMIN).
+ * - `container` (the Action): the job container's namespace, the rules limited to the agents' group
+ *   (AGENT_GID), in which the agent's own user runs its commands with no capability (agent-user.ts;
+ *   the runner keeps CAP_NET_ADMIN).
  * Either way the rules are the same text (rules.ts), applied by `nft` before the agent starts. When a
  * machine cannot enforce them, or the graph opts out (`allow: ["*"]`), the attempt says so and runs
  * unfiltered.
  */
 import { allowsEverything, allowsHost } from "../../graph/network.ts";
-import { DROP_CAPABILITIES, openNamespace } from "./namespace.ts";
+import { AGENT_GID } from "../agent-user.ts";
+import { openNamespace } from "./namespace.ts";
 import { startEgressProxy } from "./proxy.ts";
 import { startDnsStub } from "./dns-stub.ts";
+import { type ResolverSnapshot, snapshotResolver } from "./resolver.ts";
 import { EGRESS_TABLE, egressRules, nft, refusedConnections } from "./rules.ts";
 
 export type EgressMode = "namespace" | "container";
-
-/** The group an agent's commands run in inside a job container: the rules filter its sockets. */
-export const AGENT_GID = 61_000;
 
 export interface EgressOptions {
   mode: EgressMode;
@@ -29,6 +29,13 @@ export interface EgressOptions {
   modelUrl: string;
   /** The entry that runs `egress-namespace` (the CLI's): a namespace's holder. */
   entry: string;
+  /**
+   * How the egress proxy resolves names: the resolver's configuration as it was before any agent
+   * process existed (the local runner takes it when it starts); absent, it is read now.
+   */
+  resolver?: ResolverSnapshot;
+  /** `container`: the group the agent's own user runs in (agent-user.ts), whose sockets are filtered. */
+  agentGroup?: number | null;
   log: (line: string) => void;
 }
 
@@ -43,7 +50,10 @@ export interface Egress {
   enforced: boolean;
   /** What the attempt tells about its network when it is not filtered as usual, or null. */
   note: string | null;
-  /** Put before every agent command (see namespace.ts and AGENT_GID). */
+  /**
+   * Put before every agent command: the namespace's entry (namespace.ts); nothing in a job container,
+   * where the agent's own user (agent-user.ts) runs in the group the rules filter.
+   */
   prefix: string[];
   /** The proxy variables the agent's tools read. */
   env: Record<string, string>;
@@ -72,17 +82,23 @@ export async function startEgress(options: EgressOptions): Promise<Egress> {
       `network: not filtered: the allowlist needs Linux network namespaces (this is ${process.platform})`,
     );
   const counts = new Map<string, Refusal>();
-  const count = (kind: Refusal["kind"], host: string) => {
+  const count = (kind: Refusal["kind"], host: string, why?: string) => {
     const key = `${kind} ${host}`;
     const known = counts.get(key);
     if (known) known.count++;
     else {
       counts.set(key, { kind, host, count: 1 });
-      options.log(`network: refused ${kind === "lookup" ? "a DNS lookup of" : `a ${kind} to`} ${host}`);
+      options.log(
+        `network: refused ${kind === "lookup" ? "a DNS lookup of" : `a ${kind} to`} ${host}${why ? ` (${why})` : ""}`,
+      );
     }
   };
   const allow = [...options.allow, modelHost(options.modelUrl)];
-  const proxy = await startEgressProxy(allow, (host, port) => count("request", `${host}:${port}`));
+  const proxy = await startEgressProxy(
+    allow,
+    (host, port, why) => count("request", `${host}:${port}`, why),
+    options.resolver ?? snapshotResolver(),
+  );
   const onLookup = (name: string) => {
     if (!allowsHost(allow, name, null)) count("lookup", name.replace(/\.$/, ""));
   };
@@ -137,6 +153,14 @@ export async function startEgress(options: EgressOptions): Promise<Egress> {
     };
   }
 
+  // The rules tell the agent's sockets from the runner's by their group: without a user of its own,
+  // the agent has no group of its own.
+  if (options.agentGroup !== AGENT_GID) {
+    await proxy.close();
+    return unfiltered(
+      "network: not filtered: the agent has no user of its own here (the runner is not root)",
+    );
+  }
   // A job container holds one attempt: rules already there are another attempt's, not to be replaced.
   if ((await nft(["list", "table", "inet", EGRESS_TABLE])).ok) {
     await proxy.close();
@@ -160,7 +184,7 @@ export async function startEgress(options: EgressOptions): Promise<Egress> {
   return {
     enforced: true,
     note: null,
-    prefix: ["setpriv", `--regid=${AGENT_GID}`, "--clear-groups", ...DROP_CAPABILITIES.slice(1)],
+    prefix: [],
     env: env(proxy.port),
     refusals: async () => refusals(await list()),
     close: async () => {

@@ -11,8 +11,12 @@
  * (`unshare --user --map-root-user --net`), where the kernel allows those.
  */
 import { spawn } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import { join } from "node:path";
 import { createServer, type Server } from "node:net";
+import { dropPrivileges } from "../agent-user.ts";
 import { runBounded } from "../bounded.ts";
+import { programPath } from "../programs.ts";
 import { startDnsStub } from "./dns-stub.ts";
 import { EGRESS_TABLE, egressRules, nft } from "./rules.ts";
 
@@ -26,9 +30,38 @@ type HolderMessage =
 /** The runner's requests to the holder. */
 type RunnerMessage = { type: "list"; id: number };
 
+/** Whether an executable of this name is on PATH. */
+function onPath(name: string): boolean {
+  return (process.env.PATH ?? "").split(":").some((dir) => {
+    try {
+      accessSync(join(dir || ".", name), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * The line of a program's error output that says what went wrong: for a Node process that crashed,
+ * its error (not the code frame before it, the stack after it, or the version line that ends it);
+ * otherwise the last line.
+ */
+export function errorLine(stderr: string): string {
+  const lines = stderr
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean);
+  return (
+    lines.find((line) => /^[A-Za-z]*Error\b/.test(line)) ??
+    lines.filter((line) => !/^at\s/.test(line) && !/^Node\.js v\d/.test(line)).at(-1) ??
+    ""
+  );
+}
+
 /** Runs `ip` in the holder's namespace; why it failed, or null. */
 async function ip(...args: string[]): Promise<string | null> {
-  const run = await runBounded("ip", args, { cwd: "/", env: process.env, timeoutMs: 10_000 });
+  const run = await runBounded(programPath("ip"), args, { cwd: "/", env: process.env, timeoutMs: 10_000 });
   return run.code === 0 ? null : `ip ${args.join(" ")}: ${run.output.trim() || `exit ${run.code}`}`;
 }
 
@@ -44,6 +77,11 @@ export async function holdNamespace(): Promise<number> {
     await send({ type: "failed", reason });
     return 1;
   };
+  for (const [tool, from] of [
+    ["ip", "iproute2"],
+    ["nft", "nftables"],
+  ] as const)
+    if (!onPath(tool)) return fail(`${tool} was not found on PATH: install ${from} (the Debian package)`);
   const lo = await ip("link", "set", "lo", "up");
   if (lo) return fail(lo);
   // Without a route, a connection to an outside address fails before the filter sees it, and so
@@ -93,16 +131,6 @@ export interface AttemptNamespace {
   close(): void;
 }
 
-/** What takes every capability from an agent's command and keeps it from gaining any. */
-export const DROP_CAPABILITIES = [
-  "setpriv",
-  "--bounding-set=-all",
-  "--inh-caps=-all",
-  "--ambient-caps=-all",
-  "--no-new-privs",
-  "--",
-];
-
 /**
  * Opens the attempt's namespace with a holder started as `node ENTRY egress-namespace`; throws with
  * the reason when this machine cannot give one.
@@ -113,11 +141,18 @@ export async function openNamespace(
 ): Promise<AttemptNamespace> {
   const root = process.geteuid?.() === 0;
   const user = root ? [] : ["--user", "--map-root-user"];
-  const holder = spawn("unshare", [...user, "--net", "--", process.execPath, entry, "egress-namespace"], {
-    stdio: ["ignore", "ignore", "pipe", "ipc"],
-  });
+  const holder = spawn(
+    programPath("unshare"),
+    [...user, "--net", "--", process.execPath, entry, "egress-namespace"],
+    {
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+    },
+  );
   let stderr = "";
-  holder.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr = (stderr + chunk).slice(-2000)));
+  // Its beginning: a crash says what went wrong before its stack.
+  holder
+    .stderr!.setEncoding("utf8")
+    .on("data", (chunk: string) => (stderr = (stderr + chunk).slice(0, 8_000)));
   const ready = await new Promise<{ message: HolderMessage; door?: Server }>((resolve) => {
     holder.on("message", (message: HolderMessage, door?: Server) => {
       if (message.type === "ready" || message.type === "failed")
@@ -129,7 +164,7 @@ export async function openNamespace(
       resolve({
         message: {
           type: "failed",
-          reason: stderr.trim().split("\n").at(-1) || `the holder exited (${code})`,
+          reason: errorLine(stderr) || `the holder exited (${code})`,
         },
       }),
     );
@@ -147,9 +182,9 @@ export async function openNamespace(
   holder.on("exit", () => waiting.forEach((answer) => answer(null)));
   // In a user namespace the agent keeps its own ids (the namespace maps them to root, without capabilities).
   const enterUser = root ? [] : ["--user", "--preserve-credentials"];
-  const enter = ["nsenter", `--target=${holder.pid}`, ...enterUser, "--net", "--"];
+  const enter = [programPath("nsenter"), `--target=${holder.pid}`, ...enterUser, "--net", "--"];
   return {
-    prefix: [...enter, ...DROP_CAPABILITIES],
+    prefix: [...enter, ...dropPrivileges()],
     door: ready.door,
     doorPort,
     note,

@@ -8,6 +8,7 @@
  * attempt's own) and in the Action (the job container's namespace, limited to the agent's group).
  */
 import { runBounded } from "../bounded.ts";
+import { programPath } from "../programs.ts";
 
 export const EGRESS_TABLE = "agentrelay_egress";
 
@@ -55,7 +56,7 @@ export function egressRules(spec: EgressRuleSpec): string {
 
 /** Runs `nft` with `input` on stdin (a ruleset), in the caller's namespace; its output, or why it failed. */
 export async function nft(args: string[], input?: string): Promise<{ ok: boolean; output: string }> {
-  const run = await runBounded("nft", args, {
+  const run = await runBounded(programPath("nft"), args, {
     cwd: "/",
     env: process.env,
     timeoutMs: 10_000,

@@ -43,7 +43,7 @@ export function planText(plan: Plan): string {
   }
   const s = graph.settings;
   lines.push("", `Settings: max_concurrency ${s.maxConcurrency}, max_task_attempts ${s.maxTaskAttempts}`);
-  const budgets = budgetsText(graph);
+  const budgets = budgetsText(graph, 20, (id) => id);
   if (budgets) lines.push(budgets);
   if (graph.cyberian?.params.length) {
     lines.push("", "Params:");

@@ -8,7 +8,7 @@ import { loadYaml, type LoadedYaml } from "../../graph/yaml.ts";
 import { missingParams, ParamsError, renderCyberian } from "../../protocol/cyberian-prompt.ts";
 import { paramsFileOf } from "../../protocol/run-source.ts";
 import { renderInstructions, renderManifest, renderPolicies } from "../../protocol/render.ts";
-import { type Io, UsageError } from "../io.ts";
+import { checkKnown, type Io, UsageError } from "../io.ts";
 
 export interface RenderOptions {
   attempt: number;
@@ -93,9 +93,13 @@ export async function renderCommand(
   io: Io,
 ): Promise<number> {
   const graph = await readGraphFile(file);
-  const task = graph.tasks.find((t) => t.id === taskId);
-  if (!task)
-    throw new UsageError(`${file}: no task '${taskId}' (tasks: ${graph.tasks.map((t) => t.id).join(", ")})`);
+  checkKnown(
+    "task",
+    taskId,
+    graph.tasks.map((t) => t.id),
+    `${file}: `,
+  );
+  const task = graph.tasks.find((t) => t.id === taskId)!;
   if (!Number.isInteger(options.attempt) || options.attempt < 1)
     throw new UsageError("--attempt must be a whole number from 1");
   const params = workflowParams(file, options.params);

@@ -5,6 +5,7 @@ import { checkTiers, loadCredentials, selectAnthropic } from "../../local/creden
 import { demoAgent } from "../../scripted/demo-agent.ts";
 import { runLocal } from "../../local/run.ts";
 import { startScriptedModel } from "../../scripted/model-server.ts";
+import { SCRIPTED_MODEL_VARIABLE } from "../../attempt/network.ts";
 import type { Answer, SteeringCommand } from "../../local/inbox.ts";
 import { LiveView } from "../live-view.ts";
 import { exitOf, runReport } from "../run-report.ts";
@@ -59,6 +60,7 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
     ? {
         ANTHROPIC_BASE_URL: server.url,
         ANTHROPIC_API_KEY: "sk-ant-scripted-model",
+        [SCRIPTED_MODEL_VARIABLE]: "1",
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       }
     : {};
@@ -89,7 +91,9 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
       claudeBin: claudeBinary(options.claude),
       claudeEnv,
       params,
-      ...(credentials ? { credentials: { anthropic, tokenTiers: credentials.tokenTiers } } : {}),
+      ...(credentials
+        ? { credentials: { file: options.credentials, anthropic, tokenTiers: credentials.tokenTiers } }
+        : {}),
       ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}),
       onState: (state) => view.update(state),
       onLog: (task, line) => {

@@ -3,8 +3,7 @@ import { spendLine } from "../../engine/budget.ts";
 import type { Graph } from "../../graph/model.ts";
 import { readGraphFile } from "../../graph/read.ts";
 import { statusComment } from "../../github/status-comment.ts";
-import { buildPlan } from "../../plan/plan.ts";
-import { type Io, UsageError } from "../io.ts";
+import { checkKnown, type Io, UsageError } from "../io.ts";
 
 export interface SimulateCommandOptions {
   fail: string[];
@@ -12,6 +11,8 @@ export interface SimulateCommandOptions {
   json: boolean;
   /** Print the run's status comment as it would stand on GitHub at the end of the simulated run. */
   markdown?: boolean;
+  /** `--at N`: stop after N events, the run as it stands mid-way (jobs running, PRs open). */
+  at?: string | undefined;
   /** What each attempt spends, to see where a budget stops the run. */
   costPerAttempt?: number | undefined;
   /** `WS[:N]`: the first N merges of the workstream's integration PR conflict (1 without N). */
@@ -36,7 +37,7 @@ function parseCounts(
     const match = /^([^:]+)(?::(\d+))?$/.exec(spec);
     if (!match) throw new UsageError(`${flag} expects ${what} or ${what}:N, got '${spec}'`);
     const [, id, count] = match;
-    if (!known.has(id!)) throw new UsageError(`${flag}: no ${what.toLowerCase()} '${id}'`);
+    checkKnown(what.toLowerCase(), id!, [...known], `${flag}: `);
     counts.set(id!, count === undefined ? whenOmitted : Number(count));
   }
   return counts;
@@ -67,7 +68,11 @@ function timelineText(result: SimulationResult, graph: Graph): string {
   }
   lines.push("", "Workstreams:");
   for (const [id, w] of Object.entries(state.workstreams)) lines.push(`  ${id.padEnd(24)} ${w.status}`);
-  if (state.budget) lines.push("", spendLine(state, graph));
+  if (state.budget)
+    lines.push(
+      "",
+      spendLine(state, graph, (id) => id),
+    );
   lines.push("", `Outcome: ${result.outcome}`);
   return lines.join("\n");
 }
@@ -78,7 +83,7 @@ const lastEvent = (state: SimulationResult["state"]) => state.timeline.at(-1)?.a
 /**
  * `agentrelay simulate FILE [--fail TASK[:N]]... [--concern TASK]... [--conflict TASK[:N]]...
  * [--conflict-integration WS[:N]]...
- * [--cost-per-attempt USD] [--json | --markdown]`.
+ * [--cost-per-attempt USD] [--at EVENTS] [--json | --markdown]`.
  */
 export async function simulateCommand(
   file: string,
@@ -86,10 +91,13 @@ export async function simulateCommand(
   io: Io,
 ): Promise<number> {
   const graph = await readGraphFile(file);
+  if (options.json && options.markdown) throw new UsageError("--json and --markdown: choose one");
   const known = new Set(graph.tasks.map((t) => t.id));
-  for (const task of options.concern)
-    if (!known.has(task)) throw new UsageError(`--concern: no task '${task}'`);
+  for (const task of options.concern) checkKnown("task", task, [...known], "--concern: ");
   const workstreams = new Set(graph.workstreams.map((w) => w.id));
+  const at =
+    options.at === undefined ? undefined : /^[1-9]\d{0,8}$/.test(options.at) ? Number(options.at) : null;
+  if (at === null) throw new UsageError(`--at expects a number of events from 1, got '${options.at}'`);
   const result = simulate(graph, {
     failures: parseCounts("--fail", "TASK", options.fail, known, Number.POSITIVE_INFINITY),
     integrationConflicts: parseCounts(
@@ -102,13 +110,13 @@ export async function simulateCommand(
     taskConflicts: parseCounts("--conflict", "TASK", options.conflict ?? [], known, 1),
     concerns: new Set(options.concern),
     ...(options.costPerAttempt !== undefined ? { costPerAttempt: options.costPerAttempt } : {}),
+    ...(at !== undefined ? { maxEvents: at } : {}),
   });
-  if (options.json && options.markdown) throw new UsageError("--json and --markdown: choose one");
   io.out(
     options.json
       ? JSON.stringify(simulationJson(result))
       : options.markdown
-        ? statusComment(buildPlan(graph), result.state, lastEvent(result.state) + 60_000)
+        ? statusComment(result.plan, result.state, lastEvent(result.state) + 60_000)
         : timelineText(result, graph),
   );
   return 0;

@@ -12,7 +12,7 @@ import { checkRepository, LocalRunError } from "../../local/repository.ts";
 import { liveRunner } from "../../local/run-lock.ts";
 import { workRootOf } from "../../local/run.ts";
 import { latestRunNumber } from "../../local/runs.ts";
-import { EXIT, type Io } from "../io.ts";
+import { checkKnown, EXIT, type Io } from "../io.ts";
 import { exitOf, runReport } from "../run-report.ts";
 import { runCommand, type RunCommandOptions } from "./run.ts";
 
@@ -40,6 +40,12 @@ export async function steerCommand(
   io: Io,
 ): Promise<number> {
   const graph = loadGraphFile(file);
+  // A task or workstream the graph does not have is said before any runner or run is involved.
+  const tasks = graph.tasks.map((t) => t.id);
+  if (command.command === "budget" && command.target !== undefined)
+    checkKnown("task or workstream", command.target, [...graph.workstreams.map((w) => w.id), ...tasks]);
+  else if (command.command !== "budget" && command.task !== undefined)
+    checkKnown("task", command.task, tasks);
   const workRoot = workRootOf(options.repo, graph.name);
   if (liveRunner(workRoot) === null) return runCommand(file, { ...options, command }, io);
   const id = post(workRoot, command);

@@ -9,7 +9,7 @@ export async function validateCommand(files: string[], io: Io): Promise<number> 
   for (const file of files) {
     try {
       const graph = await readGraphFile(file);
-      io.err(`${file}: ok (${graph.dialect}, ${count(graph.tasks.length, "task")})`);
+      io.out(`${file}: ok (${graph.dialect}, ${count(graph.tasks.length, "task")})`);
     } catch (error) {
       if (!(error instanceof GraphError)) throw error;
       failed = true;

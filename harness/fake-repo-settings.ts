@@ -1,0 +1,179 @@
+/**
+ * A repository's settings and rules as the fake GitHub enforces them, on by default (a test that
+ * needs one off says so). Each rule cites where GitHub says it:
+ * - Merge methods (https://docs.github.com/en/rest/pulls/pulls#merge-a-pull-request, and the
+ *   repository's `allow_merge_commit`, `allow_squash_merge`, `allow_rebase_merge` in
+ *   https://docs.github.com/en/rest/repos/repos#get-a-repository): a method the repository does not
+ *   allow is answered 405 "Merge commits are not allowed on this repository." (the words quoted in
+ *   Mergifyio/mergify#1812 and github/github-mcp-server#2258; "Squash merges" and "Rebase merges" for
+ *   the others).
+ * - Rules for a branch, from rulesets (https://docs.github.com/en/rest/repos/rules#get-rules-for-a-branch;
+ *   "About rulesets") and from branch protection (https://docs.github.com/en/rest/branches/branches#get-a-branch,
+ *   its `protection.required_status_checks`; "About protected branches"): linear history forbids
+ *   merge commits on the branch, so a merge-commit merge is refused ("This branch must not contain
+ *   merge commits.", as a ruleset says it in peter-evans/create-pull-request#4428); a ruleset may list
+ *   the merge methods it allows (`pull_request.allowed_merge_methods`); a required status check must
+ *   have succeeded on the PR's head before the merge (405 'Required status check "ci" is expected.',
+ *   the words Mergify matches in its REQUIRED_STATUS_RE).
+ * - The `workflows` permission: a push, branch merge or PR merge that creates or changes a file under
+ *   `.github/workflows/` is refused 403 "refusing to allow a GitHub App to create or update workflow
+ *   ... without `workflows` permission" (chdsbd/kodiak#641 and #853, peter-evans/create-pull-request#1713);
+ *   GITHUB_TOKEN can never hold it, an app only when installed with "Workflows: write".
+ * - "Allow GitHub Actions to create and approve pull requests" (Settings, Actions, General; read at
+ *   https://docs.github.com/en/rest/actions/permissions#get-default-workflow-permissions-for-a-repository
+ *   as `can_approve_pull_request_reviews`): off, GitHub refuses the PRs GITHUB_TOKEN opens, 403 "GitHub
+ *   Actions is not permitted to create or approve pull requests."
+ * - GITHUB_TOKEN's primary rate limit: 1,000 requests an hour per repository (an installation's is
+ *   5,000 and up): https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#primary-rate-limit-for-github_token-in-github-actions.
+ */
+import type { Reply } from "./fake-github.ts";
+import { matchesFilter } from "../src/github/workflow-files.ts";
+
+export type MergeMethod = "merge" | "squash" | "rebase";
+export type TokenKind = "app" | "github_token";
+
+/** A branch rule: from a ruleset or from classic branch protection, on branches matching `pattern`. */
+export interface BranchRule {
+  /** fnmatch as GitHub's rules take it (`main`, `agentrelay/**`), or `~DEFAULT_BRANCH`, `~ALL`. */
+  pattern: string;
+  source: "ruleset" | "protection";
+  linearHistory?: boolean;
+  requiredChecks?: string[];
+  /** A ruleset's pull_request rule: the merge methods it allows. */
+  mergeMethods?: MergeMethod[];
+}
+
+const METHOD_WORDS: Record<MergeMethod, string> = {
+  merge: "Merge commits",
+  squash: "Squash merges",
+  rebase: "Rebase merges",
+};
+
+export const WORKFLOWS_DIR = ".github/workflows/";
+
+/** GitHub's refusal of a change to a workflow file by a token without the `workflows` permission. */
+export const workflowsRefusal = (path: string): Reply => [
+  403,
+  {
+    message: `refusing to allow a GitHub App to create or update workflow \`${path}\` without \`workflows\` permission`,
+  },
+];
+
+/** The 403 GitHub answers a PR that GITHUB_TOKEN opens where the repository does not allow it. */
+export const ACTIONS_MAY_NOT_OPEN_PRS = "GitHub Actions is not permitted to create or approve pull requests.";
+
+/** Whether a rule's target (fnmatch, or `~ALL`, `~DEFAULT_BRANCH`) names a branch. */
+function matches(pattern: string, branch: string, defaultBranch: string): boolean {
+  if (pattern === "~ALL") return true;
+  if (pattern === "~DEFAULT_BRANCH") return branch === defaultBranch;
+  return matchesFilter([pattern], branch);
+}
+
+export class RepoSettings {
+  readonly defaultBranch = "main";
+  /** The repository's merge buttons (Settings, General, Pull Requests). */
+  readonly mergeMethods: Record<MergeMethod, boolean> = { merge: true, squash: true, rebase: true };
+  /** Settings, Actions, General: "Allow GitHub Actions to create and approve pull requests". */
+  actionsCanCreatePullRequests = true;
+  readonly rules: BranchRule[] = [];
+  /** Whose token the orchestrator holds: a registered app's, or the workflow's GITHUB_TOKEN. */
+  token: TokenKind = "app";
+  /** Whether that token holds the `workflows` permission (GITHUB_TOKEN never does). */
+  workflowsPermission = false;
+  /**
+   * Where GitHub has rolled it out, the pull_request runs of a PR GITHUB_TOKEN opened wait until a
+   * person with write access approves them (GitHub's change of 2026-06-11, as reported at
+   * thebutler.tech/2026-06-11-github-bot-created-prs-workflow-approval-gate and byteiota's "GitHub Bot
+   * PRs Now Trigger CI — With One Required Approval"). An option, since the rollout varies.
+   */
+  approvalForActionsPullRequests = false;
+  /** Repository (and organisation) secrets and variables by name, as `doctor` reads them. */
+  readonly secrets = new Set<string>(["ANTHROPIC_API_KEY"]);
+  readonly variables = new Map<string, string>();
+  /** Workflows disabled through the API (https://docs.github.com/en/rest/actions/workflows#disable-a-workflow). */
+  readonly disabledWorkflows = new Set<string>();
+
+  /** GitHub's primary limit for the token: 1,000 requests an hour for GITHUB_TOKEN, 5,000 for an app. */
+  get requestsPerHour(): number {
+    return this.token === "github_token" ? 1_000 : 5_000;
+  }
+
+  private rulesOf(branch: string, source?: BranchRule["source"]): BranchRule[] {
+    return this.rules.filter(
+      (r) => (!source || r.source === source) && matches(r.pattern, branch, this.defaultBranch),
+    );
+  }
+
+  linearHistory(branch: string): boolean {
+    return this.rulesOf(branch).some((r) => r.linearHistory);
+  }
+
+  requiredChecks(branch: string): string[] {
+    return [...new Set(this.rulesOf(branch).flatMap((r) => r.requiredChecks ?? []))];
+  }
+
+  /** Why GitHub refuses to merge into `branch` with `method` (405), or null. */
+  refusedMethod(method: MergeMethod, branch: string): string | null {
+    if (!this.mergeMethods[method]) return `${METHOD_WORDS[method]} are not allowed on this repository.`;
+    if (method === "merge" && this.linearHistory(branch))
+      return "Repository rule violations found\n\nThis branch must not contain merge commits.";
+    const allowed = this.rulesOf(branch, "ruleset").find((r) => r.mergeMethods)?.mergeMethods;
+    if (allowed && !allowed.includes(method))
+      return `Repository rule violations found\n\n${METHOD_WORDS[method]} are not allowed on this branch.`;
+    return null;
+  }
+
+  /** What GitHub's rules API answers for a branch (rulesets only: branch protection is not in it). */
+  rulesApi(branch: string): object[] {
+    const source = { ruleset_source_type: "Repository", ruleset_source: "octo/demo", ruleset_id: 1 };
+    return this.rulesOf(branch, "ruleset").flatMap((r) => [
+      ...(r.linearHistory ? [{ type: "required_linear_history", ...source }] : []),
+      ...(r.requiredChecks
+        ? [
+            {
+              type: "required_status_checks",
+              parameters: {
+                strict_required_status_checks_policy: false,
+                required_status_checks: r.requiredChecks.map((context) => ({ context })),
+              },
+              ...source,
+            },
+          ]
+        : []),
+      ...(r.mergeMethods
+        ? [
+            {
+              type: "pull_request",
+              parameters: {
+                allowed_merge_methods: r.mergeMethods,
+                dismiss_stale_reviews_on_push: false,
+                require_code_owner_review: false,
+                require_last_push_approval: false,
+                required_approving_review_count: 0,
+                required_review_thread_resolution: false,
+              },
+              ...source,
+            },
+          ]
+        : []),
+    ]);
+  }
+
+  /** The `protection` part of GitHub's "get a branch" answer (what branch protection requires). */
+  branchProtection(branch: string): { protected: boolean; protection?: object } {
+    const rules = this.rulesOf(branch, "protection");
+    if (rules.length === 0) return { protected: false };
+    const contexts = [...new Set(rules.flatMap((r) => r.requiredChecks ?? []))];
+    return {
+      protected: true,
+      protection: {
+        enabled: true,
+        required_status_checks: {
+          enforcement_level: contexts.length ? "non_admins" : "off",
+          contexts,
+          checks: contexts.map((context) => ({ context, app_id: null })),
+        },
+      },
+    };
+  }
+}

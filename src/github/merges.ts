@@ -1,0 +1,221 @@
+/**
+ * Merges on GitHub as the repository allows them: a method the repository and the branch's rules
+ * accept (branch-policy.ts; a refused one is followed by the next), a base that moved asked again,
+ * a PR GitHub is still working out read again, a required check still running not asked at all (a
+ * read, not a refused write); whatever GitHub refuses that is not a race is a one-line Wait (a person
+ * may have to act), or a reason that fails the task (a required check that failed).
+ */
+import type { PullRequest } from "../engine/types.ts";
+import { type BranchPolicy, METHOD_REFUSED, noMethodReason, readBranchPolicy } from "./branch-policy.ts";
+import { messageOf, type RepoContext, statusOf } from "./client.ts";
+import { rateLimitWait } from "./write-pacing.ts";
+
+/**
+ * GitHub's 405 when the base moved under a merge: the merge is asked again, as a PR is read again while
+ * GitHub computes whether it can merge; a few times, a little later each time.
+ */
+const BASE_MOVED = /Base branch was modified/i;
+const MERGE_TRIES = 3;
+const ASK_AGAIN_MS = 300;
+/** GitHub's 405 while a required status check has not reported, and once it failed. */
+const CHECK_EXPECTED = /Required status checks? "?([^"]*)"? (?:is|are) expected/i;
+const CHECK_FAILING = /Required status checks? "?([^"]*)"? (?:is|are) failing/i;
+/** GitHub's refusal of a change to `.github/workflows/` by a token without the `workflows` permission. */
+const WORKFLOWS_REFUSED = /create or update workflow `?([^`\s]+)`?/i;
+
+/** A run's wait GitHub causes, in one line; `person`: only a person can end it. */
+export interface Wait {
+  line: string;
+  person: boolean;
+}
+
+/** The key of a task's or a workstream's wait. */
+export const waitKey = (subject: { task: string } | { workstream: string }): string =>
+  "task" in subject ? `task:${subject.task}` : `workstream:${subject.workstream}`;
+
+export type Merged = "merged" | "closed" | "conflicted" | { reason: string } | { wait: Wait };
+
+export const oneLine = (text: string): string => text.replace(/\s*\n+\s*/g, " ").trim();
+
+/** A 403 that is GitHub saying no (not a rate limit, which the pacing waits out): its error, or null. */
+export function refusal(error: unknown, ctx: Pick<RepoContext, "now">): unknown {
+  return statusOf(error) === 403 && rateLimitWait(error, ctx.now()) === null ? error : null;
+}
+
+export class Merges {
+  /** Commits this handler's merges made, by the branch merged into: a new branch starts from them. */
+  readonly mergedInto = new Map<string, string>();
+  /** What the branches merged into allow, read once per handler. */
+  private readonly policies = new Map<string, Promise<BranchPolicy>>();
+  private repository?: Promise<{
+    allow_merge_commit?: boolean;
+    allow_squash_merge?: boolean;
+    allow_rebase_merge?: boolean;
+  }>;
+
+  constructor(private readonly ctx: RepoContext) {}
+
+  private get repo() {
+    return { owner: this.ctx.owner, repo: this.ctx.repo };
+  }
+
+  /**
+   * Merges the target into a branch before its PR opens, so that the PR is up to date (and passes a
+   * "require branches to be up to date" rule): a merge commit made by GitHub, no agent. A conflict is
+   * left for the PR's merge, which starts a resolution.
+   */
+  async bringUpToDate(branch: string, target: string): Promise<Wait | null> {
+    try {
+      await this.ctx.octokit.rest.repos.merge({
+        ...this.repo,
+        base: branch,
+        head: target,
+        commit_message: `Merge ${target} into ${branch}`,
+      });
+      return null;
+    } catch (error) {
+      if (statusOf(error) === 409 || statusOf(error) === 404) return null; // conflict; or no branch, said by the PR
+      // GitHub refuses the merge commit (a workflow file changed on the target, which no token of
+      // agentrelay's may write; a rule that requires linear history): the PR opens as it is, and
+      // merges unless the target requires branches to be up to date, which a person's "Update
+      // branch" then does.
+      const refused = refusal(error, this.ctx) ?? (statusOf(error) === 422 ? error : null);
+      if (!refused) throw error;
+      const workflow = WORKFLOWS_REFUSED.exec(messageOf(error))?.[1];
+      this.ctx.log(`${branch}: not brought up to date with ${target}: ${oneLine(messageOf(error))}`);
+      return {
+        person: false,
+        line: workflow
+          ? `${branch} was not brought up to date with ${target}: ${target} changed ${workflow}, and GitHub lets no token of agentrelay's write workflow files: its PR merges as it is; if ${target} requires branches to be up to date, press "Update branch" on it`
+          : `${branch} was not brought up to date with ${target}: ${oneLine(messageOf(error))}`,
+      };
+    }
+  }
+
+  /** The policy of the branch merged into (read once per handler; the repository's settings once). */
+  private policy(base: string): Promise<BranchPolicy> {
+    let policy = this.policies.get(base);
+    if (!policy) {
+      if (!this.repository) {
+        this.repository = this.ctx.octokit.rest.repos.get(this.repo).then((r) => r.data);
+        this.repository.catch(() => (this.repository = undefined));
+      }
+      policy = readBranchPolicy(this.ctx.octokit, this.ctx.owner, this.ctx.repo, base, {
+        repository: this.repository,
+        protection: false,
+      });
+      this.policies.set(base, policy);
+      policy.catch(() => this.policies.delete(base));
+    }
+    return policy;
+  }
+
+  /**
+   * The PR as GitHub answers once it has computed whether it can merge: `mergeable` is null while it
+   * computes, and GitHub asks to read again in a few moments (a few times here, then it waits).
+   */
+  private async mergeability(pr: PullRequest) {
+    for (let reads = 1; ; reads++) {
+      const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
+      if (data.mergeable !== null || data.state !== "open" || reads >= MERGE_TRIES) return data;
+      await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * reads));
+    }
+  }
+
+  /**
+   * Merges a PR the way a person would: never bypassing protection, waiting while checks are pending,
+   * by a method the repository and the branch's rules allow.
+   */
+  async merge(pr: PullRequest, title: string, base: string, head: string): Promise<Merged> {
+    const policy = await this.policy(base);
+    const none = noMethodReason(base, policy);
+    if (none) return { wait: { person: true, line: `#${pr.number} cannot merge: ${none}` } };
+    const running = await this.requiredRunning(head, policy.requiredChecks);
+    if (running) return this.notYet(pr, `Required status check "${running}" is expected.`);
+    const methods = [...policy.methods];
+    for (let tries = 1; ; tries++) {
+      try {
+        const { data } = await this.ctx.octokit.rest.pulls.merge({
+          ...this.repo,
+          pull_number: pr.number,
+          merge_method: methods[0]!,
+          commit_title: title,
+        });
+        if (data.sha) this.mergedInto.set(base, data.sha);
+        return "merged";
+      } catch (error) {
+        const refused = refusal(error, this.ctx);
+        if (refused) {
+          const workflow = WORKFLOWS_REFUSED.exec(messageOf(error))?.[1];
+          return {
+            wait: {
+              person: true,
+              line: workflow
+                ? `#${pr.number} changes ${workflow}, and GitHub lets no token of agentrelay's merge a change to a workflow file: merge it yourself (the run goes on by itself)`
+                : `GitHub refuses to merge #${pr.number}: ${oneLine(messageOf(error))}`,
+            },
+          };
+        }
+        const status = statusOf(error);
+        if (status !== 405 && status !== 409) throw error;
+        const message = messageOf(error);
+        // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked.
+        if (BASE_MOVED.test(message) && tries < MERGE_TRIES) {
+          await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * tries));
+          continue;
+        }
+        // A method a rule refuses that the token could not read (branch protection's linear history):
+        // the next allowed method.
+        if (METHOD_REFUSED.test(message) && methods.length > 1) {
+          this.ctx.log(`PR #${pr.number}: ${methods[0]} refused (${oneLine(message)}); trying ${methods[1]}`);
+          methods.shift();
+          continue;
+        }
+        const data = await this.mergeability(pr);
+        if (data.merged) return "merged";
+        if (data.state === "closed") return "closed";
+        if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
+        this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${message}`);
+        if (data.mergeable === null)
+          return { wait: { person: false, line: `GitHub is working out whether #${pr.number} can merge` } };
+        return this.notYet(pr, message);
+      }
+    }
+  }
+
+  /**
+   * A required check still running on the branch's head, if one is: the merge would be refused, and a
+   * read costs none of the hour's writes. (A check not found may be a commit status: GitHub decides.)
+   */
+  private async requiredRunning(head: string, required: readonly string[]): Promise<string | null> {
+    if (required.length === 0) return null;
+    let data;
+    try {
+      ({ data } = await this.ctx.octokit.rest.checks.listForRef({ ...this.repo, ref: head, per_page: 100 }));
+    } catch (error) {
+      if ([404, 422].includes(statusOf(error) ?? 0)) return null; // no such branch: the merge says why
+      throw error;
+    }
+    return data.check_runs.find((c) => required.includes(c.name) && c.status !== "completed")?.name ?? null;
+  }
+
+  /** Why GitHub does not merge a PR now, in one line: a failed required check fails it; the rest wait. */
+  private notYet(pr: PullRequest, message: string): Merged {
+    const failing = CHECK_FAILING.exec(message);
+    if (failing) return { reason: `the required check ${failing[1]} failed on its PR` };
+    const expected = CHECK_EXPECTED.exec(message);
+    if (expected) {
+      // Expected checks come by themselves, except where the orchestrator opened the PR as GITHUB_TOKEN.
+      const token = this.ctx.config.workflow?.token === "github_token";
+      return {
+        wait: {
+          person: token,
+          line: token
+            ? `#${pr.number} waits for the required check ${expected[1]}, which no workflow runs by itself on PRs GITHUB_TOKEN opens: press "Approve workflows to run" on #${pr.number} where GitHub offers it, or register an app (docs/github.md, Tokens)`
+            : `#${pr.number} waits for the required check ${expected[1]}`,
+        },
+      };
+    }
+    return { wait: { person: true, line: `GitHub does not merge #${pr.number}: ${oneLine(message)}` } };
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * `agentrelay doctor` against the fake GitHub (answering api.github.com through nock): a repository set
+ * up as init leaves it has nothing to report; each misconfiguration that would stall a run or skip work
+ * is named in one line with its fix; a missing token or a bad --repo is one line too.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import nock from "nock";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FakeGitHub } from "../../harness/fake-github.ts";
+import { main } from "../../src/cli/main.ts";
+import { withRepositoryTriggers } from "../../src/cli/commands/orchestrator-triggers.ts";
+import { REPO_ROOT } from "../support/fixtures.ts";
+
+const template = (file: string) => readFileSync(join(REPO_ROOT, "templates/workflows", file), "utf8");
+const CI = `name: CI
+on:
+  pull_request:
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - run: npm test
+`;
+
+/** A repository as `init --no-app` leaves it, with a CI workflow that runs on every PR. */
+function installed(gh: FakeGitHub, ci = CI): void {
+  gh.commit("main", {
+    ".github/workflows/ci.yml": ci,
+    ".github/workflows/agentrelay.yml": withRepositoryTriggers(template("no-app/agentrelay.yml"), {
+      defaultBranch: "main",
+      ci: ["CI"],
+    }),
+    ".github/workflows/agentrelay-task.yml": template("no-app/agentrelay-task.yml"),
+    ".github/workflows/agentrelay-schedule.yml": template("no-app/agentrelay-schedule.yml"),
+  });
+}
+
+let gh: FakeGitHub;
+const saved = { ...process.env };
+beforeEach(() => {
+  nock.disableNetConnect();
+  gh = new FakeGitHub();
+  gh.mount();
+  process.env.GITHUB_TOKEN = "ghp_doctor";
+  delete process.env.GITHUB_API_URL;
+});
+afterEach(() => {
+  nock.cleanAll();
+  nock.enableNetConnect();
+  process.env = { ...saved };
+  gh.expectNoViolations();
+});
+
+async function doctor(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const code = await main(["doctor", "--repo", "octo/demo", ...args], {
+    out: (t) => void (out += `${t}\n`),
+    err: (t) => void (err += `${t}\n`),
+  });
+  return { code, out, err };
+}
+
+describe("agentrelay doctor", () => {
+  it("finds nothing in a repository set up as init leaves it, and says how merges will go", async () => {
+    installed(gh);
+    const { code, out } = await doctor();
+    expect(out).toContain("octo/demo: merges into main use merge");
+    expect(out).toContain("octo/demo: nothing found that would stall a run");
+    expect(code).toBe(0);
+  });
+
+  const CASES: [string, (gh: FakeGitHub) => void, RegExp][] = [
+    [
+      "merge commits only, and a ruleset that requires linear history on main",
+      (gh) => {
+        Object.assign(gh.settings.mergeMethods, { squash: false, rebase: false });
+        gh.settings.rules.push({ pattern: "~DEFAULT_BRANCH", source: "ruleset", linearHistory: true });
+      },
+      /nothing can merge into main: the repository allows only merge, which the rules of main refuse \(linear history\): allow squash merging/,
+    ],
+    [
+      "linear history required on agentrelay's branches",
+      (gh) => gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", linearHistory: true }),
+      /a rule requires linear history on agentrelay\/…\/integration: .*exempt agentrelay\/\*\* from the rule/,
+    ],
+    [
+      "a required check that no workflow reports on task PRs",
+      (gh) =>
+        gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["lint"] }),
+      /the required check lint on agentrelay\/…\/integration comes from no workflow that runs on PRs into it, so task PRs would wait for it forever/,
+    ],
+    [
+      "a CI workflow whose branch filter skips integration branches",
+      (gh) =>
+        gh.commit("main", {
+          ".github/workflows/ci.yml": CI.replace(
+            "  pull_request:\n",
+            "  pull_request:\n    branches: [main]\n",
+          ),
+        }),
+      /CI workflow `ci\.yml` runs on PRs into main but not into agentrelay\/…\/integration, so task PRs get no CI from it: add "agentrelay\/\*\*"/,
+    ],
+    [
+      "GITHUB_TOKEN with a required check on task PRs",
+      (gh) =>
+        gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["test"] }),
+      /task PRs are opened with GITHUB_TOKEN, for which GitHub runs no workflow \(or holds it until a person approves\), so the required check test/,
+    ],
+    [
+      "'Allow GitHub Actions to create and approve pull requests' off",
+      (gh) => (gh.settings.actionsCanCreatePullRequests = false),
+      /GitHub refuses the PRs the orchestrator opens with GITHUB_TOKEN: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests"/,
+    ],
+    [
+      "no Anthropic secret",
+      (gh) => gh.settings.secrets.clear(),
+      /no secret ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN: .*add one/,
+    ],
+    [
+      "an app named without its key",
+      (gh) => gh.settings.variables.set("AGENTRELAY_APP_CLIENT_ID", "Iv1.abc"),
+      /the variable AGENTRELAY_APP_CLIENT_ID names an app, but there is no secret AGENTRELAY_APP_PRIVATE_KEY/,
+    ],
+    [
+      "an orchestrator from before the schedule moved out, pinning a Node 20 upload-artifact",
+      (gh) =>
+        gh.commit("main", {
+          ".github/workflows/agentrelay.yml": template("no-app/agentrelay.yml").replace(
+            "  workflow_dispatch:",
+            '  schedule:\n    - cron: "*/15 * * * *"\n  workflow_dispatch:',
+          ),
+          ".github/workflows/agentrelay-task.yml": template("no-app/agentrelay-task.yml").replaceAll(
+            "b7c566a772e6b6bfb58ed0dc250532a479d7789f # v6.0.0",
+            "ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2",
+          ),
+        }),
+      /`agentrelay-task\.yml` pins actions\/upload-artifact at a version that runs on Node 20[\s\S]*`agentrelay\.yml` runs every 15 minutes even with no run active[\s\S]*`agentrelay\.yml` does not start when `ci\.yml` finishes on a task PR/,
+    ],
+    [
+      "no agentrelay workflows at all",
+      (gh) =>
+        gh.commit("main", {
+          ".github/workflows/agentrelay.yml": null,
+          ".github/workflows/agentrelay-task.yml": null,
+          ".github/workflows/agentrelay-schedule.yml": null,
+        }),
+      /agentrelay is not installed on main \(no \.github\/workflows\/agentrelay-task\.yml\): run `agentrelay init`/,
+    ],
+  ];
+
+  it.each(CASES)("names %s in one line with its fix", async (_, misconfigure, line) => {
+    installed(gh);
+    misconfigure(gh);
+    const { code, out } = await doctor();
+    expect(out).toMatch(line);
+    expect(out).not.toContain("nothing found");
+    for (const l of out.trim().split("\n")) expect(l).toMatch(/^octo\/demo: /);
+    expect(code).toBe(1);
+  });
+
+  it("says in one line what to do without a token, or with a --repo that is not OWNER/NAME", async () => {
+    delete process.env.GITHUB_TOKEN;
+    delete process.env.GH_TOKEN;
+    process.env.PATH = "/nonexistent"; // no `gh` to ask
+    const none = await doctor();
+    expect(none.code).toBe(1);
+    expect(none.err.trim()).toBe(
+      "agentrelay: no GitHub token: set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`",
+    );
+    process.env = { ...saved, GITHUB_TOKEN: "ghp_doctor" };
+    let err = "";
+    const code = await main(["doctor", "--repo", "not a repo"], {
+      out: () => {},
+      err: (t) => void (err += t),
+    });
+    expect(code).toBe(2);
+    expect(err).toContain("--repo expects OWNER/NAME, got 'not a repo'");
+  });
+});

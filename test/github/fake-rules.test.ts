@@ -1,0 +1,153 @@
+/**
+ * The fake GitHub's rules about events and repository settings, each as GitHub documents it (the
+ * sources are cited in harness/fake-repo-settings.ts and harness/fake-events.ts): on by default, so
+ * that every other test meets them.
+ */
+import { describe, expect, it } from "vitest";
+import { startsWorkflows, workflowRunStarts } from "../../harness/fake-events.ts";
+import { FakeGitHub } from "../../harness/fake-github.ts";
+
+const repo = "/repos/octo/demo";
+
+/** A PR from a branch with one new file into main. */
+function pullWith(gh: FakeGitHub, files: Record<string, string>): number {
+  gh.branches.set("feature", gh.branches.get("main")!);
+  gh.commit("feature", files);
+  const [status, pr] = gh.handle("POST", `${repo}/pulls`, { head: "feature", base: "main", title: "t" });
+  expect(status).toBe(201);
+  return (pr as { number: number }).number;
+}
+
+describe("the fake GitHub's repository settings", () => {
+  it("refuses a merge method the repository does not allow, and a merge commit where linear history is required", () => {
+    const gh = new FakeGitHub();
+    gh.settings.mergeMethods.merge = false;
+    const n = pullWith(gh, { "a.txt": "a\n" });
+    expect(gh.handle("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "merge" })).toEqual([
+      405,
+      { message: "Merge commits are not allowed on this repository." },
+      expect.anything(),
+    ]);
+    gh.settings.mergeMethods.merge = true;
+    gh.settings.rules.push({ pattern: "~DEFAULT_BRANCH", source: "ruleset", linearHistory: true });
+    expect(gh.handle("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "merge" })[0]).toBe(405);
+    expect(gh.handle("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "squash" })[0]).toBe(200);
+    const [head] = gh.store.log("main");
+    expect(head!.parents).toHaveLength(1);
+    // The rules API shows the ruleset's rule; branch protection is not in it.
+    expect(gh.handle("GET", `${repo}/rules/branches/main`, undefined)[1]).toEqual([
+      expect.objectContaining({ type: "required_linear_history" }),
+    ]);
+  });
+
+  it("merges only once the required checks passed on the head, from rulesets and branch protection alike", () => {
+    const gh = new FakeGitHub();
+    gh.settings.rules.push({ pattern: "main", source: "protection", requiredChecks: ["ci"] });
+    const n = pullWith(gh, { "a.txt": "a\n" });
+    const merge = () => gh.handle("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "merge" });
+    expect(merge()[1]).toEqual({ message: 'Required status check "ci" is expected.' });
+    gh.setCheck(gh.branches.get("feature")!, "ci", "failure");
+    expect(merge()[1]).toEqual({ message: 'Required status check "ci" is failing.' });
+    gh.setCheck(gh.branches.get("feature")!, "ci", "success");
+    expect(merge()[0]).toBe(200);
+    expect(gh.handle("GET", `${repo}/branches/main`, undefined)[1]).toMatchObject({
+      protected: true,
+      protection: { required_status_checks: { contexts: ["ci"] } },
+    });
+  });
+
+  it("refuses a change to a workflow file without the workflows permission: a PR's merge, a branch merge, a ref update", () => {
+    const gh = new FakeGitHub();
+    const n = pullWith(gh, { ".github/workflows/ci.yml": "on: push\n" });
+    const refused = [
+      403,
+      {
+        message:
+          "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` permission",
+      },
+      expect.anything(),
+    ];
+    expect(gh.handle("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "squash" })).toEqual(refused);
+    gh.branches.set("other", gh.branches.get("main")!);
+    expect(gh.handle("POST", `${repo}/merges`, { base: "other", head: "feature" })).toEqual(refused);
+    expect(gh.handle("PATCH", `${repo}/git/refs/heads/other`, { sha: gh.branches.get("feature") })).toEqual(
+      refused,
+    );
+    gh.settings.workflowsPermission = true;
+    expect(gh.handle("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "squash" })[0]).toBe(200);
+  });
+
+  it("refuses the PRs GITHUB_TOKEN opens where Actions may not open PRs, and counts 1,000 requests an hour for it", () => {
+    const gh = new FakeGitHub();
+    gh.settings.token = "github_token";
+    gh.settings.actionsCanCreatePullRequests = false;
+    gh.branches.set("feature", gh.branches.get("main")!);
+    gh.commit("feature", { "a.txt": "a\n" });
+    expect(gh.handle("POST", `${repo}/pulls`, { head: "feature", base: "main", title: "t" })).toEqual([
+      403,
+      { message: "GitHub Actions is not permitted to create or approve pull requests." },
+      expect.anything(),
+    ]);
+    let last = gh.handle("GET", repo, undefined);
+    expect(last[2]!["x-ratelimit-limit"]).toBe("1000");
+    // The refused PR and this read were two of the hour's 1,000; the rest spread over 50 minutes,
+    // below the points a minute allows.
+    for (let i = 2; i < 1000; i++) {
+      gh.clock.advance(3_000);
+      last = gh.handle("GET", repo, undefined);
+    }
+    expect(last[0]).toBe(200);
+    expect(gh.handle("GET", repo, undefined)[0]).toBe(403);
+  });
+
+  it("disables and enables a workflow through the API", () => {
+    const gh = new FakeGitHub();
+    gh.commit("main", {
+      ".github/workflows/agentrelay-schedule.yml": "name: agentrelay schedule\non: push\n",
+    });
+    const state = () =>
+      (
+        gh.handle("GET", `${repo}/actions/workflows/agentrelay-schedule.yml`, undefined)[1] as {
+          state: string;
+        }
+      ).state;
+    expect(state()).toBe("active");
+    expect(gh.handle("PUT", `${repo}/actions/workflows/agentrelay-schedule.yml/disable`, undefined)[0]).toBe(
+      204,
+    );
+    expect(state()).toBe("disabled_manually");
+    gh.handle("PUT", `${repo}/actions/workflows/agentrelay-schedule.yml/enable`, undefined);
+    expect(state()).toBe("active");
+    gh.expectNoViolations();
+  });
+});
+
+describe("which workflows an event starts, and for whom", () => {
+  it("starts none for GITHUB_TOKEN's events but dispatches, and holds its PRs' runs where approval is on", () => {
+    expect(startsWorkflows("push", "github_token")).toBe("no");
+    expect(startsWorkflows("pull_request", "github_token")).toBe("no");
+    expect(startsWorkflows("pull_request", "github_token", { approvalForActionsPullRequests: true })).toBe(
+      "held",
+    );
+    expect(startsWorkflows("workflow_dispatch", "github_token")).toBe("yes");
+    expect(startsWorkflows("pull_request", "app")).toBe("yes");
+  });
+
+  it("starts no check_suite or check_run workflow for GitHub Actions' own suites", () => {
+    expect(startsWorkflows("check_suite", "person", { checkSuiteApp: "github-actions" })).toBe("no");
+    expect(startsWorkflows("check_run", "app", { checkSuiteApp: "github-actions" })).toBe("no");
+    expect(startsWorkflows("check_suite", "person", { checkSuiteApp: "circleci" })).toBe("yes");
+  });
+
+  it("starts workflow_run for the named workflows, on the branches filtered, up to three levels", () => {
+    const on = { workflows: ["agentrelay task", "CI"], branches: ["main", "agentrelay/**"] };
+    expect(workflowRunStarts(on, { workflow: "CI", headBranch: "agentrelay/g/t", depth: 0 })).toBe(true);
+    expect(workflowRunStarts(on, { workflow: "CI", headBranch: "feature/x", depth: 0 })).toBe(false);
+    expect(workflowRunStarts(on, { workflow: "Lint", headBranch: "main", depth: 0 })).toBe(false);
+    expect(workflowRunStarts(on, { workflow: "agentrelay task", headBranch: "main", depth: 1 })).toBe(true);
+    expect(workflowRunStarts(on, { workflow: "agentrelay task", headBranch: "main", depth: 2 })).toBe(false);
+    expect(workflowRunStarts({ workflows: ["C*"] }, { workflow: "CI", headBranch: "x", depth: 0 })).toBe(
+      true,
+    );
+  });
+});
