@@ -49,6 +49,8 @@ describe.each(["app", "workflow"] as const)("forged task workflow runs, orchestr
         action: "completed",
         workflow_run: {
           ...own,
+          // The task workflow's name, which the orchestrator workflow's workflow_run trigger names.
+          name: "agentrelay task",
           status: "completed",
           conclusion: "failure",
           created_at: new Date().toISOString(),
