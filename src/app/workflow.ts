@@ -18,7 +18,7 @@ import { Octokit } from "@octokit/rest";
 import { StateConflictError } from "../engine/store.ts";
 import { configFromEnv, type GitHubClient, messageOf, type RepoContext, statusOf } from "../github/client.ts";
 import { gitHubLimits, type OctokitOptions, withRetryPolicy } from "../github/client-policy.ts";
-import { type Clock, WriteBudgetSpent, writePacing } from "../github/write-pacing.ts";
+import { type Clock, unpaced, WriteBudgetSpent, writePacing } from "../github/write-pacing.ts";
 import { type Repository, repoContextOf } from "./context.ts";
 import { handlerOf } from "./events.ts";
 import { anyActive, reconcileRepository } from "./reconcile.ts";
@@ -172,7 +172,7 @@ export async function orchestrate(
         ? active > 0
         : null;
   if (scheduled !== null)
-    await scheduleWhile(ctx, scheduled).catch((error: unknown) => {
+    await scheduleWhile(ctx, scheduled, waits).catch((error: unknown) => {
       failed.push(
         waits
           ? `${name} waits for GitHub's limit, and ${SCHEDULE_WORKFLOW}, which would carry it out, could not be enabled (${messageOf(error)}): re-run this workflow run once the limit frees up`
@@ -204,9 +204,11 @@ export const SCHEDULE_WORKFLOW = "agentrelay-schedule.yml";
  * Enables the scheduled workflow while a run is active or work waits for GitHub's limit, and disables
  * it once neither is so, so that an idle repository runs no job
  * (https://docs.github.com/en/rest/actions/workflows#disable-a-workflow, which needs `actions: write`;
- * a repository without the file, from before it, is left as it is).
+ * a repository without the file, from before it, is left as it is). `waiting`: work waits for GitHub's
+ * limit, so the enabling is asked for even while this run knows the limit spent (GitHub may not count
+ * it as content).
  */
-async function scheduleWhile(ctx: RepoContext, on: boolean): Promise<void> {
+async function scheduleWhile(ctx: RepoContext, on: boolean, waiting = false): Promise<void> {
   const repo = { owner: ctx.owner, repo: ctx.repo, workflow_id: SCHEDULE_WORKFLOW };
   let state: string;
   try {
@@ -216,7 +218,7 @@ async function scheduleWhile(ctx: RepoContext, on: boolean): Promise<void> {
     throw error;
   }
   if (on === (state === "active")) return;
-  if (on) await ctx.octokit.rest.actions.enableWorkflow(repo);
+  if (on) await ctx.octokit.rest.actions.enableWorkflow({ ...repo, ...(waiting ? unpaced : {}) });
   else await ctx.octokit.rest.actions.disableWorkflow(repo);
   ctx.log(
     `${SCHEDULE_WORKFLOW}: ${on ? "enabled while a run is active or work waits" : "disabled: no run is active, no work waits"}`,
