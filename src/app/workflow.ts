@@ -162,12 +162,11 @@ export async function orchestrate(
         return null;
       },
     );
-  // The schedule runs only while a run is active or work waits: a pushed graph may have started a run;
-  // a reconciling run knows whether any is left, and whether work waits.
-  const scheduled = waits
-    ? true
-    : name === "push"
-      ? await anyActive(ctx)
+  // The schedule runs only while a run is active or work waits: a pushed graph may have started a run
+  // (a push only turns it on); a reconciling run knows whether any is left, and whether work waits.
+  const scheduled =
+    waits || (name === "push" && (await anyActive(ctx)))
+      ? true
       : reconciles(name, payload) && active !== null
         ? active > 0
         : null;
