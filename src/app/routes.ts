@@ -165,7 +165,12 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
    * github/attempt-runs.ts (this repository's task workflow, dispatched on the run's branch, bearing
    * the attempt's run-name, created after its dispatch). A request from another job changes nothing.
    */
-  async function ensureOwnRun({ request, identity, loaded, ctx, subject }: Authenticated): Promise<void> {
+  async function ensureOwnRun(authenticated: Authenticated): Promise<void> {
+    const { request, identity, ctx, subject, driver } = authenticated;
+    let { loaded } = authenticated;
+    // What this replica remembers may predate the dispatch (another replica, or the reconciler, made it).
+    if (!recordOf(loaded.run, subject, request.attempt) && loaded.cached)
+      loaded = (await driver.load(request.run, { fresh: true })) ?? loaded;
     const record = recordOf(loaded.run, subject, request.attempt);
     if (record?.job) {
       if (record.job !== identity.runId) throw notOwnRun(request, record.job, identity.runId);
