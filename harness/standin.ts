@@ -185,6 +185,8 @@ export class Standin {
   private privateKeyPem?: string;
   private pending = new Set<Promise<unknown>>();
   private deliveryCount = 0;
+  /** Ids of the comments people make (GitHub gives each its own: commands are applied once per comment). */
+  private commentCount = 0;
   private nextReplica = 0;
   /** Workflow-only mode: the orchestrator workflow's runs. */
   runs: OrchestratorRuns | null = null;
@@ -606,7 +608,11 @@ export class Standin {
     const target = this.gh.issues.find((i) => i.number === issue)!;
     await this.webhook(
       "issue_comment",
-      { action: "created", issue: { number: issue, body: target.body }, comment: { id: 9000 + issue, body } },
+      {
+        action: "created",
+        issue: { number: issue, body: target.body },
+        comment: { id: 9000 + ++this.commentCount, body },
+      },
       user(login),
     );
   }
