@@ -10,7 +10,7 @@ import { sign } from "@octokit/webhooks-methods";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import nock from "nock";
 import { Probot } from "probot";
-import { agentrelayApp, reportSecretOf } from "../src/app/index.ts";
+import { agentrelayApp, reconcileAll, reportSecretOf } from "../src/app/index.ts";
 import { agentrelayOctokit } from "../src/app/octokit.ts";
 import { appRequestHandler } from "../src/app/server.ts";
 import { DEFAULT_CONFIG, type AppConfig } from "../src/github/client.ts";
@@ -35,6 +35,8 @@ export interface Harness {
   /** Commits files to main (a graph, its params) and delivers the push; the new commit. */
   pushGraph(path: string, text: string, extra?: Record<string, string>): Promise<string>;
   oidc(claims?: Record<string, unknown>): Promise<string>;
+  /** The app's periodic sweep (reconcileAll): every repository of every installation reconciled. */
+  reconcile(): Promise<void>;
   call(
     path: string,
     body: unknown,
@@ -147,6 +149,7 @@ export async function startApp(
         .setExpirationTime("5m")
         .sign(jwtPrivate);
     },
+    reconcile: () => reconcileAll(probot, appConfig),
     async call(path, body, token, headers = {}) {
       const response = await fetch(`${url}${path}`, {
         method: "POST",
@@ -193,10 +196,14 @@ export function issueComment(
 ): Promise<number> {
   const issue = options.issue ?? h.gh.issues[0]!;
   const author = user(login, options.type);
+  const id = options.id ?? 77;
+  // GitHub holds the comment it delivers (the reconciler may list it later).
+  if (!h.gh.comments.some((c) => c.id === id))
+    h.gh.comments.push({ id, issue: issue.number, body, app: false, user: author, at: h.gh.clock.now() });
   return h.deliver("issue_comment", {
     action: "created",
     issue: { number: issue.number, body: issue.body },
-    comment: { id: options.id ?? 77, body, user: author },
+    comment: { id, body, user: author },
     repository: repository(h.gh),
     sender: author,
   });

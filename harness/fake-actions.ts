@@ -85,7 +85,7 @@ export function actionsRoutes(gh: FakeGitHub): void {
       })),
     },
   ]);
-  gh.route("GET", "REPO\\/commits\\/(.+)\\/check-runs", (m) => {
+  gh.route("GET", "REPO\\/commits\\/(.+)\\/check-runs", (m, _body, query) => {
     const sha = gh.branches.get(m[1]!) ?? m[1]!;
     const ours = gh.checkRuns
       .filter((c) => c.head_sha === sha)
@@ -105,7 +105,9 @@ export function actionsRoutes(gh: FakeGitHub): void {
         },
         app: { slug: "github-actions" },
       }));
-    const runs = [...ours, ...ci];
+    // `check_name` keeps the runs of that name.
+    const name = query.get("check_name");
+    const runs = [...ours, ...ci].filter((c) => !name || c.name === name);
     return [200, { total_count: runs.length, check_runs: runs }];
   });
 }

@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import nock from "nock";
 import { HOSTED_PER_TASK, partsOfRunFiles, stateOfParts } from "../src/protocol/state-layout.ts";
 import { overLimit } from "./fake-limits.ts";
+import { folderListing, type HistoryEntry, recordRoutes } from "./fake-records.ts";
 import { FakeClock, RateLimits } from "./fake-rate-limits.ts";
 import {
   ACTIONS_MAY_NOT_OPEN_PRS,
@@ -34,6 +35,8 @@ export interface FakePull {
   checksPending?: boolean;
   /** Set when a merge found conflicts. */
   conflict?: boolean;
+  /** When it was merged (the fake's clock); a PR merged by a test without it reads as merged long ago. */
+  mergedAt?: number;
   /**
    * Reads of the PR left before GitHub has computed whether it can merge: `mergeable: null` until
    * then (https://docs.github.com/en/rest/pulls/pulls#get-a-pull-request: "a background job was
@@ -108,7 +111,18 @@ export class FakeGitHub {
   private readonly trees = new Map<string, Record<string, string>>();
   readonly pulls: FakePull[] = [];
   readonly issues: { number: number; title: string; body: string; state: string }[] = [];
-  readonly comments: { id: number; issue: number; body: string; app: boolean }[] = [];
+  readonly comments: {
+    id: number;
+    issue: number;
+    body: string;
+    app: boolean;
+    /** A person's comment (the app's own have none), and when it was made and last edited. */
+    user?: { login: string; type: string };
+    at?: number;
+    updatedAt?: number;
+  }[] = [];
+  /** The commits the fake made on each branch, oldest first (what the commits API lists). */
+  readonly history: HistoryEntry[] = [];
   readonly checkRuns: {
     id: number;
     name: string;
@@ -127,6 +141,12 @@ export class FakeGitHub {
       display_title: string;
       status: string;
       conclusion: string | null;
+      /** Where the run comes from, as GitHub gives it (attempt-runs.ts matches runs by them). */
+      path?: string;
+      event?: string;
+      head_branch?: string;
+      head_repository?: { full_name: string };
+      created_at?: string;
       /** The run's jobs and their steps, once it ran (workflow-only mode reads the report step). */
       jobs?: { name: string; steps: FakeStep[] }[];
     }
@@ -175,6 +195,7 @@ export class FakeGitHub {
   commit(branch: string, files: Record<string, string | null>, message = "change"): string {
     const sha = this.store.commit(this.branches.get(branch), files, message);
     this.branches.set(branch, sha);
+    this.history.push({ sha, branch, message, paths: Object.keys(files), at: this.clock.now() });
     return sha;
   }
 
@@ -387,7 +408,7 @@ export class FakeGitHub {
       html_url: `https://github.com/${this.owner}/${this.repo}/pull/${p.number}`,
       state: p.state,
       merged: p.merged,
-      merged_at: p.merged ? "2026-01-01T00:00:00Z" : null,
+      merged_at: p.merged ? mergedAtOf(p) : null,
       title: p.title,
       body: p.body,
       mergeable: p.state === "open" && !computing ? !p.checksPending && !p.conflict : null,
@@ -422,6 +443,7 @@ export class FakeGitHub {
   }
 
   private defineRoutes(): void {
+    recordRoutes(this, (method, path, handler) => this.route(method, path, handler));
     const issue = (n: number) => this.issues.find((i) => i.number === n);
     this.route("POST", "\\/app\\/installations\\/(\\d+)\\/access_tokens", (_m, body) => {
       this.tokens.push({
@@ -443,21 +465,11 @@ export class FakeGitHub {
       const ref = q.get("ref") ?? "main";
       const known = this.store.isCommit(ref) || this.branches.has(ref);
       const text = known ? this.store.file(ref, m[1]!) : undefined;
-      if (text === undefined) {
-        // A folder: its entries (https://docs.github.com/en/rest/repos/contents#get-repository-content).
-        const dir = `${m[1]!.replace(/\/+$/, "")}/`;
-        const below = known ? Object.keys(this.store.files(ref)).filter((f) => f.startsWith(dir)) : [];
-        if (below.length === 0) return [404, { message: "Not Found" }];
-        const names = [...new Set(below.map((f) => f.slice(dir.length).split("/")[0]!))].sort();
-        return [
-          200,
-          names.map((name) => ({
-            name,
-            path: `${dir}${name}`,
-            type: below.includes(`${dir}${name}`) ? "file" : "dir",
-          })),
-        ];
-      }
+      // A folder: its entries (https://docs.github.com/en/rest/repos/contents#get-repository-content).
+      const folder =
+        known && text === undefined ? folderListing(this.store.files(ref), m[1]!.replace(/\/+$/, "")) : null;
+      if (folder) return [200, folder];
+      if (text === undefined) return [404, { message: "Not Found" }];
       if (this.accept.includes(".raw")) return [200, text];
       // The JSON form carries files up to 1 MB; past it, `content` is empty and `encoding` "none", and
       // only the raw form has the text, up to 100 MB
@@ -550,7 +562,7 @@ export class FakeGitHub {
       this.onBranchMoved(m[1]!);
       return [200, { ref: `refs/heads/${m[1]}`, object: { sha: body.sha, type: "commit" } }];
     });
-    this.route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (_m, body) => {
+    this.route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (m, body) => {
       if (body.return_run_details !== undefined && !this.runDetails) {
         // GitHub Enterprise Server before the run-details change.
         return [422, { message: 'Invalid request.\n\n"return_run_details" is not a permitted key.' }];
@@ -563,6 +575,11 @@ export class FakeGitHub {
         display_title: `agentrelay ${inputs.run} ${inputs.task} attempt ${inputs.attempt}`,
         status: "queued",
         conclusion: null,
+        path: `.github/workflows/${m[1]}`,
+        event: "workflow_dispatch",
+        head_branch: String(body.ref),
+        head_repository: { full_name: `${this.owner}/${this.repo}` },
+        created_at: new Date(this.clock.now()).toISOString(),
       });
       this.onDispatch({ inputs, runId });
       return body.return_run_details
@@ -721,7 +738,7 @@ export class FakeGitHub {
         p.computing = this.mergeabilityReads;
         return [405, { message: "Pull Request is not mergeable" }];
       }
-      Object.assign(p, { merged: true, state: "closed" });
+      Object.assign(p, { merged: true, state: "closed", mergedAt: this.clock.now() });
       this.onMerge(p);
       return [200, { sha, merged: true, message: "Pull Request successfully merged" }];
     });
@@ -791,7 +808,8 @@ export class FakeGitHub {
         })),
     ]);
     this.route("POST", "REPO\\/issues\\/(\\d+)\\/comments", (m, body) => {
-      const c = { id: this.nextId++, issue: Number(m[1]), body: String(body.body), app: true };
+      const at = this.clock.now();
+      const c = { id: this.nextId++, issue: Number(m[1]), body: String(body.body), app: true, at };
       this.comments.push(c);
       return [201, { id: c.id }];
     });
@@ -799,6 +817,7 @@ export class FakeGitHub {
       const c = this.comments.find((x) => x.id === Number(m[1]));
       if (!c) return [404, { message: "Not Found" }];
       c.body = String(body.body);
+      c.updatedAt = this.clock.now();
       return [200, { id: c.id }];
     });
     this.route("POST", "REPO\\/issues\\/comments\\/(\\d+)\\/reactions", (m, body) => {
@@ -855,6 +874,21 @@ export class FakeGitHub {
       for (const d of input.fileChanges.deletions ?? []) files[d.path] = null;
       const sha = this.commit(input.branch.branchName, files, "state");
       return [200, { data: { createCommitOnBranch: { commit: { oid: sha } } } }];
+    }
+    // Merged pull requests by head and base branch, newest first (one alias per branch pair; see
+    // https://docs.github.com/en/graphql/reference/objects#repository, pullRequests).
+    if (query.includes("pullRequests(headRefName:")) {
+      const repository: Record<string, unknown> = {};
+      for (const m of query.matchAll(/(\w+): pullRequests\(headRefName: \$(\w+), baseRefName: \$(\w+)/g)) {
+        const [, alias, head, base] = m as unknown as [string, string, string, string];
+        const nodes = this.pulls
+          .filter((p) => p.merged && p.head === variables[head] && p.base === variables[base])
+          .reverse()
+          .slice(0, 1)
+          .map((p) => ({ number: p.number, url: this.pr(p).html_url, mergedAt: mergedAtOf(p) }));
+        repository[alias] = { nodes };
+      }
+      return [200, { data: { repository } }];
     }
     // A commit named by id (the task Action), or a branch's head (the app).
     const sha = variables.oid
@@ -938,6 +972,10 @@ function treeAt(
   };
   return { object: { entries: level(`${dir}/`, 1) } };
 }
+
+/** A merged PR's time as GitHub gives it. */
+const mergedAtOf = (p: FakePull): string =>
+  new Date(p.mergedAt ?? Date.parse("2026-01-01T00:00:00Z")).toISOString();
 
 /** The id the fake gives a commit's tree (it keeps no tree objects of its own). */
 const treeOf = (commit: string) => `tree-of-${commit}`;

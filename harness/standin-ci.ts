@@ -147,6 +147,9 @@ export class RepositoryCi {
         path: ".github/workflows/ci.yml",
         head_branch: pull.head,
         head_sha: sha,
+        // The repository the PR's head is in, as GitHub sends it with every run
+        // (https://docs.github.com/en/webhooks/webhook-events-and-payloads#workflow_run): task PRs are this one's.
+        head_repository: { full_name: `${this.gh.owner}/${this.gh.repo}` },
         event: "pull_request",
         status: "completed",
         conclusion,

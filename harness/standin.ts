@@ -8,7 +8,8 @@
  * In workflow-only mode (`orchestrator: "workflow"`) there is no app: each event starts the
  * orchestrator workflow instead (orchestrator-runs.ts), jobs act with their own token and hand their
  * reports over as artifacts of their runs, and what the orchestrator does with GITHUB_TOKEN (its
- * merges) starts no workflow, as on GitHub. Jobs may also be scripted in process, for large graphs.
+ * merges) starts no workflow, as on GitHub. Jobs may also be scripted in process (large graphs, or a
+ * job a test holds while it acts), in either mode: with the app they take their token and report.
  */
 import { type ChildProcess, execFileSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
@@ -90,6 +91,8 @@ export interface StandinOptions {
   orchestrator?: "app" | "workflow";
   /** Task jobs: the bundled Action with the real CLI (default), or scripted in process (large graphs). */
   jobs?: "action" | "scripted";
+  /** A scripted job waits for this once it has started (with the app: its token taken), before it ends. */
+  hold?: (inputs: Record<string, string>, runId: number) => Promise<void>;
   /**
    * Simulated time (timeline.ts), for scripted jobs in workflow-only mode: a runner picks each job up
    * after `pickupMs`, a task's job takes `jobMs`, and the orchestrator runs in this process.
@@ -182,6 +185,8 @@ export class Standin {
   private privateKeyPem?: string;
   private pending = new Set<Promise<unknown>>();
   private deliveryCount = 0;
+  /** Ids of the comments people make (GitHub gives each its own: commands are applied once per comment). */
+  private commentCount = 0;
   private nextReplica = 0;
   /** Workflow-only mode: the orchestrator workflow's runs. */
   runs: OrchestratorRuns | null = null;
@@ -603,7 +608,11 @@ export class Standin {
     const target = this.gh.issues.find((i) => i.number === issue)!;
     await this.webhook(
       "issue_comment",
-      { action: "created", issue: { number: issue, body: target.body }, comment: { id: 9000 + issue, body } },
+      {
+        action: "created",
+        issue: { number: issue, body: target.body },
+        comment: { id: 9000 + ++this.commentCount, body },
+      },
       user(login),
     );
   }
@@ -688,9 +697,12 @@ export class Standin {
       workflow_run: {
         id: runId,
         name: "agentrelay task",
-        // Task jobs run on the default branch (the dispatch's ref).
-        head_branch: "main",
-        path: `.github/workflows/${DEFAULT_CONFIG.taskWorkflow}`,
+        // Where the run comes from, as GitHub says it (task jobs run on the default branch, the dispatch's ref).
+        path: run.path,
+        event: run.event,
+        head_branch: run.head_branch,
+        head_repository: run.head_repository,
+        created_at: run.created_at,
         display_title: run.display_title,
         status: "completed",
         conclusion: run.conclusion,
@@ -699,14 +711,45 @@ export class Standin {
     });
   }
 
+  /** A job's POST to the app's endpoints, as the Action makes it (through the load balancer). */
+  private async callApp(
+    path: string,
+    body: object,
+    oidc: string,
+    key?: string,
+  ): Promise<Record<string, unknown>> {
+    const response = await fetch(`${this.url}${path}`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        authorization: `Bearer ${oidc}`,
+        ...(key ? { [REPORT_KEY_HEADER]: key } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+    const answer = (await response.json()) as Record<string, unknown>;
+    if (!response.ok) throw new Error(`${path} answered ${response.status}: ${String(answer.error)}`);
+    return answer;
+  }
+
   /**
-   * A scripted job of workflow-only mode, in process: the task's commit pushed to its branch (new from
-   * its integration branch), and the report its Action would write.
+   * A scripted job, in process: with the app, it takes the attempt's token with its OIDC token first;
+   * then the task's commit pushed to its branch (new from its integration branch), and the report its
+   * Action would write (workflow-only mode) or post (with the app).
    */
   private async scriptedJob(inputs: Record<string, string>, runId: number): Promise<void> {
     await new Promise((done) => setTimeout(done, 5));
     const { run: runKey, task, attempt } = inputs as { run: string; task: string; attempt: string };
     this.gh.workflowRuns.get(runId)!.status = "in_progress";
+    const request = { run: runKey, task, attempt: Number(attempt) };
+    let app: { oidc: string; key: string } | null = null;
+    if (!this.workflowMode) {
+      const oidc = await fetch(`${this.url}/oidc/token?job=${runId}&audience=${DEFAULT_CONFIG.oidcAudience}`);
+      const { value } = (await oidc.json()) as { value: string };
+      const grant = await this.callApp("/agentrelay/token", request, value);
+      app = { oidc: value, key: String(grant.report_key) };
+    }
+    await this.options.hold?.(inputs, runId);
     const graph = graphOf(this.gh.runSource(runKey));
     const branch = taskBranch(graph.name, task);
     const workstream = graph.tasks.find((t) => t.id === task)!.workstreamId;
@@ -719,9 +762,7 @@ export class Standin {
     );
     const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [] };
     const report = {
-      run: runKey,
-      task,
-      attempt: Number(attempt),
+      ...request,
       result: {
         ...result,
         summary: `did ${task}`,
@@ -732,12 +773,16 @@ export class Standin {
         commit,
       },
     };
+    if (app) {
+      await this.callApp("/agentrelay/report", report, app.oidc, app.key);
+      await this.endRun(runId, "standard", true, null);
+      return;
+    }
     const dir = join(this.root, `report-${runId}`);
     mkdirSync(dir);
     const bytes = JSON.stringify(report);
     writeFileSync(join(dir, REPORT_FILE), bytes);
-    const about = { run: runKey, task, attempt: Number(attempt) };
-    writeFileSync(join(dir, REPORT_MAC_FILE), reportMac(ANTHROPIC_CREDENTIAL, about, String(runId), bytes));
+    writeFileSync(join(dir, REPORT_MAC_FILE), reportMac(ANTHROPIC_CREDENTIAL, request, String(runId), bytes));
     await this.endRun(runId, inputs.tier!, true, dir);
   }
 

@@ -58,6 +58,9 @@ const OPERATIONS = [
   "GET /repos/{owner}/{repo}/actions/secrets",
   "GET /repos/{owner}/{repo}/actions/organization-secrets",
   "GET /repos/{owner}/{repo}/actions/variables",
+  "GET /repos/{owner}/{repo}/issues/comments",
+  "GET /repos/{owner}/{repo}/issues/{issue_number}",
+  "GET /repos/{owner}/{repo}/commits",
 ];
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));

@@ -9,7 +9,9 @@ import type { Context } from "probot";
 import type { EngineEvent } from "../engine/types.ts";
 import { ParamPairError, parseParamPairs } from "../graph/params.ts";
 import type { RepoContext } from "../github/client.ts";
+import { RunStateDamageError } from "../github/damage.ts";
 import { RunDriver } from "../github/driver.ts";
+import { priority, unlessDeferred } from "../github/write-pacing.ts";
 import { startGraph } from "./push.ts";
 import { reconcileRun } from "./reconcile.ts";
 
@@ -58,102 +60,185 @@ function runOf(body: string | null | undefined): string | null {
   return m ? m[1]! : null;
 }
 
+/**
+ * The hidden mark of an answer to command `index` of comment `comment` (without `index`: to all of the
+ * comment's commands). A command without one was not carried out yet (GitHub's write limit was spent,
+ * say): the reconciler finds it and carries it out (waiting.ts).
+ */
+export const answerMarker = (comment: number, index?: number): string =>
+  `<!-- agentrelay:answer comment=${comment}${index === undefined ? "" : ` command=${index}`} -->`;
+
+/** The comments and commands a text answers (its answer markers), as `comment` and `comment/index`. */
+export function answered(body: string): string[] {
+  return [...body.matchAll(/<!-- agentrelay:answer comment=(\d+)(?: command=(\d+))? -->/g)].map((m) =>
+    m[2] === undefined ? m[1]! : `${m[1]}/${m[2]}`,
+  );
+}
+
+/** The request id a command carries, so that a comment carried out twice is applied once. */
+const commandId = (comment: number, index: number): string => `comment-${comment}-${index}`;
+
+/** A comment with commands, as a webhook delivers it or the reconciler lists it. */
+export interface CommandComment {
+  id: number;
+  body: string;
+  user: { login: string; type: string };
+  issue: { number: number; body?: string | null };
+}
+
 export async function onComment(
   ctx: RepoContext,
   payload: Context<"issue_comment.created">["payload"],
 ): Promise<void> {
   const { comment, issue, sender } = payload;
+  await carryOutComment(ctx, { id: comment.id, body: comment.body, user: sender, issue });
+}
+
+/**
+ * Carries out a comment's commands, each answered with its marker. `late`: the reconciler carries out
+ * what waited (`skip`: commands answered already); a command the run applied already (its answer was
+ * lost) is answered as done, never applied again.
+ */
+export async function carryOutComment(
+  ctx: RepoContext,
+  comment: CommandComment,
+  options: { late?: boolean; skip?: ReadonlySet<number> } = {},
+): Promise<void> {
+  const { issue, user: sender } = comment;
   const commands = parseCommands(comment.body);
   if (commands.length === 0) return;
   if (sender.type === "Bot" && !ctx.config.allowedBots.includes(sender.login)) return;
   const repo = { owner: ctx.owner, repo: ctx.repo };
+  // A reaction only tells people the comment was handled: it yields to the run's progress.
   const react = (content: "+1" | "-1" | "eyes") =>
-    ctx.octokit.rest.reactions.createForIssueComment({ ...repo, comment_id: comment.id, content });
-  const reply = (body: string) =>
+    unlessDeferred(() =>
+      ctx.octokit.rest.reactions.createForIssueComment({
+        ...repo,
+        comment_id: comment.id,
+        content,
+        ...priority("view"),
+      }),
+    );
+  const quote = `> ${comment.body.split("\n")[0]}`;
+  const reply = (body: string, index?: number) =>
     ctx.octokit.rest.issues.createComment({
       ...repo,
       issue_number: issue.number,
-      body: `> ${comment.body.split("\n")[0]}\n\n${body}`,
+      body: `${answerMarker(comment.id, index)}\n${quote}\n\n${body}`,
     });
+  // The reaction comes last: a comment without one, and without an answer, was not carried out whole
+  // (the reconciler finds it: waiting.ts).
   if (!(await mayCommand(ctx, sender.login))) {
-    await react("-1");
     await reply(`@${sender.login} agentrelay commands need write access to this repository.`);
+    await react("-1");
     return;
   }
-  await react("eyes");
   const driver = new RunDriver(ctx);
-  for (const command of commands) {
-    if (command.verb === "run") {
-      const [file, ...pairs] = command.args;
-      const usage = "Usage: `/agentrelay run .workflow/FILE.yaml key=value ...`";
-      if (!file) {
-        await reply(usage);
-        continue;
-      }
-      let params: Record<string, unknown>;
-      try {
-        params = parseParamPairs(pairs); // the same values as the CLI's --param
-      } catch (error) {
-        if (!(error instanceof ParamPairError)) throw error;
-        await reply(usage);
-        continue;
-      }
-      const { data: head } = await ctx.octokit.rest.repos.getBranch({ ...repo, branch: ctx.defaultBranch });
-      const result = await startGraph(ctx, file, head.commit.sha, params);
-      await reply(
-        "issues" in result
-          ? `Nothing started:\n\n\`\`\`\n${result.issues}\n\`\`\``
-          : `Run \`${result.runKey}\` ${result.started ? "started" : "is already running"}.`,
-      );
-      continue;
+  let damage: RunStateDamageError | null = null;
+  for (const [index, command] of commands.entries()) {
+    if (options.skip?.has(index)) continue;
+    const answer = (body: string) => reply(body, index);
+    try {
+      await carryOutCommand(ctx, driver, comment, command, index, answer, options.late === true);
+    } catch (error) {
+      if (!(error instanceof RunStateDamageError)) throw error;
+      // The run cannot be read: whoever asked is answered so; the caller says it where people follow
+      // the run (once), and in its log.
+      await answer(`**agentrelay cannot read run \`${error.damaged.run}\`**: ${error.message}`);
+      damage ??= error;
     }
-    const runKey = runOf(issue.body);
-    if (!runKey) {
-      await reply("Use this command on a run's tracking issue or on one of its PRs.");
-      continue;
-    }
-    if (command.verb === "status") {
-      await reconcileRun(driver, runKey);
-      const loaded = await driver.load(runKey);
-      await reply(
-        loaded
-          ? `Run \`${runKey}\`: ${loaded.run.outcome ?? "running"}; the status comment is up to date.`
-          : `No run \`${runKey}\`.`,
-      );
-      continue;
-    }
-    let event: EngineEvent;
-    if (command.verb === "budget") {
-      const micros = amountOf(command.args[0]);
-      if (micros === null) {
-        await reply(
-          `Usage: \`/agentrelay budget +USD [WORKSTREAM|TASK]\`, where USD is ${AMOUNT_FORM}: e.g. \`/agentrelay budget +5\``,
-        );
-        continue;
-      }
-      const target = command.args[1];
-      // Named by the comment, so that a delivery GitHub repeats raises the budget once.
-      const id = `comment-${comment.id}-${commands.indexOf(command)}`;
-      event = {
-        type: "command",
-        command: "budget",
-        micros,
-        ...(target ? { target } : {}),
-        id,
-        by: sender.login,
-        at: Date.now(),
-      };
-    } else {
-      event = {
-        type: "command",
-        command: command.verb,
-        ...(command.args[0] ? { task: command.args[0] } : {}),
-        by: sender.login,
-        at: Date.now(),
-      };
-    }
-    await driver.drive(runKey, [event], { origin: { issueNumber: issue.number } });
   }
+  await react("eyes");
+  if (damage) throw damage;
+}
+
+async function carryOutCommand(
+  ctx: RepoContext,
+  driver: RunDriver,
+  comment: CommandComment,
+  command: SlashCommand,
+  index: number,
+  answer: (body: string) => Promise<unknown>,
+  late: boolean,
+): Promise<void> {
+  const { issue, user: sender } = comment;
+  const repo = { owner: ctx.owner, repo: ctx.repo };
+  if (command.verb === "run") {
+    const [file, ...pairs] = command.args;
+    const usage = "Usage: `/agentrelay run .workflow/FILE.yaml key=value ...`";
+    if (!file) return void (await answer(usage));
+    let params: Record<string, unknown>;
+    try {
+      params = parseParamPairs(pairs); // the same values as the CLI's --param
+    } catch (error) {
+      if (!(error instanceof ParamPairError)) throw error;
+      return void (await answer(usage));
+    }
+    const { data: head } = await ctx.octokit.rest.repos.getBranch({ ...repo, branch: ctx.defaultBranch });
+    const result = await startGraph(ctx, file, head.commit.sha, params);
+    await answer(
+      "issues" in result
+        ? `Nothing started:\n\n\`\`\`\n${result.issues}\n\`\`\``
+        : `Run \`${result.runKey}\` ${result.started ? "started" : "is already running"}.`,
+    );
+    return;
+  }
+  const runKey = runOf(issue.body);
+  if (!runKey) return void (await answer("Use this command on a run's tracking issue or on one of its PRs."));
+  if (command.verb === "status") {
+    await reconcileRun(driver, runKey);
+    const loaded = await driver.load(runKey);
+    await answer(
+      loaded
+        ? `Run \`${runKey}\`: ${loaded.run.outcome ?? "running"}; the status comment is up to date.`
+        : `No run \`${runKey}\`.`,
+    );
+    return;
+  }
+  // Named by the comment, so that a delivery GitHub repeats, or the reconciler carrying out a command
+  // whose answer was lost, applies it once.
+  const id = commandId(comment.id, index);
+  let event: EngineEvent;
+  if (command.verb === "budget") {
+    const micros = amountOf(command.args[0]);
+    if (micros === null)
+      return void (await answer(
+        `Usage: \`/agentrelay budget +USD [WORKSTREAM|TASK]\`, where USD is ${AMOUNT_FORM}: e.g. \`/agentrelay budget +5\``,
+      ));
+    const target = command.args[1];
+    event = {
+      type: "command",
+      command: "budget",
+      micros,
+      ...(target ? { target } : {}),
+      id,
+      by: sender.login,
+      at: ctx.now(),
+    };
+  } else {
+    event = {
+      type: "command",
+      command: command.verb,
+      ...(command.args[0] ? { task: command.args[0] } : {}),
+      id,
+      by: sender.login,
+      at: ctx.now(),
+    };
+  }
+  if (late) {
+    const loaded = await driver.load(runKey, { fresh: true });
+    const run = loaded?.run;
+    if (run && (run.appliedCommands?.includes(id) || run.budget?.raises.includes(id))) {
+      driver.store.release(runKey, run);
+      const text = ["/agentrelay", command.verb, ...command.args].join(" ");
+      await answer(`Done: \`${text}\` was applied when it came; its answer waited for GitHub's write limit.`);
+      return;
+    }
+  }
+  const run = await driver.drive(runKey, [event], {
+    origin: { issueNumber: issue.number, answer: answerMarker(comment.id, index) },
+  });
+  if (!run) await answer(`No run \`${runKey}\`.`);
 }
 
 export async function onCheckRunRerequested(
@@ -165,6 +250,6 @@ export async function onCheckRunRerequested(
   if (!m || !check.name.startsWith("agentrelay / ")) return;
   if (sender.type === "Bot" || !(await mayCommand(ctx, sender.login))) return;
   await new RunDriver(ctx).drive(m[1]!, [
-    { type: "command", command: "retry", task: m[2]!, by: sender.login, at: Date.now() },
+    { type: "command", command: "retry", task: m[2]!, by: sender.login, at: ctx.now() },
   ]);
 }

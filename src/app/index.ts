@@ -11,7 +11,9 @@ import { oidcVerifier, type ActionsIdentity } from "../github/oidc.ts";
 import { StateCache } from "../github/state-store.ts";
 import { type Repository, repoContextOf } from "./context.ts";
 import { EVENT_HANDLERS, handlerOf, type HandledEvent } from "./events.ts";
-import { reconcileRepository } from "./reconcile.ts";
+import { WriteBudgetSpent } from "../github/write-pacing.ts";
+import { DeliveryOutcome } from "./ingress.ts";
+import { sweepRepository } from "./waiting.ts";
 import { jobRoutes } from "./routes.ts";
 
 export interface AgentrelayAppOptions {
@@ -59,9 +61,17 @@ export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFu
       const { repository } = context.payload as unknown as { repository: Repository };
       const ctx = repoContextOf(context.octokit, repository, config, (message) => context.log.info(message));
       return handlerOf(context.name, context.payload)!(ctx, context.payload as never, appLogin).catch(
-        (error: unknown) => {
+        async (error: unknown) => {
           // A damaged run would fail every event the same way: said once, and the delivery is done.
-          if (error instanceof RunStateDamageError) return sayStateDamage(ctx, error);
+          if (error instanceof RunStateDamageError) {
+            await sayStateDamage(ctx, error);
+            throw new DeliveryOutcome(200, `run ${error.damaged.run} cannot be read: ${error.message}`);
+          }
+          if (error instanceof WriteBudgetSpent)
+            throw new DeliveryOutcome(
+              503,
+              `${error.message} (the reconciler carries this ${context.name} event out then)`,
+            );
           throw error;
         },
       );
@@ -81,7 +91,7 @@ export async function reconcileAll(app: Probot, config: AppConfig): Promise<void
     });
     for (const repository of repos) {
       const ctx = repoContextOf(octokit, repository, config, (message) => app.log.info(message));
-      await reconcileRepository(ctx).catch((error: unknown) =>
+      await sweepRepository(ctx).catch((error: unknown) =>
         app.log.error(error as Error, `reconcile ${repository.full_name}`),
       );
     }

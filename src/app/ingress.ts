@@ -23,6 +23,21 @@ export interface IngressOptions {
   maxBytes?: number;
 }
 
+/**
+ * How a handler that could not do what its event asks, and said why, ends its delivery: the answer's
+ * status and one line, logged with the delivery (a damaged run: said on its issue, 200; GitHub's write
+ * limit spent: 503, and the reconciler carries the event's work out once it frees up).
+ */
+export class DeliveryOutcome extends Error {
+  override name = "DeliveryOutcome";
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 class Refused extends Error {
   constructor(
     readonly status: number,
@@ -101,7 +116,15 @@ export function webhookIngress(probot: Probot, options: IngressOptions) {
       },
       (error: unknown) => {
         const errors = error instanceof AggregateError ? error.errors : [error];
-        logLine(`failed: ${errors.map((e) => (e as Error).message).join("; ")}`);
+        const lines = errors.map((e) => (e as Error).message).join("; ");
+        const outcomes = errors.filter((e) => e instanceof DeliveryOutcome);
+        if (outcomes.length === errors.length) {
+          const status = Math.max(...outcomes.map((o) => o.status));
+          logLine(`${status < 300 ? "handled" : `answered ${status}`}: ${lines}`);
+          answer(status, lines);
+          return;
+        }
+        logLine(`failed: ${lines}`);
         answer(500, "the app failed to handle the event; its log says why");
       },
     );

@@ -6,6 +6,7 @@
 import type { Context } from "probot";
 import type { EngineEvent } from "../engine/types.ts";
 import { parseAttemptRunName, type RepoContext } from "../github/client.ts";
+import { notAttemptRun, type WorkflowRunFacts } from "../github/attempt-runs.ts";
 import { readBranchPolicy } from "../github/branch-policy.ts";
 import { RunDriver } from "../github/driver.ts";
 
@@ -24,25 +25,49 @@ async function currentRun(driver: RunDriver, graph: string): Promise<string | nu
 
 const KIND = { cancelled: "cancelled", timed_out: "timed_out" } as const;
 
+/**
+ * A task workflow run that ended without success: the attempt's failure, when the run is the
+ * attempt's (github/attempt-runs.ts: the task workflow of this repository, dispatched, on the run's
+ * branch, and the attempt's bound run once it has one); any other run bearing its name (a fork's PR,
+ * an earlier run) changes nothing.
+ */
 export async function onWorkflowRun(
   ctx: RepoContext,
   payload: Context<"workflow_run.completed">["payload"],
 ): Promise<void> {
-  const run = payload.workflow_run;
+  const run = payload.workflow_run as Context<"workflow_run.completed">["payload"]["workflow_run"] &
+    WorkflowRunFacts;
   if (run.path !== `.github/workflows/${ctx.config.taskWorkflow}` || run.conclusion === "success") return;
   // A successful job has already reported (its report step is part of it); anything else is a verdict.
-  const attempt = parseAttemptRunName(run.display_title ?? "");
-  if (!attempt) return;
+  const named = parseAttemptRunName(run.display_title ?? "");
+  if (!named) return;
+  const driver = new RunDriver(ctx);
+  const loaded = await driver.load(named.run);
+  const t = loaded?.run.tasks[named.task];
+  if (!loaded || !t) return;
+  const why = notAttemptRun(ctx, run, {
+    runKey: named.run,
+    input: named.task,
+    attempt: named.attempt,
+    branch: loaded.run.source.branch,
+    record: t.attempts[named.attempt - 1],
+  });
+  if (why) {
+    ctx.log(`workflow run ${run.id} is not attempt ${named.attempt} of ${named.task} (${why}): ignored`);
+    return;
+  }
   const kind = KIND[run.conclusion as keyof typeof KIND] ?? "failed";
   const event: EngineEvent = {
     type: "job_failed",
-    task: attempt.task,
-    attempt: attempt.attempt,
+    task: named.task,
+    attempt: named.attempt,
     kind,
     reason: `the job ${run.conclusion ?? "failed"}: ${run.html_url}`,
-    at: Date.now(),
+    // The engine checks it again against the state it writes: the attempt may have been bound since.
+    job: String(run.id),
+    at: ctx.now(),
   };
-  await new RunDriver(ctx).drive(attempt.run, [event]);
+  await driver.drive(named.run, [event], { loaded });
 }
 
 export async function onPullRequestClosed(

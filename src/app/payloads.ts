@@ -39,8 +39,14 @@ const EVENTS: Record<string, z.ZodType> = {
     ...base,
     action: z.string(),
     workflow_run: object({
-      // Absent from older payloads (GitHub's published examples): such a run is not known to be ours.
+      // Absent from older payloads (GitHub's published examples): such a run is not known to be ours
+      // (github/attempt-runs.ts reads these to tell the attempt's run from any other bearing its name).
+      id: z.number().optional(),
       path: z.string().optional(),
+      event: z.string().optional(),
+      head_branch: z.string().nullish(),
+      head_repository: object({ full_name: z.string() }).nullish(),
+      created_at: z.string().optional(),
       conclusion: z.string().nullable(),
       display_title: z.string().nullish(),
       html_url: z.string(),

@@ -5,32 +5,65 @@
  * mode on every orchestrator run, where it also reads the reports of jobs that ended (from their
  * runs' artifacts: github/reports.ts). Running it twice is harmless.
  */
+import { createHash } from "node:crypto";
 import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { runningResolutions } from "../engine/conflicts.ts";
-import type { EngineEvent } from "../engine/types.ts";
+import type { EngineEvent, PullRequest } from "../engine/types.ts";
 import { factsOfReport, resolutionInput, subjectOfInput } from "../protocol/resolution.ts";
-import { attemptRunName, type RepoContext, statusOf } from "../github/client.ts";
-import { RunDriver } from "../github/driver.ts";
+import { isAttemptRun, type WorkflowRunFacts } from "../github/attempt-runs.ts";
+import { type RepoContext, statusOf } from "../github/client.ts";
+import { type Loaded, RunDriver } from "../github/driver.ts";
+import { adoptionFacts, mergeRecord, sayWentBack } from "../github/merge-record.ts";
 import { reportOfRun } from "../github/reports.ts";
 
 /** A dispatched job whose run has not appeared after this long is missing. */
 const START_GRACE_MS = 10 * 60_000;
 
-type Job = { id: number; status: string | null; conclusion: string | null };
+type Job = WorkflowRunFacts & { id: number; status: string | null; conclusion: string | null };
 
-/** Reconciles a run; whether it is still active (unfinished) afterwards. */
+/**
+ * `refreshStatus`: the status comment is edited whether due or not. `thorough` (the default; in
+ * workflow mode the scheduled run): the run's state is also checked against what GitHub merged
+ * (merge-record.ts), and the repository's waiting work is picked up (waiting.ts).
+ */
+export interface ReconcileOptions {
+  refreshStatus?: boolean;
+  thorough?: boolean;
+}
+
+/** A run reconciled: as it was read, and whether it is still active (unfinished) afterwards. */
+export interface ReconciledRun {
+  loaded: Loaded;
+  active: boolean;
+}
+
+/** Reconciles a run (null when there is none). */
 export async function reconcileRun(
   driver: RunDriver,
   runKey: string,
-  options: { refreshStatus?: boolean } = {},
-): Promise<boolean> {
+  options: ReconcileOptions = {},
+): Promise<ReconciledRun | null> {
   const loaded = await driver.load(runKey, { fresh: true });
-  if (!loaded || loaded.run.outcome) return false;
+  if (!loaded) return null;
+  if (loaded.run.outcome) return { loaded, active: false };
   const { ctx } = driver;
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const now = ctx.now();
   const facts: EngineEvent[] = [{ type: "tick", at: now }];
-  let recentRuns: (Job & { display_title: string })[] | null = null;
+  // Tasks the state has running, failed or cancelled whose PR GitHub merged: the state went back.
+  const suspects = Object.entries(loaded.run.tasks)
+    .filter(([, t]) => t.status === "running" || t.status === "failed" || t.status === "cancelled")
+    .map(([task]) => task);
+  const record =
+    (options.thorough ?? true) && suspects.length > 0
+      ? await mergeRecord(ctx, loaded.run, loaded.engine.plan, suspects)
+      : null;
+  const merged = record?.tasks ?? new Map<string, PullRequest>();
+  if (record && merged.size > 0) {
+    facts.push(...adoptionFacts(record, now));
+    await sayWentBack(ctx, loaded.run, record);
+  }
+  let recentRuns: Job[] | null = null;
   /** The task workflow's latest runs, read once: most jobs of a run are among them. */
   const recent = async () =>
     (recentRuns ??= (
@@ -43,28 +76,32 @@ export async function reconcileRun(
     ).data.workflow_runs);
   /**
    * The job of an attempt (`input` is its `task` input): by its run id, else by its run-name once it
-   * had time to appear; "missing" when no run appeared, null while it may still.
+   * had time to appear, either way only a run that is the attempt's (github/attempt-runs.ts); "missing"
+   * when no run appeared, null while it may still.
    */
   const jobOf = async (
     input: string,
     attempt: number,
     record: { job?: string | null; dispatchedAt: number },
   ): Promise<Job | "missing" | null> => {
+    const of = { runKey, input, attempt, branch: loaded.run.source.branch, record };
     if (record.job) {
       // In workflow mode every orchestrator run asks: one listing answers for most jobs at once.
       const listed = ctx.config.workflow
         ? (await recent()).find((r) => String(r.id) === record.job)
         : undefined;
-      if (listed) return listed;
-      try {
-        return (await ctx.octokit.rest.actions.getWorkflowRun({ ...repo, run_id: Number(record.job) })).data;
-      } catch (error) {
-        if (statusOf(error) !== 404) throw error;
-        return null;
-      }
+      let found: Job | null = listed ?? null;
+      if (!found)
+        try {
+          found = (await ctx.octokit.rest.actions.getWorkflowRun({ ...repo, run_id: Number(record.job) }))
+            .data;
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+        }
+      return found && isAttemptRun(ctx, found, of) ? found : null;
     }
     // With the app, a job is bound when it takes its first token: until then, it is known by its run-name.
-    const named = (await recent()).find((r) => r.display_title === attemptRunName(runKey, input, attempt));
+    const named = (await recent()).find((r) => isAttemptRun(ctx, r, of));
     if (named) return named;
     return now - record.dispatchedAt <= START_GRACE_MS ? null : "missing";
   };
@@ -86,7 +123,7 @@ export async function reconcileRun(
   };
 
   for (const [task, t] of Object.entries(loaded.run.tasks)) {
-    if (t.status !== "running") continue;
+    if (t.status !== "running" || merged.has(task)) continue;
     const job = await jobOf(task, t.attempt, t.attempts[t.attempt - 1]!);
     const attempt = t.attempt;
     if (job === "missing") {
@@ -109,7 +146,7 @@ export async function reconcileRun(
           : job.conclusion === "timed_out"
             ? "timed_out"
             : "failed";
-      facts.push({ type: "job_failed", task, attempt, reason: report, kind, at: now });
+      facts.push({ type: "job_failed", task, attempt, reason: report, kind, job: String(job.id), at: now });
     }
   }
   for (const { subject, record } of runningResolutions(loaded.run, loaded.engine.plan)) {
@@ -135,7 +172,7 @@ export async function reconcileRun(
     pending: true,
     refreshStatus: options.refreshStatus ?? true,
   });
-  return driven !== null && driven.outcome === null;
+  return { loaded, active: driven !== null && driven.outcome === null };
 }
 
 /** The latest run of each graph with a state branch. */
@@ -154,23 +191,30 @@ async function latestRuns(ctx: RepoContext, driver: RunDriver): Promise<string[]
   return runs;
 }
 
-/** Every unfinished run of the repository (one per graph with a state branch); how many are left. */
+/** The repository's runs reconciled: how many are left active, and what each graph's latest run follows. */
+export interface ReconciledRepository {
+  active: number;
+  followed: FollowedGraph[];
+}
+
+/** Every unfinished run of the repository (one per graph with a state branch). */
 export async function reconcileRepository(
   ctx: RepoContext,
-  options: { refreshStatus?: boolean } = {},
-): Promise<number> {
+  options: ReconcileOptions = {},
+): Promise<ReconciledRepository> {
   const driver = new RunDriver(ctx);
-  let active = 0;
+  const reconciled: ReconciledRepository = { active: 0, followed: [] };
   for (const runKey of await latestRuns(ctx, driver)) {
     // One damaged run is said once and does not stop the others from being repaired (nor counts as ended).
-    const left = await reconcileRun(driver, runKey, options).catch(async (error: unknown) => {
+    const run = await reconcileRun(driver, runKey, options).catch(async (error: unknown) => {
       if (!(error instanceof RunStateDamageError)) throw error;
       await sayStateDamage(ctx, error);
-      return true;
+      return "damaged" as const;
     });
-    if (left) active++;
+    if (run === "damaged" || run?.active) reconciled.active++;
+    if (run && run !== "damaged") reconciled.followed.push(followedGraph(run.loaded));
   }
-  return active;
+  return reconciled;
 }
 
 /** Whether any run of the repository is unfinished. */
@@ -180,3 +224,24 @@ export async function anyActive(ctx: RepoContext): Promise<boolean> {
     if ((await driver.load(runKey))?.run.outcome === null) return true;
   return false;
 }
+
+/** What a graph's latest run follows: its file, the content it pinned, its params (waiting.ts). */
+export interface FollowedGraph {
+  path: string;
+  /** Git's id of the pinned graph's text, as the contents API names a file's content. */
+  blob: string;
+  cyberian: boolean;
+  params: Record<string, unknown>;
+}
+
+const blobId = (text: string) => {
+  const bytes = Buffer.from(text);
+  return createHash("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+};
+
+const followedGraph = (loaded: Loaded): FollowedGraph => ({
+  path: loaded.run.source.path,
+  blob: blobId(loaded.run.source.text),
+  cyberian: Boolean(loaded.engine.plan.graph.cyberian),
+  params: loaded.run.source.params ?? {},
+});

@@ -17,18 +17,14 @@
  * the task whose agent resolves.
  * The app's private key never leaves the app.
  */
+import { RunStateDamageError } from "../github/damage.ts";
 import { WriteBudgetSpent } from "../github/write-pacing.ts";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Probot } from "probot";
 import type { z } from "zod";
-import {
-  type AppConfig,
-  attemptRunName,
-  type GitHubClient,
-  type RepoContext,
-  statusOf,
-} from "../github/client.ts";
+import { notAttemptRun } from "../github/attempt-runs.ts";
+import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
 import { type Loaded, RunDriver } from "../github/driver.ts";
 import type { HostedRun } from "../github/hosted-run.ts";
 import { type ActionsIdentity, expectedWorkflowRef, OidcError } from "../github/oidc.ts";
@@ -164,32 +160,44 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     );
 
   /**
-   * Only the job GitHub created for the attempt's dispatch may act for it: its run id, recorded at
-   * dispatch, must be the OIDC token's; where GitHub gave no id (older GHES), the caller's own run
-   * must carry the attempt's run-name. A request from another job changes nothing.
+   * Only the job GitHub created for the attempt's dispatch may act for it: its run id, once recorded,
+   * must be the OIDC token's; until then, the caller's own run must be the attempt's by the rule of
+   * github/attempt-runs.ts (this repository's task workflow, dispatched on the run's branch, bearing
+   * the attempt's run-name, created after its dispatch). A request from another job changes nothing.
    */
-  async function ensureOwnRun({ request, identity, loaded, ctx, subject }: Authenticated): Promise<void> {
+  async function ensureOwnRun(authenticated: Authenticated): Promise<void> {
+    const { request, identity, ctx, subject, driver } = authenticated;
+    let { loaded } = authenticated;
+    // What this replica remembers may predate the dispatch (another replica, or the reconciler, made it).
+    if (!recordOf(loaded.run, subject, request.attempt) && loaded.cached)
+      loaded = (await driver.load(request.run, { fresh: true })) ?? loaded;
     const record = recordOf(loaded.run, subject, request.attempt);
     if (record?.job) {
       if (record.job !== identity.runId) throw notOwnRun(request, record.job, identity.runId);
       return;
     }
-    const expected = attemptRunName(request.run, request.task, request.attempt);
-    let title: string | null = null;
+    let why = "GitHub does not know it";
     try {
       const { data } = await ctx.octokit.rest.actions.getWorkflowRun({
         owner: ctx.owner,
         repo: ctx.repo,
         run_id: Number(identity.runId),
       });
-      title = data.display_title;
+      why =
+        notAttemptRun(ctx, data, {
+          runKey: request.run,
+          input: request.task,
+          attempt: request.attempt,
+          branch: loaded.run.source.branch,
+          record,
+        }) ?? "";
     } catch (error) {
       if (statusOf(error) !== 404) throw error;
     }
-    if (title !== expected)
+    if (why)
       throw new HttpError(
         403,
-        `this job's run ${identity.runId} was not dispatched for attempt ${request.attempt} of ${request.task}`,
+        `this job's run ${identity.runId} was not dispatched for attempt ${request.attempt} of ${request.task} (${why})`,
       );
   }
 
@@ -331,6 +339,9 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       if (error instanceof HttpError) send(error.status, { error: error.message });
       // GitHub's write limit is spent for longer than a request waits: the runner tries again.
       else if (error instanceof WriteBudgetSpent) send(503, { error: error.message });
+      // The run's state is damaged: the runner says so in one line, and nothing changed.
+      else if (error instanceof RunStateDamageError)
+        send(409, { error: `run ${error.damaged.run} cannot be read: ${error.message}` });
       else {
         app.log.error(error as Error);
         send(500, { error: "internal error" });

@@ -18,10 +18,11 @@ import { Octokit } from "@octokit/rest";
 import { StateConflictError } from "../engine/store.ts";
 import { configFromEnv, type GitHubClient, messageOf, type RepoContext, statusOf } from "../github/client.ts";
 import { gitHubLimits, type OctokitOptions, withRetryPolicy } from "../github/client-policy.ts";
-import { type Clock, writePacing } from "../github/write-pacing.ts";
+import { type Clock, unpaced, WriteBudgetSpent, writePacing } from "../github/write-pacing.ts";
 import { type Repository, repoContextOf } from "./context.ts";
 import { handlerOf } from "./events.ts";
 import { anyActive, reconcileRepository } from "./reconcile.ts";
+import { carryOutWaiting } from "./waiting.ts";
 
 /** The login GitHub shows for what a workflow's GITHUB_TOKEN does. */
 export const ACTIONS_BOT = "github-actions[bot]";
@@ -141,41 +142,72 @@ export async function orchestrate(
   const ownLogin = async () => (appSlug ? `${appSlug}[bot]` : ACTIONS_BOT);
   const failed: string[] = [];
   const handler = handlerOf(name, payload);
+  // The event met GitHub's write limit: what it asked for waits for the scheduled run (waiting.ts).
+  let waits = false;
   if (handler) {
     log(`${name}${typeof payload.action === "string" ? `.${payload.action}` : ""}: handling`);
     await withRetries(() => handler(ctx, payload as never, ownLogin)).catch(async (error: unknown) => {
       if (error instanceof RunStateDamageError) await sayStateDamage(ctx, error);
       else failed.push(`${name}: ${messageOf(error)}`);
+      waits ||= error instanceof WriteBudgetSpent;
     });
   }
   // Whatever this run's event, and whatever events of cancelled runs said, the state says the rest.
   // The status comment is edited when due (a scheduled run refreshes it).
   let active: number | null = name === "push" ? null : 0;
   if (reconciles(name, payload))
-    active = await withRetries(() => reconcileRepository(ctx, { refreshStatus: name === "schedule" })).catch(
+    active = await withRetries(() => reconcileAndCarryOut(ctx, name === "schedule")).catch(
       (error: unknown) => {
         failed.push(`reconciling: ${messageOf(error)}`);
         return null;
       },
     );
-  // The schedule runs only while a run is active: a pushed graph may have started one; a reconciling
-  // run knows whether any is left.
-  if (name === "push" || (reconciles(name, payload) && active !== null))
-    await scheduleWhile(ctx, name === "push" ? await anyActive(ctx) : active! > 0).catch((error: unknown) => {
-      failed.push(`the schedule: ${messageOf(error)}`);
+  // The schedule runs only while a run is active or work waits: a pushed graph may have started a run
+  // (a push only turns it on); a reconciling run knows whether any is left, and whether work waits.
+  const scheduled =
+    waits || (name === "push" && (await anyActive(ctx)))
+      ? true
+      : reconciles(name, payload) && active !== null
+        ? active > 0
+        : null;
+  if (scheduled !== null)
+    await scheduleWhile(ctx, scheduled, waits).catch((error: unknown) => {
+      failed.push(
+        waits
+          ? `${name} waits for GitHub's limit, and ${SCHEDULE_WORKFLOW}, which would carry it out, could not be enabled (${messageOf(error)}): re-run this workflow run once the limit frees up`
+          : `the schedule: ${messageOf(error)}`,
+      );
     });
   return { failed };
+}
+
+/**
+ * Every run of the repository reconciled; then the work that waited for GitHub's write limit carried
+ * out (waiting.ts), by the scheduled run, and by any run that finds no run active: it would disable
+ * the schedule that picks that work up. Answers how many runs are active, a waiting item counted as
+ * one (the schedule stays on for it).
+ */
+async function reconcileAndCarryOut(ctx: RepoContext, scheduled: boolean): Promise<number> {
+  const reconciled = await reconcileRepository(ctx, { refreshStatus: scheduled, thorough: scheduled });
+  if (!scheduled && reconciled.active > 0) return reconciled.active;
+  const waiting = await carryOutWaiting(ctx, reconciled.followed);
+  // What it carried out may have started a run.
+  const active = waiting.carried > 0 ? Number(await anyActive(ctx)) : reconciled.active;
+  return active + waiting.left;
 }
 
 /** The workflow that reconciles every 15 minutes while a run is active (init --no-app writes it). */
 export const SCHEDULE_WORKFLOW = "agentrelay-schedule.yml";
 
 /**
- * Enables the scheduled workflow while a run is active and disables it once none is, so that an idle
- * repository runs no job (https://docs.github.com/en/rest/actions/workflows#disable-a-workflow, which
- * needs `actions: write`; a repository without the file, from before it, is left as it is).
+ * Enables the scheduled workflow while a run is active or work waits for GitHub's limit, and disables
+ * it once neither is so, so that an idle repository runs no job
+ * (https://docs.github.com/en/rest/actions/workflows#disable-a-workflow, which needs `actions: write`;
+ * a repository without the file, from before it, is left as it is). `waiting`: work waits for GitHub's
+ * limit, so the enabling is asked for even while this run knows the limit spent (GitHub may not count
+ * it as content).
  */
-async function scheduleWhile(ctx: RepoContext, active: boolean): Promise<void> {
+async function scheduleWhile(ctx: RepoContext, on: boolean, waiting = false): Promise<void> {
   const repo = { owner: ctx.owner, repo: ctx.repo, workflow_id: SCHEDULE_WORKFLOW };
   let state: string;
   try {
@@ -184,8 +216,10 @@ async function scheduleWhile(ctx: RepoContext, active: boolean): Promise<void> {
     if (statusOf(error) === 404) return;
     throw error;
   }
-  if (active === (state === "active")) return;
-  if (active) await ctx.octokit.rest.actions.enableWorkflow(repo);
+  if (on === (state === "active")) return;
+  if (on) await ctx.octokit.rest.actions.enableWorkflow({ ...repo, ...(waiting ? unpaced : {}) });
   else await ctx.octokit.rest.actions.disableWorkflow(repo);
-  ctx.log(`${SCHEDULE_WORKFLOW}: ${active ? "enabled while a run is active" : "disabled: no run is active"}`);
+  ctx.log(
+    `${SCHEDULE_WORKFLOW}: ${on ? "enabled while a run is active or work waits" : "disabled: no run is active, no work waits"}`,
+  );
 }

@@ -107,12 +107,17 @@ export function applyEvent(step: Step, event: EngineEvent): void {
     }
     case "job_failed": {
       const record = runningAttempt(event.task, event.attempt);
+      /** A verdict from a job other than the one the attempt is bound to is not about the attempt. */
+      const another = (r: { job?: string | null }) =>
+        event.job !== undefined && !!r.job && r.job !== event.job;
       if (!record) {
         // An attempt stopped before it reported (cancelled) still spent what it spent.
         const stopped = known(event.task) ? step.task(event.task).attempts[event.attempt - 1] : undefined;
-        if (stopped) charge(step, event.task, stopped, event.costMicros);
+        if (stopped && !another(stopped)) charge(step, event.task, stopped, event.costMicros);
         return;
       }
+      if (another(record)) return;
+      if (event.job !== undefined) record.job = event.job;
       const kind = event.kind ?? "failed";
       record.outcome = kind;
       record.reason = event.reason;

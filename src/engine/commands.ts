@@ -1,7 +1,7 @@
 /**
  * User commands as events: `retry TASK`, `cancel [TASK]`, `reset TASK`, `budget +USD [TARGET]`. Each
- * answers with a `reply` effect; a command that does not apply changes nothing and says why (a budget
- * raise asked again by the same request answers nothing: it was answered).
+ * answers with a `reply` effect; a command that does not apply changes nothing and says why (a command
+ * asked again by the same request, its `id`, answers nothing: it was applied).
  */
 import { cancelResolutions } from "./conflicts.ts";
 import { isTaskActive, isTaskTerminal } from "../plan/readiness.ts";
@@ -12,16 +12,30 @@ import type { EngineEvent } from "./types.ts";
 
 type Command = Extract<EngineEvent, { type: "command" }>;
 
+/** How many applied command ids a run keeps (a request is carried out again within hours, not weeks). */
+const APPLIED_KEPT = 200;
+
 export function applyCommand(step: Step, event: Command): void {
   const { state, plan } = step;
   const target = event.command === "budget" ? event.target : event.task;
-  const reply = (ok: boolean, message: string) =>
+  // A command named by its request and applied already (its answer may have been lost) is not
+  // applied again, nor answered here: the host that carries it out again says it was done.
+  const request = event.command === "budget" ? undefined : event.id;
+  if (request !== undefined && state.appliedCommands?.includes(request)) return;
+  const reply = (ok: boolean, message: string) => {
+    if (ok && request !== undefined) {
+      const applied = (state.appliedCommands ??= []);
+      applied.push(request);
+      if (applied.length > APPLIED_KEPT) applied.splice(0, applied.length - APPLIED_KEPT);
+      step.changed = true;
+    }
     step.emit({
       type: "reply",
       key: step.key("command", event.at, event.command, target ?? "run"),
       ok,
       message,
     });
+  };
   const who = event.by ? ` by @${event.by}` : "";
 
   if (event.command === "budget") {

@@ -210,6 +210,8 @@ export interface RunState {
   timeline: TimelineEntry[];
   /** Spend against budgets (absent until an attempt has a cap or a cost). */
   budget?: BudgetState;
+  /** Ids of the latest commands applied (retry, cancel, reset), so that none is applied twice. */
+  appliedCommands?: string[];
 }
 
 /** Facts reported by adapters and users. `at` is milliseconds since the epoch (or a simulated clock). */
@@ -238,6 +240,8 @@ export type EngineEvent =
       attempt: number;
       at: number;
       reason: string;
+      /** The job (an Actions run id) the verdict is about: another job's verdict on a bound attempt changes nothing. */
+      job?: string;
       kind?: "failed" | "timed_out" | "cancelled";
       /** What the failed attempt spent, as Claude Code reported it. */
       costMicros?: Micros | null;
@@ -346,7 +350,15 @@ export type EngineEvent =
   | { type: "integration_unverified"; workstream: string; reason: string; at: number }
   /** GitHub refuses the merge: required checks failed on the branch head `head` (their output). */
   | { type: "integration_checks_failed"; workstream: string; head: string; output: string; at: number }
-  | { type: "command"; command: "retry" | "cancel" | "reset"; task?: string; by?: string; at: number }
+  /** `id` names the request (a comment's command), so that one carried out twice is applied once. */
+  | {
+      type: "command";
+      command: "retry" | "cancel" | "reset";
+      task?: string;
+      by?: string;
+      id?: string;
+      at: number;
+    }
   /**
    * Raises a budget by `micros`: the run's, or a workstream's or task's (`target`). `id` names the
    * request (a comment), so that one delivered twice raises once.

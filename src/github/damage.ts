@@ -26,6 +26,26 @@ export class RunStateDamageError extends StateDamageError {
   }
 }
 
+/**
+ * The one line for a damaged part of a run on GitHub: which part, of which run, where it lives (its
+ * folder on the state branch, at which commit), and what to do. Restoring the folder from an earlier
+ * commit loses nothing the run did since: before it dispatches a task it asks GitHub whether that
+ * task's PR merged already, and the reconciler adopts what GitHub merged that the state does not know
+ * (merge-record.ts), so no work is done twice.
+ */
+export function runStateDamage(
+  error: StateDamageError,
+  damaged: DamagedRun,
+  where: { dir: string; branch: string },
+): RunStateDamageError {
+  const { dir, branch } = where;
+  return new RunStateDamageError(
+    error,
+    damaged,
+    `of run ${damaged.run} ${error.problem} (${dir}/${error.part} on the branch ${branch} at ${damaged.version.slice(0, 12)}): nothing was changed; restore ${dir}/ from the last commit of that branch before the damage (git log -p -- ${dir}) and push it on top; the run then takes up what GitHub merged since that commit instead of doing it again`,
+  );
+}
+
 const marker = (d: DamagedRun) => `<!-- agentrelay:damaged run=${d.run} at=${d.version} -->`;
 
 /** Says once, on GitHub, that a run's state is damaged and how to restore it. */

@@ -14,15 +14,20 @@ import type { EngineEffect, EngineEvent } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import type { RepoContext } from "./client.ts";
 import { GitHubEffects } from "./effects.ts";
+import { adoptionFacts, mergeRecord, sayWentBack } from "./merge-record.ts";
 import { type GitHubMeta, type HostedRun, hostedRunOf, newMeta } from "./hosted-run.ts";
+import { GraphError } from "../graph/errors.ts";
 import { parseRunGraph, type RunSource } from "../protocol/run-source.ts";
+import { StateDamageError } from "../protocol/state-check.ts";
+import { checkTaskRecords } from "../protocol/state-layout.ts";
 import { editStatus, mirrorStatus, openTracking, resolutionCheckRun, taskCheckRun } from "./projections.ts";
 import { GitHubStateStore } from "./state-store.ts";
 import { writeBudgetOf } from "./write-pacing.ts";
 
-/** Where a command came from, to answer it there. */
+/** Where a command came from, to answer it there, and the mark its answer carries (app/commands.ts). */
 export interface Origin {
   issueNumber: number;
+  answer?: string;
 }
 
 export interface Loaded {
@@ -69,11 +74,33 @@ export class RunDriver {
     this.effects = new GitHubEffects(ctx);
   }
 
+  /**
+   * The run and the engine of the graph it follows. That graph is part of the run's state: a pinned
+   * graph that no longer parses, or task records that are not its tasks (a bucket emptied), is damage
+   * that names its part, never a TypeError in whatever handler reads the run next.
+   */
   async load(runKey: string, options: { fresh?: boolean } = {}): Promise<Loaded | null> {
     const stored = await this.store.load(runKey, options);
     if (!stored) return null;
     const run = hostedRunOf(stored.state as HostedRun);
-    const engine = engineFor(run.source, run.runNumber, this.ctx.config, stored.graphKey);
+    let engine: Engine;
+    try {
+      try {
+        engine = engineFor(run.source, run.runNumber, this.ctx.config, stored.graphKey);
+      } catch (error) {
+        if (!(error instanceof GraphError)) throw error;
+        const issue = error.issues[0];
+        throw new StateDamageError(
+          stored.buckets > 0 ? "graph.yaml" : "the run's document",
+          `is not a graph the run can follow (line ${issue?.line ?? 1}: ${issue?.message ?? error.message})`,
+        );
+      }
+      checkTaskRecords(run, engine.plan.order, stored.buckets);
+    } catch (error) {
+      if (!(error instanceof StateDamageError)) throw error;
+      this.store.forget(runKey);
+      throw this.store.damage(error, runKey, stored.version, run.github.trackingIssue);
+    }
     return { run, version: stored.version, engine, ...(stored.cached ? { cached: true } : {}) };
   }
 
@@ -90,9 +117,9 @@ export class RunDriver {
     source: RunSource,
     graph: Graph,
   ): Promise<{ runKey: string; started: boolean; drift: string[] }> {
-    // Read afresh: the latest run's document comes with the list of runs.
+    // Read afresh: a push is rare, and a resume decided on a remembered state would be refused.
     const latest = await this.latestRun(graph.name);
-    const previous = latest > 0 ? await this.load(`${graph.name}/${latest}`) : null;
+    const previous = latest > 0 ? await this.load(`${graph.name}/${latest}`, { fresh: true }) : null;
     if (previous && !previous.run.outcome) {
       const engine = engineFor(source, latest, this.ctx.config);
       const resumed = resumeRun(engine, graph, previous.run, this.ctx.now());
@@ -319,9 +346,25 @@ class GitHubHost implements RunHost<HostedRun> {
   ): Promise<EngineEvent[]> {
     const facts: EngineEvent[] = [];
     const { effects: github, ctx } = this.driver;
+    // Never a task whose PR GitHub merged already (the state went back): it is taken as merged.
+    const dispatches = effects.flatMap((e) =>
+      e.type === "dispatch" &&
+      run.tasks[e.task]?.attempt === e.attempt &&
+      run.tasks[e.task]?.status === "running"
+        ? [e.task]
+        : [],
+    );
+    const record = dispatches.length > 0 ? await mergeRecord(ctx, run, engine.plan, dispatches) : null;
+    const merged = record?.tasks ?? new Map<string, unknown>();
+    if (record && merged.size > 0) {
+      facts.push(...adoptionFacts(record, ctx.now()));
+      await sayWentBack(ctx, run, record);
+    }
     for (const effect of effects) {
       switch (effect.type) {
         case "dispatch":
+          // A dispatch a later fact of its round made stale (the task is no longer running it) starts nothing.
+          if (!dispatches.includes(effect.task) || merged.has(effect.task)) break;
           facts.push(...(await github.dispatch(run, engine, effect.task, effect.attempt, version)));
           break;
         case "resolve_conflicts":
@@ -344,7 +387,7 @@ class GitHubHost implements RunHost<HostedRun> {
               owner: ctx.owner,
               repo: ctx.repo,
               issue_number: this.origin.issueNumber,
-              body: effect.message,
+              body: this.origin.answer ? `${this.origin.answer}\n${effect.message}` : effect.message,
             });
           break;
         default:

@@ -11,14 +11,8 @@ import { repairsChecks } from "../engine/verification.ts";
 import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
-import {
-  attemptRunName,
-  jobUrl,
-  messageOf,
-  type RepoContext,
-  statusOf,
-  validationDetails,
-} from "./client.ts";
+import { isAttemptRun } from "./attempt-runs.ts";
+import { jobUrl, messageOf, type RepoContext, statusOf, validationDetails } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { type Merged, Merges, oneLine, refusal, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
@@ -300,7 +294,7 @@ export class GitHubEffects {
 
   /** Cancels the attempt's workflow run (found by its id, else by its run-name). */
   async cancel(run: HostedRun, task: string, attempt: number): Promise<void> {
-    await this.cancelJob(run, task, attempt, run.tasks[task]?.attempts[attempt - 1]?.job ?? null);
+    await this.cancelJob(run, task, attempt, run.tasks[task]?.attempts[attempt - 1]);
   }
 
   /** Cancels a resolution's workflow run. */
@@ -309,13 +303,21 @@ export class GitHubEffects {
     effect: Extract<EngineEffect, { type: "cancel_resolution" }>,
   ): Promise<void> {
     const subject = subjectOf(effect);
-    const job = recordsOf(run, subject)?.[effect.n - 1]?.job ?? null;
-    await this.cancelJob(run, resolutionInput(subject), effect.n, job);
+    const record = recordsOf(run, subject)?.[effect.n - 1];
+    await this.cancelJob(run, resolutionInput(subject), effect.n, record);
   }
 
-  /** Cancels the workflow run of an attempt (`input`: its `task` input), by its id or else its run-name. */
-  private async cancelJob(run: HostedRun, input: string, attempt: number, job: string | null): Promise<void> {
-    let id = job;
+  /**
+   * Cancels the workflow run of an attempt (`input`: its `task` input), by its id or else the run that
+   * is the attempt's by its run-name (attempt-runs.ts: never another run bearing the name).
+   */
+  private async cancelJob(
+    run: HostedRun,
+    input: string,
+    attempt: number,
+    record: { job?: string | null; dispatchedAt: number } | undefined,
+  ): Promise<void> {
+    let id = record?.job ?? null;
     if (!id) {
       const { data } = await this.ctx.octokit.rest.actions.listWorkflowRuns({
         ...this.repo,
@@ -323,10 +325,11 @@ export class GitHubEffects {
         event: "workflow_dispatch",
         per_page: 100,
       });
-      const name = attemptRunName(run.runKey, input, attempt);
+      const of = { runKey: run.runKey, input, attempt, branch: run.source.branch, record };
       id =
-        data.workflow_runs.find((r) => r.display_title === name && r.status !== "completed")?.id.toString() ??
-        null;
+        data.workflow_runs
+          .find((r) => r.status !== "completed" && isAttemptRun(this.ctx, r, of))
+          ?.id.toString() ?? null;
     }
     if (!id) return;
     try {

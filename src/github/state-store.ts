@@ -10,8 +10,8 @@
  * changed: the index, and the buckets of the tasks the round touched. The branch holds no workflow
  * files, so its commits start no runs.
  */
-import { RunStateDamageError } from "./damage.ts";
-import { StateDamageError } from "../protocol/state-check.ts";
+import { runStateDamage } from "./damage.ts";
+import { checkRunKey, StateDamageError } from "../protocol/state-check.ts";
 import { createHash } from "node:crypto";
 import type { Octokit } from "@octokit/rest";
 import type { StateStore, Versioned } from "../engine/store.ts";
@@ -122,6 +122,8 @@ const withoutGraphText = (state: RunState): RunState => {
 export interface Loaded extends Versioned {
   /** Names the pinned graph's content (its blob id), for caches of what is derived from it. */
   graphKey?: string;
+  /** The run's bucket count (0: the earlier one-document format), to name the part a task's record is in. */
+  buckets: number;
 }
 
 export class GitHubStateStore implements StateStore {
@@ -188,6 +190,7 @@ export class GitHubStateStore implements StateStore {
     return {
       state: this.stateOf(entry),
       version: entry.version,
+      buckets: entry.buckets,
       ...(cached ? { cached: true } : {}),
       ...(entry.graph ? { graphKey: entry.graph.key } : {}),
     };
@@ -196,7 +199,11 @@ export class GitHubStateStore implements StateStore {
   async load(run: string, options: { fresh?: boolean } = {}): Promise<Loaded | null> {
     const known = options.fresh ? undefined : this.cache.get(this.key(run));
     if (known) return this.loaded(known, true);
-    const entry = await this.read(run);
+    const entry = await this.read(run).catch((error: unknown) => {
+      // What this replica remembers of a run whose stored state is now damaged is no longer its state.
+      this.cache.forget(this.key(run));
+      throw error;
+    });
     if (!entry) return null;
     this.cache.set(this.key(run), entry);
     return this.loaded(entry, false);
@@ -220,13 +227,14 @@ export class GitHubStateStore implements StateStore {
       parts = partsOfRunFiles(await wholeRunFiles(target, (oid) => this.blobText(oid)));
       if (!parts) return null;
       state = stateOfParts(parts, PER_TASK);
+      checkRunKey(parts.buckets > 0 ? "run.json" : "the run's document", state, run);
+      // A run the app hosts, in folders, keeps the graph it follows beside its index, written once:
+      // without it, no handler could read the run's tasks.
+      if (parts.buckets > 0 && (state as Partial<StoredRun>).source && parts.graphText === null)
+        throw new StateDamageError("graph.yaml", "is missing from the run's directory");
     } catch (error) {
       if (!(error instanceof StateDamageError)) throw error;
-      throw new RunStateDamageError(
-        error,
-        { run, version: target.oid, trackingIssue: trackingIssueOf(target) },
-        `of run ${run} ${error.problem} (${dir}/${error.part} on the branch ${stateBranch(graph)} at ${target.oid.slice(0, 12)}): nothing was changed; restore ${dir}/ from an earlier commit of that branch (git log -p -- ${dir}) and push it`,
-      );
+      throw this.damage(error, run, target.oid, trackingIssueOf(target));
     }
     return {
       version: target.oid,
@@ -239,6 +247,12 @@ export class GitHubStateStore implements StateStore {
       state,
       lent: false,
     };
+  }
+
+  /** The located error for damage found in a run read at `version` (damage.ts). */
+  damage(error: StateDamageError, run: string, version: string, trackingIssue: number | null): Error {
+    const { graph, dir } = runFolder(run);
+    return runStateDamage(error, { run, version, trackingIssue }, { dir, branch: stateBranch(graph) });
   }
 
   /** Numbers of the graph's stored runs (either format). */
@@ -337,6 +351,11 @@ export class GitHubStateStore implements StateStore {
       if (isStale(error)) return null;
       throw error;
     }
+  }
+
+  /** Forgets what this replica knows of a run (it was found damaged: the next read is GitHub's). */
+  forget(run: string): void {
+    this.cache.forget(this.key(run));
   }
 
   /** A round that wrote nothing gives the state back unchanged: the next handler borrows it again. */

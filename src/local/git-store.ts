@@ -12,9 +12,12 @@ import { join } from "node:path";
 import type { StateStore, Versioned } from "../engine/store.ts";
 import type { RunState } from "../engine/types.ts";
 import { catFiles, git, gitRaw } from "../attempt/git.ts";
-import { MAX_PART_BYTES, StateDamageError } from "../protocol/state-check.ts";
+import { graphFingerprint } from "../engine/engine.ts";
+import type { Graph } from "../graph/model.ts";
+import { checkRunKey, MAX_PART_BYTES, StateDamageError } from "../protocol/state-check.ts";
 import {
   bucketPath,
+  checkTaskRecords,
   indexLayout,
   LOCAL_PER_TASK,
   nextParts,
@@ -45,15 +48,25 @@ interface Known {
 
 export class GitRefStateStore implements StateStore {
   private readonly known = new Map<string, Known>();
+  /** The tasks of the graph the runs follow, and its fingerprint, when the store was given it. */
+  private readonly expected: { fingerprint: string; tasks: string[] } | null;
 
-  constructor(private readonly repo: string) {}
+  constructor(
+    private readonly repo: string,
+    /** The graph the runs follow: a state of that graph must hold a record of each of its tasks, and no other. */
+    graph?: Graph,
+  ) {
+    this.expected = graph
+      ? { fingerprint: graphFingerprint(graph), tasks: graph.tasks.map((t) => t.id) }
+      : null;
+  }
 
   async load(run: string): Promise<Versioned | null> {
     const head = await gitRaw(this.repo, ["rev-parse", "--verify", "--quiet", `${stateRef(run)}^{commit}`]);
     if (head.code !== 0) return null;
     const version = head.stdout.trim();
     try {
-      const read = await this.readAt(version);
+      const read = await this.readAt(version, run);
       this.known.set(run, { version, ...read, members: null });
       return { state: read.state, version };
     } catch (error) {
@@ -62,9 +75,14 @@ export class GitRefStateStore implements StateStore {
     }
   }
 
-  /** The run's parts and state at a version of its ref, each part checked (state-check.ts). */
+  /**
+   * The run's parts and state at a version of its ref, each part checked (state-check.ts), then the
+   * whole: it is the run of its ref, and, where the store knows the graph and the state follows it,
+   * it holds a record of each of the graph's tasks.
+   */
   private async readAt(
     version: string,
+    run: string,
   ): Promise<{ parts: StoredParts; bucketBlobs: string[]; state: RunState }> {
     const top = await this.listing(version, "");
     const index = top.get("run.json");
@@ -73,7 +91,7 @@ export class GitRefStateStore implements StateStore {
     if (!index) {
       const [text] = await this.read([legacy!]);
       const parts = { buckets: 0, index: text!, bucketTexts: [], graphText: null, graphKey: null };
-      return { parts, bucketBlobs: [], state: stateOfParts(parts, LOCAL_PER_TASK) };
+      return { parts, bucketBlobs: [], state: this.checked(stateOfParts(parts, LOCAL_PER_TASK), run, 0) };
     }
     const [indexText] = await this.read([index]);
     const { buckets } = indexLayout(indexText!);
@@ -81,8 +99,15 @@ export class GitRefStateStore implements StateStore {
     const blobs = Array.from({ length: buckets }, (_, b) => listed.get(bucketPath(b).slice(6)));
     const texts = await this.read(blobs.map((blob, b) => blob ?? { oid: "", size: 0, part: bucketPath(b) }));
     const parts = { buckets, index: indexText!, bucketTexts: texts, graphText: null, graphKey: null };
-    const state = stateOfParts<RunState>(parts, LOCAL_PER_TASK);
+    const state = this.checked(stateOfParts<RunState>(parts, LOCAL_PER_TASK), run, buckets);
     return { parts, bucketBlobs: blobs.map((blob) => blob!.oid), state };
+  }
+
+  private checked(state: RunState, run: string, buckets: number): RunState {
+    checkRunKey(buckets > 0 ? "run.json" : LEGACY, state, run);
+    if (this.expected && state.fingerprint === this.expected.fingerprint)
+      checkTaskRecords(state, this.expected.tasks, buckets);
+    return state;
   }
 
   /** The blobs under `dir` of a version's tree, by name, with their sizes. */
@@ -119,7 +144,7 @@ export class GitRefStateStore implements StateStore {
     const history = (await git(this.repo, ["rev-list", "--max-count=50", version])).split("\n").slice(1);
     let good: string | null = null;
     for (const candidate of history) {
-      const whole = await this.readAt(candidate).then(
+      const whole = await this.readAt(candidate, run).then(
         () => true,
         () => false,
       );
@@ -130,7 +155,7 @@ export class GitRefStateStore implements StateStore {
     }
     const where = `${error.part} in ${ref} at ${version.slice(0, 12)}`;
     const restore = good
-      ? `go back to its last good version with \`git update-ref ${ref} ${good} ${version}\` (history: \`git log -p ${ref}\`), then run again`
+      ? `go back to its last good version with \`git update-ref ${ref} ${good} ${version}\` (history: \`git log -p ${ref}\`), then run again: what the integration branches merged since that version is taken as merged, not run again`
       : `no earlier version of it is whole: see \`git log -p ${ref}\`, or remove the run with \`git update-ref -d ${ref}\` to start it again`;
     return new StateDamageError(
       error.part,

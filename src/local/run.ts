@@ -11,7 +11,7 @@ import { git } from "../attempt/git.ts";
 import { drive, settle } from "../engine/driver.ts";
 import { createEngine, type Engine } from "../engine/engine.ts";
 import { resumeRun } from "../engine/resume.ts";
-import type { EngineEvent, RunState } from "../engine/types.ts";
+import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { AUTO_MERGE_FAILED } from "../engine/apply-event.ts";
 import { lostResolutions } from "../engine/conflicts.ts";
@@ -20,6 +20,7 @@ import { snapshotResolver } from "../attempt/egress/resolver.ts";
 import { type AnthropicCredential, localCredential, userLogin } from "./credentials.ts";
 import { LocalHost } from "./effects.ts";
 import { GitRefStateStore } from "./git-store.ts";
+import { adoptionFacts, mergedLocally, wentBack } from "./merge-record.ts";
 import { answer, type Answer, type SteeringCommand, take } from "./inbox.ts";
 import { checkRepository } from "./repository.ts";
 import { takeRunLock } from "./run-lock.ts";
@@ -74,7 +75,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const repo = resolve(options.repo);
   const { graph } = options;
   await checkRepository(repo, graph);
-  const store = new GitRefStateStore(repo);
+  const store = new GitRefStateStore(repo, graph);
   // Worktrees and work directories live in <repo>/.agentrelay/<graph>/, excluded from git. (Not under
   // .git/: Claude Code protects .git directories and would not write there.)
   const gitDir = resolve(repo, await git(repo, ["rev-parse", "--git-common-dir"]));
@@ -187,7 +188,22 @@ async function runLocked(
     chain = next.catch(() => undefined);
     return next;
   };
-  const host = new LocalHost(
+  const say = (line: string) => options.onLog?.(null, line);
+  // No attempt of a task its integration branch has merged already (the state went back): taken as merged.
+  const host = new (class extends LocalHost {
+    override async afterWrite(effects: EngineEffect[], state: RunState): Promise<EngineEvent[]> {
+      const starts = effects.flatMap((e) =>
+        e.type === "dispatch" && state.tasks[e.task]?.attempt === e.attempt ? [e.task] : [],
+      );
+      const merged = starts.length > 0 ? await mergedLocally(repo, engine.plan, state, starts) : [];
+      if (merged.length > 0) say(wentBack(runKey, merged));
+      const rest = effects.filter((e) => e.type !== "dispatch" || !merged.includes(e.task));
+      return [
+        ...adoptionFacts(engine.plan, state.graph, merged, Date.now()),
+        ...(await super.afterWrite(rest, state)),
+      ];
+    }
+  })(
     repo,
     workRoot,
     store,
@@ -217,7 +233,6 @@ async function runLocked(
     c.command === "budget"
       ? { type: "command", ...c, at: Date.now() }
       : { type: "command", command: c.command, ...(c.task ? { task: c.task } : {}), at: Date.now() };
-  const say = (line: string) => options.onLog?.(null, line);
   const reply = (id: string) => (a: Answer) => {
     try {
       answer(workRoot, id, a, say);
@@ -256,9 +271,17 @@ async function runLocked(
       const version = await settle(host, runKey, existing.version, resumed, engine);
       if (version === null) throw new Error("the run's state changed while resuming; try again");
     }
-    // The command comes first: `cancel TASK` of an attempt the last invocation left running cancels
+    // What the integration branches merged that the state does not say (its ref was moved back) is
+    // taken as merged first: nothing merged runs again.
+    const unmerged = Object.entries(state.tasks)
+      .filter(([, t]) => t.status !== "merged" && t.status !== "completed")
+      .map(([id]) => id);
+    const merged = await mergedLocally(repo, engine.plan, state, unmerged);
+    if (merged.length > 0) say(wentBack(runKey, merged));
+    const facts: EngineEvent[] = adoptionFacts(engine.plan, state.graph, merged, Date.now());
+    // The command comes next: `cancel TASK` of an attempt the last invocation left running cancels
     // it rather than letting it be retried.
-    const facts: EngineEvent[] = options.command ? [commandOf(options.command)] : [];
+    if (options.command) facts.push(commandOf(options.command));
     // An integration "PR" left open is merged by a person merging the integration branch into its
     // target (git merge); the next invocation notices and goes on.
     // An auto-merge that failed (the target was checked out with uncommitted changes, say) is tried

@@ -191,3 +191,21 @@ export function checkTaskMap(part: string, name: string, map: unknown): Record<s
     }
   return map as Record<string, unknown>;
 }
+
+/**
+ * A run's index holds the run whose place it is in (its folder or ref names `<graph>/<n>`): an index
+ * copied from another run, or edited to name another, would act for that run's keys and jobs.
+ */
+export function checkRunKey(
+  part: string,
+  index: { runKey?: unknown; graph?: unknown; runNumber?: unknown },
+  runKey: string,
+): void {
+  const slash = runKey.lastIndexOf("/");
+  const [graph, n] = [runKey.slice(0, slash), Number(runKey.slice(slash + 1))];
+  if (index.runKey !== runKey || index.graph !== graph || index.runNumber !== n)
+    throw new StateDamageError(
+      part,
+      `names run '${String(index.runKey)}' (graph '${String(index.graph)}', number ${String(index.runNumber)}), not ${runKey}, whose place it holds`,
+    );
+}

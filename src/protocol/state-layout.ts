@@ -53,6 +53,35 @@ export function bucketOf(id: string, count: number): number {
 
 export const bucketPath = (bucket: number): string => `tasks/${String(bucket).padStart(3, "0")}.json`;
 
+/** The part that holds a task's record: its bucket, or (the earlier format) the run's one document. */
+export const taskPart = (id: string, buckets: number): string =>
+  buckets > 0 ? bucketPath(bucketOf(id, buckets)) : "the run's document";
+
+/**
+ * A run's task records against the tasks of the graph it follows: a bucket emptied or cut (`{}`) would
+ * otherwise read as a run of fewer tasks, and a record of a task the graph lacks would be run over.
+ * Only for a state of that very graph (a resume with a changed graph adds and drops tasks itself).
+ */
+export function checkTaskRecords(
+  state: { tasks: Record<string, unknown> },
+  tasks: Iterable<string>,
+  buckets: number,
+): void {
+  const planned = new Set(tasks);
+  for (const id of planned)
+    if (!Object.hasOwn(state.tasks, id))
+      throw new StateDamageError(
+        taskPart(id, buckets),
+        `has no record of task '${id}', which the run's graph has`,
+      );
+  for (const id of Object.keys(state.tasks))
+    if (!planned.has(id))
+      throw new StateDamageError(
+        taskPart(id, buckets),
+        `holds a record of task '${id}', which the run's graph does not have`,
+      );
+}
+
 const at = (root: unknown, path: readonly string[]): Record<string, unknown> | undefined => {
   let node = root as Record<string, unknown> | undefined;
   for (const key of path) node = node?.[key] as Record<string, unknown> | undefined;

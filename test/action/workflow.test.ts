@@ -174,7 +174,19 @@ describe("workflow-only mode (init --no-app)", () => {
       pull_request: { number: 7, head: { ref, repo: { full_name: repo } } },
       sender: { type: sender },
     });
-    expect(run("workflow_run", { action: "completed" })).toBe("agentrelay-runs");
+    /**
+     * A workflow run that ended: the task workflow's, dispatched here, or (a fork's PR) by pull_request
+     * from elsewhere; or the repository's CI on a task PR.
+     */
+    const ended = (
+      event = "workflow_dispatch",
+      repo = "octo/demo",
+      path = ".github/workflows/agentrelay-task.yml",
+    ) => ({
+      action: "completed",
+      workflow_run: { event, path, head_repository: { full_name: repo } },
+    });
+    expect(run("workflow_run", ended())).toBe("agentrelay-runs");
     expect(run("schedule", {})).toBe("agentrelay-runs");
     expect(run("pull_request", pr("closed", "agentrelay/g/a", "User"))).toBe("agentrelay-runs");
     expect(run("pull_request", pr("opened", "feature", "User"))).toBe("agentrelay-plan-7");
@@ -188,7 +200,7 @@ describe("workflow-only mode (init --no-app)", () => {
     );
     // Only runs of the queue (the ones GitHub may cancel) reconcile the repository, one at a time.
     const events: [string, { action?: string; [key: string]: unknown }][] = [
-      ["workflow_run", { action: "completed" }],
+      ["workflow_run", ended()],
       ["schedule", {}],
       ["workflow_dispatch", {}],
       ["pull_request", pr("closed", "agentrelay/g/a", "User")],
@@ -205,6 +217,15 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("pull_request", pr("opened", "feature", "User", "mallory/demo"))).toBe("skipped");
     expect(run("issue_comment", { comment: { id: 13, body: "looks good" } })).toBe("skipped");
     expect(run("check_suite", { check_suite: { id: 10, head_branch: "main" } })).toBe("skipped");
+    // A task workflow run not dispatched in this repository (security case 3): a fork's pull_request
+    // run bearing a task's run-name, or a run from another repository.
+    expect(run("workflow_run", ended("pull_request", "mallory/demo"))).toBe("skipped");
+    expect(run("workflow_run", ended("pull_request"))).toBe("skipped");
+    expect(run("workflow_run", ended("workflow_dispatch", "mallory/demo"))).toBe("skipped");
+    // The CI's runs on task PRs (pull_request, in this repository) still start it; a fork's CI does not.
+    const ci = ".github/workflows/ci.yml";
+    expect(run("workflow_run", ended("pull_request", "octo/demo", ci))).toBe("agentrelay-runs");
+    expect(run("workflow_run", ended("pull_request", "mallory/demo", ci))).toBe("skipped");
   });
 
   it("reconciles every 15 minutes from a workflow of its own, in the same queue and as the same token", () => {

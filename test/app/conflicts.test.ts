@@ -46,7 +46,7 @@ describe("a resolution job through the app", () => {
     expect(stolen).toMatchObject({
       status: 403,
       body: {
-        error: `this job's run ${a.runId} was not dispatched for attempt 1 of resolve-integration@right`,
+        error: `this job's run ${a.runId} was not dispatched for attempt 1 of resolve-integration@right (it bears another run-name)`,
       },
     });
     expect(JSON.stringify(h.gh.state("overlap/1"))).toBe(before);

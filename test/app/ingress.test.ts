@@ -257,7 +257,7 @@ describe("job endpoints", () => {
       );
       expect(stolen.status).toBe(403);
       expect(stolen.body.error).toBe(
-        `this job's run ${byTask.reader!.runId} was not dispatched for attempt 1 of writer`,
+        `this job's run ${byTask.reader!.runId} was not dispatched for attempt 1 of writer (it bears another run-name)`,
       );
       expect(JSON.stringify(h.gh.state("tiers/1"))).toBe(before);
       expect(h.gh.tokens.filter((t) => t.repositories.length)).toEqual([]);
@@ -448,8 +448,10 @@ describe("webhook ingress", () => {
 });
 
 describe("slash commands", () => {
+  // GitHub gives every comment an id of its own (commands are applied once per comment and command).
+  let id = 77;
   const comment = (body: string, login: string, type: "User" | "Bot" = "User") =>
-    issueComment(h, body, login, { type });
+    issueComment(h, body, login, { type, id: id++ });
 
   it("accepts commands from writers, refuses others, ignores bots", async () => {
     await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
@@ -465,7 +467,7 @@ describe("slash commands", () => {
     expect(h.gh.dispatches).toHaveLength(1);
     await comment("/agentrelay retry a", "alice");
     expect(h.gh.dispatches.map((d) => `${d.inputs.task}/${d.inputs.attempt}`)).toEqual(["a/1", "a/2"]);
-    expect(h.gh.reactions.at(-1)).toEqual({ comment: 77, content: "eyes" });
+    expect(h.gh.reactions.at(-1)).toEqual({ comment: 80, content: "eyes" });
     expect(h.gh.comments.at(-1)!.body).toMatch(/retry/i);
     await comment("/agentrelay cancel", "alice");
     expect(h.gh.workflowRuns.get(h.gh.dispatches[1]!.runId)!.conclusion).toBe("cancelled");

@@ -150,6 +150,8 @@ describe("a run on GitHub", () => {
     const status = await h.deliver("workflow_run", {
       action: "completed",
       workflow_run: {
+        // Where the run comes from (path, event, branch, repository, when), as GitHub sends it.
+        ...h.gh.workflowRuns.get(d.runId),
         id: d.runId,
         path: ".github/workflows/agentrelay-task.yml",
         display_title: `agentrelay diamond/1 a attempt 1`,
@@ -389,6 +391,7 @@ describe("every request the app makes", () => {
       `POST ${repo}/issues/1/comments`, // its status comment
       `POST ${repo}/git/refs`, // ws_a's integration branch, at the pushed commit
       "POST /graphql", // their ids and the branch written
+      "POST /graphql", // whether a's PR merged already (a state gone back): no
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // task a
       `PATCH ${repo}/issues/comments/1001`, // the status
       // The run GitHub created for a is not written: a's job is bound when it takes its first token.
@@ -413,6 +416,7 @@ describe("every request the app makes", () => {
       `POST ${repo}/git/refs`,
       `POST ${repo}/check-runs`, // a's check run
       "POST /graphql", // all of it written at once
+      "POST /graphql", // whether b's or c's PR merged already: one query for both
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // b
       `POST ${repo}/actions/workflows/agentrelay-task.yml/dispatches`, // c
       `PATCH ${repo}/issues/comments/1001`,

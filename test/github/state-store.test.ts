@@ -52,9 +52,14 @@ describe("the GitHub state store", () => {
     expect(github.state("g/1")).toEqual(started.state);
     // Read from GitHub, and from what this process just wrote (the version names the content).
     const loaded = await store.load("g/1", { fresh: true });
-    expect(loaded).toEqual({ state: started.state, version: started.version });
+    expect(loaded).toEqual({ state: started.state, version: started.version, buckets: 1 });
     const reads = github.calls.length;
-    expect(await store.load("g/1")).toEqual({ state: started.state, version: started.version, cached: true });
+    expect(await store.load("g/1")).toEqual({
+      state: started.state,
+      version: started.version,
+      buckets: 1,
+      cached: true,
+    });
     expect(github.calls.length).toBe(reads);
     expect(await store.load("g/2")).toBeNull();
     expect(await new GitHubStateStore(octokit(), "octo", "demo").load("other/1")).toBeNull();

@@ -1,7 +1,7 @@
 /**
  * A local run's state, damaged in each way we have seen (bad JSON, null, an array, wrong types, a
  * `__proto__` wrapper, a missing bucket, a bad index, zero buckets, a missing run.json, an oversized
- * bucket): `status` and `run` exit within seconds with one line naming the part, the run and the
+ * bucket, an emptied bucket, another run's key): `status` and `run` exit within seconds with one line naming the part, the run and the
  * command that restores its last good version; nothing is changed, nothing lost, and once restored
  * the run reads whole again.
  */
@@ -103,6 +103,18 @@ const KINDS: [string, string, (files: Map<string, string | null>) => void, RegEx
     /says the run has no task buckets/,
   ],
   ["a missing run.json", "run.json", (f) => f.set("run.json", null), /is missing/],
+  [
+    "an emptied bucket",
+    "tasks/001.json",
+    (f) => f.set("tasks/001.json", "{}"),
+    /has no record of task 't\d+'/,
+  ],
+  [
+    "another run's key",
+    "run.json",
+    edit("run.json", (v) => ({ ...v, runKey: "g/7", runNumber: 7 })),
+    /names run 'g\/7' \(graph 'g', number 7\), not g\/1, whose place it holds/,
+  ],
   [
     "an oversized bucket",
     "tasks/000.json",

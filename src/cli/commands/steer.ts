@@ -21,7 +21,8 @@ export async function statusCommand(file: string, repoDir: string, io: Io): Prom
   const repo = resolve(repoDir);
   await checkRepository(repo, graph);
   const latest = await latestRunNumber(repo, graph.name);
-  const stored = latest === null ? null : await new GitRefStateStore(repo).load(`${graph.name}/${latest}`);
+  const stored =
+    latest === null ? null : await new GitRefStateStore(repo, graph).load(`${graph.name}/${latest}`);
   if (!stored)
     throw new LocalRunError(`graph '${graph.name}' has not run in ${repo}: start it with \`agentrelay run\``);
   const runner = liveRunner(workRootOf(repo, graph.name));

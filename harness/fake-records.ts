@@ -1,0 +1,114 @@
+/**
+ * What the fake GitHub answers about its own records, for the reconciler that looks for work left
+ * waiting (src/app/waiting.ts) and the app's periodic sweep: the installation and its repositories,
+ * the repository's issue comments (with their authors, times and reaction counts), one issue, the
+ * commits a branch received (newest first, by path and time), and a folder's listing (a commit's
+ * check runs are fake-actions.ts's). Each as GitHub's REST API answers it:
+ * https://docs.github.com/en/rest/issues/comments#list-issue-comments-for-a-repository,
+ * https://docs.github.com/en/rest/commits/commits#list-commits,
+ * https://docs.github.com/en/rest/repos/contents#get-repository-content (a directory: an array).
+ */
+import { createHash } from "node:crypto";
+import type { FakeGitHub, Reply } from "./fake-github.ts";
+
+type Route = (match: RegExpExecArray, body: Record<string, unknown>, query: URLSearchParams) => Reply;
+
+/** A commit the fake made on a branch: which paths it changed, and when (the fake's clock). */
+export interface HistoryEntry {
+  sha: string;
+  branch: string;
+  message: string;
+  paths: string[];
+  at: number;
+}
+
+const iso = (at: number) => new Date(at).toISOString();
+const blobId = (text: string) =>
+  createHash("sha1")
+    .update(`blob ${Buffer.byteLength(text)}\0${text}`)
+    .digest("hex");
+
+export function recordRoutes(gh: FakeGitHub, route: (method: string, path: string, handler: Route) => void) {
+  const repository = () => ({
+    id: 7,
+    name: gh.repo,
+    full_name: `${gh.owner}/${gh.repo}`,
+    owner: { login: gh.owner },
+    default_branch: "main",
+  });
+  route("GET", "\\/app\\/installations", () => [
+    200,
+    [{ id: gh.installationId, account: { login: gh.owner } }],
+  ]);
+  route("GET", "\\/installation\\/repositories", () => [
+    200,
+    { total_count: 1, repositories: [repository()] },
+  ]);
+  // Ordered by ascending id; `since` keeps those updated at or after it.
+  route("GET", "REPO\\/issues\\/comments", (_m, _b, q) => {
+    const since = q.get("since") ? Date.parse(q.get("since")!) : -Infinity;
+    const listed = gh.comments
+      .filter((c) => (c.updatedAt ?? c.at ?? 0) >= since)
+      .sort((a, b) => a.id - b.id)
+      .map((c) => {
+        const reactions = gh.reactions.filter((r) => r.comment === c.id);
+        const count = (content: string) => reactions.filter((r) => r.content === content).length;
+        return {
+          id: c.id,
+          body: c.body,
+          user: c.user ?? { login: "agentrelay[bot]", type: "Bot" },
+          created_at: iso(c.at ?? 0),
+          updated_at: iso(c.updatedAt ?? c.at ?? 0),
+          issue_url: `https://api.github.com${gh.base}/issues/${c.issue}`,
+          performed_via_github_app: c.app ? { slug: "agentrelay" } : null,
+          reactions: {
+            total_count: reactions.length,
+            "+1": count("+1"),
+            "-1": count("-1"),
+            eyes: count("eyes"),
+          },
+        };
+      });
+    const page = Number(q.get("page") ?? 1);
+    const size = Number(q.get("per_page") ?? 30);
+    return [200, listed.slice((page - 1) * size, page * size)];
+  });
+  route("GET", "REPO\\/issues\\/(\\d+)", (m) => {
+    const n = Number(m[1]);
+    const issue = gh.issues.find((i) => i.number === n);
+    if (issue) return [200, { ...issue }];
+    const pull = gh.pulls.find((p) => p.number === n);
+    if (!pull) return [404, { message: "Not Found" }];
+    return [200, { number: n, title: pull.title, body: pull.body, state: pull.state, pull_request: {} }];
+  });
+  route("GET", "REPO\\/commits", (_m, _b, q) => {
+    const branch = q.get("sha") ?? "main";
+    const path = q.get("path");
+    const since = q.get("since") ? Date.parse(q.get("since")!) : -Infinity;
+    const listed = gh.history
+      .filter(
+        (c) =>
+          c.branch === branch &&
+          c.at >= since &&
+          (!path || c.paths.some((p) => p === path || p.startsWith(`${path}/`))),
+      )
+      .reverse()
+      .map((c) => ({ sha: c.sha, commit: { message: c.message, committer: { date: iso(c.at) } } }));
+    return [200, listed.slice(0, Number(q.get("per_page") ?? 30))];
+  });
+}
+
+/** A folder at a commit, as the contents API lists it (its files and folders one level down), or null. */
+export function folderListing(files: Record<string, string>, folder: string) {
+  const prefix = `${folder}/`;
+  const below = Object.keys(files).filter((f) => f.startsWith(prefix));
+  if (below.length === 0) return null;
+  const names = [...new Set(below.map((f) => f.slice(prefix.length).split("/")[0]!))].sort();
+  return names.map((name) => {
+    const path = `${prefix}${name}`;
+    const text = files[path];
+    return text === undefined
+      ? { type: "dir", name, path, sha: "0".repeat(40) }
+      : { type: "file", name, path, sha: blobId(text), size: Buffer.byteLength(text) };
+  });
+}
