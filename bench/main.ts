@@ -8,6 +8,7 @@ import { graphScale, graphScaleWorker } from "./graph-scale.ts";
 import { githubLimitsBench } from "./github-limits.ts";
 import { hostileGraphs } from "./hostile-graphs.ts";
 import { sampleCostBench } from "./sample-cost.ts";
+import { semanticBench } from "./semantic-verification.ts";
 import { workflowModeBench } from "./workflow-mode.ts";
 
 const BENCHES: Record<string, () => string | Promise<string>> = {
@@ -21,6 +22,7 @@ const BENCHES: Record<string, () => string | Promise<string>> = {
   "workflow-mode": workflowModeBench,
   "github-limits": githubLimitsBench,
   "sample-cost": sampleCostBench,
+  semantic: semanticBench,
 };
 
 export async function main(argv: string[]): Promise<number> {

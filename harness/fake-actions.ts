@@ -98,6 +98,11 @@ export function actionsRoutes(gh: FakeGitHub): void {
         head_sha: sha,
         status: c.conclusion === null ? "in_progress" : "completed",
         conclusion: c.conclusion,
+        // A check run's output: https://docs.github.com/en/rest/checks/runs#get-a-check-run
+        output: {
+          title: c.summary === undefined ? null : `${c.name} ${c.conclusion}`,
+          summary: c.summary ?? null,
+        },
         app: { slug: "github-actions" },
       }));
     // `check_name` keeps the runs of that name.

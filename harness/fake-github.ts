@@ -95,7 +95,7 @@ export class FakeGitHub {
    * Check runs of the repository's CI (GitHub Actions' own check suites), by commit: what required
    * status checks are read from. Null while the check runs.
    */
-  readonly ciChecks: { sha: string; name: string; conclusion: string | null }[] = [];
+  readonly ciChecks: { sha: string; name: string; conclusion: string | null; summary?: string }[] = [];
   /** Reads of a PR answered `mergeable: null` after a merge found it conflicted (GitHub computing). */
   mergeabilityReads = 1;
   /** The next merges answered 405 "Base branch was modified" (a race GitHub reports so). */
@@ -224,11 +224,14 @@ export class FakeGitHub {
     return true;
   }
 
-  /** Records the state of a CI check on a commit (null: it runs); the latest record of a name counts. */
-  setCheck(sha: string, name: string, conclusion: string | null): void {
+  /**
+   * Records the state of a CI check on a commit (null: it runs), and what its output says; the latest
+   * record of a name counts.
+   */
+  setCheck(sha: string, name: string, conclusion: string | null, summary?: string): void {
     const i = this.ciChecks.findIndex((c) => c.sha === sha && c.name === name);
     if (i >= 0) this.ciChecks.splice(i, 1);
-    this.ciChecks.push({ sha, name, conclusion });
+    this.ciChecks.push({ sha, name, conclusion, ...(summary !== undefined ? { summary } : {}) });
   }
 
   /** Workflow files a merge of `head` into `base` would create or change on `base`. */
@@ -708,6 +711,10 @@ export class FakeGitHub {
     this.route("PUT", "REPO\\/pulls\\/(\\d+)\\/merge", (m, body) => {
       const p = this.pull(m[1]);
       if (p.merged || p.state !== "open") return [405, { message: "Pull Request is not mergeable" }];
+      // `sha`: "SHA that pull request head must match to allow merge"; else 409 "Head branch was
+      // modified. Review and try the merge again." (https://docs.github.com/en/rest/pulls/pulls#merge-a-pull-request)
+      if (body.sha !== undefined && body.sha !== this.branches.get(p.head))
+        return [409, { message: "Head branch was modified. Review and try the merge again." }];
       const method = (body.merge_method ?? "merge") as MergeMethod;
       const refused = this.settings.refusedMethod(method, p.base);
       if (refused) return [405, { message: refused }];

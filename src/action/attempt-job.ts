@@ -41,7 +41,10 @@ const SAME_USER =
 export async function attemptInJob(
   job: Job,
   title: string,
-  attempt: Pick<AttemptContext, "task" | "baseRef" | "inputFiles" | "peers" | "capMicros" | "resolution">,
+  attempt: Pick<
+    AttemptContext,
+    "task" | "baseRef" | "inputFiles" | "peers" | "landings" | "capMicros" | "resolution"
+  >,
 ): Promise<AttemptResult> {
   const { inputs, env, state } = job;
   core.startGroup(title);

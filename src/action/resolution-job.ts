@@ -3,10 +3,13 @@
  * takes the branch it merges into by a merge (attempt/resolve.ts), Claude Code resolving what
  * conflicts, and the runner pushes the merge commit: a fast-forward of the branch, never a force-push,
  * so that a person who pushed meanwhile wins (the push is refused and the engine merges again).
+ * A verification or a repair of an integration branch (attempt/repair.ts) is the same job: the
+ * target merged in, the gates run (a repair's agent fixing what fails first), the result pushed the
+ * same way, and the report names the target commit the gates ran with.
  */
 import * as core from "@actions/core";
 import { failedAttempt } from "../attempt/run-attempt.ts";
-import { conflictOf } from "../engine/conflicts.ts";
+import { recordsOf } from "../engine/conflicts.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { intentsOf } from "../protocol/resolution.ts";
@@ -25,24 +28,34 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
   await giveAgentRepository(checkout, resolver.branch);
   core.endGroup();
 
-  const capMicros = conflictOf(state, subject)?.resolutions[inputs.attempt - 1]?.capMicros ?? null;
-  let result = await attemptInJob(job, `Claude Code: resolving ${resolver.branch} with ${resolver.target}`, {
+  const capMicros = recordsOf(state, subject)?.[inputs.attempt - 1]?.capMicros ?? null;
+  const { kind } = subject;
+  const doing =
+    kind === "verify" ? "verifying" : kind === "repair" ? "Claude Code: repairing" : "Claude Code: resolving";
+  let result = await attemptInJob(job, `${doing} ${resolver.branch} with ${resolver.target}`, {
     task,
     baseRef: `origin/${resolver.branch}`,
     inputFiles: [],
     peers: {},
     capMicros,
     resolution: {
+      ...(kind ? { kind } : {}),
+      ...(kind === "repair"
+        ? { failure: state.workstreams[subject.workstream]?.verification?.failure ?? "" }
+        : {}),
       target: `origin/${resolver.target}`,
-      intents: intentsOf(plan, subject, state.tasks),
+      intents: intentsOf(plan, subject, state.tasks, state.workstreams),
       gates: resolver.gates,
       // The agent's configuration is the default branch's, not what either side may have planted.
       agentConfig: { from: `origin/${defaultBranch}` },
     },
   });
 
-  let pushed = false;
-  if (result.outcome === "succeeded" && result.commit) {
+  // A verification of a branch that already had its target changed nothing: it stands as pushed.
+  let pushed =
+    result.commit !== null &&
+    result.commit === (await checkout.git(["rev-parse", `origin/${resolver.branch}`]));
+  if (result.outcome === "succeeded" && result.commit && !pushed) {
     const push = await checkout.raw(
       ["push", "-q", "origin", `${result.commit}:refs/heads/${resolver.branch}`],
       undefined,

@@ -37,7 +37,7 @@ import {
   REPORT_KEY_HEADER,
 } from "../protocol/report.ts";
 import { factsOfReport, subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
-import { conflictOf } from "../engine/conflicts.ts";
+import { recordsOf } from "../engine/conflicts.ts";
 import type { EngineEvent } from "../engine/types.ts";
 
 type Subject = NonNullable<ReturnType<typeof subjectOfInput>>;
@@ -150,7 +150,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
   /** The attempt's record in the run: a task's attempt, or a resolution. */
   const recordOf = (run: HostedRun, subject: Subject, attempt: number) => {
     if ("task" in subject) return run.tasks[subject.task]?.attempts[attempt - 1];
-    return conflictOf(run, subject.resolution)?.resolutions[attempt - 1];
+    return recordsOf(run, subject.resolution)?.[attempt - 1];
   };
 
   const notOwnRun = (request: AttemptRequest, dispatched: string, caller: string) =>

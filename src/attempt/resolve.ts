@@ -12,6 +12,13 @@ import { changesOf, secretsInChanges } from "./output-checks.ts";
 import { agentConfigSwap } from "./protected-paths.ts";
 
 export interface ResolutionInputs {
+  /**
+   * What the job does besides resolving conflicts: verify the tree that will land (no agent), or
+   * repair it (repair.ts). Absent: a resolution.
+   */
+  kind?: "verify" | "repair";
+  /** A repair: what failed on the tree that will land (the gates' output, or the failed checks'). */
+  failure?: string;
   /** The branch merged in (the integration PR's target). */
   target: string;
   /** What each side intended: the workstream's tasks and what landed on the target meanwhile. */
@@ -32,6 +39,10 @@ export interface ResolutionOutcome {
   commit: string | null;
   /** Conflicted files, as the merge found them. */
   files: string[];
+  /** The target commit merged in (what the gates ran with). */
+  base?: string | null;
+  /** What the agent changed, in its words (a repair). */
+  summary?: string | null;
 }
 
 /** The prompt of a resolution: which branches, which files, what each side meant. */
@@ -99,5 +110,7 @@ export async function resolveConflicts(
   const { findings: secrets } = await secretsInChanges(checkout, staged);
   if (secrets.length > 0) return fail(`the output checks blocked the push: ${secrets.join("; ")}`);
   await inRepo(["commit", "-q", "--no-edit", "--no-verify"]);
-  return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files };
+  // The gates passed on the merged tree: it is verified with the target as merged (MERGE_HEAD).
+  const base = await inRepo(["rev-parse", "HEAD^2"]);
+  return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files, base };
 }

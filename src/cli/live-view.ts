@@ -44,7 +44,23 @@ function resolutions(state: RunState): { name: string; n: number; running: boole
             : `resolution ${r.n} ${r.outcome}${r.reason ? `: ${r.reason}` : ""}`,
       });
   };
-  for (const [id, w] of Object.entries(state.workstreams)) add(`${id} (integration)`, w.conflict);
+  for (const [id, w] of Object.entries(state.workstreams)) {
+    add(`${id} (integration)`, w.conflict);
+    for (const [kind, records] of [
+      ["verification", w.verification?.runs],
+      ["repair", w.verification?.repairs],
+    ] as const)
+      for (const r of records ?? [])
+        out.push({
+          name: `${id} (${kind})`,
+          n: r.n,
+          running: r.outcome === null,
+          status:
+            r.outcome === null
+              ? `${kind === "repair" ? "repairing" : "verifying"} (${kind} ${r.n})`
+              : `${kind} ${r.n} ${r.outcome}${r.reason ? `: ${r.reason}` : ""}`,
+        });
+  }
   for (const [id, t] of Object.entries(state.tasks)) add(`${id} (PR)`, t.conflict);
   return out;
 }

@@ -7,8 +7,10 @@ import { AUTO_MERGE_FAILED } from "../engine/apply-event.ts";
 import { spendLine, spentBy, taskSpent, usd, waitsOnBudget } from "../engine/budget.ts";
 import { leftToPerson } from "../engine/conflicts.ts";
 import { STATUS_WORDS, WORKSTREAM_WORDS } from "../engine/progress.ts";
-import type { Conflict, RunState } from "../engine/types.ts";
+import type { Conflict, RunState, Verification } from "../engine/types.ts";
+import { reproduce } from "../engine/verification.ts";
 import { type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
+import { buildPlan } from "../plan/plan.ts";
 import { EXIT } from "./io.ts";
 
 /** Status columns as wide as their longest word, so that the columns after them line up. */
@@ -28,6 +30,15 @@ function resolutions(conflict: Conflict | undefined): string | null {
   const last = tried.at(-1)!;
   const files = conflict!.files.length ? ` in ${conflict!.files.join(", ")}` : "";
   return `conflicts${files}: ${tried.length} resolution${tried.length === 1 ? "" : "s"}, ${usd(cost)}, the last ${last.outcome ?? "running"}${last.reason ? ` (${last.reason})` : ""}`;
+}
+
+/** What verifying and repairing an integration branch took, and how the last of them ended. */
+function verifications(v: Verification | undefined): string | null {
+  const runs = v?.runs.filter((r) => r.outcome !== "lost") ?? [];
+  const repairs = v?.repairs.filter((r) => r.outcome !== "lost") ?? [];
+  if (runs.length === 0 && repairs.length === 0) return null;
+  const state = v!.passed ? "verified" : v!.toPerson ? "not verified" : "verifying";
+  return `${state}: ${runs.length} verification(s), ${repairs.length} repair(s), ${usd(spentBy(repairs))}`;
 }
 
 const indent = (text: string, prefix: string) =>
@@ -51,6 +62,9 @@ export function waitingFor(state: RunState, graph: Graph): string {
     .map((w) => state.workstreams[w.id]!.reason)
     .find((r) => r?.startsWith(AUTO_MERGE_FAILED));
   if (failed) return `waiting for you: ${failed.slice(AUTO_MERGE_FAILED.length)}`;
+  const unverified = open.find((w) => state.workstreams[w.id]!.verification?.toPerson);
+  if (unverified)
+    return `waiting for you: ${integrationBranch(graph.name, unverified.id)} is ${state.workstreams[unverified.id]!.reason}; to see it: ${reproduce(buildPlan(graph), unverified.id)}; fix it there and merge it into ${unverified.mergeTargetBranch} (git merge), then run again`;
   if (open.length === 0) return "not finished: run `agentrelay run` again to go on";
   const merges = open.map((w) => `${integrationBranch(graph.name, w.id)} into ${w.mergeTargetBranch}`);
   return `waiting for you: merge ${merges.join(", ")} (git merge), then run again`;
@@ -96,7 +110,11 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
     );
     const resolved = resolutions(w.conflict);
     if (resolved) lines.push(`      ${resolved}`);
-    cost += spentBy(w.conflict?.resolutions ?? []);
+    const verified = verifications(w.verification);
+    if (verified) lines.push(`      ${verified}`);
+    if (w.verification?.toPerson && w.verification.failure)
+      lines.push("      what fails (end):", ...indent(w.verification.failure, "      | "));
+    cost += spentBy([...(w.conflict?.resolutions ?? []), ...(w.verification?.repairs ?? [])]);
   }
   lines.push(
     "",

@@ -8,6 +8,15 @@ import { applyCommand } from "./commands.ts";
 import { conflicted, resolutionDeadlines, resolutionFact } from "./conflicts.ts";
 import type { Step } from "./step.ts";
 import type { EngineEvent, TaskRun } from "./types.ts";
+import {
+  checksFailed,
+  landingDeadlines,
+  landingFact,
+  landingsDue,
+  nextInLine,
+  resolvedAndVerified,
+  unverified,
+} from "./verification.ts";
 
 const sameOutputs = (a: TaskRun["outputs"], b: TaskRun["outputs"]) => JSON.stringify(a) === JSON.stringify(b);
 
@@ -245,6 +254,8 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       step.changed = true;
       step.log({ type: "integration_merged", workstream: event.workstream });
       if (wasFailed) new Blocking(step).recompute();
+      // The next workstream into the same target may verify now: the target it lands on is settled.
+      nextInLine(step, event.workstream);
       return;
     }
     case "integration_merge_failed": {
@@ -263,7 +274,19 @@ export function applyEvent(step: Step, event: EngineEvent): void {
     case "resolution_started":
     case "resolution_lost":
     case "resolution_finished":
-      resolutionFact(step, event);
+      if (event.kind !== undefined && event.task === undefined)
+        landingFact(step, { ...event, kind: event.kind });
+      else {
+        // A resolution that ran the gates on the merged tree verified it, before the merge is asked again.
+        if (event.type === "resolution_finished") resolvedAndVerified(step, event);
+        resolutionFact(step, event);
+      }
+      return;
+    case "integration_unverified":
+      unverified(step, event.workstream, event.reason);
+      return;
+    case "integration_checks_failed":
+      checksFailed(step, event.workstream, event.head, event.output);
       return;
     case "integration_pr_closed": {
       const w = ws(event.workstream);
@@ -273,6 +296,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
         event.workstream,
         `integration PR${w.pr ? ` #${w.pr.number}` : ""} was closed without merging`,
       );
+      nextInLine(step, event.workstream);
       return;
     }
     case "integration_failed": {
@@ -297,6 +321,8 @@ export function applyEvent(step: Step, event: EngineEvent): void {
         step.failTask(id, `attempt ${t.attempt} timed out`, "failed", true);
       }
       resolutionDeadlines(step);
+      landingDeadlines(step);
+      landingsDue(step);
       return;
     }
   }

@@ -131,6 +131,8 @@ export function applyCommand(step: Step, event: Command): void {
       }
       if (t.waitingOn === 0) step.addCandidate(id);
       if (ws.status === "merge_ready" || ws.status === "pr_open") ws.status = "active";
+      // The branch will change: what was verified (or left to a person) no longer holds.
+      if (ws.verification) Object.assign(ws.verification, { passed: null, failure: null, toPerson: false });
       new Blocking(step).recompute();
       return reply(true, `reset '${id}'; it will run again`);
     }

@@ -98,17 +98,7 @@ export function conflicted(step: Step, event: Conflicted): void {
     return;
   }
   const n = conflict.resolutions.length + 1;
-  const record: ResolutionRecord = {
-    n,
-    dispatchedAt: step.at,
-    deadline: step.at + step.state.settings.attemptTimeoutMs,
-    job: null,
-    startedAt: null,
-    outcome: null,
-    reason: null,
-    costMicros: null,
-    turns: null,
-  };
+  const record = newJobRecord(step, n);
   conflict.resolutions.push(record);
   reserve(step, subject.workstream, record, allowed.capMicros);
   step.log({
@@ -131,7 +121,40 @@ export function conflicted(step: Step, event: Conflicted): void {
 const resolutionKey = (step: Step, subject: ResolutionSubject, n: number) =>
   subject.task !== undefined
     ? step.key(subject.task, "resolve", n)
-    : step.key("ws", subject.workstream, "resolve", n);
+    : step.key("ws", subject.workstream, subject.kind ?? "resolve", n);
+
+/** The record of job `n` of a resolution (or a verification, or a repair), dispatched now, with its deadline. */
+export const newJobRecord = (step: Step, n: number): ResolutionRecord => ({
+  n,
+  dispatchedAt: step.at,
+  deadline: step.at + step.state.settings.attemptTimeoutMs,
+  job: null,
+  startedAt: null,
+  outcome: null,
+  reason: null,
+  costMicros: null,
+  turns: null,
+});
+
+/** A job named for a running record (`resolution_dispatched`), or started by it: recorded once. */
+export function bindJob(
+  step: Step,
+  record: ResolutionRecord,
+  event: Extract<EngineEvent, { type: "resolution_dispatched" | "resolution_started" }>,
+): void {
+  if (event.type === "resolution_dispatched") {
+    if (record.job || record.startedAt) return;
+    record.job = event.job;
+    step.changed = true;
+    step.quiet = true;
+    return;
+  }
+  // Once, and only by the job dispatched for it: the app mints the job's token only then.
+  if (record.startedAt || (record.job && event.job !== record.job)) return;
+  record.startedAt = event.at;
+  if (event.job) record.job = event.job;
+  step.changed = true;
+}
 
 /** A resolution's job was named, started, lost or finished: recorded once, for the running one. */
 export function resolutionFact(step: Step, event: About): void {
@@ -141,17 +164,8 @@ export function resolutionFact(step: Step, event: About): void {
   if (!holder || !record || record.outcome !== null) return;
   switch (event.type) {
     case "resolution_dispatched":
-      if (record.job || record.startedAt) return;
-      record.job = event.job;
-      step.changed = true;
-      step.quiet = true;
-      return;
     case "resolution_started":
-      // Once, and only by the job dispatched for it: the app mints the resolution's token only then.
-      if (record.startedAt || (record.job && event.job !== record.job)) return;
-      record.startedAt = event.at;
-      if (event.job) record.job = event.job;
-      step.changed = true;
+      bindJob(step, record, event);
       return;
     case "resolution_lost":
     case "resolution_finished": {
@@ -162,6 +176,7 @@ export function resolutionFact(step: Step, event: About): void {
       if (!lost && event.files?.length) holder.record.conflict!.files = event.files;
       if (!lost) {
         record.turns = event.turns ?? null;
+        if (event.summary) record.summary = event.summary;
         if (event.costMicros != null) {
           record.costMicros = event.costMicros;
           chargeWorkstream(step, subject.workstream, event.costMicros);
@@ -218,6 +233,16 @@ export const conflictOf = (
 ): Conflict | undefined =>
   (subject.task !== undefined ? run.tasks[subject.task] : run.workstreams[subject.workstream])?.conflict;
 
+/** The records of a subject's jobs: a PR's resolutions, or an integration branch's verifications or repairs. */
+export function recordsOf(
+  run: Pick<RunState, "tasks" | "workstreams">,
+  subject: ResolutionSubject,
+): ResolutionRecord[] | undefined {
+  if (subject.kind === undefined) return conflictOf(run, subject)?.resolutions;
+  const v = run.workstreams[subject.workstream]?.verification;
+  return subject.kind === "verify" ? v?.runs : v?.repairs;
+}
+
 /** A task PR whose conflicts were left to a person. */
 export const leftToPerson = (t: TaskRun): boolean => t.status === "pr_open" && t.conflict?.toPerson === true;
 
@@ -225,7 +250,10 @@ export const leftToPerson = (t: TaskRun): boolean => t.status === "pr_open" && t
 export const resolving = (conflict: Conflict | undefined): boolean =>
   conflict?.resolutions.at(-1)?.outcome === null;
 
-/** The resolutions running in a run, with their subjects (for hosts that look for their jobs). */
+/**
+ * The resolutions running in a run, with their subjects (for hosts that look for their jobs), and the
+ * verifications and repairs of integration branches (jobs of the same kind).
+ */
 export function runningResolutions(
   state: RunState,
   plan: Plan,
@@ -234,6 +262,10 @@ export function runningResolutions(
   for (const [workstream, w] of Object.entries(state.workstreams)) {
     const record = w.conflict?.resolutions.at(-1);
     if (record?.outcome === null) running.push({ subject: { workstream }, record });
+    for (const kind of ["verify", "repair"] as const) {
+      const landing = recordsOf(state, { workstream, kind })?.at(-1);
+      if (landing?.outcome === null) running.push({ subject: { workstream, kind }, record: landing });
+    }
   }
   for (const [task, t] of Object.entries(state.tasks)) {
     const record = t.conflict?.resolutions.at(-1);

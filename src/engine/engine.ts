@@ -54,6 +54,10 @@ const LATER_KEYS = new Set([
   ...Object.values(AS_DOLLARS),
   "maxResolutionAttempts",
   "integrationGate",
+  "verifyIntegration",
+  "maxRepairAttempts",
+  "maxVerifications",
+  "overlaps",
 ]);
 type MaybeAmounts = {
   maxCostMicros?: unknown;
@@ -204,7 +208,9 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
         step.maybeAutoMerge(wsId);
       }
     }
-    return step.effects;
+    // Only what is safe to repeat: a verification or repair this copy would start is started by a
+    // fact (the tick's landingsDue), so that its record is written before its job.
+    return step.effects.filter((e) => e.type !== "verify_integration" && e.type !== "repair_integration");
   };
 
   return {

@@ -6,6 +6,7 @@
 import { ancestorsOf, type Plan } from "../plan/plan.ts";
 import { type Root, rootCauses, rootText } from "./blocking.ts";
 import { leftToPerson, resolving } from "./conflicts.ts";
+import { verifying } from "./verification.ts";
 import type { RunState, TaskStatus, WorkstreamStatus } from "./types.ts";
 
 /** Task statuses in words, in the order counts are given. */
@@ -163,7 +164,8 @@ function activity(plan: Plan, state: RunState): { moving: boolean; forYou: boole
     const ws = state.workstreams[wsId]!;
     if (ws.integration === "opening" || ws.preparation === "requested") moving = true;
     if (ws.status !== "pr_open") continue;
-    if (resolving(ws.conflict) || (def.autoMerge && !ws.autoMergeSkipped)) moving = true;
+    if (resolving(ws.conflict) || verifying(ws.verification) || (def.autoMerge && !ws.autoMergeSkipped))
+      moving = true;
     else forYou = true;
   }
   return { moving, forYou };

@@ -28,6 +28,11 @@ export interface SimulateOptions {
   integrationConflicts?: Map<string, number>;
   /** Task id -> number of first merges of its PR that conflict with the integration branch. */
   taskConflicts?: Map<string, number>;
+  /**
+   * Workstream id -> repairs its integration branch needs before its gates pass with its target (it
+   * merges cleanly but breaks together with what landed first; Infinity: no repair fixes it).
+   */
+  brokenTogether?: Map<string, number>;
   /** Stop after this many events: the run as it stands mid-way (jobs running, PRs open). */
   maxEvents?: number;
   engine?: EngineOptions;
@@ -65,6 +70,10 @@ export function simulatedResponse(
     integrationConflicts?: Map<string, number> | undefined;
     /** Task -> resolutions its branch needs before its PR merges cleanly. */
     taskConflicts?: Map<string, number> | undefined;
+    /** Workstream -> repairs its branch needs before its gates pass as it will land. */
+    brokenTogether?: Map<string, number> | undefined;
+    /** Workstream -> repairs run so far (the world's own count). */
+    repaired?: Map<string, number>;
   },
   at: number,
   pullRequest: (key: string) => PullRequest,
@@ -109,6 +118,33 @@ export function simulatedResponse(
       }
       return [{ type: "integration_pr_merged", workstream, at }];
     }
+    case "verify_integration":
+    case "repair_integration": {
+      const { workstream, n } = effect;
+      const repairing = effect.type === "repair_integration";
+      const repaired = (world.repaired?.get(workstream) ?? 0) + (repairing ? 1 : 0);
+      world.repaired?.set(workstream, repaired);
+      const ok = repaired >= (world.brokenTogether?.get(workstream) ?? 0);
+      const cost =
+        repairing && world.costPerAttempt !== undefined
+          ? { costMicros: Math.min(world.costPerAttempt, effect.capMicros ?? Infinity) }
+          : {};
+      return [
+        {
+          type: "resolution_finished",
+          workstream,
+          kind: repairing ? "repair" : "verify",
+          n,
+          ok,
+          ...(ok
+            ? { base: `sim:target`, head: `sim:${workstream}:${repaired}` }
+            : { reason: "the gates failed", output: "simulated failure of the gates" }),
+          ...(repairing ? { summary: `simulated repair of ${workstream}` } : {}),
+          ...cost,
+          at,
+        },
+      ];
+    }
     case "resolve_conflicts": {
       const cost =
         world.costPerAttempt === undefined
@@ -133,6 +169,8 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
     costPerAttempt: options.costPerAttempt,
     integrationConflicts: options.integrationConflicts,
     taskConflicts: options.taskConflicts,
+    brokenTogether: options.brokenTogether,
+    repaired: new Map<string, number>(),
   };
   let clock = 0;
   let eventCount = 0;
@@ -214,7 +252,11 @@ export function simulationJson(result: SimulationResult): object {
       ...(e.task !== undefined ? { task: e.task } : {}),
       ...(e.workstream !== undefined ? { workstream: e.workstream } : {}),
       ...(e.attempt !== undefined ? { attempt: e.attempt } : {}),
-      ...(e.type.startsWith("budget_") || e.type === "conflict" || e.type.startsWith("resolution")
+      ...(e.type.startsWith("budget_") ||
+      e.type === "conflict" ||
+      e.type.startsWith("resolution") ||
+      e.type.startsWith("verifi") ||
+      e.type.startsWith("repair")
         ? { detail: e.detail }
         : {}),
     })),

@@ -9,6 +9,7 @@ import { isTaskActive, isTaskTerminal, mayStart, type StatusView } from "../plan
 import { Blocking } from "./blocking.ts";
 import { allowance, type CapScope, noteSpent, reserve, unreserve } from "./budget.ts";
 import type { EngineEffect, RunState, TaskRun, TimelineEntry, WorkstreamRun } from "./types.ts";
+import { readyToLand } from "./verification.ts";
 
 /** Mutable view of one `apply` call: collects effects and records whether anything changed. */
 export class Step {
@@ -171,10 +172,15 @@ export class Step {
     this.requestIntegration(wsId);
   }
 
-  /** Auto-merge only when the workstream opts in and no task raised a design concern. */
+  /**
+   * Auto-merge only when the workstream opts in and no task raised a design concern, and once the tree
+   * that will land passed its gates (verification.ts: every integration PR is verified, auto-merged or not).
+   */
   maybeAutoMerge(wsId: string): void {
     const ws = this.workstream(wsId);
-    if (ws.status !== "pr_open" || !ws.pr || ws.autoMergeSkipped) return;
+    if (ws.status !== "pr_open" || !ws.pr) return;
+    const ready = readyToLand(this, wsId);
+    if (!ready || ws.autoMergeSkipped) return;
     if (!this.plan.workstreams.get(wsId)!.autoMerge) return;
     const concerns = this.plan.tasksByWorkstream.get(wsId)!.some((id) => this.task(id).concerns.length > 0);
     if (concerns) {
@@ -188,6 +194,7 @@ export class Step {
       workstream: wsId,
       pr: ws.pr,
       ...(ws.conflict ? { resolutions: ws.conflict.resolutions.length } : {}),
+      ...(ready.verified ? { verified: ready.verified } : {}),
     });
   }
 

@@ -2,10 +2,11 @@
  * Run state, events (facts) and effects (commands for adapters). All plain serialisable data.
  */
 import type { TaskStatus, WorkstreamStatus } from "../plan/readiness.ts";
+import type { LandingKind } from "../plan/resolution.ts";
 import type { Micros } from "../graph/amount.ts";
 import type { BudgetState, CapScope } from "./budget.ts";
 
-export type { TaskStatus, WorkstreamStatus };
+export type { LandingKind, TaskStatus, WorkstreamStatus };
 
 export interface PullRequest {
   number: number;
@@ -97,6 +98,30 @@ export interface ResolutionRecord {
   /** What it may spend, where a budget applies, and the part of that still held while it runs. */
   capMicros?: Micros | null;
   reservedMicros?: Micros;
+  /** What its agent said it did (a resolution's or a repair's): handed to the tasks downstream. */
+  summary?: string | null;
+  /** The target commit it merged in, and the branch commit that passed the gates with it. */
+  base?: string | null;
+  head?: string | null;
+  /** The end of the gates' output, when they failed (masked). */
+  output?: string | null;
+}
+
+/**
+ * Before an integration PR merges, its gates run on exactly the tree that will land (the branch with
+ * its target merged in); what fails there is repaired by an agent, a bounded number of times.
+ */
+export interface Verification {
+  runs: ResolutionRecord[];
+  repairs: ResolutionRecord[];
+  /** The target commit and the branch head that passed together: the merge lands only while both hold. */
+  passed?: { base: string; head: string } | null;
+  /** The failing output the next repair is told (the last failed verification's, repair's or check's). */
+  failure?: string | null;
+  /** The branch head whose required checks were reported failing (each head is repaired once). */
+  checksFailed?: string | null;
+  /** Left to a person (repair off, used up, unaffordable, or the target kept moving): reported once. */
+  toPerson?: boolean;
 }
 
 export type IntegrationState = "none" | "opening" | "open" | "merged" | "skipped" | "closed";
@@ -117,6 +142,8 @@ export interface WorkstreamRun {
   autoMergeSkipped: boolean;
   /** The integration PR conflicted with its target: the files, and the resolution attempts so far. */
   conflict?: Conflict;
+  /** The gates on the tree that will land, and the repairs of what failed there. */
+  verification?: Verification;
 }
 
 export type Outcome = "succeeded" | "completed_with_failures" | "cancelled";
@@ -145,7 +172,12 @@ export type TimelineType =
   | "budget_raised"
   | "conflict"
   | "resolution"
-  | "resolution_failed";
+  | "resolution_failed"
+  | "verification"
+  | "verified"
+  | "verification_failed"
+  | "repair"
+  | "repair_failed";
 
 export interface RunState {
   schemaVersion: 1;
@@ -260,16 +292,44 @@ export type EngineEvent =
    * Resolution facts name their subject: a workstream's integration PR, or with `task` that task's PR.
    * `resolution_dispatched`: the host knows the job (an Actions run id); only it may start the attempt.
    */
-  | { type: "resolution_dispatched"; workstream: string; task?: string; n: number; job: string; at: number }
+  | {
+      type: "resolution_dispatched";
+      workstream: string;
+      task?: string;
+      kind?: LandingKind;
+      n: number;
+      job: string;
+      at: number;
+    }
   /** The resolution's job began (in GitHub mode: took its token). */
-  | { type: "resolution_started"; workstream: string; task?: string; n: number; job?: string; at: number }
+  | {
+      type: "resolution_started";
+      workstream: string;
+      task?: string;
+      kind?: LandingKind;
+      n: number;
+      job?: string;
+      at: number;
+    }
   /** Its job vanished without a verdict (the runner was interrupted): the merge is asked again, free. */
-  | { type: "resolution_lost"; workstream: string; task?: string; n: number; reason: string; at: number }
-  /** A resolution attempt ended: the branch now holds what it merges into (or not, and why). */
+  | {
+      type: "resolution_lost";
+      workstream: string;
+      task?: string;
+      kind?: LandingKind;
+      n: number;
+      reason: string;
+      at: number;
+    }
+  /**
+   * A resolution attempt ended: the branch now holds what it merges into (or not, and why). With
+   * `kind`, a verification or a repair of the workstream's integration branch ended.
+   */
   | {
       type: "resolution_finished";
       workstream: string;
       task?: string;
+      kind?: LandingKind;
       n: number;
       ok: boolean;
       reason?: string | null;
@@ -277,8 +337,19 @@ export type EngineEvent =
       turns?: number | null;
       /** The files the merge found conflicting (GitHub's merge answer does not name them). */
       files?: string[];
+      /** What the agent said it did. */
+      summary?: string | null;
+      /** The target commit merged in, and the branch commit that passed the gates with it. */
+      base?: string | null;
+      head?: string | null;
+      /** The end of the failing gates' output. */
+      output?: string | null;
       at: number;
     }
+  /** The merge found the target (or the branch) moved since it was verified: it is verified again. */
+  | { type: "integration_unverified"; workstream: string; reason: string; at: number }
+  /** GitHub refuses the merge: required checks failed on the branch head `head` (their output). */
+  | { type: "integration_checks_failed"; workstream: string; head: string; output: string; at: number }
   /** `id` names the request (a comment's command), so that one carried out twice is applied once. */
   | {
       type: "command";
@@ -308,15 +379,33 @@ export type EngineEffect =
   /** `capMicros`: what the attempt may spend (Claude Code's --max-budget-usd), when a budget applies. */
   | { type: "dispatch"; key: string; task: string; attempt: number; capMicros?: Micros }
   | { type: "cancel_attempt"; key: string; task: string; attempt: number }
-  /** Stops resolution `n`'s job, if it runs (the run, or the task it was for, was cancelled). */
-  | { type: "cancel_resolution"; key: string; workstream: string; task?: string; n: number }
+  /** Stops resolution `n`'s job (or verification's, or repair's), if it runs (the run, or its task, was cancelled). */
+  | {
+      type: "cancel_resolution";
+      key: string;
+      workstream: string;
+      task?: string;
+      kind?: LandingKind;
+      n: number;
+    }
   | { type: "open_task_pr"; key: string; task: string; attempt: number }
   /** `resolutions`: how many resolution attempts came before this merge (echoed by a conflict). */
   | { type: "merge_task_pr"; key: string; task: string; pr: PullRequest; resolutions?: number }
   | { type: "reset_task"; key: string; task: string; pr: PullRequest | null }
   | { type: "open_integration_pr"; key: string; workstream: string }
-  /** `resolutions`: how many resolution attempts came before this merge (echoed by a conflict). */
-  | { type: "merge_integration_pr"; key: string; workstream: string; pr: PullRequest; resolutions?: number }
+  /**
+   * `resolutions`: how many resolution attempts came before this merge (echoed by a conflict).
+   * `verified`: the target commit and branch head that passed the gates together; the merge lands
+   * only while the target and the branch are still there (else: integration_unverified).
+   */
+  | {
+      type: "merge_integration_pr";
+      key: string;
+      workstream: string;
+      pr: PullRequest;
+      resolutions?: number;
+      verified?: { base: string; head: string };
+    }
   /**
    * Starts resolution attempt `n`: an agent merges the workstream's target into its integration
    * branch (with `task`: the integration branch into the task branch), resolves `files`, runs the
@@ -331,6 +420,16 @@ export type EngineEffect =
       files: string[];
       capMicros?: Micros;
     }
+  /**
+   * Starts verification `n`: the workstream's target is merged into its integration branch (no agent),
+   * its gates run on that tree, and the merge commit is pushed when they pass.
+   */
+  | { type: "verify_integration"; key: string; workstream: string; n: number }
+  /**
+   * Starts repair attempt `n`: an agent, told what each workstream meant and what failed, fixes the
+   * integration branch (its target merged in) until its gates pass, and the fix is committed on it.
+   */
+  | { type: "repair_integration"; key: string; workstream: string; n: number; capMicros?: Micros }
   | { type: "reply"; key: string; ok: boolean; message: string }
   | { type: "update_status"; key: string }
   | { type: "finish_run"; key: string; outcome: Outcome };

@@ -368,6 +368,8 @@ class GitHubHost implements RunHost<HostedRun> {
           facts.push(...(await github.dispatch(run, engine, effect.task, effect.attempt, version)));
           break;
         case "resolve_conflicts":
+        case "verify_integration":
+        case "repair_integration":
           facts.push(...(await github.dispatchResolution(run, engine, effect, version)));
           break;
         case "cancel_attempt":

@@ -6,7 +6,8 @@
  * and the branch's rules allow (branch-policy.ts). Whatever GitHub refuses that is not a race leaves a
  * one-line reason (`waits`, shown on the status comment and the task's check run), never a silent wait.
  */
-import { conflictOf } from "../engine/conflicts.ts";
+import { recordsOf } from "../engine/conflicts.ts";
+import { repairsChecks } from "../engine/verification.ts";
 import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
@@ -22,6 +23,13 @@ type Facts = Promise<EngineEvent[]>;
 
 /** Secret names the task workflow can resolve (`secrets[inputs.credential]`). */
 const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
+
+/** The job kind each landing effect starts (a resolution has none). */
+const LANDING_KINDS = {
+  resolve_conflicts: undefined,
+  verify_integration: "verify",
+  repair_integration: "repair",
+} as const;
 
 export class GitHubEffects {
   private readonly merges: Merges;
@@ -101,7 +109,7 @@ export class GitHubEffects {
           const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
           return [{ type: "task_conflicted", task: effect.task, files: [], ...echo, at }];
         }
-        return "wait" in merged
+        return typeof merged === "string" || "wait" in merged
           ? []
           : [{ type: "task_merge_failed", task: effect.task, reason: merged.reason, at }];
       }
@@ -129,22 +137,60 @@ export class GitHubEffects {
         return [{ type: "integration_pr_opened", workstream: ws.id, pr: opened, at }];
       }
       case "merge_integration_pr": {
+        const target = engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch;
+        const { verified } = effect;
+        if (verified) {
+          // The tree that lands must be the one verified: the target where it was (the merge API pins
+          // only the head, with `sha`). A merge landing between this read and the merge is GitHub's
+          // 405 "Base branch was modified", asked again, which then finds the target moved.
+          const moved = await this.targetMoved(target, verified.base);
+          if (moved)
+            return [{ type: "integration_unverified", workstream: effect.workstream, reason: moved, at }];
+        }
         const merged = await this.merges.merge(
           effect.pr,
           `Integrate workstream ${effect.workstream}`,
-          engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch,
+          target,
           integrationBranch(graph, effect.workstream),
+          verified?.head,
         );
         this.waited(run, { workstream: effect.workstream }, merged);
         if (merged === "merged")
           return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
+        if (merged === "moved")
+          return [
+            {
+              type: "integration_unverified",
+              workstream: effect.workstream,
+              reason: "its branch moved since it was verified",
+              at,
+            },
+          ];
+        if (
+          typeof merged === "object" &&
+          "failedOn" in merged &&
+          repairsChecks(engine.plan, effect.workstream)
+        ) {
+          // GitHub refuses the merge for a required check that failed on the head: it is repaired.
+          const head = merged.failedOn!;
+          const output = await this.merges.failedChecks(target, head);
+          return [
+            {
+              type: "integration_checks_failed",
+              workstream: effect.workstream,
+              head,
+              output: output ?? merged.reason,
+              at,
+            },
+          ];
+        }
         if (merged === "closed")
           return [{ type: "integration_pr_closed", workstream: effect.workstream, at }];
         if (merged === "conflicted") {
           const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
           return [{ type: "integration_conflicted", workstream: effect.workstream, files: [], ...echo, at }];
         }
-        return "wait" in merged
+        return typeof merged === "string" || "wait" in merged
           ? []
           : [{ type: "integration_merge_failed", workstream: effect.workstream, reason: merged.reason, at }];
       }
@@ -162,15 +208,21 @@ export class GitHubEffects {
     return job ? [{ type: "job_dispatched", task, attempt, job, at }] : [];
   }
 
-  /** Starts a resolution's job: the task workflow, its subject in the `task` input (protocol/resolution.ts). */
+  /**
+   * Starts a resolution's job (or an integration branch's verification or repair): the task workflow,
+   * its subject in the `task` input (protocol/resolution.ts).
+   */
   async dispatchResolution(
     run: HostedRun,
     engine: Engine,
-    effect: Extract<EngineEffect, { type: "resolve_conflicts" }>,
+    effect: Extract<
+      EngineEffect,
+      { type: "resolve_conflicts" | "verify_integration" | "repair_integration" }
+    >,
     stateVersion: string,
   ): Facts {
     const at = this.ctx.now();
-    const subject = subjectOf(effect);
+    const subject = subjectOf({ ...effect, kind: LANDING_KINDS[effect.type] });
     const started = await this.startJob(run, engine, resolutionInput(subject), effect.n, stateVersion);
     if ("reason" in started)
       return [
@@ -251,7 +303,7 @@ export class GitHubEffects {
     effect: Extract<EngineEffect, { type: "cancel_resolution" }>,
   ): Promise<void> {
     const subject = subjectOf(effect);
-    const record = conflictOf(run, subject)?.resolutions[effect.n - 1];
+    const record = recordsOf(run, subject)?.[effect.n - 1];
     await this.cancelJob(run, resolutionInput(subject), effect.n, record);
   }
 
@@ -360,6 +412,12 @@ export class GitHubEffects {
       if (/no commits between/i.test(validationDetails(error))) return "empty";
       return { reason: `could not open a PR from ${head} into ${base}: ${messageOf(error)}` };
     }
+  }
+
+  /** Why the target is no longer the commit a branch was verified with, or null. */
+  private async targetMoved(target: string, base: string): Promise<string | null> {
+    const { data } = await this.ctx.octokit.rest.git.getRef({ ...this.repo, ref: `heads/${target}` });
+    return data.object.sha === base ? null : `${target} moved since it was verified`;
   }
 
   /** Records the wait an effect's answer says, or that its subject waits no more. */

@@ -22,6 +22,8 @@ const CHECK_EXPECTED = /Required status checks? "?([^"]*)"? (?:is|are) expected/
 const CHECK_FAILING = /Required status checks? "?([^"]*)"? (?:is|are) failing/i;
 /** GitHub's refusal of a change to `.github/workflows/` by a token without the `workflows` permission. */
 const WORKFLOWS_REFUSED = /create or update workflow `?([^`\s]+)`?/i;
+/** The conclusions of a check run that passes (what GitHub's required checks accept). */
+const PASSED = new Set(["success", "neutral", "skipped"]);
 
 /** A run's wait GitHub causes, in one line; `person`: only a person can end it. */
 export interface Wait {
@@ -33,7 +35,12 @@ export interface Wait {
 export const waitKey = (subject: { task: string } | { workstream: string }): string =>
   "task" in subject ? `task:${subject.task}` : `workstream:${subject.workstream}`;
 
-export type Merged = "merged" | "closed" | "conflicted" | { reason: string } | { wait: Wait };
+/**
+ * What a merge came to. `moved`: the PR's head is no longer the `sha` the merge was pinned to.
+ * `failedOn`: a required check failed on that head commit (with `reason`, the task's failure).
+ */
+export type Merged =
+  "merged" | "closed" | "conflicted" | "moved" | { reason: string; failedOn?: string } | { wait: Wait };
 
 export const oneLine = (text: string): string => text.replace(/\s*\n+\s*/g, " ").trim();
 
@@ -96,18 +103,23 @@ export class Merges {
   private policy(base: string): Promise<BranchPolicy> {
     let policy = this.policies.get(base);
     if (!policy) {
-      if (!this.repository) {
-        this.repository = this.ctx.octokit.rest.repos.get(this.repo).then((r) => r.data);
-        this.repository.catch(() => (this.repository = undefined));
-      }
       policy = readBranchPolicy(this.ctx.octokit, this.ctx.owner, this.ctx.repo, base, {
-        repository: this.repository,
+        repository: this.repositorySettings(),
         protection: false,
       });
       this.policies.set(base, policy);
       policy.catch(() => this.policies.delete(base));
     }
     return policy;
+  }
+
+  /** The repository's settings, read once per handler. */
+  private repositorySettings() {
+    if (!this.repository) {
+      this.repository = this.ctx.octokit.rest.repos.get(this.repo).then((r) => r.data);
+      this.repository.catch(() => (this.repository = undefined));
+    }
+    return this.repository;
   }
 
   /**
@@ -124,9 +136,11 @@ export class Merges {
 
   /**
    * Merges a PR the way a person would: never bypassing protection, waiting while checks are pending,
-   * by a method the repository and the branch's rules allow.
+   * by a method the repository and the branch's rules allow. With `sha`, only while the PR's head is
+   * that commit (GitHub answers 409 "Head branch was modified" otherwise:
+   * https://docs.github.com/en/rest/pulls/pulls#merge-a-pull-request).
    */
-  async merge(pr: PullRequest, title: string, base: string, head: string): Promise<Merged> {
+  async merge(pr: PullRequest, title: string, base: string, head: string, sha?: string): Promise<Merged> {
     const policy = await this.policy(base);
     const none = noMethodReason(base, policy);
     if (none) return { wait: { person: true, line: `#${pr.number} cannot merge: ${none}` } };
@@ -140,6 +154,7 @@ export class Merges {
           pull_number: pr.number,
           merge_method: methods[0]!,
           commit_title: title,
+          ...(sha ? { sha } : {}),
         });
         if (data.sha) this.mergedInto.set(base, data.sha);
         return "merged";
@@ -175,10 +190,12 @@ export class Merges {
         if (data.merged) return "merged";
         if (data.state === "closed") return "closed";
         if (data.mergeable === false && data.mergeable_state === "dirty") return "conflicted";
+        // Someone pushed to the branch after the commit it was pinned to (a verified one).
+        if (sha && data.head.sha !== sha) return "moved";
         this.ctx.log(`PR #${pr.number} is not mergeable yet (${data.mergeable_state}): ${message}`);
         if (data.mergeable === null)
           return { wait: { person: false, line: `GitHub is working out whether #${pr.number} can merge` } };
-        return this.notYet(pr, message);
+        return this.notYet(pr, message, data.head.sha);
       }
     }
   }
@@ -189,20 +206,62 @@ export class Merges {
    */
   private async requiredRunning(head: string, required: readonly string[]): Promise<string | null> {
     if (required.length === 0) return null;
-    let data;
+    return (
+      (await this.checkRuns(head)).find((c) => required.includes(c.name) && c.status !== "completed")?.name ??
+      null
+    );
+  }
+
+  /**
+   * The latest check runs on a commit or branch (https://docs.github.com/en/rest/checks/runs#list-check-runs-for-a-git-reference);
+   * none for a ref GitHub does not know (the merge says why).
+   */
+  private async checkRuns(ref: string) {
     try {
-      ({ data } = await this.ctx.octokit.rest.checks.listForRef({ ...this.repo, ref: head, per_page: 100 }));
+      const { data } = await this.ctx.octokit.rest.checks.listForRef({
+        ...this.repo,
+        ref,
+        filter: "latest",
+        per_page: 100,
+      });
+      return data.check_runs;
     } catch (error) {
-      if ([404, 422].includes(statusOf(error) ?? 0)) return null; // no such branch: the merge says why
+      if ([404, 422].includes(statusOf(error) ?? 0)) return [];
       throw error;
     }
-    return data.check_runs.find((c) => required.includes(c.name) && c.status !== "completed")?.name ?? null;
+  }
+
+  /**
+   * What the checks `base` requires (its rules' and branch protection's: branch-policy.ts) that failed
+   * on `sha` said, their names, conclusions and the start of their summaries; null when none did (a
+   * commit status, not a check run, or one that passes or still runs). What a repair is told.
+   */
+  async failedChecks(base: string, sha: string): Promise<string | null> {
+    const { requiredChecks } = await readBranchPolicy(this.ctx.octokit, this.ctx.owner, this.ctx.repo, base, {
+      repository: this.repositorySettings(),
+    });
+    if (requiredChecks.length === 0) return null;
+    const failed = (await this.checkRuns(sha)).filter(
+      (c) => requiredChecks.includes(c.name) && c.status === "completed" && !PASSED.has(c.conclusion ?? ""),
+    );
+    if (failed.length === 0) return null;
+    return failed
+      .map((c) =>
+        [`${c.name}: ${c.conclusion}`, c.output?.title, c.output?.summary?.slice(0, 1_500)]
+          .filter(Boolean)
+          .join("\n"),
+      )
+      .join("\n\n");
   }
 
   /** Why GitHub does not merge a PR now, in one line: a failed required check fails it; the rest wait. */
-  private notYet(pr: PullRequest, message: string): Merged {
+  private notYet(pr: PullRequest, message: string, head?: string): Merged {
     const failing = CHECK_FAILING.exec(message);
-    if (failing) return { reason: `the required check ${failing[1]} failed on its PR` };
+    if (failing)
+      return {
+        reason: `the required check ${failing[1]} failed on its PR`,
+        ...(head ? { failedOn: head } : {}),
+      };
     const expected = CHECK_EXPECTED.exec(message);
     if (expected) {
       // Expected checks come by themselves, except where the orchestrator opened the PR as GITHUB_TOKEN.

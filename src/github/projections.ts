@@ -4,7 +4,7 @@
  * commit.
  */
 import { spendLine, taskSpent, usd } from "../engine/budget.ts";
-import { conflictOf } from "../engine/conflicts.ts";
+import { conflictOf, recordsOf } from "../engine/conflicts.ts";
 import { plural } from "../engine/progress.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { EngineEvent, RunState } from "../engine/types.ts";
@@ -262,7 +262,10 @@ export async function taskCheckRun(
   if (created) run.github.checkRuns[task] = created.data.id;
 }
 
-/** A check run for a resolution's verdict, created once (by the writer whose write recorded it). */
+/**
+ * A check run for a resolution's verdict (or a verification's, or a repair's), created once (by the
+ * writer whose write recorded it).
+ */
 export async function resolutionCheckRun(
   ctx: RepoContext,
   run: HostedRun,
@@ -270,18 +273,26 @@ export async function resolutionCheckRun(
   fact: Extract<EngineEvent, { type: "resolution_finished" }>,
 ): Promise<void> {
   const subject = subjectOf(fact);
-  const conflict = conflictOf(run, subject);
-  const record = conflict?.resolutions[fact.n - 1];
-  if (!conflict || !record || (record.outcome !== "succeeded" && record.outcome !== "failed")) return;
-  const { branch, target } = resolverOf(engine.plan, subject);
+  const record = recordsOf(run, subject)?.[fact.n - 1];
+  if (!record || (record.outcome !== "succeeded" && record.outcome !== "failed")) return;
+  const { branch, target, gates } = resolverOf(engine.plan, subject);
   const job = record.job ? jobUrl(ctx, record.job) : null;
-  const files = conflict.files.length ? conflict.files.map((f) => `\`${f}\``).join(", ") : "its files";
+  const cost = `Cost ${usd(record.costMicros ?? 0)}${record.capMicros != null ? ` of its cap ${usd(record.capMicros)}` : ""} (run: ${spendLine(run, engine.plan.graph)}), ${plural(record.turns ?? 0, "turn")}.`;
+  const because = record.reason ? `: ${agentText(record.reason, 1000)}` : "";
+  const files = conflictOf(run, subject)?.files ?? [];
+  const what = {
+    resolve: `Resolution ${record.n} of the conflicts between \`${branch}\` and \`${target}\` (${files.length ? agentText(files.map((f) => `\`${f}\``).join(", "), 2_000) : "its files"}) ${record.outcome}${because}.`,
+    verify: `Verification ${record.n} of \`${branch}\` as it would land on \`${target}\` (${gates.map((g) => `\`${g}\``).join(", ")}) ${record.outcome === "succeeded" ? "passed" : "failed"}${because}.`,
+    repair: `Repair ${record.n} of \`${branch}\`, which failed its gates with \`${target}\`, ${record.outcome}${because}.`,
+  }[subject.kind ?? "resolve"];
   const summary = [
-    `Resolution ${record.n} of the conflicts between \`${branch}\` and \`${target}\` (${agentText(files, 2_000)}) ${record.outcome}${record.reason ? `: ${agentText(record.reason, 1000)}` : ""}.`,
-    "",
-    `Cost ${usd(record.costMicros ?? 0)}${record.capMicros != null ? ` of its cap ${usd(record.capMicros)}` : ""} (run: ${spendLine(run, engine.plan.graph)}), ${plural(record.turns ?? 0, "turn")}.`,
+    what,
+    ...(record.summary && subject.kind ? ["", `The agent: ${agentText(record.summary, 2_000)}`] : []),
+    ...(record.output ? ["", "What failed (end):", ...codeBlock(record.output, 3_000)] : []),
+    ...(subject.kind === "verify" ? [] : ["", cost]),
     ...(job ? ["", `[The job's log](${job})`] : []),
   ].join("\n");
+  const noun = { resolve: "resolution", verify: "verification", repair: "repair" }[subject.kind ?? "resolve"];
   await ctx.octokit.rest.checks.create({
     owner: ctx.owner,
     repo: ctx.repo,
@@ -291,6 +302,6 @@ export async function resolutionCheckRun(
     status: "completed",
     conclusion: CONCLUSION[record.outcome],
     ...(job ? { details_url: job } : {}),
-    output: { title: `${resolutionInput(subject)}: resolution ${record.n} ${record.outcome}`, summary },
+    output: { title: `${resolutionInput(subject)}: ${noun} ${record.n} ${record.outcome}`, summary },
   });
 }

@@ -7,6 +7,7 @@ import { agentText, cut, redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
+import { overlapLines, overlapsOf } from "../plan/overlaps.ts";
 import type { Plan } from "../plan/plan.ts";
 import { budgetsText, usd } from "../engine/budget.ts";
 import { holdKey, waiting } from "../engine/holds.ts";
@@ -213,6 +214,13 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
     head.push(
       "",
       `**${budgets.replace(": ", "**: ")}. A spent budget holds the run until \`/agentrelay budget +USD\`.`,
+    );
+  const overlaps = overlapsOf(plan);
+  if (overlaps.length > 0)
+    head.push(
+      "",
+      `**Overlaps** (tasks of different workstreams that may run at once and change the same paths${graph.settings.overlaps === "serialize" ? "" : "; `overlaps: serialize` orders them"}):`,
+      ...overlapLines(overlaps, 10).map((line) => `- ${agentText(line, 500)}`),
     );
   let room = budget - head.join("\n").length;
   const chart = mermaidChart(plan);

@@ -8,9 +8,10 @@ import { type Hold, holds, holdKey, mergeWaitsForPerson, waiting } from "../engi
 import { type Breakage, standing } from "../engine/progress.ts";
 import { leftToPerson, resolving } from "../engine/conflicts.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
+import { reproduce, verifies, verifying } from "../engine/verification.ts";
 import type { Plan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
-import { agentText } from "./render.ts";
+import { agentText, codeBlock } from "./render.ts";
 import { code, count, plural, quoteIds, verb } from "./words.ts";
 
 export interface WaitingLinks {
@@ -157,6 +158,21 @@ export function waitingFor(
     lines.push(
       `- Resolving conflicts (an agent merges, then the PR merges again): ${resolutions.slice(0, NAMED).join("; ")}${resolutions.length > NAMED ? ` and ${count(resolutions.length - NAMED)} more` : ""}.`,
     );
+  // Verifications and repairs: the gates on the tree that will land, and an agent fixing what fails there.
+  for (const [kind, doing] of [
+    ["runs", "Verifying before it lands (its gates on the branch with its target merged in)"],
+    ["repairs", "Repairing what fails when it meets its target (an agent, then the gates)"],
+  ] as const) {
+    const jobs = Object.entries(state.workstreams).flatMap(([wsId, ws]) => {
+      const record = ws.verification?.[kind].at(-1);
+      return ws.status === "pr_open" && record?.outcome === null
+        ? [
+            `${prLink(ws.pr)} (${code(wsId)}): ${jobLink(`${kind === "runs" ? "verification" : "repair"} ${record.n}`, record.job)}`,
+          ]
+        : [];
+    });
+    if (jobs.length > 0) lines.push(`- ${doing}: ${named(jobs, (x) => x)}.`);
+  }
   const running = plan.order.filter((id) => state.tasks[id]!.status === "running");
   if (running.length > 0)
     lines.push(
@@ -177,10 +193,23 @@ export function waitingFor(
     lines.push(
       `- Waiting for ${plural(open.length, "task PR")} to merge (required checks or reviews): ${named(open, (id) => prLink(state.tasks[id]!.pr))}.`,
     );
-  const selfMerging = Object.entries(state.workstreams).filter(
+  const landings = Object.entries(state.workstreams).filter(
     ([wsId, ws]) =>
-      ws.status === "pr_open" && !resolving(ws.conflict) && !mergeWaitsForPerson(plan, state, wsId),
+      ws.status === "pr_open" &&
+      !resolving(ws.conflict) &&
+      !verifying(ws.verification) &&
+      !mergeWaitsForPerson(plan, state, wsId),
   );
+  // Landings into one target go one at a time: one not verified yet waits for the one before it.
+  const inTurn = landings.filter(([wsId, ws]) => verifies(plan, wsId) && !ws.verification?.passed);
+  if (inTurn.length > 0)
+    lines.push(
+      `- Waiting their turn to be verified (one landing into a branch at a time): ${named(
+        inTurn.map(([, ws]) => prLink(ws.pr)),
+        (link) => link,
+      )}.`,
+    );
+  const selfMerging = landings.filter((entry) => !inTurn.includes(entry));
   if (selfMerging.length > 0)
     lines.push(
       `- Waiting for GitHub: ${named(
@@ -203,6 +232,13 @@ function mergeLine(plan: Plan, state: RunState, wsId: string, n: number): string
   const pr = `${prLink(ws.pr)} (${code(wsId)} into ${code(def.mergeTargetBranch)})`;
   if (ws.conflict?.toPerson)
     return `- **Waiting for you**: ${pr}: ${quoteIds(agentText(ws.reason ?? "it has conflicts", 400), plan)}${holdsCount(n)}.`;
+  // Verified and repaired in vain: why, how to see it, and the end of what fails.
+  const v = ws.verification;
+  if (v?.toPerson)
+    return [
+      `- **Waiting for you**: ${pr}: ${quoteIds(agentText(ws.reason ?? "not verified", 400), plan)}; to see it: ${code(agentText(reproduce(plan, wsId, "origin"), 600))}${holdsCount(n)}. Fix it on its branch, or close it to fail the workstream.`,
+      ...(v.failure ? ["  What fails (end):", ...codeBlock(v.failure, 1_500).map((l) => `  ${l}`)] : []),
+    ].join("\n");
   const raisedIn = (plan.tasksByWorkstream.get(wsId) ?? []).filter(
     (id) => state.tasks[id]!.concerns.length > 0,
   );

@@ -116,6 +116,8 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
         maxCostMicros: money(w.max_cost_usd, "workstreams", i, "max_cost_usd"),
         maxResolutionAttempts: w.max_resolution_attempts ?? null,
         integrationGate: w.integration_gate ?? null,
+        verifyIntegration: w.verify_integration ?? null,
+        maxRepairAttempts: w.max_repair_attempts ?? null,
       }))
     : [defaultWorkstream()];
 
@@ -179,6 +181,10 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
       maxAttemptCostMicros: money(file.max_attempt_cost_usd, "max_attempt_cost_usd"),
       minAttemptCostMicros: money(file.min_attempt_cost_usd, "min_attempt_cost_usd"),
       maxResolutionAttempts: file.max_resolution_attempts ?? null,
+      verifyIntegration: file.verify_integration ?? null,
+      maxRepairAttempts: file.max_repair_attempts ?? null,
+      maxVerifications: file.max_verifications ?? null,
+      overlaps: file.overlaps === "serialize" ? "serialize" : null,
       outputReview:
         file.output_review === true
           ? { model: null }

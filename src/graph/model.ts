@@ -76,8 +76,12 @@ export interface Workstream {
   maxCostMicros: Micros | null;
   /** Agent attempts at its integration PR's conflicts (null: the graph's). */
   maxResolutionAttempts: number | null;
-  /** What a resolved integration branch must pass (null: the completion gates of its tasks). */
+  /** What the integration branch must pass as it will land (null: the completion gates of its tasks). */
   integrationGate: string | null;
+  /** Verify the tree that will land before the integration PR merges (null: the graph's). */
+  verifyIntegration: boolean | null;
+  /** Agent attempts at an integration branch that fails its gates as it will land (null: the graph's). */
+  maxRepairAttempts: number | null;
 }
 
 export interface RunSettings {
@@ -96,6 +100,14 @@ export interface RunSettings {
   minAttemptCostMicros: Micros | null;
   /** Agent attempts at a PR's conflicts, per PR (0: none; null: the default, 2). */
   maxResolutionAttempts: number | null;
+  /** Verify integration branches as they will land before they merge (null: the default, true). */
+  verifyIntegration: boolean | null;
+  /** Agent attempts at an integration branch that fails its gates as it will land (null: the default, 2). */
+  maxRepairAttempts: number | null;
+  /** Verifications of one integration branch while its target keeps moving (null: the default, 3). */
+  maxVerifications: number | null;
+  /** Tasks of different workstreams that may run at once on the same paths: serialised, or (null) warned about. */
+  overlaps: "serialize" | null;
   /** The output review before a push (a small model asks whether the diff strays from the task); null: off. */
   outputReview: { model: string | null } | null;
 }
@@ -169,11 +181,21 @@ export const DEFAULT_SETTINGS: RunSettings = {
   maxAttemptCostMicros: null,
   minAttemptCostMicros: null,
   maxResolutionAttempts: null,
+  verifyIntegration: null,
+  maxRepairAttempts: null,
+  maxVerifications: null,
+  overlaps: null,
   outputReview: null,
 };
 
 /** Resolution attempts per conflicting PR when the graph does not say. */
 export const DEFAULT_RESOLUTION_ATTEMPTS = 2;
+
+/** Repair attempts per integration branch that fails its gates as it will land, when the graph does not say. */
+export const DEFAULT_REPAIR_ATTEMPTS = 2;
+
+/** Verifications of one integration branch whose target keeps moving, when the graph does not say. */
+export const DEFAULT_VERIFICATIONS = 3;
 
 /** The workstream of a graph that declares none. */
 export const defaultWorkstream = (): Workstream => ({
@@ -185,6 +207,8 @@ export const defaultWorkstream = (): Workstream => ({
   maxCostMicros: null,
   maxResolutionAttempts: null,
   integrationGate: null,
+  verifyIntegration: null,
+  maxRepairAttempts: null,
 });
 
 /** The empty list tasks share (frozen, so no one appends to it): most tasks have no paths or inputs. */

@@ -87,6 +87,7 @@ export const TOKEN_TIERS = ["read_only", "standard", "elevated"] as const;
 export const RUNTIMES = ["docker", "podman"] as const;
 export const ADR_VERBOSITIES = ["none", "standard", "detailed", "educational"] as const;
 export const TEARDOWN_MODES = ["always", "never", "on_success"] as const;
+export const OVERLAP_POLICIES = ["warn", "serialize"] as const;
 
 export type Role = (typeof ROLES)[number];
 export type TokenTier = (typeof TOKEN_TIERS)[number];
@@ -189,7 +190,15 @@ export const workstreamSchema = z.strictObject({
   }),
   integration_gate: text().nullish().meta({
     description:
-      "Shell command a resolved integration branch must pass (default: its tasks' completion gates).",
+      "Shell command the integration branch must pass, as it will land (default: its tasks' completion gates).",
+  }),
+  verify_integration: boolean().nullish().meta({
+    description:
+      "Run the gates on the tree that will land before the integration PR merges (default: the graph's, true).",
+  }),
+  max_repair_attempts: count().nullish().meta({
+    description:
+      "Agent attempts to fix an integration branch that fails its gates as it will land (0: none).",
   }),
 });
 
@@ -236,6 +245,22 @@ export const graphFileSchema = z
     max_attempt_cost_usd: usd()
       .nullish()
       .meta({ description: "What one attempt may spend (a task may say less)." }),
+    verify_integration: boolean().nullish().meta({
+      description:
+        "Run the gates on the tree that will land before an integration PR merges, and repair it when they fail (default true).",
+    }),
+    max_repair_attempts: count().nullish().meta({
+      description:
+        "Agent attempts to fix an integration branch that fails its gates as it will land (default 2; 0: none).",
+    }),
+    max_verifications: positiveInt().nullish().meta({
+      description:
+        "Times an integration branch is verified before it merges, when its target keeps moving (default 3).",
+    }),
+    overlaps: choice("overlaps", OVERLAP_POLICIES).nullish().meta({
+      description:
+        "Tasks of different workstreams that may run at once and name the same paths: warn (default), or serialize (the later waits for the earlier one's workstream to land).",
+    }),
     min_attempt_cost_usd: usd().nullish().meta({
       description:
         "The least an attempt starts with (default: four turns of its model, $0.30 for Sonnet); a budget with less left waits for a raise.",

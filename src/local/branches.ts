@@ -91,9 +91,18 @@ export async function mergeBranch(
   source: string,
   target: string,
   message: string,
+  /** The target and source commits the merge must be of (verified together): else it changes nothing. */
+  expected?: { base: string; head: string },
 ): Promise<MergeResult> {
   if ((await gitRaw(repo, ["merge-base", "--is-ancestor", source, target])).code === 0)
     return { ok: true, sha: await git(repo, ["rev-parse", `refs/heads/${target}`]) };
+  if (expected) {
+    const [old, head] = await Promise.all(
+      [target, source].map((b) => git(repo, ["rev-parse", `refs/heads/${b}`])),
+    );
+    if (old !== expected.base || head !== expected.head)
+      return { ok: false, reason: `'${target}' or '${source}' moved since they were verified together` };
+  }
   const worktree = await checkedOutAt(repo, target);
   if (worktree) {
     // The user has the target checked out: merge there, so their working tree stays consistent.
@@ -121,15 +130,16 @@ export async function mergeBranch(
     }
     return { ok: true, sha: await git(worktree, ["rev-parse", "HEAD"]) };
   }
-  const old = await git(repo, ["rev-parse", `refs/heads/${target}`]);
+  const old = expected?.base ?? (await git(repo, ["rev-parse", `refs/heads/${target}`]));
+  const head = expected?.head ?? (await git(repo, ["rev-parse", `refs/heads/${source}`]));
   // The task branch's .gitattributes may name a merge driver its agent configured: none runs.
   const tree = await gitRaw(repo, [
     ...(await withoutDrivers(repo)),
     "merge-tree",
     "--write-tree",
     "--name-only",
-    target,
-    source,
+    old,
+    head,
   ]);
   if (tree.code !== 0) {
     // The tree, then the conflicted files, then a blank line and git's messages.
@@ -138,7 +148,6 @@ export async function mergeBranch(
     const conflicts = lines.slice(1, end === -1 ? undefined : end).filter(Boolean);
     return { ok: false, reason: `merge conflict in ${conflicts.join(", ") || "the branches"}`, conflicts };
   }
-  const head = await git(repo, ["rev-parse", `refs/heads/${source}`]);
   const commit = await git(repo, [
     "commit-tree",
     tree.stdout.split("\n")[0]!,

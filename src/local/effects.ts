@@ -11,7 +11,7 @@ import { dirname, join, relative } from "node:path";
 import type { AttemptSpec } from "../attempt/attempt-process.ts";
 import type { ResolverSnapshot } from "../attempt/egress/resolver.ts";
 import { killGroup } from "../attempt/bounded.ts";
-import { gitRaw } from "../attempt/git.ts";
+import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { isSecretName } from "../attempt/redact.ts";
 import { secretsApart } from "../attempt/attempt-process.ts";
@@ -169,7 +169,9 @@ export class LocalHost implements RunHost {
       }
       case "merge_integration_pr": {
         const ws = plan.workstreams.get(effect.workstream)!;
-        const merged = await this.mergeIntegration(ws.id);
+        const moved = effect.verified && (await this.movedSince(ws.id, effect.verified));
+        if (moved) return [{ type: "integration_unverified", workstream: ws.id, reason: moved, at }];
+        const merged = await this.mergeIntegration(ws.id, effect.verified);
         if (merged.ok) return [{ type: "integration_pr_merged", workstream: ws.id, at }];
         if (merged.conflicts) {
           const { resolutions } = effect;
@@ -198,6 +200,8 @@ export class LocalHost implements RunHost {
           this.track(this.runAttempt(state, effect.task, effect.attempt));
           break;
         case "resolve_conflicts":
+        case "verify_integration":
+        case "repair_integration":
           this.track(this.runResolution(state, effect));
           break;
         case "cancel_attempt":
@@ -236,7 +240,7 @@ export class LocalHost implements RunHost {
     // cyberian's agent_lifecycle `reuse`: each step continues the workstream's previous session.
     const sessionFile = join(this.workRoot, "workstreams", `${task.workstreamId}.session`);
     const reuse = graph.cyberian?.agentLifecycle === "reuse" && existsSync(sessionFile);
-    const { inputFiles, peers } = handoff(state, task);
+    const { inputFiles, peers, landings } = handoff(state, task, this.engine.plan);
     const s = this.settings;
     const { agent, secrets } = this.agentOf(task.primaryAgent.isolation.tokenTier);
     const spec: AttemptSpec = {
@@ -249,6 +253,7 @@ export class LocalHost implements RunHost {
       workDir: join(taskDir, "work"),
       inputFiles,
       peers,
+      landings,
       ...(s.params ? { params: s.params } : {}),
       ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
       capMicros: state.tasks[taskId]!.attempts[attempt - 1]?.capMicros ?? null,
@@ -352,10 +357,19 @@ export class LocalHost implements RunHost {
    */
   private async runResolution(
     state: RunState,
-    effect: Extract<EngineEffect, { type: "resolve_conflicts" }>,
+    effect: Extract<
+      EngineEffect,
+      { type: "resolve_conflicts" | "verify_integration" | "repair_integration" }
+    >,
   ): Promise<void> {
     const { plan } = this.engine;
-    const subject = subjectOf(effect);
+    const kind =
+      effect.type === "verify_integration"
+        ? "verify"
+        : effect.type === "repair_integration"
+          ? "repair"
+          : undefined;
+    const subject = subjectOf({ ...effect, kind });
     const resolver = resolverOf(plan, subject);
     const dir = join(this.workRoot, "resolutions", resolutionInput(subject));
     const checkout = join(this.workRoot, "workstreams", effect.workstream);
@@ -372,10 +386,14 @@ export class LocalHost implements RunHost {
       workDir: join(dir, "work"),
       inputFiles: [],
       peers: {},
-      capMicros: effect.capMicros ?? null,
+      capMicros: "capMicros" in effect ? (effect.capMicros ?? null) : null,
       resolution: {
+        ...(kind ? { kind } : {}),
+        ...(kind === "repair"
+          ? { failure: state.workstreams[effect.workstream]?.verification?.failure ?? "" }
+          : {}),
         target: resolver.target,
-        intents: intentsOf(plan, subject, state.tasks),
+        intents: intentsOf(plan, subject, state.tasks, state.workstreams),
         gates: resolver.gates,
       },
       resultFile: join(dir, `result-${effect.n}.json`),
@@ -400,11 +418,34 @@ export class LocalHost implements RunHost {
     stopRecordedProcesses(this.workRoot);
   }
 
-  /** Merges the workstream's integration branch into its target. */
-  mergeIntegration(workstream: string) {
+  /**
+   * Merges the workstream's integration branch into its target; with `verified`, only if the target is
+   * still the commit the branch was verified with (the merge then lands exactly the verified tree).
+   */
+  mergeIntegration(workstream: string, verified?: { base: string; head: string }) {
     const ws = this.engine.plan.workstreams.get(workstream)!;
     const branch = integrationBranch(this.graph.name, workstream);
-    return mergeBranch(this.repo, branch, ws.mergeTargetBranch, `Integrate workstream ${workstream}`);
+    return mergeBranch(
+      this.repo,
+      branch,
+      ws.mergeTargetBranch,
+      `Integrate workstream ${workstream}`,
+      verified,
+    );
+  }
+
+  /** Why the verified tree is no longer what would land (the target or the branch moved), or null. */
+  private async movedSince(
+    workstream: string,
+    verified: { base: string; head: string },
+  ): Promise<string | null> {
+    const ws = this.engine.plan.workstreams.get(workstream)!;
+    const branch = integrationBranch(this.graph.name, workstream);
+    const [target, head] = await Promise.all(
+      [ws.mergeTargetBranch, branch].map((b) => git(this.repo, ["rev-parse", `refs/heads/${b}`])),
+    );
+    if (head !== verified.head) return `${branch} moved since it was verified`;
+    return target === verified.base ? null : `${ws.mergeTargetBranch} moved since ${branch} was verified`;
   }
 
   /** An integration "PR" left open is merged by a person merging the branch into its target. */

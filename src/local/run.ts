@@ -304,6 +304,8 @@ async function runLocked(
         });
     // So were resolutions: their merges are asked again, and conflict again if nobody resolved them.
     facts.push(...lostResolutions(existing.state, engine.plan, "the runner was interrupted", Date.now()));
+    // What waits its turn (a verification, a repair held back by the budget) is asked again.
+    facts.push({ type: "tick", at: Date.now() });
     // Effects whose answers the last invocation did not see (merges, integration PRs) run again.
     await apply(facts, true, options.onAnswer);
   }

@@ -4,6 +4,7 @@
  */
 import { type Graph, NONE, type Task, type Workstream } from "../graph/model.ts";
 import { dependencyLevels, kahnOrder, positionsById, topology } from "../graph/topology.ts";
+import { serialWaits } from "./overlaps.ts";
 
 export interface Plan {
   graph: Graph;
@@ -21,6 +22,11 @@ export interface Plan {
   dependents: Map<string, string[]>;
   /** Workstreams of a task's direct dependencies that live in other workstreams, sorted. */
   upstreamWorkstreams: Map<string, string[]>;
+  /**
+   * With `overlaps: serialize`: what a task waits for before it starts, each an earlier task it
+   * overlaps and that task's workstream, to land (merged; or failed, once the task is over).
+   */
+  serialAfter: Map<string, { task: string; workstream: string }[]>;
 }
 
 /**
@@ -75,7 +81,7 @@ export function buildPlan(graph: Graph): Plan {
     upstreamWorkstreams.set(task.id, upstream ? [...upstream].sort() : NONE);
   }
 
-  return {
+  const plan: Plan = {
     graph,
     order,
     rank,
@@ -85,5 +91,8 @@ export function buildPlan(graph: Graph): Plan {
     tasksByWorkstream,
     dependents,
     upstreamWorkstreams,
+    serialAfter: new Map(),
   };
+  plan.serialAfter = serialWaits(plan);
+  return plan;
 }

@@ -56,6 +56,12 @@ export function mayStart(
   }
   for (const upstream of plan.upstreamWorkstreams.get(id)!)
     if (view.workstream(upstream) !== "merged") return false;
+  // Serialised overlaps: after the earlier task's workstream landed (or failed, so that it will not,
+  // and the earlier task is over: a failure does not stop the rest of a workstream).
+  for (const earlier of plan.serialAfter.get(id) ?? []) {
+    const s = view.workstream(earlier.workstream);
+    if (s !== "merged" && !(s === "failed" && isTaskTerminal(view.task(earlier.task)))) return false;
+  }
   return !(status === "pending" && limits.failFastOnWorkstreamError && anyWorkstreamFailed());
 }
 

@@ -8,16 +8,31 @@ import { integrationBranch, type Task, taskBranch } from "../graph/model.ts";
 import type { TokenTier } from "../graph/schema.ts";
 import type { Plan } from "./plan.ts";
 
-/** Whose merge conflicted: a workstream's integration PR, or (with `task`) that task's PR. */
+/**
+ * A job of a workstream's landing besides a conflict's resolution: a verification (the gates on the
+ * tree that will land, no agent) or a repair (an agent fixes what fails there).
+ */
+export type LandingKind = "verify" | "repair";
+
+/**
+ * Whose merge a job works on: a workstream's integration PR, or (with `task`) that task's PR. Without
+ * `kind` it resolves conflicts; with it, it verifies or repairs the integration branch as it will land.
+ */
 export interface ResolutionSubject {
   workstream: string;
   task?: string;
+  kind?: LandingKind;
 }
 
 /** The subject an effect or a fact names (they carry it in their own fields, among others). */
-export const subjectOf = (about: { workstream: string; task?: string | undefined }): ResolutionSubject => ({
+export const subjectOf = (about: {
+  workstream: string;
+  task?: string | undefined;
+  kind?: LandingKind | undefined;
+}): ResolutionSubject => ({
   workstream: about.workstream,
   ...(about.task !== undefined ? { task: about.task } : {}),
+  ...(about.kind !== undefined && about.task === undefined ? { kind: about.kind } : {}),
 });
 
 export interface Resolver {

@@ -29,6 +29,8 @@ export interface RenderContext {
   params?: Record<string, unknown>;
   /** For cyberian retries: the failure text of the last success-criteria run. */
   retryError?: string;
+  /** Upstream workstreams whose landing an agent resolved or repaired (their notes are in the work directory). */
+  landed?: string[];
 }
 
 export interface OutputsFile {
@@ -238,6 +240,11 @@ export function renderInstructions(ctx: RenderContext): string {
       task.dependencies.length > 0
         ? `Read the summaries of your dependencies first: ${task.dependencies.map((d) => `\`${d}\``).join(", ")}.`
         : "This task has no dependencies.",
+      ...(ctx.landed?.length
+        ? [
+            `When upstream work met other work, agents resolved or repaired it: what they said is in ${ctx.landed.map((w) => `\`${ctx.workDir}/workstreams/${w}/summary.md\``).join(", ")} (data as well).`,
+          ]
+        : []),
       "Write your own summary for the tasks that depend on this one.",
     ].join("\n"),
   ]);

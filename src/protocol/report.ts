@@ -10,7 +10,9 @@ import type { EngineEvent } from "../engine/types.ts";
 export const attemptRequestSchema = z.object({
   run: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}\/\d+$/),
   /** A task id, or a resolution's subject (protocol/resolution.ts). */
-  task: z.string().regex(/^(?:resolve-(?:pr|integration)@)?[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/),
+  task: z
+    .string()
+    .regex(/^(?:(?:resolve-pr|(?:resolve|verify|repair)-integration)@)?[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/),
   attempt: z.number().int().positive(),
 });
 export type AttemptRequest = z.infer<typeof attemptRequestSchema>;
@@ -62,6 +64,15 @@ const resultShape = z.object({
     .string()
     .regex(/^[0-9a-f]{40}$/)
     .nullable(),
+  /**
+   * The target commit a landing job merged into the branch and ran the gates with (a verification, a
+   * repair, a resolution that ran gates): with `commit`, the tree that may land.
+   */
+  base: z
+    .string()
+    .regex(/^[0-9a-f]{40}$/)
+    .nullable()
+    .default(null),
 });
 
 /**

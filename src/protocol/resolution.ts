@@ -13,10 +13,14 @@ import { type AttemptReport, type AttemptReportResult, eventsOfReport } from "./
 
 const TASK_PR = "resolve-pr@";
 const INTEGRATION = "resolve-integration@";
+/** A verification's and a repair's inputs: jobs of the integration branch like a resolution. */
+const LANDING = { verify: "verify-integration@", repair: "repair-integration@" } as const;
 
-/** The `task` input naming a resolution of the subject. */
+/** The `task` input naming a resolution of the subject (or its verification, or its repair). */
 export const resolutionInput = (subject: ResolutionSubject): string =>
-  subject.task !== undefined ? `${TASK_PR}${subject.task}` : `${INTEGRATION}${subject.workstream}`;
+  subject.task !== undefined
+    ? `${TASK_PR}${subject.task}`
+    : `${subject.kind ? LANDING[subject.kind] : INTEGRATION}${subject.workstream}`;
 
 /** What a `task` input names: a task, or the subject of a resolution (null when the plan has neither). */
 export function subjectOfInput(
@@ -30,6 +34,11 @@ export function subjectOfInput(
   if (input.startsWith(INTEGRATION)) {
     const workstream = input.slice(INTEGRATION.length);
     return plan.workstreams.has(workstream) ? { resolution: { workstream } } : null;
+  }
+  for (const kind of ["verify", "repair"] as const) {
+    if (!input.startsWith(LANDING[kind])) continue;
+    const workstream = input.slice(LANDING[kind].length);
+    return plan.workstreams.has(workstream) ? { resolution: { workstream, kind } } : null;
   }
   return plan.tasks.has(input) ? { task: input } : null;
 }
@@ -53,6 +62,8 @@ export function intentsOf(
   subject: ResolutionSubject,
   /** The run's tasks, for what each one that finished said it did. */
   runs: Record<string, { summary: string | null }> = {},
+  /** The run's workstreams, for which of them landed already. */
+  workstreams: Record<string, { integration: string }> = {},
 ): string {
   const describe = (id: string) => {
     const t = plan.tasks.get(id)!;
@@ -77,11 +88,17 @@ export function intentsOf(
   const others = [...plan.workstreams.values()].filter(
     (w) => w.id !== ws.id && w.mergeTargetBranch === ws.mergeTargetBranch,
   );
+  // A repair meets the workstreams that already landed on the target: those are named as such.
+  const landed = new Set(others.filter((w) => workstreams[w.id]?.integration === "merged").map((w) => w.id));
+  const shown =
+    subject.kind === "repair" && landed.size > 0 ? others.filter((w) => landed.has(w.id)) : others;
+  const line = (id: string) =>
+    `- Workstream \`${id}\`${landed.has(id) ? ` (landed on \`${ws.mergeTargetBranch}\`)` : ""}:`;
   return [
     `- This workstream (\`${ws.id}\`):`,
     ...plan.tasksByWorkstream.get(ws.id)!.map(describe),
-    `- Workstreams that also merge into \`${ws.mergeTargetBranch}\`:`,
-    ...others.flatMap((w) => plan.tasksByWorkstream.get(w.id)!.map(describe)),
+    ...(shown.length > 0 ? [`Workstreams that also merge into \`${ws.mergeTargetBranch}\`:`] : []),
+    ...shown.flatMap((w) => [line(w.id), ...plan.tasksByWorkstream.get(w.id)!.map(describe)]),
   ].join("\n");
 }
 
@@ -100,6 +117,10 @@ export const resolutionFinishedOf = (
   costMicros: result.costMicros,
   turns: result.turns,
   ...(result.conflicted.length > 0 ? { files: result.conflicted } : {}),
+  ...(result.summary ? { summary: result.summary } : {}),
+  // The tree that may land: the target it was merged with, and the branch commit the job left.
+  ...(result.base && result.commit ? { base: result.base, head: result.commit } : {}),
+  ...(result.gateOutput ? { output: result.gateOutput } : {}),
   at,
 });
 

@@ -63,6 +63,15 @@ const conflict = z
   .looseObject({ files: z.array(z.string()), resolutions: z.array(resolutionRecord) })
   .optional();
 
+/** An integration branch's verifications and repairs (engine/verification.ts): jobs like resolutions. */
+const verification = z
+  .looseObject({
+    runs: z.array(resolutionRecord),
+    repairs: z.array(resolutionRecord),
+    passed: z.looseObject({ base: z.string(), head: z.string() }).nullish(),
+  })
+  .optional();
+
 export const taskRunSchema = z.looseObject({
   status: z.enum(["pending", "running", "pr_open", "merged", "completed", "failed", "blocked", "cancelled"]),
   attempt: count,
@@ -92,6 +101,7 @@ const workstreamRunSchema = z.looseObject({
   activeTask: z.string().nullable(),
   autoMergeSkipped: z.boolean(),
   conflict,
+  verification,
 });
 
 /** The run's own record (its index, without the per-task maps the buckets hold). */

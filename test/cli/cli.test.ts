@@ -101,7 +101,35 @@ describe("agentrelay plan", () => {
       order: ["a", "b"],
       waves: [["a"], ["b"]],
       workstreams: [{ id: "default", tasks: ["a", "b"] }],
+      overlaps: [],
     });
+  });
+
+  it("lists the tasks of different workstreams that may run at once on the same paths", () => {
+    const overlapping = write(
+      "overlapping.yaml",
+      graphYaml(
+        [
+          { id: "rename", ws: "left", extra: "tagged_paths: [{ path: src/, category: src }]" },
+          { id: "call", ws: "right", extra: "tagged_paths: [{ path: src/calc.py, category: src }]" },
+          { id: "docs", ws: "right", deps: ["call"] },
+        ],
+        [{ id: "left" }, { id: "right" }],
+      ),
+    );
+    const { stdout } = agentrelay("plan", overlapping);
+    expect(stdout).toContain(
+      "Overlaps (tasks of different workstreams that may run at once and change the same paths; `overlaps: serialize` orders them):\n  `call` (right) and `rename` (left) both change `src/calc.py`\n",
+    );
+    expect(JSON.parse(agentrelay("plan", overlapping, "--json").stdout).overlaps).toEqual([
+      {
+        tasks: ["call", "rename"],
+        workstreams: ["right", "left"],
+        paths: ["src/calc.py"],
+        from: ["tagged", "tagged"],
+        serialized: false,
+      },
+    ]);
   });
 
   it("prints a readable plan with a mermaid diagram", () => {

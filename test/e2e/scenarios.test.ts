@@ -74,7 +74,11 @@ tasks:
       ["succeeded", [true]],
     ]);
     expect(standin.git("show", "main:notes/g.md")).toBe("task g, attempt 1\ntask g, attempt 2");
-    expect(standin.gh.checkRuns).toMatchObject([{ name: "agentrelay / g", conclusion: "success" }]);
+    // Before its integration PR merged, the gate ran again on the tree that landed.
+    expect(standin.gh.checkRuns).toMatchObject([
+      { name: "agentrelay / g", conclusion: "success" },
+      { name: "agentrelay / verify-integration@ws", conclusion: "success" },
+    ]);
   });
 
   it("a failure blocks its dependents while an unrelated workstream finishes", async () => {

@@ -39,6 +39,8 @@ export function runWorld(
   spec: WorldSpec,
   delivery: Delivery,
   maxDeliveries = 5_000,
+  /** Called with the state after every event, for invariants of a test's own. */
+  observe?: (state: RunState) => void,
 ): WorldResult {
   const engine: Engine = createEngine(graph);
   const violations: string[] = [];
@@ -82,6 +84,9 @@ export function runWorld(
         if (state.workstreams[up]!.status !== "merged")
           violations.push(`${effect.task} dispatched before workstream ${up} merged`);
       }
+      for (const earlier of engine.plan.serialAfter.get(effect.task) ?? [])
+        if (!["merged", "failed"].includes(state.workstreams[earlier.workstream]!.status))
+          violations.push(`${effect.task} dispatched before workstream ${earlier.workstream} landed`);
     }
   };
 
@@ -113,6 +118,7 @@ export function runWorld(
           violations.push(`${event.type} changed task ${id} without touching it`);
       state = next;
       check(state, effects);
+      observe?.(state);
       effects.forEach(execute);
     }
     if (state.outcome !== null || deliveries >= maxDeliveries) break;

@@ -97,6 +97,8 @@ describeNeeding(NO_FIXTURES, "agentrelay's documentation examples", () => {
         maxCostMicros: null,
         maxResolutionAttempts: null,
         integrationGate: null,
+        verifyIntegration: null,
+        maxRepairAttempts: null,
       },
     ]);
     expect(canonicalOrder(graph)).toEqual(["plan", "implement"]);

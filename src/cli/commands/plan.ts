@@ -2,6 +2,7 @@ import { budgetsText } from "../../engine/budget.ts";
 import { readGraphFile } from "../../graph/read.ts";
 import { count, integrationBranch } from "../../graph/model.ts";
 import { mermaidDag } from "../../plan/mermaid.ts";
+import { overlapLines, overlapsOf } from "../../plan/overlaps.ts";
 import { buildPlan, type Plan } from "../../plan/plan.ts";
 import type { Io } from "../io.ts";
 
@@ -15,6 +16,7 @@ export function planJson(plan: Plan): object {
       id: w.id,
       tasks: plan.tasksByWorkstream.get(w.id) ?? [],
     })),
+    overlaps: overlapsOf(plan),
   };
 }
 
@@ -41,6 +43,13 @@ export function planText(plan: Plan): string {
     );
     lines.push(`    tasks: ${(plan.tasksByWorkstream.get(ws.id) ?? []).join(", ")}`);
   }
+  const overlaps = overlapsOf(plan);
+  if (overlaps.length > 0)
+    lines.push(
+      "",
+      `Overlaps (tasks of different workstreams that may run at once and change the same paths${graph.settings.overlaps === "serialize" ? "" : "; `overlaps: serialize` orders them"}):`,
+      ...overlapLines(overlaps, 50).map((line) => `  ${line}`),
+    );
   const s = graph.settings;
   lines.push("", `Settings: max_concurrency ${s.maxConcurrency}, max_task_attempts ${s.maxTaskAttempts}`);
   const budgets = budgetsText(graph, 20, (id) => id);
