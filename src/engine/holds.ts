@@ -6,10 +6,12 @@
  * cause add up to the tasks that wait: a task that waits for several is counted under the first that
  * a person must act on (a PR before a budget: raising the budget alone would not start it).
  *
- * A task to do waits for its dependencies, its workstream's running task, its parent workstream's PR
- * and the workstreams whose tasks it depends on (see plan/readiness.ts); what holds those holds it.
+ * A task to do waits for its dependencies, its workstream's running task, its parent workstream's PR,
+ * the workstreams whose tasks it depends on and, where overlaps are serialised, the workstream of the
+ * earlier task of its pair (see plan/readiness.ts); what holds those holds it.
  */
 import { ancestorsOf, type Plan } from "../plan/plan.ts";
+import { isTaskTerminal } from "../plan/readiness.ts";
 import { type Root, rootCauses } from "./blocking.ts";
 import { leftToPerson, resolving } from "./conflicts.ts";
 import type { RunState } from "./types.ts";
@@ -61,8 +63,10 @@ export function mergeWaitsForPerson(plan: Plan, state: RunState, wsId: string): 
 }
 
 /**
- * The workstreams in an order where each comes after those it waits for: its parent, and those its
- * tasks depend on (the graph's validation refuses cycles among them; any left are put last).
+ * The workstreams in an order where each comes after those it waits for: its parent, those its tasks
+ * depend on, and those its tasks wait for to land by a serialised overlap (the graph's validation
+ * refuses cycles among the first two, the plan serialises no pair that would close one; any left are
+ * put last).
  */
 function workstreamOrder(plan: Plan): string[] {
   const after = new Map<string, Set<string>>([...plan.workstreams.keys()].map((w) => [w, new Set<string>()]));
@@ -70,6 +74,7 @@ function workstreamOrder(plan: Plan): string[] {
   for (const id of plan.order) {
     const ws = plan.tasks.get(id)!.workstreamId;
     for (const up of plan.upstreamWorkstreams.get(id)!) if (up !== ws) after.get(ws)!.add(up);
+    for (const earlier of plan.serialAfter.get(id) ?? []) after.get(ws)!.add(earlier.workstream);
   }
   const order: string[] = [];
   const placed = new Set<string>();
@@ -143,6 +148,16 @@ export function holds(plan: Plan, state: RunState): Map<string, Hold> {
     }
     for (const up of plan.upstreamWorkstreams.get(id)!) {
       const hold = state.workstreams[up]!.status === "merged" ? null : ofWorkstream(up);
+      if (hold) found.push(hold);
+    }
+    // A serialised overlap: the earlier task's workstream landing (or, failed, the earlier task over).
+    for (const earlier of plan.serialAfter.get(id) ?? []) {
+      const hold =
+        state.workstreams[earlier.workstream]!.status !== "failed"
+          ? ofWorkstream(earlier.workstream)
+          : isTaskTerminal(state.tasks[earlier.task]!.status)
+            ? null
+            : (result.get(earlier.task) ?? ownHold(earlier.task) ?? TURN);
       if (hold) found.push(hold);
     }
     // A spent budget of its own holds it too, behind work that moves (it could not start after it);
