@@ -17,7 +17,7 @@ import { DEFAULT_REPAIR_ATTEMPTS, DEFAULT_VERIFICATIONS } from "../graph/model.t
 import { resolverOf } from "../plan/resolution.ts";
 import type { Plan } from "../plan/plan.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
-import { bindJob, conflicted, newJobRecord, resolving } from "./conflicts.ts";
+import { bindJob, conflicted, newJobRecord, recordsOf, resolving } from "./conflicts.ts";
 import type { Step } from "./step.ts";
 import type { EngineEvent, LandingKind, ResolutionRecord, Verification, WorkstreamRun } from "./types.ts";
 
@@ -197,8 +197,7 @@ function repair(step: Step, wsId: string): void {
 function recordOf(step: Step, event: Landing): ResolutionRecord | null {
   const ws = step.state.workstreams[event.workstream];
   if (!ws || ws.status !== "pr_open") return null;
-  const list = event.kind === "verify" ? ws.verification?.runs : ws.verification?.repairs;
-  const record = list?.[event.n - 1];
+  const record = recordsOf(step.state, { workstream: event.workstream, kind: event.kind })?.[event.n - 1];
   return record && record.outcome === null ? record : null;
 }
 
@@ -334,9 +333,9 @@ export const repairsChecks = (plan: Plan, wsId: string): boolean =>
 
 /** Verifications and repairs that did not report before their deadline fail (the reconciler's tick). */
 export function landingDeadlines(step: Step): void {
-  for (const [workstream, ws] of Object.entries(step.state.workstreams)) {
+  for (const workstream of Object.keys(step.state.workstreams)) {
     for (const kind of ["verify", "repair"] as const) {
-      const record = (kind === "verify" ? ws.verification?.runs : ws.verification?.repairs)?.at(-1);
+      const record = recordsOf(step.state, { workstream, kind })?.at(-1);
       if (record?.outcome !== null || record.deadline === undefined || step.at < record.deadline) continue;
       landingFact(step, {
         type: "resolution_finished",
