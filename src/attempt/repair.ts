@@ -14,7 +14,7 @@ import { agentText } from "./redact.ts";
 import type { CheckoutGit } from "./git.ts";
 import { checkOutput } from "./output-checks.ts";
 import { agentConfigSwap } from "./protected-paths.ts";
-import type { ResolutionInputs, ResolutionOutcome } from "./resolve.ts";
+import { gatesPass, type ResolutionInputs, type ResolutionOutcome, startMerge } from "./resolve.ts";
 
 /** At most this much of each diff goes into a repair's prompt. */
 const DIFF_LIMIT = 12_000;
@@ -25,11 +25,9 @@ async function mergeTarget(
   target: string,
 ): Promise<{ base: string; files: string[]; reason: string | null }> {
   const base = await checkout.git(["rev-parse", `${target}^{commit}`]);
-  const merge = await checkout.raw(["merge", "--no-ff", "--no-edit", "--no-verify", target]);
-  if (merge.code === 0) return { base, files: [], reason: null };
-  const files = (await checkout.git(["diff", "--name-only", "--diff-filter=U"])).split("\n").filter(Boolean);
+  const { merged, files, why } = await startMerge(checkout, target);
+  if (merged) return { base, files: [], reason: null };
   await checkout.raw(["merge", "--abort"]);
-  const why = `${merge.stdout}${merge.stderr}`.trim().split("\n").pop();
   return {
     base,
     files,
@@ -37,18 +35,6 @@ async function mergeTarget(
       ? `${target} conflicts with it in ${files.slice(0, 10).join(", ")}`
       : `merging ${target} failed: ${why}`,
   };
-}
-
-/** Runs the gates in order: the first failure's reason, or null when all pass. */
-async function gatesPass(
-  gates: string[],
-  gate: (command: string) => Promise<string | null>,
-): Promise<string | null> {
-  for (const command of gates) {
-    const failed = await gate(command);
-    if (failed) return failed;
-  }
-  return null;
 }
 
 /**

@@ -64,6 +64,29 @@ export function resolutionPrompt(branch: string, resolution: ResolutionInputs, f
 
 const MARKER = /^(<{7}|>{7})( |$)/m;
 
+/** Merges `target` into the checked-out branch; where that fails, the files left in conflict and git's last line. */
+export async function startMerge(
+  checkout: CheckoutGit,
+  target: string,
+): Promise<{ merged: boolean; files: string[]; why: string }> {
+  const merge = await checkout.raw(["merge", "--no-ff", "--no-edit", "--no-verify", target]);
+  if (merge.code === 0) return { merged: true, files: [], why: "" };
+  const files = (await checkout.git(["diff", "--name-only", "--diff-filter=U"])).split("\n").filter(Boolean);
+  return { merged: false, files, why: `${merge.stdout}${merge.stderr}`.trim().split("\n").pop() ?? "" };
+}
+
+/** Runs the gates in order: the first failure's reason, or null when all pass. */
+export async function gatesPass(
+  gates: string[],
+  gate: (command: string) => Promise<string | null>,
+): Promise<string | null> {
+  for (const command of gates) {
+    const failed = await gate(command);
+    if (failed) return failed;
+  }
+  return null;
+}
+
 /**
  * Merges the target into the checked-out branch; `agent` resolves what conflicts, `gate` runs each
  * gate (returning its failure, or null).
@@ -76,18 +99,13 @@ export async function resolveConflicts(
 ): Promise<ResolutionOutcome> {
   const { workTree: repoDir, git: inRepo, raw } = checkout;
   const branch = await inRepo(["rev-parse", "--abbrev-ref", "HEAD"]);
-  const merge = await raw(["merge", "--no-ff", "--no-edit", "--no-verify", resolution.target]);
-  if (merge.code === 0)
-    return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files: [] };
-  const files = (await inRepo(["diff", "--name-only", "--diff-filter=U"])).split("\n").filter(Boolean);
+  const { merged, files, why } = await startMerge(checkout, resolution.target);
+  if (merged) return { ok: true, reason: null, commit: await inRepo(["rev-parse", "HEAD"]), files: [] };
   const fail = async (reason: string): Promise<ResolutionOutcome> => {
     await raw(["merge", "--abort"]);
     return { ok: false, reason, commit: null, files };
   };
-  if (files.length === 0)
-    return fail(
-      `merging ${resolution.target} failed: ${`${merge.stdout}${merge.stderr}`.trim().split("\n").pop()}`,
-    );
+  if (files.length === 0) return fail(`merging ${resolution.target} failed: ${why}`);
   // A configuration file that itself conflicts is the agent's to resolve, like any other.
   const config =
     resolution.agentConfig && (await agentConfigSwap(checkout, resolution.agentConfig.from, files));
@@ -100,10 +118,8 @@ export async function resolveConflicts(
   await inRepo(["add", "--", ...files]);
   if ((await inRepo(["diff", "--name-only", "--diff-filter=U"])) !== "")
     return fail("files are still unmerged");
-  for (const command of resolution.gates) {
-    const failed = await gate(command);
-    if (failed) return fail(failed);
-  }
+  const failed = await gatesPass(resolution.gates, gate);
+  if (failed) return fail(failed);
   // What the agent wrote lands too: what the resolved files add to the branch is checked for secrets,
   // read from the objects staged as an attempt's are (output-checks.ts), before anything is committed.
   const staged = await changesOf(checkout, ["--cached", "HEAD", "--", ...files.map((f) => `:(literal)${f}`)]);
