@@ -31,6 +31,7 @@ import {
   workstreamCheckout,
 } from "./branches.ts";
 import type { GitRefStateStore } from "./git-store.ts";
+import { localTaskPr } from "./merge-record.ts";
 import { processGroupsFile, stopRecordedProcesses } from "./run-lock.ts";
 
 /** What an attempt process needs besides the run: the agent, its environment and its limits. */
@@ -99,12 +100,10 @@ export class LocalHost implements RunHost {
     return this.store.compareAndSwap(run, expected, state, touched);
   }
 
-  /** A "PR" is the branch itself; its number is fixed by the plan, so a repeated open is the same PR. */
-  private prNumber(kind: "task" | "workstream", id: string): number {
+  /** An integration "PR" is the branch itself, numbered after the tasks' (localTaskPr) by the plan. */
+  private integrationPrNumber(workstream: string): number {
     const { plan } = this.engine;
-    return kind === "task"
-      ? plan.rank.get(id)! + 1
-      : plan.order.length + plan.graph.workstreams.findIndex((w) => w.id === id) + 1;
+    return plan.order.length + plan.graph.workstreams.findIndex((w) => w.id === workstream) + 1;
   }
 
   async repeatable(effect: EngineEffect): Promise<EngineEvent[]> {
@@ -123,10 +122,7 @@ export class LocalHost implements RunHost {
         }
       }
       case "open_task_pr": {
-        const pr = {
-          number: this.prNumber("task", effect.task),
-          url: `local:${taskBranch(name, effect.task)}`,
-        };
+        const pr = localTaskPr(plan, name, effect.task);
         return [{ type: "task_pr_opened", task: effect.task, pr, at }];
       }
       case "merge_task_pr": {
@@ -164,7 +160,7 @@ export class LocalHost implements RunHost {
           branch,
           `Merge ${ws.mergeTargetBranch} into ${branch}`,
         );
-        const pr = { number: this.prNumber("workstream", ws.id), url: `local:${branch}` };
+        const pr = { number: this.integrationPrNumber(ws.id), url: `local:${branch}` };
         return [{ type: "integration_pr_opened", workstream: ws.id, pr, at }];
       }
       case "merge_integration_pr": {

@@ -10,8 +10,8 @@ import type { EngineEvent, RunState } from "../engine/types.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import type { Plan } from "../plan/plan.ts";
 
-/** The local "PR" of a task (as LocalHost numbers it: fixed by the plan). */
-const localPr = (plan: Plan, graph: string, task: string) => ({
+/** The local "PR" of a task: the branch itself, numbered by the plan, so a repeated open is the same PR. */
+export const localTaskPr = (plan: Plan, graph: string, task: string) => ({
   number: plan.rank.get(task)! + 1,
   url: `local:${taskBranch(graph, task)}`,
 });
@@ -54,7 +54,7 @@ export async function mergedLocally(
 
 /** The facts that take the merged tasks as merged. */
 export const adoptionFacts = (plan: Plan, graph: string, tasks: string[], at: number): EngineEvent[] =>
-  tasks.map((task) => ({ type: "task_pr_merged", task, pr: localPr(plan, graph, task), at }));
+  tasks.map((task) => ({ type: "task_pr_merged", task, pr: localTaskPr(plan, graph, task), at }));
 
 /** One line saying that the state had gone back and what was taken as merged. */
 export const wentBack = (runKey: string, tasks: string[]): string =>
