@@ -32,7 +32,7 @@ import {
 } from "./branches.ts";
 import type { GitRefStateStore } from "./git-store.ts";
 import { localTaskPr } from "./merge-record.ts";
-import { processGroupsFile, stopRecordedProcesses } from "./run-lock.ts";
+import { processGroupsFile, stopRecordedIn, stopRecordedProcesses } from "./run-lock.ts";
 
 /** What an attempt process needs besides the run: the agent, its environment and its limits. */
 export interface AttemptSettings {
@@ -337,7 +337,7 @@ export class LocalHost implements RunHost {
       child.on("close", (exit) => {
         this.running.delete(key);
         rmSync(specFile, { force: true });
-        rmSync(spec.processGroupsFile!, { force: true });
+        stopRecordedIn(spec.processGroupsFile!);
         const log = agentLogOf(spec.workDir, spec.attempt);
         mkdirSync(dirname(log), { recursive: true });
         writeFileSync(log, `${agentLog.join("\n")}\n`);

@@ -42,17 +42,31 @@ export function stopRecordedProcesses(workRoot: string): number {
       if (!statSync(join(root, entry)).isDirectory()) continue;
       for (const name of readdirSync(join(root, entry))) {
         if (!name.startsWith("processes-")) continue;
-        const file = join(root, entry, name);
-        for (const line of readFileSync(file, "utf8").split("\n")) {
-          const pid = stillRunning(line);
-          if (pid !== null) killTree(pid);
-        }
-        rmSync(file, { force: true });
+        stopRecordedIn(join(root, entry, name));
         files++;
       }
     }
   }
   return files;
+}
+
+/**
+ * Stops the process groups one attempt recorded that still run as recorded, and forgets the file. The
+ * runner does this when an attempt process ends, cancelled or not: a command it started in a group of
+ * its own just as it was stopped (after its children were listed) would otherwise outlive it.
+ */
+export function stopRecordedIn(file: string): void {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return; // none recorded
+  }
+  for (const line of text.split("\n")) {
+    const pid = stillRunning(line);
+    if (pid !== null) killTree(pid);
+  }
+  rmSync(file, { force: true });
 }
 
 export interface RunLock {
