@@ -3,7 +3,7 @@
  * budget and what for a person, and for each thing that broke, what it holds back. Pure projections
  * of the plan and the state, for what people read (the status comment, the local report).
  */
-import { ancestorsOf, type Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/plan.ts";
 import { type Root, rootCauses, rootText } from "./blocking.ts";
 import { leftToPerson, resolving } from "./conflicts.ts";
 import { verifying } from "./verification.ts";
@@ -49,13 +49,6 @@ export interface Breakage {
   blocked: string[];
 }
 
-/** Work held back by a spent budget: the budget's message and the tasks waiting for it. */
-export interface BudgetHold {
-  scope: string;
-  message: string;
-  tasks: string[];
-}
-
 export interface Standing {
   /** The run's state in words: "running", "waiting for budget and for you", "done with failures". */
   phase: string;
@@ -65,7 +58,8 @@ export interface Standing {
   forYou: boolean;
   /** Failures with what they block, the most blocking first; then cancelled tasks that block work. */
   breakages: Breakage[];
-  budget: BudgetHold[];
+  /** A spent budget holds work back (which work: holds.ts). */
+  waitsForBudget: boolean;
   /** Blocked tasks of which no root was found (none in a consistent state). */
   unexplained: string[];
 }
@@ -108,44 +102,18 @@ export function breakages(plan: Plan, state: RunState): { list: Breakage[]; unex
 }
 
 /**
- * The tasks each spent budget holds back: for the run's, every task still to do; for a workstream's
- * or a task's, its own tasks still to do and everything that waits for them (their dependents, the
- * workstreams waiting for theirs to merge, their child workstreams).
+ * Whether a spent budget holds work back: some task still to do is in its scope (the run's, its
+ * workstream's or its own). What waits for such a task waits for the budget too, but it only adds to
+ * a budget that holds something already, so the scope's own tasks decide.
  */
-export function budgetHolds(plan: Plan, state: RunState): BudgetHold[] {
-  const spent = Object.entries(state.budget?.spent ?? {});
-  if (spent.length === 0) return [];
-  const pending = plan.order.filter((id) => state.tasks[id]!.status === "pending");
-  return spent
-    .map(([scope, message]) => {
-      if (scope === "run") return { scope, message, tasks: pending };
-      const held = new Set(
-        pending.filter((id) =>
-          scope.startsWith("task:")
-            ? id === scope.slice("task:".length)
-            : plan.tasks.get(id)!.workstreamId === scope.slice("workstream:".length),
-        ),
-      );
-      // What waits for held work, to a fixed point (a workstream waits for all of its own tasks).
-      for (let grew = held.size > 0; grew;) {
-        grew = false;
-        const heldWorkstreams = new Set([...held].map((id) => plan.tasks.get(id)!.workstreamId));
-        for (const id of pending) {
-          if (held.has(id)) continue;
-          const task = plan.tasks.get(id)!;
-          const waits =
-            task.dependencies.some((d) => held.has(d)) ||
-            plan.upstreamWorkstreams.get(id)!.some((w) => heldWorkstreams.has(w)) ||
-            [...ancestorsOf(plan, task.workstreamId)].some((w) => heldWorkstreams.has(w));
-          if (waits) {
-            held.add(id);
-            grew = true;
-          }
-        }
-      }
-      return { scope, message, tasks: pending.filter((id) => held.has(id)) };
-    })
-    .filter((hold) => hold.tasks.length > 0);
+function waitsForBudget(plan: Plan, state: RunState): boolean {
+  const spent = Object.keys(state.budget?.spent ?? {});
+  if (spent.length === 0) return false;
+  return plan.order.some((id) => {
+    if (state.tasks[id]!.status !== "pending") return false;
+    const scopes = ["run", `task:${id}`, `workstream:${plan.tasks.get(id)!.workstreamId}`];
+    return spent.some((scope) => scopes.includes(scope));
+  });
 }
 
 /** Whether the run moves on its own, and whether a person must act, besides budgets. */
@@ -180,17 +148,17 @@ const OUTCOME_WORDS = {
 /** Where the run stands. */
 export function standing(plan: Plan, state: RunState): Standing {
   const { list, unexplained } = breakages(plan, state);
-  const budget = state.outcome || state.cancelled ? [] : budgetHolds(plan, state);
+  const budget = !state.outcome && !state.cancelled && waitsForBudget(plan, state);
   const { moving, forYou } = activity(plan, state);
   let phase: string;
   if (state.outcome) phase = OUTCOME_WORDS[state.outcome];
   else if (state.cancelled) phase = "cancelling";
   else {
-    const waits = [...(budget.length ? ["budget"] : []), ...(forYou ? ["you"] : [])];
+    const waits = [...(budget ? ["budget"] : []), ...(forYou ? ["you"] : [])];
     const waiting = waits.length ? `waiting for ${waits.join(" and for ")}` : "";
     phase = [moving || !waiting ? "running" : "", waiting].filter(Boolean).join(", ");
   }
-  return { phase, moving, forYou, breakages: list, budget, unexplained };
+  return { phase, moving, forYou, breakages: list, waitsForBudget: budget, unexplained };
 }
 
 /** Task counts in words, most pressing first: "8 running, 9 failed, 4,913 blocked, 70 merged". */
