@@ -13,7 +13,7 @@
  * Landings into one target go one at a time: while a workstream's verification or repair runs, the
  * others into the same target wait, so that one's merge does not make the others' verifications stale.
  */
-import { DEFAULT_REPAIR_ATTEMPTS, DEFAULT_VERIFICATIONS } from "../graph/model.ts";
+import { count, DEFAULT_REPAIR_ATTEMPTS, DEFAULT_VERIFICATIONS } from "../graph/model.ts";
 import { resolverOf } from "../plan/resolution.ts";
 import type { Plan } from "../plan/plan.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
@@ -64,8 +64,6 @@ export function reproduce(plan: Plan, wsId: string, remote?: string): string {
 }
 
 /** "1 repair attempt", "2 repair attempts". */
-const times = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
-
 /**
  * Whether the workstream's integration PR may merge now, and what was verified: undefined while it
  * may not (a verification or repair runs or is started here, or it waits for a person or for another
@@ -138,7 +136,7 @@ function verify(step: Step, wsId: string): void {
     toPerson(
       step,
       wsId,
-      `its target moved ${times(done, "time")} while it was verified (\`max_verifications: ${max}\`)`,
+      `its target moved ${count(done, "time")} while it was verified (\`max_verifications: ${max}\`)`,
     );
     return;
   }
@@ -168,7 +166,7 @@ function repair(step: Step, wsId: string): void {
         : readOnly
           ? `its gates fail on the tree that would land, and task '${resolver.agentTask.id}' is read_only, so no agent may push a repair`
           : !allowed
-            ? `its gates fail on the tree that would land (${times(tried, "repair attempt")} did not fix it)`
+            ? `its gates fail on the tree that would land (${count(tried, "repair attempt")} did not fix it)`
             : `its gates fail on the tree that would land (${allowed.spent})`;
     toPerson(step, wsId, why);
     return;
