@@ -6,7 +6,7 @@
  * (preparation) also blocks its own pending tasks. Reasons use agentrelay's wording (see
  * plan/readiness.ts). `recompute` rebuilds all of it after a retry or a human merge.
  */
-import { ancestorsOf, type Plan } from "../plan/plan.ts";
+import { ancestorsOf, type Plan } from "../plan/model.ts";
 import type { Step } from "./step.ts";
 import type { RunState } from "./types.ts";
 

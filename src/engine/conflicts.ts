@@ -13,7 +13,7 @@ import { DEFAULT_RESOLUTION_ATTEMPTS } from "../graph/model.ts";
 import { maxResolutions, type ResolutionSubject, resolverOf, subjectOf } from "../plan/resolution.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
 import type { Step } from "./step.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import type { Conflict, EngineEvent, ResolutionRecord, RunState, TaskRun } from "./types.ts";
 
 type Conflicted = Extract<EngineEvent, { type: "integration_conflicted" | "task_conflicted" }>;

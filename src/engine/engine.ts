@@ -16,7 +16,8 @@
 import { createHash } from "node:crypto";
 import { MICROS_PER_USD } from "../graph/amount.ts";
 import type { Graph, Task } from "../graph/model.ts";
-import { buildPlan, type Plan } from "../plan/plan.ts";
+import { buildPlan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { applyEvent } from "./apply-event.ts";
 import { resolving } from "./conflicts.ts";
 import { Step } from "./step.ts";

@@ -4,7 +4,7 @@
  * moving workstreams to integration). The engine (engine.ts) creates one per event.
  */
 import type { Micros } from "../graph/amount.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { isTaskActive, isTaskTerminal, mayStart, type StatusView } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
 import { allowance, type CapScope, noteSpent, reserve, unreserve } from "./budget.ts";

@@ -15,7 +15,7 @@
  */
 import { count, DEFAULT_REPAIR_ATTEMPTS, DEFAULT_VERIFICATIONS } from "../graph/model.ts";
 import { resolverOf } from "../plan/resolution.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
 import { bindJob, conflicted, newJobRecord, recordsOf, resolving } from "./conflicts.ts";
 import type { Step } from "./step.ts";
