@@ -44,7 +44,9 @@ import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../src/proto
 import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
 import { graphOf, pushPayload, repository, user } from "./app.ts";
 import { CLAUDE_BIN } from "./claude.ts";
-import { type FakeStep, FakeGitHub, Redirect, type Reply } from "./fake-github.ts";
+import { FakeGitHub } from "./fake-github.ts";
+import { Redirect, type Reply } from "./fake-reply.ts";
+import type { FakeStep } from "./fake-state.ts";
 import { OrchestratorRuns } from "./orchestrator-runs.ts";
 import { runnerStep } from "./runner-process.ts";
 import { BareRepoStore, MemoryStore } from "./repo-store.ts";

@@ -11,7 +11,8 @@ import { createEngine } from "../../src/engine/engine.ts";
 import { StateCache } from "../../src/github/state-cache.ts";
 import { GitHubStateStore } from "../../src/github/state-store.ts";
 import type { StoredRun } from "../../src/protocol/stored-run.ts";
-import { FakeGitHub, GRAPHQL_BLOB_TEXT_BYTES } from "../../harness/fake-github.ts";
+import { FakeGitHub } from "../../harness/fake-github.ts";
+import { GRAPHQL_BLOB_TEXT_BYTES } from "../../harness/fake-state.ts";
 import { graphOf } from "../support/graphs.ts";
 
 beforeEach(() => nock.disableNetConnect());
