@@ -19,10 +19,12 @@ import type { RunState } from "../engine/types.ts";
 import {
   bucketPath,
   HOSTED_PER_TASK,
+  knownAt,
   nextParts,
   partsOfRunFiles,
   type StoredParts,
   RUN_FILES,
+  stateCommitMessage,
   type RunFiles,
   stateOfParts,
   wholeRunFiles,
@@ -239,8 +241,7 @@ export class GitHubStateStore implements StateStore {
     touched?: ReadonlySet<string>,
   ): Promise<string | null> {
     const { graph, dir, legacy } = runFolder(run);
-    const known = expected === null ? undefined : this.cache.get(this.key(run));
-    const from = known?.version === expected ? known : undefined;
+    const from = knownAt(this.cache.get(this.key(run)), expected);
     // The parts to write: the index and the buckets of the tasks the round touched, or all of them
     // (a new run, a resume, a run in the earlier format or one this replica did not read).
     const parts = nextParts(from, next, PER_TASK, touched, withoutGraphText(next));
@@ -293,7 +294,7 @@ export class GitHubStateStore implements StateStore {
         input: {
           branch: { repositoryNameWithOwner: `${this.owner}/${this.repo}`, branchName: stateBranch(graph) },
           expectedHeadOid: base,
-          message: { headline: `${run}: state ${next.seq}${next.outcome ? ` (${next.outcome})` : ""}` },
+          message: { headline: stateCommitMessage(run, next) },
           fileChanges: {
             additions: additions.map((a) => ({
               path: a.path,
