@@ -131,6 +131,13 @@ describe("the shape of the code", () => {
     expect(importCircles([...sourceFiles(SRC), ...sourceFiles(HARNESS)])).toEqual([]);
   });
 
+  it("keeps every file of src/ and harness/ under 500 lines", () => {
+    const long = [...sourceFiles(SRC), ...sourceFiles(HARNESS)]
+      .map((file) => [relative(REPO_ROOT, file), readFileSync(file, "utf8").split("\n").length - 1] as const)
+      .filter(([, lines]) => lines > 500);
+    expect(long).toEqual([]);
+  });
+
   it("finds a circle however the files import each other", () => {
     const dir = mkdtempSync(join(tmpdir(), "agentrelay-circles-"));
     const write = (name: string, text: string) => writeFileSync(join(dir, name), text);
