@@ -14,7 +14,7 @@
  */
 import { type Harness, finishJob, graphOf, repository, startApp, startJob, user } from "../harness/app.ts";
 import { checkToDispatch, percentile } from "../harness/check-latency.ts";
-import type { FakePull } from "../harness/fake-github.ts";
+import type { FakePull } from "../harness/fake-state.ts";
 import { chainsGraph } from "../harness/graphs.ts";
 import { isWrite, LIMITS } from "../harness/fake-rate-limits.ts";
 import { Octokit } from "@octokit/rest";

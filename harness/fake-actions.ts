@@ -8,11 +8,12 @@
  * https://docs.github.com/en/rest/checks/runs#list-check-runs-for-a-git-reference).
  */
 import { load } from "js-yaml";
-import type { FakeGitHub } from "./fake-github.ts";
 import { WORKFLOWS_DIR } from "./fake-repo-settings.ts";
+import { type AddRoute, Redirect } from "./fake-reply.ts";
+import type { FakeGitHubState } from "./fake-state.ts";
 
 /** The workflows on the default branch: file name, path and the `name:` it gives itself. */
-export function repositoryWorkflows(gh: FakeGitHub): { file: string; path: string; name: string }[] {
+export function repositoryWorkflows(gh: FakeGitHubState): { file: string; path: string; name: string }[] {
   const files = gh.store.files(gh.settings.defaultBranch);
   return Object.keys(files)
     .filter((f) => f.startsWith(WORKFLOWS_DIR) && /\.ya?ml$/.test(f))
@@ -27,7 +28,7 @@ export function repositoryWorkflows(gh: FakeGitHub): { file: string; path: strin
     });
 }
 
-export function actionsRoutes(gh: FakeGitHub): void {
+export function actionsRoutes(gh: FakeGitHubState, route: AddRoute): void {
   const { settings } = gh;
   const workflowOf = (id: string) => repositoryWorkflows(gh).find((w) => w.file === id || w.path === id);
   const shown = (w: { file: string; path: string; name: string }, i: number) => ({
@@ -37,31 +38,31 @@ export function actionsRoutes(gh: FakeGitHub): void {
     path: w.path,
     state: settings.disabledWorkflows.has(w.file) ? "disabled_manually" : "active",
   });
-  gh.route("GET", "REPO\\/actions\\/permissions\\/workflow", () => [
+  route("GET", "REPO\\/actions\\/permissions\\/workflow", () => [
     200,
     {
       default_workflow_permissions: "write",
       can_approve_pull_request_reviews: settings.actionsCanCreatePullRequests,
     },
   ]);
-  gh.route("GET", "REPO\\/actions\\/workflows", () => {
+  route("GET", "REPO\\/actions\\/workflows", () => {
     const workflows = repositoryWorkflows(gh).map(shown);
     return [200, { total_count: workflows.length, workflows }];
   });
-  gh.route("GET", "REPO\\/actions\\/workflows\\/([^/]+)", (m) => {
+  route("GET", "REPO\\/actions\\/workflows\\/([^/]+)", (m) => {
     const all = repositoryWorkflows(gh);
     const w = workflowOf(m[1]!);
     return w ? [200, shown(w, all.indexOf(w))] : [404, { message: "Not Found" }];
   });
   for (const verb of ["enable", "disable"] as const)
-    gh.route("PUT", `REPO\\/actions\\/workflows\\/([^/]+)\\/${verb}`, (m) => {
+    route("PUT", `REPO\\/actions\\/workflows\\/([^/]+)\\/${verb}`, (m) => {
       const w = workflowOf(m[1]!);
       if (!w) return [404, { message: "Not Found" }];
       if (verb === "disable") settings.disabledWorkflows.add(w.file);
       else settings.disabledWorkflows.delete(w.file);
       return [204];
     });
-  gh.route("GET", "REPO\\/actions\\/secrets", () => [
+  route("GET", "REPO\\/actions\\/secrets", () => [
     200,
     {
       total_count: settings.secrets.size,
@@ -72,8 +73,8 @@ export function actionsRoutes(gh: FakeGitHub): void {
       })),
     },
   ]);
-  gh.route("GET", "REPO\\/actions\\/organization-secrets", () => [200, { total_count: 0, secrets: [] }]);
-  gh.route("GET", "REPO\\/actions\\/variables", () => [
+  route("GET", "REPO\\/actions\\/organization-secrets", () => [200, { total_count: 0, secrets: [] }]);
+  route("GET", "REPO\\/actions\\/variables", () => [
     200,
     {
       total_count: settings.variables.size,
@@ -85,7 +86,7 @@ export function actionsRoutes(gh: FakeGitHub): void {
       })),
     },
   ]);
-  gh.route("GET", "REPO\\/commits\\/(.+)\\/check-runs", (m, _body, query) => {
+  route("GET", "REPO\\/commits\\/(.+)\\/check-runs", (m, _body, query) => {
     const sha = gh.branches.get(m[1]!) ?? m[1]!;
     const ours = gh.checkRuns
       .filter((c) => c.head_sha === sha)
@@ -109,5 +110,95 @@ export function actionsRoutes(gh: FakeGitHub): void {
     const name = query.get("check_name");
     const runs = [...ours, ...ci].filter((c) => !name || c.name === name);
     return [200, { total_count: runs.length, check_runs: runs }];
+  });
+}
+
+/**
+ * The task workflow's runs: a workflow_dispatch (with the run's details where GitHub gives them),
+ * the runs, their jobs and steps, their artifacts (downloaded through a redirect), cancelling one,
+ * and the app's own check runs, created and updated.
+ */
+export function workflowRunRoutes(gh: FakeGitHubState, route: AddRoute): void {
+  route("POST", "REPO\\/actions\\/workflows\\/([^/]+)\\/dispatches", (m, body) => {
+    if (body.return_run_details !== undefined && !gh.runDetails) {
+      // GitHub Enterprise Server before the run-details change.
+      return [422, { message: 'Invalid request.\n\n"return_run_details" is not a permitted key.' }];
+    }
+    const inputs = body.inputs as Record<string, string>;
+    const runId = gh.newId();
+    gh.dispatches.push({ inputs, runId, at: gh.clock.now() });
+    gh.workflowRuns.set(runId, {
+      id: runId,
+      display_title: `agentrelay ${inputs.run} ${inputs.task} attempt ${inputs.attempt}`,
+      status: "queued",
+      conclusion: null,
+      path: `.github/workflows/${m[1]}`,
+      event: "workflow_dispatch",
+      head_branch: String(body.ref),
+      head_repository: { full_name: `${gh.owner}/${gh.repo}` },
+      created_at: new Date(gh.clock.now()).toISOString(),
+    });
+    gh.onDispatch({ inputs, runId });
+    return body.return_run_details
+      ? [
+          200,
+          {
+            workflow_run_id: runId,
+            run_url: `https://api.github.com${gh.base}/actions/runs/${runId}`,
+            html_url: `https://github.com/${gh.owner}/${gh.repo}/actions/runs/${runId}`,
+          },
+        ]
+      : [204];
+  });
+  route("GET", "REPO\\/actions\\/workflows\\/([^/]+)\\/runs", () => [
+    200,
+    { total_count: gh.workflowRuns.size, workflow_runs: [...gh.workflowRuns.values()].reverse() },
+  ]);
+  route("GET", "REPO\\/actions\\/runs\\/(\\d+)", (m) => {
+    const run = gh.workflowRuns.get(Number(m[1]));
+    return run ? [200, run] : [404, { message: "Not Found" }];
+  });
+  route("GET", "REPO\\/actions\\/runs\\/(\\d+)\\/jobs", (m) => {
+    const run = gh.workflowRuns.get(Number(m[1]));
+    if (!run) return [404, { message: "Not Found" }];
+    const jobs = (run.jobs ?? []).map((job, i) => ({
+      id: run.id * 10 + i,
+      run_id: run.id,
+      name: job.name,
+      status: run.status,
+      conclusion: run.conclusion,
+      steps: job.steps.map((step, n) => ({ ...step, number: n + 1, status: "completed" })),
+    }));
+    return [200, { total_count: jobs.length, jobs }];
+  });
+  route("GET", "REPO\\/actions\\/runs\\/(\\d+)\\/artifacts", (m, _b, q) => {
+    const listed = gh.artifacts
+      .filter((a) => a.runId === Number(m[1]) && (!q.get("name") || a.name === q.get("name")))
+      .map((a) => ({ id: a.id, name: a.name, size_in_bytes: a.zip.length, expired: false }));
+    return [200, { total_count: listed.length, artifacts: listed }];
+  });
+  // GitHub answers with a redirect to the archive's blob, which the client follows.
+  route("GET", "REPO\\/actions\\/artifacts\\/(\\d+)\\/zip", (m) =>
+    gh.artifacts.some((a) => a.id === Number(m[1]))
+      ? [302, new Redirect(`/_blobs/artifact-${m[1]}`)]
+      : [404, { message: "Not Found" }],
+  );
+  route("POST", "REPO\\/actions\\/runs\\/(\\d+)\\/cancel", (m) => {
+    const run = gh.workflowRuns.get(Number(m[1]));
+    if (!run || run.status === "completed")
+      return [409, { message: "Cannot cancel a workflow run that is completed." }];
+    Object.assign(run, { status: "completed", conclusion: "cancelled" });
+    gh.onCancel(run.id);
+    return [202, {}];
+  });
+  route("POST", "REPO\\/check-runs", (_m, body) => {
+    const run = { id: gh.newId(), ...(body as object) } as FakeGitHubState["checkRuns"][number];
+    gh.checkRuns.push(run);
+    return [201, { id: run.id }];
+  });
+  route("PATCH", "REPO\\/check-runs\\/(\\d+)", (m, body) => {
+    const run = gh.checkRuns.find((c) => c.id === Number(m[1]))!;
+    Object.assign(run, body);
+    return [200, { id: run.id }];
   });
 }

@@ -12,7 +12,7 @@
  * others: check-run summaries and texts at most 65,535 characters, at most 50 annotations per request,
  * at most 25 dispatch inputs.
  */
-import type { Reply } from "./fake-github.ts";
+import type { Reply } from "./fake-reply.ts";
 
 const failed = (field: string, message: string): Reply => [
   422,

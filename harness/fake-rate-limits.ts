@@ -14,7 +14,7 @@
  *   the limit is read from the token the fake's repository settings say (fake-repo-settings.ts).
  * Calls the app makes as itself (`/app/…`, signed with its JWT) are not the installation's.
  */
-import type { Reply } from "./fake-github.ts";
+import type { Reply } from "./fake-reply.ts";
 
 export const LIMITS = {
   concurrent: 100,

@@ -8,27 +8,11 @@
  * https://docs.github.com/en/rest/commits/commits#list-commits,
  * https://docs.github.com/en/rest/repos/contents#get-repository-content (a directory: an array).
  */
-import { createHash } from "node:crypto";
-import type { FakeGitHub, Reply } from "./fake-github.ts";
-
-type Route = (match: RegExpExecArray, body: Record<string, unknown>, query: URLSearchParams) => Reply;
-
-/** A commit the fake made on a branch: which paths it changed, and when (the fake's clock). */
-export interface HistoryEntry {
-  sha: string;
-  branch: string;
-  message: string;
-  paths: string[];
-  at: number;
-}
+import type { AddRoute } from "./fake-reply.ts";
+import { blobId, type FakeGitHubState } from "./fake-state.ts";
 
 const iso = (at: number) => new Date(at).toISOString();
-const blobId = (text: string) =>
-  createHash("sha1")
-    .update(`blob ${Buffer.byteLength(text)}\0${text}`)
-    .digest("hex");
-
-export function recordRoutes(gh: FakeGitHub, route: (method: string, path: string, handler: Route) => void) {
+export function recordRoutes(gh: FakeGitHubState, route: AddRoute) {
   const repository = () => ({
     id: 7,
     name: gh.repo,
@@ -111,4 +95,36 @@ export function folderListing(files: Record<string, string>, folder: string) {
       ? { type: "dir", name, path, sha: "0".repeat(40) }
       : { type: "file", name, path, sha: blobId(text), size: Buffer.byteLength(text) };
   });
+}
+
+/** The app itself, its installation and the tokens minted for it, and the repository. */
+export function appRoutes(gh: FakeGitHubState, route: AddRoute): void {
+  route("POST", "\\/app\\/installations\\/(\\d+)\\/access_tokens", (_m, body) => {
+    gh.tokens.push({
+      permissions: (body.permissions ?? {}) as Record<string, string>,
+      repositories: (body.repositories ?? []) as string[],
+    });
+    return [
+      201,
+      {
+        token: `ghs_${"x".repeat(36)}${gh.tokens.length}`,
+        expires_at: "2099-01-01T00:00:00Z",
+        permissions: body.permissions ?? { contents: "write" },
+      },
+    ];
+  });
+  route("GET", "\\/app", () => [200, { id: 1, slug: "agentrelay", name: "agentrelay" }]);
+  route("GET", "REPO\\/installation", () => [200, { id: gh.installationId }]);
+  route("GET", "REPO", () => [
+    200,
+    {
+      name: gh.repo,
+      full_name: `${gh.owner}/${gh.repo}`,
+      default_branch: "main",
+      owner: { login: gh.owner },
+      allow_merge_commit: gh.settings.mergeMethods.merge,
+      allow_squash_merge: gh.settings.mergeMethods.squash,
+      allow_rebase_merge: gh.settings.mergeMethods.rebase,
+    },
+  ]);
 }

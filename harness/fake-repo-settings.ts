@@ -26,7 +26,7 @@
  * - GITHUB_TOKEN's primary rate limit: 1,000 requests an hour per repository (an installation's is
  *   5,000 and up): https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#primary-rate-limit-for-github_token-in-github-actions.
  */
-import type { Reply } from "./fake-github.ts";
+import type { Reply } from "./fake-reply.ts";
 import { matchesFilter } from "../src/github/workflow-files.ts";
 
 export type MergeMethod = "merge" | "squash" | "rebase";

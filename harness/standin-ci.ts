@@ -6,7 +6,8 @@
  * suites) and workflow_run. When each PR's checks settled is kept, for the benches' latencies.
  */
 import { startsWorkflows } from "./fake-events.ts";
-import type { FakeGitHub, FakePull } from "./fake-github.ts";
+import type { FakeGitHub } from "./fake-github.ts";
+import type { FakePull } from "./fake-state.ts";
 import type { Timeline } from "./timeline.ts";
 import { user } from "./app.ts";
 import { matchesFilter } from "../src/github/workflow-files.ts";

@@ -10,43 +10,23 @@
  * reports over as artifacts of their runs, and what the orchestrator does with GITHUB_TOKEN (its
  * merges) starts no workflow, as on GitHub. Jobs may also be scripted in process (large graphs, or a
  * job a test holds while it acts), in either mode: with the app they take their token and report.
+ * The jobs are standin-jobs.ts's, the app's replicas standin-replicas.ts's, the repository's CI
+ * standin-ci.ts's.
  */
-import { type ChildProcess, execFileSync } from "node:child_process";
-import { generateKeyPairSync } from "node:crypto";
-import {
-  chmodSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sign } from "@octokit/webhooks-methods";
-import { zipSync } from "fflate";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { Probot } from "probot";
-import { agentrelayApp, reportSecretOf } from "../src/app/index.ts";
-import { REPORT_KEY_HEADER } from "../src/protocol/report.ts";
-import { agentrelayOctokit } from "../src/app/octokit.ts";
-import { appRequestHandler } from "../src/app/server.ts";
-import { reconcileRepository } from "../src/app/reconcile.ts";
-import { DEFAULT_CONFIG, type GitHubClient } from "../src/github/client.ts";
-import { oidcVerifier } from "../src/github/oidc.ts";
-import { REPORT_ARTIFACT, REPORT_STEP } from "../src/github/reports.ts";
-import { integrationBranch, taskBranch } from "../src/graph/model.ts";
-import { REPORT_FILE } from "../src/protocol/report.ts";
-import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../src/protocol/report-key.ts";
+import { DEFAULT_CONFIG } from "../src/github/client.ts";
+import { REPORT_SECRET_VARIABLE } from "../src/protocol/report-key.ts";
 import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
-import { graphOf, pushPayload, repository, user } from "./app.ts";
-import { CLAUDE_BIN } from "./claude.ts";
-import { type FakeStep, FakeGitHub, Redirect, type Reply } from "./fake-github.ts";
+import { pushPayload, repository, user } from "./app.ts";
+import { FakeGitHub } from "./fake-github.ts";
+import { Redirect, type Reply } from "./fake-reply.ts";
 import { OrchestratorRuns } from "./orchestrator-runs.ts";
-import { runnerStep } from "./runner-process.ts";
 import { BareRepoStore, MemoryStore } from "./repo-store.ts";
 import { startsWorkflows } from "./fake-events.ts";
 import type { TokenKind } from "./fake-repo-settings.ts";
@@ -54,14 +34,15 @@ import { REPO_ROOT } from "./paths.ts";
 import { Timeline } from "./timeline.ts";
 import { orchestrate, SCHEDULE_WORKFLOW } from "../src/app/workflow.ts";
 import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-triggers.ts";
+import { AppReplicas, type Delivery } from "./standin-replicas.ts";
 import { type CiOptions, ciWorkflow, RepositoryCi } from "./standin-ci.ts";
+import { ANTHROPIC_CREDENTIAL, type JobOptions, TaskJobs, WORKFLOW_TOKEN } from "./standin-jobs.ts";
 
 /** Simulated time: a runner picking a job up, a task's job, the schedule's period. */
 const PICKUP_MS = 15_000;
 const JOB_MS = 10 * 60_000;
 const CRON_MS = 15 * 60_000;
 
-const SECRET = "e2e-webhook-secret";
 const APP_LOGIN = "agentrelay[bot]";
 
 const chmodded = (path: string, mode: number): string => {
@@ -69,13 +50,7 @@ const chmodded = (path: string, mode: number): string => {
   return path;
 };
 
-export interface Delivery {
-  id: string;
-  name: string;
-  payload: object;
-}
-
-export interface StandinOptions {
+export interface StandinOptions extends JobOptions {
   script: Script;
   /** App servers (replicas) sharing nothing but GitHub. */
   replicas?: number;
@@ -91,8 +66,6 @@ export interface StandinOptions {
   orchestrator?: "app" | "workflow";
   /** Task jobs: the bundled Action with the real CLI (default), or scripted in process (large graphs). */
   jobs?: "action" | "scripted";
-  /** A scripted job waits for this once it has started (with the app: its token taken), before it ends. */
-  hold?: (inputs: Record<string, string>, runId: number) => Promise<void>;
   /**
    * Simulated time (timeline.ts), for scripted jobs in workflow-only mode: a runner picks each job up
    * after `pickupMs`, a task's job takes `jobMs`, and the orchestrator runs in this process.
@@ -106,64 +79,10 @@ export interface StandinOptions {
   memory?: boolean;
   /** The schedule as GitHub runs it: late by `lateMs`, and run `n` dropped when `drop(n)`. */
   schedule?: { lateMs?: number; drop?: (n: number) => boolean };
-  /** Files a scripted job commits besides its notes (a job whose token may push them). */
-  jobFiles?: (task: string) => Record<string, string>;
-  /** A directory put first on the jobs' PATH (programs the runner finds before the machine's). */
-  jobPath?: string;
-  /** How long a job's runner takes between its steps (the Action's end, the report's upload): 0 by default. */
-  betweenStepsMs?: number;
-  /** Workflow-only mode: what happens to a job's report between the Action's step and its upload. */
-  beforeReportStep?: (reportDir: string) => void;
 }
 
 /** The slug of the registered app the orchestrator workflow may act as. */
 const APP_SLUG = "agentrelay-ci";
-
-/**
- * A job container's capabilities, as the stand-in's jobs (root here) get them: Docker's default set
- * (moby's oci/caps/defaults.go: no CAP_SYS_ADMIN, so no PID namespace for the attempt's commands)
- * and NET_ADMIN, which the task workflow's container options add.
- */
-const JOB_CONTAINER_CAPABILITIES = [
-  "audit_write",
-  "chown",
-  "dac_override",
-  "fowner",
-  "fsetid",
-  "kill",
-  "mknod",
-  "net_bind_service",
-  "net_raw",
-  "setfcap",
-  "setgid",
-  "setpcap",
-  "setuid",
-  "sys_chroot",
-  "net_admin",
-];
-
-/** Runs a job's process with a job container's capabilities, where the stand-in is root. */
-const asJobContainer = (): string[] =>
-  process.getuid?.() === 0
-    ? ["setpriv", `--bounding-set=-all,${JOB_CONTAINER_CAPABILITIES.map((c) => `+${c}`).join(",")}`, "--"]
-    : [];
-
-/**
- * The secret both the task jobs' step and the orchestrator's hold in workflow-only mode (the
- * workflows name AGENTRELAY_REPORT_SECRET, else the Anthropic credential): the reports' HMAC key.
- */
-const ANTHROPIC_CREDENTIAL = "sk-ant-e2e-scripted";
-
-/** The tokens workflow-only mode's jobs hold (the fake GitHub takes any). */
-const WORKFLOW_TOKEN = `ghs_${"w".repeat(36)}`;
-
-interface Replica {
-  probot: Probot;
-  server: Server;
-  url: string;
-  /** A killed replica's process is gone: its server is closed and it makes no more calls. */
-  alive: boolean;
-}
 
 export class Standin {
   readonly gh: FakeGitHub;
@@ -171,23 +90,19 @@ export class Standin {
   readonly root = chmodded(mkdtempSync(join(tmpdir(), "agentrelay-e2e-")), 0o755);
   readonly bare = join(this.root, "remote", "octo", "demo.git");
   url = "";
-  replicas: Replica[] = [];
-  readonly jobs = new Map<number, ChildProcess>();
-  readonly jobLogs = new Map<number, string>();
+  /** The app's servers (app mode). */
+  readonly replicas = new AppReplicas(this);
+  /** The task workflow's runs (standin-jobs.ts). */
+  readonly taskJobs: TaskJobs;
   readonly deliveries: Delivery[] = [];
-  /** Requests jobs made to the app's endpoints, with the answer's status. */
-  readonly jobRequests: { path: string; status: number }[] = [];
   private server!: Server;
   private model!: ScriptedModelServer;
   private signingKey!: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
   private jwks!: object;
-  /** The app's private key (app mode only: generating one takes a while). */
-  private privateKeyPem?: string;
   private pending = new Set<Promise<unknown>>();
   private deliveryCount = 0;
   /** Ids of the comments people make (GitHub gives each its own: commands are applied once per comment). */
   private commentCount = 0;
-  private nextReplica = 0;
   /** Workflow-only mode: the orchestrator workflow's runs. */
   runs: OrchestratorRuns | null = null;
   /** Simulated time, when the options ask for it. */
@@ -200,6 +115,7 @@ export class Standin {
   constructor(private readonly options: StandinOptions) {
     this.gh = new FakeGitHub(options.memory ? new MemoryStore() : BareRepoStore.create(this.bare));
     this.gh.permissions.set("alice", "admin");
+    this.taskJobs = new TaskJobs(this, options);
     if (this.workflowMode) this.gh.settings.token = options.token ?? "github_token";
     this.timeline = options.simulated
       ? new Timeline(this.gh.clock, () => this.pending.size > 0 || (this.runs?.executing ?? 0) > 0)
@@ -217,18 +133,20 @@ export class Standin {
         const { pickupMs = PICKUP_MS, jobMs = JOB_MS } = options.simulated!;
         this.timeline.at(pickupMs, () => {
           this.gh.workflowRuns.get(dispatch.runId)!.status = "in_progress";
-          this.timeline!.at(jobMs, () => this.track(this.scriptedJob(dispatch.inputs, dispatch.runId)));
+          this.timeline!.at(jobMs, () =>
+            this.track(this.taskJobs.runScripted(dispatch.inputs, dispatch.runId)),
+          );
         });
         return;
       }
       this.track(
         options.jobs === "scripted"
-          ? this.scriptedJob(dispatch.inputs, dispatch.runId)
-          : this.startJob(dispatch.inputs, dispatch.runId),
+          ? this.taskJobs.runScripted(dispatch.inputs, dispatch.runId)
+          : this.taskJobs.runAction(dispatch.inputs, dispatch.runId),
       );
     };
     if (options.fault) this.gh.fault = options.fault;
-    this.gh.onCancel = (runId) => this.jobs.get(runId)?.kill("SIGTERM");
+    this.gh.onCancel = (runId) => this.taskJobs.jobs.get(runId)?.kill("SIGTERM");
     // What the orchestrator workflow does with GITHUB_TOKEN starts no workflow.
     this.gh.onMerge = (pull) =>
       (this.workflowMode && startsWorkflows("pull_request", this.gh.settings.token) === "no") ||
@@ -250,15 +168,6 @@ export class Standin {
           sender: { login: APP_LOGIN, type: "Bot" },
         }),
       );
-  }
-
-  private get privateKey(): string {
-    this.privateKeyPem ??= generateKeyPairSync("rsa", {
-      modulusLength: 2048,
-      privateKeyEncoding: { type: "pkcs8", format: "pem" },
-      publicKeyEncoding: { type: "spki", format: "pem" },
-    }).privateKey;
-    return this.privateKeyPem;
   }
 
   async start(): Promise<this> {
@@ -316,8 +225,13 @@ export class Standin {
       timeline?.every(CRON_MS, () => this.schedule());
       return this;
     }
-    for (let i = 0; i < (this.options.replicas ?? 1); i++) this.replicas.push(await this.startReplica());
+    for (let i = 0; i < (this.options.replicas ?? 1); i++)
+      this.replicas.list.push(await this.replicas.start());
     return this;
+  }
+
+  get modelUrl(): string {
+    return this.model.url;
   }
 
   get workflowMode(): boolean {
@@ -406,7 +320,7 @@ export class Standin {
     }
     if (url.pathname === "/oidc-issuer/.well-known/jwks") return [200, this.jwks];
     // The app's job endpoints behind a load balancer: any live replica answers.
-    if (url.pathname.startsWith("/agentrelay/")) return this.balance(req, url, raw);
+    if (url.pathname.startsWith("/agentrelay/")) return this.replicas.balance(req, url, raw);
     // An artifact's archive, where GitHub's download redirects.
     const blob = /^\/_blobs\/artifact-(\d+)$/.exec(url.pathname);
     if (blob) {
@@ -421,88 +335,19 @@ export class Standin {
     );
   }
 
-  private async balance(req: IncomingMessage, url: URL, raw: string): Promise<[number, unknown]> {
-    const live = this.replicas.filter((r) => r.alive);
-    const replica = live[this.nextReplica++ % live.length];
-    if (!replica) return [502, { error: "no app replica is up" }];
-    const response = await fetch(`${replica.url}${url.pathname}`, {
-      method: req.method,
-      // A load balancer passes the request's headers on (the runner's report key among them).
-      headers: {
-        "content-type": "application/json",
-        authorization: req.headers.authorization ?? "",
-        ...(typeof req.headers[REPORT_KEY_HEADER] === "string"
-          ? { [REPORT_KEY_HEADER]: req.headers[REPORT_KEY_HEADER] }
-          : {}),
-      },
-      body: raw,
-    }).catch(() => null);
-    const answer: [number, unknown] = response
-      ? [response.status, await response.json()]
-      : [502, { error: "the replica went away" }];
-    this.jobRequests.push({ path: url.pathname, status: answer[0] });
-    return answer;
-  }
-
-  async startReplica(): Promise<Replica> {
-    const replica = { alive: true } as Replica;
-    const config = { ...DEFAULT_CONFIG, statusIntervalMs: 0, oidcIssuer: `${this.url}/oidc-issuer` };
-    const probot = new Probot({
-      appId: 1,
-      privateKey: this.privateKey,
-      secret: SECRET,
-      baseUrl: this.url,
-      logLevel: "fatal",
-      Octokit: agentrelayOctokit({ retryBaseMs: 5 }).defaults((o: object) => ({
-        ...o,
-        throttle: { enabled: false },
-        pacing: { clock: this.gh.clock, maxWaitMs: Infinity },
-      })),
-      request: {
-        fetch: (input: string | URL | Request, init?: RequestInit) =>
-          replica.alive
-            ? fetch(input, init)
-            : Promise.reject(new TypeError("fetch failed: the app process is gone")),
-      },
-    });
-    const app = agentrelayApp({
-      config,
-      verify: oidcVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience }),
-      // As every replica of the app derives it: from the private key they share.
-      reportSecret: reportSecretOf({ PRIVATE_KEY: this.privateKey }),
-    });
-    const handler = await appRequestHandler(probot, app, { secret: SECRET, log: () => {} });
-    const server = createServer((req, res) => void handler(req, res));
-    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-    return Object.assign(replica, {
-      probot,
-      server,
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    });
+  /** Requests jobs made to the app's endpoints, with the answer's status. */
+  get jobRequests(): { path: string; status: number }[] {
+    return this.replicas.jobRequests;
   }
 
   /** Kills a replica (its in-flight work stops where it is, as in a crash) and starts a fresh one. */
-  async restartReplica(index = 0): Promise<void> {
-    const old = this.replicas[index]!;
-    old.alive = false;
-    old.server.closeAllConnections();
-    await new Promise((done) => old.server.close(done));
-    this.replicas[index] = await this.startReplica();
+  restartReplica(index = 0): Promise<void> {
+    return this.replicas.restart(index);
   }
 
   /** What the app's periodic sweep does, for the stand-in's repository. */
-  async reconcile(): Promise<void> {
-    const octokit = (await this.replicas[0]!.probot.auth(this.gh.installationId)) as unknown as GitHubClient;
-    const config = { ...DEFAULT_CONFIG, statusIntervalMs: 0 };
-    await reconcileRepository({
-      octokit,
-      owner: "octo",
-      repo: "demo",
-      defaultBranch: "main",
-      config,
-      now: Date.now,
-      log: () => undefined,
-    });
+  reconcile(): Promise<void> {
+    return this.replicas.reconcile();
   }
 
   track(work: Promise<unknown>): void {
@@ -572,28 +417,13 @@ export class Standin {
       for (let i = fate === "duplicate" ? 2 : 1; i > 0; i--) this.runs.trigger(name, delivery.payload);
       return;
     }
-    const live = this.replicas.filter((r) => r.alive);
-    const targets = this.options.broadcast ? live : [live[this.nextReplica++ % live.length]!];
+    const targets = this.options.broadcast ? this.replicas.live() : [this.replicas.next()!];
     const times = fate === "duplicate" ? 2 : 1;
     await Promise.all(
-      targets.flatMap((replica) => Array.from({ length: times }, () => this.post(replica, delivery))),
+      targets.flatMap((replica) =>
+        Array.from({ length: times }, () => this.replicas.post(replica, delivery)),
+      ),
     );
-  }
-
-  async post(replica: Replica, delivery: Delivery): Promise<number> {
-    const body = JSON.stringify(delivery.payload);
-    const response = await fetch(`${replica.url}/api/github/webhooks`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-github-event": delivery.name,
-        "x-github-delivery": delivery.id,
-        "x-hub-signature-256": await sign(SECRET, body),
-      },
-      body,
-    }).catch(() => null);
-    await response?.text();
-    return response?.status ?? 0;
   }
 
   /** Commits files to main (as a person pushing) and sends the push webhook. */
@@ -617,181 +447,9 @@ export class Standin {
     );
   }
 
-  private async startJob(inputs: Record<string, string>, runId: number): Promise<void> {
-    const home = join(this.root, "runners", String(runId));
-    const run = this.gh.workflowRuns.get(runId)!;
-    run.status = "in_progress";
-    const step = runnerStep(
-      "dist/action/index.js",
-      home,
-      {
-        ...(this.options.jobPath ? { PATH: `${this.options.jobPath}:${process.env.PATH}` } : {}),
-        GITHUB_EVENT_NAME: "workflow_dispatch",
-        GITHUB_RUN_ID: String(runId),
-        GITHUB_SERVER_URL: `file://${join(this.root, "remote")}`,
-        GITHUB_API_URL: this.url,
-        GITHUB_WORKSPACE: join(home, "workspace"),
-        RUNNER_TEMP: join(home, "temp"),
-        // Jobs here share the machine's network namespace, and run side by side: the egress rules are
-        // for a job container's own namespace (test/action/egress-container.test.ts).
-        AGENTRELAY_EGRESS: "off",
-        ...(this.workflowMode
-          ? {
-              INPUT_TOKEN: WORKFLOW_TOKEN,
-              INPUT_TIER: inputs.tier,
-              [REPORT_SECRET_VARIABLE]: ANTHROPIC_CREDENTIAL,
-            }
-          : {
-              ACTIONS_ID_TOKEN_REQUEST_URL: `${this.url}/oidc/token?job=${runId}`,
-              ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
-              "INPUT_APP-URL": this.url,
-            }),
-        INPUT_RUN: inputs.run,
-        INPUT_TASK: inputs.task,
-        INPUT_ATTEMPT: inputs.attempt,
-        "INPUT_STATE-VERSION": inputs["state-version"],
-        "INPUT_CLAUDE-PATH": CLAUDE_BIN,
-        "INPUT_TIMEOUT-MINUTES": "3",
-        AGENTRELAY_ANTHROPIC_CREDENTIAL: ANTHROPIC_CREDENTIAL,
-        ANTHROPIC_BASE_URL: this.model.url,
-        DISABLE_TELEMETRY: "1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-      },
-      asJobContainer(),
-    );
-    this.jobs.set(runId, step.child);
-    const { code, log } = await step.done;
-    this.jobLogs.set(runId, log);
-    const output = step.output;
-    const report = /^report<<(\S+)\n([\s\S]*?)\n\1$/m.exec(readFileSync(output, "utf8"))?.[2] ?? null;
-    const pause = this.options.betweenStepsMs ?? 0;
-    if (pause > 0) await new Promise((done) => setTimeout(done, pause));
-    await this.endRun(runId, inputs.tier ?? "task", code === 0, report);
-  }
-
-  /**
-   * A task workflow run ends: in workflow-only mode its next step hands the report over (an artifact
-   * of the run, refused when the run already has one of that name), then workflow_run is delivered.
-   */
-  private async endRun(runId: number, job: string, ran: boolean, report: string | null): Promise<void> {
-    const run = this.gh.workflowRuns.get(runId)!;
-    const steps: FakeStep[] = [{ name: "Run the task", conclusion: ran ? "success" : "failure" }];
-    if (this.workflowMode && report !== null && run.status !== "completed") {
-      // The report step uploads the directory the Action named (its report and the report's HMAC),
-      // or the one file an Action from before the HMAC named.
-      this.options.beforeReportStep?.(report);
-      const files = statSync(report).isDirectory()
-        ? Object.fromEntries(readdirSync(report).map((name) => [name, readFileSync(join(report, name))]))
-        : { [REPORT_FILE]: readFileSync(report) };
-      const zip = zipSync(files);
-      const uploaded = this.gh.uploadArtifact(runId, REPORT_ARTIFACT, zip);
-      steps.push({ name: REPORT_STEP, conclusion: uploaded ? "success" : "failure" });
-    }
-    run.jobs = [{ name: job, steps }];
-    if (run.status !== "completed") {
-      const ok = steps.every((s) => s.conclusion === "success");
-      Object.assign(run, { status: "completed", conclusion: ok ? "success" : "failure" });
-    }
-    await this.webhook("workflow_run", {
-      action: "completed",
-      workflow_run: {
-        id: runId,
-        name: "agentrelay task",
-        // Where the run comes from, as GitHub says it (task jobs run on the default branch, the dispatch's ref).
-        path: run.path,
-        event: run.event,
-        head_branch: run.head_branch,
-        head_repository: run.head_repository,
-        created_at: run.created_at,
-        display_title: run.display_title,
-        status: "completed",
-        conclusion: run.conclusion,
-        html_url: `https://github.com/octo/demo/actions/runs/${runId}`,
-      },
-    });
-  }
-
-  /** A job's POST to the app's endpoints, as the Action makes it (through the load balancer). */
-  private async callApp(
-    path: string,
-    body: object,
-    oidc: string,
-    key?: string,
-  ): Promise<Record<string, unknown>> {
-    const response = await fetch(`${this.url}${path}`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        authorization: `Bearer ${oidc}`,
-        ...(key ? { [REPORT_KEY_HEADER]: key } : {}),
-      },
-      body: JSON.stringify(body),
-    });
-    const answer = (await response.json()) as Record<string, unknown>;
-    if (!response.ok) throw new Error(`${path} answered ${response.status}: ${String(answer.error)}`);
-    return answer;
-  }
-
-  /**
-   * A scripted job, in process: with the app, it takes the attempt's token with its OIDC token first;
-   * then the task's commit pushed to its branch (new from its integration branch), and the report its
-   * Action would write (workflow-only mode) or post (with the app).
-   */
-  private async scriptedJob(inputs: Record<string, string>, runId: number): Promise<void> {
-    await new Promise((done) => setTimeout(done, 5));
-    const { run: runKey, task, attempt } = inputs as { run: string; task: string; attempt: string };
-    this.gh.workflowRuns.get(runId)!.status = "in_progress";
-    const request = { run: runKey, task, attempt: Number(attempt) };
-    let app: { oidc: string; key: string } | null = null;
-    if (!this.workflowMode) {
-      const oidc = await fetch(`${this.url}/oidc/token?job=${runId}&audience=${DEFAULT_CONFIG.oidcAudience}`);
-      const { value } = (await oidc.json()) as { value: string };
-      const grant = await this.callApp("/agentrelay/token", request, value);
-      app = { oidc: value, key: String(grant.report_key) };
-    }
-    await this.options.hold?.(inputs, runId);
-    const graph = graphOf(this.gh.runSource(runKey));
-    const branch = taskBranch(graph.name, task);
-    const workstream = graph.tasks.find((t) => t.id === task)!.workstreamId;
-    if (!this.gh.branches.has(branch) || attempt === "1")
-      this.gh.branches.set(branch, this.gh.branches.get(integrationBranch(graph.name, workstream))!);
-    const commit = this.gh.commit(
-      branch,
-      { [`notes/${task}.md`]: `task ${task}, attempt ${attempt}\n`, ...this.options.jobFiles?.(task) },
-      task,
-    );
-    const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [] };
-    const report = {
-      ...request,
-      result: {
-        ...result,
-        summary: `did ${task}`,
-        outputs: [],
-        costMicros: 10_000,
-        turns: 1,
-        gates: [],
-        commit,
-      },
-    };
-    if (app) {
-      await this.callApp("/agentrelay/report", report, app.oidc, app.key);
-      await this.endRun(runId, "standard", true, null);
-      return;
-    }
-    const dir = join(this.root, `report-${runId}`);
-    mkdirSync(dir);
-    const bytes = JSON.stringify(report);
-    writeFileSync(join(dir, REPORT_FILE), bytes);
-    writeFileSync(join(dir, REPORT_MAC_FILE), reportMac(ANTHROPIC_CREDENTIAL, request, String(runId), bytes));
-    await this.endRun(runId, inputs.tier!, true, dir);
-  }
-
   async close(): Promise<void> {
-    for (const child of this.jobs.values()) child.kill("SIGKILL");
-    for (const replica of this.replicas) {
-      replica.server.closeAllConnections();
-      await new Promise((done) => replica.server.close(done));
-    }
+    for (const child of this.taskJobs.jobs.values()) child.kill("SIGKILL");
+    await this.replicas.close();
     this.server.closeAllConnections();
     await new Promise((done) => this.server.close(done));
     await this.model.close();

@@ -3,12 +3,14 @@
  * core but not each other, and the two entry points (the app, the command line) that put them
  * together. Read from the sources' relative imports.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "./support/fixtures.ts";
 
 const SRC = join(REPO_ROOT, "src");
+const HARNESS = join(REPO_ROOT, "harness");
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -21,18 +23,62 @@ function sourceFiles(dir: string): string[] {
 interface Import {
   from: string;
   to: string;
-  /** `import type`: erased, no dependency when the code runs. */
-  typeOnly: boolean;
 }
 
-function imports(): Import[] {
-  return sourceFiles(SRC).flatMap((file) =>
-    [
-      ...readFileSync(file, "utf8").matchAll(
-        /^(?:import|export)\s+(type\s+)?(?:[^;]*?\sfrom\s+)?["'](\.{1,2}\/[^"']+)["']/gms,
-      ),
-    ].map((m) => ({ from: file, to: resolve(dirname(file), m[2]!), typeOnly: Boolean(m[1]) })),
-  );
+/**
+ * A file's relative imports, every kind: `import` and `export … from` (type-only ones too: they tie
+ * the modules together for a reader, if not when the code runs), bare `import "…"`, and dynamic
+ * `import("…")`.
+ */
+const IMPORT_FORMS = [
+  /^\s*(?:import|export)\b[^;'"]*?\bfrom\s*["'](\.{1,2}\/[^"']+)["']/gm,
+  /^\s*import\s*["'](\.{1,2}\/[^"']+)["']/gm,
+  /\bimport\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g,
+];
+
+function importsOf(files: string[]): Import[] {
+  return files.flatMap((file) => {
+    const text = readFileSync(file, "utf8");
+    return IMPORT_FORMS.flatMap((form) =>
+      [...text.matchAll(form)].map((m) => ({ from: file, to: resolve(dirname(file), m[1]!) })),
+    );
+  });
+}
+
+/** The import circles among `files`: each set of two or more files that import one another, sorted. */
+function importCircles(files: string[]): string[][] {
+  const known = new Set(files);
+  const edges = new Map<string, string[]>(files.map((f) => [f, []]));
+  for (const { from, to } of importsOf(files)) if (known.has(to) && to !== from) edges.get(from)!.push(to);
+  // Tarjan's strongly connected components.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  const connect = (file: string) => {
+    index.set(file, index.size);
+    low.set(file, index.get(file)!);
+    stack.push(file);
+    onStack.add(file);
+    for (const next of edges.get(file)!) {
+      if (!index.has(next)) {
+        connect(next);
+        low.set(file, Math.min(low.get(file)!, low.get(next)!));
+      } else if (onStack.has(next)) low.set(file, Math.min(low.get(file)!, index.get(next)!));
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const circle: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      circle.push(member);
+    } while (member !== file);
+    if (circle.length > 1) circles.push(circle.map((f) => relative(REPO_ROOT, f)).sort());
+  };
+  for (const file of files) if (!index.has(file)) connect(file);
+  return circles;
 }
 
 const folderOf = (path: string) => relative(SRC, path).split("/")[0]!;
@@ -60,7 +106,7 @@ const ALLOWED: Record<string, string[]> = {
 };
 
 describe("the shape of the code", () => {
-  const all = imports();
+  const all = importsOf(sourceFiles(SRC));
 
   it("reads the imports of every source folder", () => {
     const folders = new Set(sourceFiles(SRC).map(folderOf));
@@ -81,23 +127,31 @@ describe("the shape of the code", () => {
     expect(broken).toEqual([]);
   });
 
-  it("has no import cycles among modules (type-only imports aside)", () => {
-    const edges = new Map<string, string[]>();
-    for (const { from, to, typeOnly } of all)
-      if (!typeOnly) edges.set(from, [...(edges.get(from) ?? []), to]);
-    const state = new Map<string, "open" | "done">();
-    const cycles: string[] = [];
-    const visit = (file: string, path: string[]) => {
-      if (state.get(file) === "done") return;
-      if (state.get(file) === "open") {
-        cycles.push([...path.slice(path.indexOf(file)), file].map((f) => relative(SRC, f)).join(" -> "));
-        return;
-      }
-      state.set(file, "open");
-      for (const next of edges.get(file) ?? []) visit(next, [...path, file]);
-      state.set(file, "done");
-    };
-    for (const file of edges.keys()) visit(file, []);
-    expect(cycles).toEqual([]);
+  it("has no import circle in src/ or harness/, type-only and dynamic imports included", () => {
+    expect(importCircles([...sourceFiles(SRC), ...sourceFiles(HARNESS)])).toEqual([]);
+  });
+
+  it("keeps every file of src/ and harness/ under 500 lines", () => {
+    const long = [...sourceFiles(SRC), ...sourceFiles(HARNESS)]
+      .map((file) => [relative(REPO_ROOT, file), readFileSync(file, "utf8").split("\n").length - 1] as const)
+      .filter(([, lines]) => lines > 500);
+    expect(long).toEqual([]);
+  });
+
+  it("finds a circle however the files import each other", () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentrelay-circles-"));
+    const write = (name: string, text: string) => writeFileSync(join(dir, name), text);
+    write("a.ts", 'import type { B } from "./b.ts";\nexport type A = B;\n');
+    write("b.ts", 'export type B = 1;\nexport const c = () => import("./c.ts");\n');
+    write("c.ts", 'export {\n  A,\n} from "./a.ts";\n');
+    write("d.ts", 'import "./e.ts";\n');
+    write("e.ts", 'import { f } from "./d.ts";\n');
+    write("f.ts", 'import { a } from "./a.ts";\n');
+    const circles = importCircles(sourceFiles(dir)).map((c) => c.map((f) => basename(f)));
+    rmSync(dir, { recursive: true });
+    expect(circles.sort()).toEqual([
+      ["a.ts", "b.ts", "c.ts"],
+      ["d.ts", "e.ts"],
+    ]);
   });
 });

@@ -13,8 +13,8 @@ import {
   type AttemptResult,
   DEFAULT_ALLOWED_TOOLS,
   failedAttempt,
-  runAttempt,
-} from "../attempt/run-attempt.ts";
+} from "../attempt/attempt.ts";
+import { runAttempt } from "../attempt/run-attempt.ts";
 import { ACTION_FIX_CREDENTIAL, agentEnv, type Job } from "./job-io.ts";
 
 /**

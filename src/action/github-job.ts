@@ -16,7 +16,7 @@ import { buildPlan } from "../plan/plan.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
 import { AgentUnavailableError, checkAgent } from "../attempt/preflight.ts";
-import { failedAttempt } from "../attempt/run-attempt.ts";
+import { failedAttempt } from "../attempt/attempt.ts";
 import { restoreAgentConfig } from "../attempt/protected-paths.ts";
 import {
   ACTION_FIX_CREDENTIAL,

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as core from "@actions/core";
 import { type CheckoutGit, git, inCheckout } from "../attempt/git.ts";
-import type { AttemptResult } from "../attempt/run-attempt.ts";
+import type { AttemptResult } from "../attempt/attempt.ts";
 import { dollarsText, type Micros, usd } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
 import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../protocol/report-key.ts";

@@ -8,7 +8,7 @@
  * same way, and the report names the target commit the gates ran with.
  */
 import * as core from "@actions/core";
-import { failedAttempt } from "../attempt/run-attempt.ts";
+import { failedAttempt } from "../attempt/attempt.ts";
 import { recordsOf } from "../engine/conflicts.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import type { ApplicationFunction, Probot } from "probot";
 import { type AppConfig, configFromEnv } from "../github/client.ts";
 import { oidcVerifier, type ActionsIdentity } from "../github/oidc.ts";
-import { StateCache } from "../github/state-store.ts";
+import { StateCache } from "../github/state-cache.ts";
 import { type Repository, repoContextOf } from "./context.ts";
 import { EVENT_HANDLERS, handlerOf, type HandledEvent } from "./events.ts";
 import { WriteBudgetSpent } from "../github/write-pacing.ts";

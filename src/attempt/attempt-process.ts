@@ -10,7 +10,8 @@ import { CREDENTIAL_VARIABLES } from "./credential.ts";
 import { isSecretName } from "./redact.ts";
 import { parseGraph } from "../graph/load.ts";
 import { recordProcessGroups } from "./bounded.ts";
-import { type AttemptInputs, type AttemptResult, failedAttempt, runAttempt } from "./run-attempt.ts";
+import { type AttemptInputs, type AttemptResult, failedAttempt } from "./attempt.ts";
+import { runAttempt } from "./run-attempt.ts";
 
 export interface AttemptSpec extends AttemptInputs {
   graphFile: string;

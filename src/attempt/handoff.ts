@@ -6,10 +6,10 @@
  * from the same state this way.
  */
 import type { ResolutionRecord, RunState } from "../engine/types.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import type { Task } from "../graph/model.ts";
 import { type InputFile, resolveInputFiles } from "../protocol/render.ts";
-import type { PeerArtifacts } from "./run-attempt.ts";
+import type { PeerArtifacts } from "./attempt.ts";
 
 export function handoff(
   state: RunState,

@@ -2,10 +2,10 @@
  * How each event changes the run state (the `switch` behind `decide`). Events about an attempt other
  * than the current one, and facts already recorded, change nothing.
  */
-import { Blocking } from "./blocking.ts";
 import { allowance, charge, unreserve } from "./budget.ts";
+import type { ResolutionSubject } from "../plan/resolution.ts";
 import { applyCommand } from "./commands.ts";
-import { conflicted, resolutionDeadlines, resolutionFact } from "./conflicts.ts";
+import { conflicted, lateResolutions, resolutionFact } from "./conflicts.ts";
 import type { Step } from "./step.ts";
 import type { EngineEvent, TaskRun } from "./types.ts";
 import {
@@ -13,6 +13,7 @@ import {
   landingDeadlines,
   landingFact,
   landingsDue,
+  maybeAutoMerge,
   nextInLine,
   resolvedAndVerified,
   unverified,
@@ -29,6 +30,13 @@ function addConcerns(step: Step, task: TaskRun, kind: "design" | "ops", messages
       step.changed = true;
     }
   }
+}
+
+/** Asks again for the merge a resolution ended on: the task's PR, or the workstream's landing. */
+function mergeAgain(step: Step, subject: ResolutionSubject | null): void {
+  if (!subject) return;
+  if (subject.task !== undefined) step.requestTaskPr(subject.task);
+  else maybeAutoMerge(step, subject.workstream);
 }
 
 /** How the reason of a workstream whose auto-merge failed begins. */
@@ -230,7 +238,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       step.log({ type: "integration_opened", workstream: event.workstream });
       if (w.unfinished === 0 && w.status !== "failed") {
         w.status = "pr_open";
-        step.maybeAutoMerge(event.workstream);
+        maybeAutoMerge(step, event.workstream);
       }
       return;
     }
@@ -253,7 +261,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       w.reason = null;
       step.changed = true;
       step.log({ type: "integration_merged", workstream: event.workstream });
-      if (wasFailed) new Blocking(step).recompute();
+      if (wasFailed) step.unblock();
       // The next workstream into the same target may verify now: the target it lands on is settled.
       nextInLine(step, event.workstream);
       return;
@@ -267,9 +275,11 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       return;
     }
     case "integration_conflicted":
-    case "task_conflicted":
-      conflicted(step, event);
+    case "task_conflicted": {
+      const failure = conflicted(step, event);
+      if (failure) step.failTask(failure.task, failure.reason, "failed", true);
       return;
+    }
     case "resolution_dispatched":
     case "resolution_started":
     case "resolution_lost":
@@ -279,7 +289,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       else {
         // A resolution that ran the gates on the merged tree verified it, before the merge is asked again.
         if (event.type === "resolution_finished") resolvedAndVerified(step, event);
-        resolutionFact(step, event);
+        mergeAgain(step, resolutionFact(step, event));
       }
       return;
     case "integration_unverified":
@@ -320,7 +330,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
         step.cancelAttempt(id);
         step.failTask(id, `attempt ${t.attempt} timed out`, "failed", true);
       }
-      resolutionDeadlines(step);
+      for (const late of lateResolutions(step)) mergeAgain(step, resolutionFact(step, late));
       landingDeadlines(step);
       landingsDue(step);
       return;

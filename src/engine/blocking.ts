@@ -6,8 +6,8 @@
  * (preparation) also blocks its own pending tasks. Reasons use agentrelay's wording (see
  * plan/readiness.ts). `recompute` rebuilds all of it after a retry or a human merge.
  */
-import { ancestorsOf, type Plan } from "../plan/plan.ts";
-import type { Step } from "./step.ts";
+import { ancestorsOf, type Plan } from "../plan/model.ts";
+import type { RunEdit } from "./run-edit.ts";
 import type { RunState } from "./types.ts";
 
 /**
@@ -27,7 +27,7 @@ type Work = { kind: "task"; id: string; root: Root } | { kind: "workstream"; id:
 export class Blocking {
   private readonly queue: Work[] = [];
 
-  constructor(private readonly step: Step) {}
+  constructor(private readonly step: RunEdit) {}
 
   /** A task failed, was cancelled or was blocked. */
   taskBroke(id: string): void {
@@ -41,7 +41,10 @@ export class Blocking {
     this.drain();
   }
 
-  /** Clears derived blocking and rebuilds it from the explicit failures that remain. */
+  /**
+   * Clears derived blocking and rebuilds it from the explicit failures that remain (Step.unblock then
+   * moves on the workstreams it freed).
+   */
   recompute(): void {
     const { state, plan } = this.step;
     for (const id of plan.order) {
@@ -76,17 +79,6 @@ export class Blocking {
         this.queue.push({ kind: "workstream", id: wsId, root: { workstream: wsId } });
     }
     this.drain();
-    for (const [wsId] of plan.workstreams) this.step.workstreamProgress(wsId);
-    // A finished run whose failure was undone (a retry, a human merge) has work again.
-    if (
-      state.outcome !== null &&
-      !state.cancelled &&
-      Object.values(state.tasks).some((t) => t.status === "pending")
-    ) {
-      state.outcome = null;
-      state.finishedAt = null;
-      this.step.changed = true;
-    }
   }
 
   private block(id: string, reason: string, root: Root): void {

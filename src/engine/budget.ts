@@ -15,28 +15,10 @@ import { AMOUNT_FORM, MAX_MICROS, MAX_RAISED_MICROS, type Micros, usd, usdExact 
 import { attemptFloorMicros } from "../graph/attempt-floor.ts";
 import type { Graph } from "../graph/model.ts";
 import { resolverOf } from "../plan/resolution.ts";
-import type { Step } from "./step.ts";
-import type { AttemptRecord, EngineEvent, RunState, TaskRun } from "./types.ts";
+import type { RunEdit } from "./run-edit.ts";
+import type { AttemptRecord, BudgetState, CapScope, EngineEvent, RunState, Spend, TaskRun } from "./types.ts";
 
 export { usd };
-
-/** What one scope (the run, a workstream) has spent, holds for running attempts, and was raised by. */
-export interface Spend {
-  spentMicros: Micros;
-  reservedMicros: Micros;
-  raisedMicros: Micros;
-}
-
-export interface BudgetState {
-  run: Spend;
-  /** Attempts holding a cap (running). */
-  holding: number;
-  workstreams: Record<string, Spend>;
-  /** Raises applied, by the id of the command that asked (a command delivered twice raises once). */
-  raises: string[];
-  /** Budgets found spent, by scope (`run`, `workstream:<id>`, `task:<id>`), with what to tell people. */
-  spent: Record<string, string>;
-}
 
 /**
  * Within a running attempt, what is left of its cap below which another agent call is not made (a
@@ -77,19 +59,12 @@ export const taskSpent = (t: TaskRun): Micros => spentBy([...t.attempts, ...(t.c
 export type Allowance =
   { capMicros: Micros | null; capBy?: CapScope } | { waits: true } | { spent: string; scope: string };
 
-/**
- * What set an attempt's cap: its own per-attempt limit (`max_attempt_cost_usd`), or what is left of the
- * task's budget, or its share of its workstream's or the run's. An attempt stopped by anything but its
- * own limit did not fail at its work: it does not use up one of the task's attempts.
- */
-export type CapScope = "attempt" | "task" | "workstream" | "run";
-
-export function allowance(step: Step, id: string): Allowance {
+export function allowance(step: RunEdit, id: string): Allowance {
   return allowanceIn(step, step.plan.tasks.get(id)!.workstreamId, id);
 }
 
 /** The allowance of an attempt in a workstream: a task's (`id`), or one of the workstream's own. */
-export function allowanceIn(step: Step, wsId: string, id: string | null): Allowance {
+export function allowanceIn(step: RunEdit, wsId: string, id: string | null): Allowance {
   const { plan, state } = step;
   const task = id === null ? null : plan.tasks.get(id)!;
   const settings = plan.graph.settings;
@@ -176,7 +151,7 @@ function spentMessage(name: string, limit: Micros, spent: Micros, floor: Micros)
  * Among how many attempts the run's remainder is shared: the tasks that could start an agent now (one
  * per workstream, not held back by a spent budget of their own), at most the free slots, at least one.
  */
-function contenders(step: Step, freeSlots: number): number {
+function contenders(step: RunEdit, freeSlots: number): number {
   const spent = step.state.budget?.spent ?? {};
   const workstreams = new Set<string>();
   for (const id of step.state.candidates) {
@@ -192,7 +167,7 @@ function contenders(step: Step, freeSlots: number): number {
 type Held = { capMicros?: Micros | null; reservedMicros?: Micros };
 
 /** Holds the attempt's cap against the run's and its workstream's budgets while it runs. */
-export function reserve(step: Step, wsId: string, record: Held, capMicros: Micros | null): void {
+export function reserve(step: RunEdit, wsId: string, record: Held, capMicros: Micros | null): void {
   record.capMicros = capMicros;
   if (capMicros === null) return;
   const budget = budgetOf(step.state);
@@ -204,7 +179,7 @@ export function reserve(step: Step, wsId: string, record: Held, capMicros: Micro
 }
 
 /** The attempt ended (or was stopped): its cap is no longer held. Safe to call more than once. */
-export function unreserve(step: Step, wsId: string, record: Held | undefined): void {
+export function unreserve(step: RunEdit, wsId: string, record: Held | undefined): void {
   if (!record?.reservedMicros) return;
   const budget = budgetOf(step.state);
   const ws = workstreamSpend(budget, wsId);
@@ -215,7 +190,7 @@ export function unreserve(step: Step, wsId: string, record: Held | undefined): v
 }
 
 /** Records what a workstream's own attempt (a conflict resolution) spent. */
-export function chargeWorkstream(step: Step, wsId: string, costMicros: Micros): void {
+export function chargeWorkstream(step: RunEdit, wsId: string, costMicros: Micros): void {
   const budget = budgetOf(step.state);
   budget.run.spentMicros += whole(costMicros);
   const ws = workstreamSpend(budget, wsId);
@@ -225,7 +200,7 @@ export function chargeWorkstream(step: Step, wsId: string, costMicros: Micros): 
 
 /** Records what an attempt spent, once (its first reported cost). */
 export function charge(
-  step: Step,
+  step: RunEdit,
   id: string,
   record: AttemptRecord,
   costMicros: Micros | null | undefined,
@@ -236,7 +211,7 @@ export function charge(
 }
 
 /** Notes a budget found spent, once until it is raised: the timeline and the status say so. */
-export function noteSpent(step: Step, scope: string, message: string, task: string): void {
+export function noteSpent(step: RunEdit, scope: string, message: string, task: string): void {
   const budget = budgetOf(step.state);
   if (budget.spent[scope] === message) return;
   budget.spent[scope] = message;
@@ -259,7 +234,7 @@ type BudgetCommand = Extract<EngineEvent, { type: "command"; command: "budget" }
  * what waited on it is dispatched by the same step. Answers whether it applied, and what it did (or
  * nothing, for a request already applied).
  */
-export function raiseBudget(step: Step, event: BudgetCommand): [boolean, string] | null {
+export function raiseBudget(step: RunEdit, event: BudgetCommand): [boolean, string] | null {
   const { plan, state } = step;
   const { target, micros: amount } = event;
   if (!Number.isSafeInteger(amount) || amount <= 0 || amount > MAX_MICROS)

@@ -5,7 +5,6 @@
  */
 import { cancelResolutions } from "./conflicts.ts";
 import { isTaskActive, isTaskTerminal } from "../plan/readiness.ts";
-import { Blocking } from "./blocking.ts";
 import { raiseBudget } from "./budget.ts";
 import type { Step } from "./step.ts";
 import type { EngineEvent } from "./types.ts";
@@ -80,7 +79,7 @@ export function applyCommand(step: Step, event: Command): void {
       t.attemptBase = t.attempt;
       t.reason = null;
       if (t.waitingOn === 0) step.addCandidate(id);
-      new Blocking(step).recompute();
+      step.unblock();
       return reply(
         true,
         `retrying '${id}' (attempt ${t.attempt + 1})${resumed ? "; the cancelled run goes on" : ""}`,
@@ -133,7 +132,7 @@ export function applyCommand(step: Step, event: Command): void {
       if (ws.status === "merge_ready" || ws.status === "pr_open") ws.status = "active";
       // The branch will change: what was verified (or left to a person) no longer holds.
       if (ws.verification) Object.assign(ws.verification, { passed: null, failure: null, toPerson: false });
-      new Blocking(step).recompute();
+      step.unblock();
       return reply(true, `reset '${id}'; it will run again`);
     }
   }

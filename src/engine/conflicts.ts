@@ -12,8 +12,8 @@
 import { DEFAULT_RESOLUTION_ATTEMPTS } from "../graph/model.ts";
 import { maxResolutions, type ResolutionSubject, resolverOf, subjectOf } from "../plan/resolution.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
-import type { Step } from "./step.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { RunEdit } from "./run-edit.ts";
+import type { Plan } from "../plan/model.ts";
 import type { Conflict, EngineEvent, ResolutionRecord, RunState, TaskRun } from "./types.ts";
 
 type Conflicted = Extract<EngineEvent, { type: "integration_conflicted" | "task_conflicted" }>;
@@ -35,7 +35,7 @@ const fileList = (files: string[]) =>
 const counted = (conflict: Conflict) => conflict.resolutions.filter((r) => r.outcome !== "lost").length;
 
 /** The record a subject's conflict is kept on, if the subject still waits on that merge. */
-function holderOf(step: Step, subject: ResolutionSubject) {
+function holderOf(step: RunEdit, subject: ResolutionSubject) {
   if (subject.task !== undefined) {
     if (!step.plan.tasks.has(subject.task)) return null;
     const t = step.task(subject.task);
@@ -45,37 +45,45 @@ function holderOf(step: Step, subject: ResolutionSubject) {
   return w ? { record: w, open: w.status === "pr_open" && !w.autoMergeSkipped } : null;
 }
 
-/** A merge conflicts: dispatch a resolution attempt, once, or leave it to a person. */
-export function conflicted(step: Step, event: Conflicted): void {
+/** A task that fails on its conflict, and why: what `conflicted` decides when resolution is off. */
+export interface ConflictFailure {
+  task: string;
+  reason: string;
+}
+
+/**
+ * A merge conflicts: dispatch a resolution attempt, once, or leave it to a person; or, with resolution
+ * off, the task PR's task fails (returned, for the caller to fail it).
+ */
+export function conflicted(step: RunEdit, event: Conflicted): ConflictFailure | null {
   const { plan } = step;
-  if (event.type === "task_conflicted" && !plan.tasks.has(event.task)) return;
+  if (event.type === "task_conflicted" && !plan.tasks.has(event.task)) return null;
   const subject: ResolutionSubject =
     event.type === "task_conflicted"
       ? { workstream: plan.tasks.get(event.task)!.workstreamId, task: event.task }
       : { workstream: event.workstream };
   const { task } = subject;
   const holder = holderOf(step, subject);
-  if (!holder?.open) return;
+  if (!holder?.open) return null;
   const resolver = resolverOf(plan, subject);
   const max = maxResolutions(plan, subject, DEFAULT_RESOLUTION_ATTEMPTS);
   const { files } = event;
   if (max === 0 && task !== undefined) {
     // Resolution off: the task fails on its conflict, as it did before resolutions existed.
     const reason = `merging the task PR failed: it has conflicts with \`${resolver.target}\` in ${fileList(files)}`;
-    step.failTask(task, reason, "failed", true);
-    return;
+    return { task, reason };
   }
   // A report about a merge asked before the latest resolution, or while one runs, is about a
   // conflict already being dealt with; one left to a person was said once.
   const known = holder.record.conflict;
-  if (event.resolutions !== undefined && event.resolutions !== (known?.resolutions.length ?? 0)) return;
-  if (known && (resolving(known) || known.toPerson)) return;
+  if (event.resolutions !== undefined && event.resolutions !== (known?.resolutions.length ?? 0)) return null;
+  if (known && (resolving(known) || known.toPerson)) return null;
   const readOnly = resolver.agentTask.primaryAgent.isolation.tokenTier === "read_only";
   const tried = known ? counted(known) : 0;
   // No agent may resolve it (off, read-only, tried enough): the budget does not matter.
   const allowed = tried >= max || readOnly ? null : allowanceIn(step, subject.workstream, task ?? null);
   // Running attempts hold what is left of the budget: the reconciler's next merge asks again.
-  if (allowed && "waits" in allowed) return;
+  if (allowed && "waits" in allowed) return null;
   const conflict = (holder.record.conflict ??= { files, resolutions: [] });
   // GitHub does not say which files conflict; a resolution that found them keeps them.
   if (files.length > 0) conflict.files = files;
@@ -95,7 +103,7 @@ export function conflicted(step: Step, event: Conflicted): void {
     if (task !== undefined) step.task(task).reason = reason;
     else Object.assign(step.workstream(subject.workstream), { autoMergeSkipped: true, reason });
     step.log({ type: "conflict", workstream: subject.workstream, ...(task ? { task } : {}), detail: reason });
-    return;
+    return null;
   }
   const n = conflict.resolutions.length + 1;
   const record = newJobRecord(step, n);
@@ -116,15 +124,16 @@ export function conflicted(step: Step, event: Conflicted): void {
     files: conflict.files,
     ...(allowed.capMicros !== null ? { capMicros: allowed.capMicros } : {}),
   });
+  return null;
 }
 
-const resolutionKey = (step: Step, subject: ResolutionSubject, n: number) =>
+const resolutionKey = (step: RunEdit, subject: ResolutionSubject, n: number) =>
   subject.task !== undefined
     ? step.key(subject.task, "resolve", n)
     : step.key("ws", subject.workstream, subject.kind ?? "resolve", n);
 
 /** The record of job `n` of a resolution (or a verification, or a repair), dispatched now, with its deadline. */
-export const newJobRecord = (step: Step, n: number): ResolutionRecord => ({
+export const newJobRecord = (step: RunEdit, n: number): ResolutionRecord => ({
   n,
   dispatchedAt: step.at,
   deadline: step.at + step.state.settings.attemptTimeoutMs,
@@ -138,7 +147,7 @@ export const newJobRecord = (step: Step, n: number): ResolutionRecord => ({
 
 /** A job named for a running record (`resolution_dispatched`), or started by it: recorded once. */
 export function bindJob(
-  step: Step,
+  step: RunEdit,
   record: ResolutionRecord,
   event: Extract<EngineEvent, { type: "resolution_dispatched" | "resolution_started" }>,
 ): void {
@@ -156,17 +165,21 @@ export function bindJob(
   step.changed = true;
 }
 
-/** A resolution's job was named, started, lost or finished: recorded once, for the running one. */
-export function resolutionFact(step: Step, event: About): void {
+/**
+ * A resolution's job was named, started, lost or finished: recorded once, for the running one. Returns
+ * the subject whose merge is asked again once it ended (the caller asks: a failed resolution may have
+ * been overtaken by a person), or null.
+ */
+export function resolutionFact(step: RunEdit, event: About): ResolutionSubject | null {
   const subject = subjectOf(event);
   const holder = holderOf(step, subject);
   const record = holder?.record.conflict?.resolutions[event.n - 1];
-  if (!holder || !record || record.outcome !== null) return;
+  if (!holder || !record || record.outcome !== null) return null;
   switch (event.type) {
     case "resolution_dispatched":
     case "resolution_started":
       bindJob(step, record, event);
-      return;
+      return null;
     case "resolution_lost":
     case "resolution_finished": {
       const lost = event.type === "resolution_lost";
@@ -191,23 +204,25 @@ export function resolutionFact(step: Step, event: About): void {
           attempt: event.n,
           detail: record.reason ?? "failed",
         });
-      // Merge again (a failed resolution may have been overtaken by a person), unless the run was cancelled.
-      if (step.state.cancelled) return;
-      if (subject.task !== undefined) {
-        if (holder.open) step.requestTaskPr(subject.task);
-      } else step.maybeAutoMerge(subject.workstream);
+      // Merge again, unless the run was cancelled.
+      if (step.state.cancelled) return null;
+      return subject.task === undefined || holder.open ? subject : null;
     }
   }
 }
 
-/** Resolutions that did not report before their deadline fail (the reconciler's tick). */
-export function resolutionDeadlines(step: Step): void {
+/**
+ * Resolutions that did not report before their deadline, as the facts that fail them (the
+ * reconciler's tick applies each as resolutionFact).
+ */
+export function lateResolutions(step: RunEdit): Extract<About, { type: "resolution_finished" }>[] {
   const late = (conflict: Conflict | undefined) =>
     conflict?.resolutions.find(
       (r) => r.outcome === null && r.deadline !== undefined && step.at >= r.deadline,
     );
+  const expired: Extract<About, { type: "resolution_finished" }>[] = [];
   const expire = (subject: ResolutionSubject, n: number) =>
-    resolutionFact(step, {
+    expired.push({
       type: "resolution_finished",
       ...subject,
       n,
@@ -224,6 +239,7 @@ export function resolutionDeadlines(step: Step): void {
     const record = late(t.conflict);
     if (record) expire({ workstream: step.plan.tasks.get(task)!.workstreamId, task }, record.n);
   }
+  return expired;
 }
 
 /** The conflict of a subject's PR in a run (a task's PR, or a workstream's integration PR). */
@@ -286,7 +302,7 @@ export const lostResolutions = (state: RunState, plan: Plan, reason: string, at:
   }));
 
 /** Asks the host to stop the resolutions running in the run, or for one task's PR. */
-export function cancelResolutions(step: Step, only?: string): void {
+export function cancelResolutions(step: RunEdit, only?: string): void {
   for (const { subject, record } of runningResolutions(step.state, step.plan)) {
     if (only !== undefined && subject.task !== only) continue;
     step.emit({

@@ -9,7 +9,7 @@
  * whose write lands carries out the once-only effects, so they happen once however many drivers run.
  */
 import type { Engine } from "./engine.ts";
-import { StateConflictError } from "./store.ts";
+import { StateConflictError, type StateStore } from "./store.ts";
 import type { EngineEffect, EngineEvent, RunState } from "./types.ts";
 
 export interface LoadedRun<S extends RunState = RunState> {
@@ -43,21 +43,15 @@ export const REPEATABLE: ReadonlySet<EngineEffect["type"]> = new Set([
   "merge_integration_pr",
 ]);
 
-/** A host: where a run is stored, and how effects are carried out (GitHub, a local repository, a test). */
-export interface RunHost<S extends RunState = RunState> {
+/**
+ * A host: where a run is stored, and how effects are carried out (GitHub, a local repository, a test).
+ * It writes as its store does (store.ts): by compare-and-swap, handing back what a round left unwritten.
+ */
+export interface RunHost<S extends RunState = RunState> extends Pick<
+  StateStore<S>,
+  "compareAndSwap" | "release"
+> {
   load(run: string, options: { fresh: boolean }): Promise<LoadedRun<S> | null>;
-  /**
-   * Writes `state` if the stored version is still `expected` (null: the run must not exist yet); the
-   * new version, or null when another writer got there first.
-   */
-  compareAndSwap(
-    run: string,
-    expected: string | null,
-    state: S,
-    touched?: ReadonlySet<string>,
-  ): Promise<string | null>;
-  /** A round that wrote nothing hands back the state it loaded. */
-  release?(run: string, state: S): void;
   /** Carries out a repeatable effect (see REPEATABLE) and answers with the facts it produced. */
   repeatable(effect: EngineEffect, state: S, engine: Engine): Promise<EngineEvent[]>;
   /** Brings the host's own part of the state (ids of what it shows people) up to date; true if it changed. */

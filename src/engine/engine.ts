@@ -16,10 +16,12 @@
 import { createHash } from "node:crypto";
 import { MICROS_PER_USD } from "../graph/amount.ts";
 import type { Graph, Task } from "../graph/model.ts";
-import { buildPlan, type Plan } from "../plan/plan.ts";
+import { buildPlan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { applyEvent } from "./apply-event.ts";
 import { resolving } from "./conflicts.ts";
 import { Step } from "./step.ts";
+import { maybeAutoMerge } from "./verification.ts";
 import type { EngineEffect, EngineEvent, RunState, TaskRun } from "./types.ts";
 
 export interface EngineOptions {
@@ -205,7 +207,7 @@ export function createEngine(graph: Graph, options: EngineOptions = {}): Engine 
           resolutions: ws.conflict.resolutions.length,
         });
       } else if (ws.status === "pr_open" && !resolving(ws.conflict)) {
-        step.maybeAutoMerge(wsId);
+        maybeAutoMerge(step, wsId);
       }
     }
     // Only what is safe to repeat: a verification or repair this copy would start is started by a

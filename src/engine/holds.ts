@@ -10,7 +10,7 @@
  * the workstreams whose tasks it depends on and, where overlaps are serialised, the workstream of the
  * earlier task of its pair (see plan/readiness.ts); what holds those holds it.
  */
-import { ancestorsOf, type Plan } from "../plan/plan.ts";
+import { ancestorsOf, type Plan } from "../plan/model.ts";
 import { isTaskTerminal } from "../plan/readiness.ts";
 import { type Root, rootCauses } from "./blocking.ts";
 import { leftToPerson, resolving } from "./conflicts.ts";

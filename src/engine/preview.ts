@@ -6,7 +6,7 @@
  */
 import type { Micros } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { type StatusView, tasksToDispatch } from "../plan/readiness.ts";
 import { createEngine } from "./engine.ts";
 import type { EngineEffect } from "./types.ts";

@@ -4,7 +4,7 @@
  * of the plan and the state, for what people read (the status comment, the local report).
  */
 import { count as countOf } from "../graph/model.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { type Root, rootCauses, rootText } from "./blocking.ts";
 import { leftToPerson, resolving } from "./conflicts.ts";
 import { verifying } from "./verification.ts";

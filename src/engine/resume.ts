@@ -6,7 +6,6 @@
  * is ever reused.
  */
 import type { Graph } from "../graph/model.ts";
-import { Blocking } from "./blocking.ts";
 import { childWorkstreams, type Decision, type Engine, newTaskRun } from "./engine.ts";
 import { Step } from "./step.ts";
 import type { RunState } from "./types.ts";
@@ -118,7 +117,7 @@ export function resumeRun(engine: Engine, graph: Graph, previous: RunState, at: 
   }
 
   const step = new Step(plan, state, at, childWorkstreams(graph));
-  new Blocking(step).recompute();
+  step.unblock();
   for (const wsId of plan.workstreams.keys()) step.workstreamProgress(wsId);
   step.dispatchPass();
   step.completionCheck();

@@ -7,7 +7,7 @@
  */
 import { type Micros, MICROS_PER_USD } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { usd, waitsOnBudget } from "./budget.ts";
 import { holdKey, holds } from "./holds.ts";
 import { createEngine, type EngineOptions } from "./engine.ts";

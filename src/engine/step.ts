@@ -1,115 +1,18 @@
 /**
- * One `apply` call's mutable view of a run: the state it changes, the effects it collects, and the
- * scheduling moves every event shares (dispatching what is ready, finishing and failing tasks,
- * moving workstreams to integration). The engine (engine.ts) creates one per event.
+ * The scheduling moves every event shares, on one `apply` call's view of a run (run-edit.ts):
+ * dispatching what is ready, finishing and failing tasks, moving workstreams to integration. The
+ * deciders it calls on (blocking, budget, verification) return or record what they decide; Step and
+ * apply-event.ts apply it. The engine (engine.ts) creates one per event.
  */
 import type { Micros } from "../graph/amount.ts";
-import type { Plan } from "../plan/plan.ts";
-import { isTaskActive, isTaskTerminal, mayStart, type StatusView } from "../plan/readiness.ts";
+import { isTaskActive, isTaskTerminal, mayStart } from "../plan/readiness.ts";
 import { Blocking } from "./blocking.ts";
-import { allowance, type CapScope, noteSpent, reserve, unreserve } from "./budget.ts";
-import type { EngineEffect, RunState, TaskRun, TimelineEntry, WorkstreamRun } from "./types.ts";
-import { readyToLand } from "./verification.ts";
+import { allowance, noteSpent, reserve, unreserve } from "./budget.ts";
+import { RunEdit } from "./run-edit.ts";
+import type { CapScope } from "./types.ts";
+import { maybeAutoMerge } from "./verification.ts";
 
-/** Mutable view of one `apply` call: collects effects and records whether anything changed. */
-export class Step {
-  readonly effects: EngineEffect[] = [];
-  changed = false;
-  /** The change is bookkeeping nobody reads on the status (which job runs an attempt): no status update. */
-  quiet = false;
-
-  constructor(
-    readonly plan: Plan,
-    readonly state: RunState,
-    readonly at: number,
-    readonly children: Map<string, string[]>,
-    readonly timelineLimit?: number,
-    /** Ids of the tasks this step may change, for stores that write per-task records. */
-    readonly touched?: Set<string>,
-  ) {}
-
-  /** A task's record, to read or change: it counts as touched (a read-only scan uses `state.tasks`). */
-  task(id: string): TaskRun {
-    this.touched?.add(id);
-    return this.state.tasks[id]!;
-  }
-  workstream(id: string): WorkstreamRun {
-    return this.state.workstreams[id]!;
-  }
-  workstreamOf(taskId: string): WorkstreamRun {
-    return this.workstream(this.plan.tasks.get(taskId)!.workstreamId);
-  }
-  emit(effect: EngineEffect): void {
-    this.effects.push(effect);
-  }
-  log(entry: Omit<TimelineEntry, "at">): void {
-    const timeline = this.state.timeline;
-    timeline.push({ at: this.at, ...entry });
-    // Trimmed in batches, so that appending stays cheap.
-    if (this.timelineLimit && timeline.length > this.timelineLimit * 1.5)
-      timeline.splice(0, timeline.length - this.timelineLimit);
-    this.changed = true;
-  }
-  key(...parts: (string | number)[]): string {
-    return [this.state.runKey, ...parts].join("/");
-  }
-
-  /** Inserts a task into the candidate list, keeping canonical order. */
-  addCandidate(id: string): void {
-    const list = this.state.candidates;
-    const rank = this.plan.rank.get(id)!;
-    let lo = 0;
-    let hi = list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.plan.rank.get(list[mid]!)! < rank) lo = mid + 1;
-      else hi = mid;
-    }
-    if (list[lo] !== id) list.splice(lo, 0, id);
-  }
-  removeCandidate(id: string): void {
-    const i = this.state.candidates.indexOf(id);
-    if (i !== -1) this.state.candidates.splice(i, 1);
-  }
-
-  /** Asks for the task's PR: merged when it is known, opened otherwise. */
-  requestTaskPr(id: string): void {
-    const t = this.task(id);
-    if (t.pr)
-      this.emit({
-        type: "merge_task_pr",
-        key: this.key(id, "merge"),
-        task: id,
-        pr: t.pr,
-        ...(t.conflict ? { resolutions: t.conflict.resolutions.length } : {}),
-      });
-    else this.emit({ type: "open_task_pr", key: this.key(id, "pr"), task: id, attempt: t.attempt });
-  }
-
-  requestPreparation(wsId: string): void {
-    this.emit({ type: "prepare_workstream", key: this.key("ws", wsId, "prepare"), workstream: wsId });
-  }
-
-  requestIntegration(wsId: string): void {
-    this.emit({
-      type: "open_integration_pr",
-      key: this.key("ws", wsId, "integration"),
-      workstream: wsId,
-    });
-  }
-
-  /** Asks the adapter to stop the task's job, if one is running. */
-  cancelAttempt(id: string): void {
-    const t = this.task(id);
-    if (t.status !== "running") return;
-    this.emit({
-      type: "cancel_attempt",
-      key: this.key(id, t.attempt, "cancel"),
-      task: id,
-      attempt: t.attempt,
-    });
-  }
-
+export class Step extends RunEdit {
   /** Frees the capacity and the workstream held by a task that stops being active. */
   release(id: string): void {
     const t = this.task(id);
@@ -140,8 +43,28 @@ export class Step {
       if (d.waitingOn === 0 && d.status === "pending") this.addCandidate(dependent);
     }
     // A human merging the PR of a failed task counts the same: recompute what it blocked.
-    if (wasBroken) new Blocking(this).recompute();
+    if (wasBroken) this.unblock();
     else this.workstreamProgress(this.plan.tasks.get(id)!.workstreamId);
+  }
+
+  /**
+   * Rebuilds what is blocked from the failures that remain (after a retry, a human merge, a resume),
+   * then moves on the workstreams that frees.
+   */
+  unblock(): void {
+    const { state } = this;
+    new Blocking(this).recompute();
+    for (const [wsId] of this.plan.workstreams) this.workstreamProgress(wsId);
+    // A finished run whose failure was undone (a retry, a human merge) has work again.
+    if (
+      state.outcome !== null &&
+      !state.cancelled &&
+      Object.values(state.tasks).some((t) => t.status === "pending")
+    ) {
+      state.outcome = null;
+      state.finishedAt = null;
+      this.changed = true;
+    }
   }
 
   /** Moves a workstream forward when all of its own tasks are done. */
@@ -152,7 +75,7 @@ export class Step {
       if (ws.status !== "pr_open") {
         ws.status = "pr_open";
         this.changed = true;
-        this.maybeAutoMerge(wsId);
+        maybeAutoMerge(this, wsId);
       }
       return;
     }
@@ -170,32 +93,6 @@ export class Step {
     ws.integration = "opening";
     this.changed = true;
     this.requestIntegration(wsId);
-  }
-
-  /**
-   * Auto-merge only when the workstream opts in and no task raised a design concern, and once the tree
-   * that will land passed its gates (verification.ts: every integration PR is verified, auto-merged or not).
-   */
-  maybeAutoMerge(wsId: string): void {
-    const ws = this.workstream(wsId);
-    if (ws.status !== "pr_open" || !ws.pr) return;
-    const ready = readyToLand(this, wsId);
-    if (!ready || ws.autoMergeSkipped) return;
-    if (!this.plan.workstreams.get(wsId)!.autoMerge) return;
-    const concerns = this.plan.tasksByWorkstream.get(wsId)!.some((id) => this.task(id).concerns.length > 0);
-    if (concerns) {
-      ws.autoMergeSkipped = true;
-      this.changed = true;
-      return;
-    }
-    this.emit({
-      type: "merge_integration_pr",
-      key: this.key("ws", wsId, "merge"),
-      workstream: wsId,
-      pr: ws.pr,
-      ...(ws.conflict ? { resolutions: ws.conflict.resolutions.length } : {}),
-      ...(ready.verified ? { verified: ready.verified } : {}),
-    });
   }
 
   /** A task failed (or was cancelled): retry if its budget allows, else fail it and block what depends on it. */
@@ -233,13 +130,6 @@ export class Step {
     this.changed = true;
     new Blocking(this).workstreamBroke(wsId, reason);
   }
-
-  /** A status view of the state, for the shared readiness rule. */
-  readonly view: StatusView = {
-    task: (id) => this.task(id).status,
-    workstream: (id) => this.workstream(id).status,
-    workstreamFailedItself: (id) => this.workstream(id).failedItself,
-  };
 
   /** Dispatches what is ready, in canonical order, within capacity and workstream rules. */
   dispatchPass(): void {

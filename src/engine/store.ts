@@ -14,7 +14,8 @@ export interface Versioned {
   cached?: boolean;
 }
 
-export interface StateStore {
+/** A store of run states; `S`, the state a host keeps (the GitHub host adds its own ids to it). */
+export interface StateStore<S extends RunState = RunState> {
   /**
    * The run's state, as a fresh copy the caller may change, with its version. An adapter may answer
    * from a cache of what it last read or wrote unless `fresh` is asked for; a stale answer is caught
@@ -29,11 +30,11 @@ export interface StateStore {
   compareAndSwap(
     run: string,
     expected: string | null,
-    next: RunState,
+    next: S,
     touched?: ReadonlySet<string>,
   ): Promise<string | null>;
   /** A round that wrote nothing hands back the state it loaded (stores that lend it out). */
-  release?(run: string, state: RunState): void;
+  release?(run: string, state: S): void;
 }
 
 export class StateConflictError extends Error {

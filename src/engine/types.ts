@@ -4,7 +4,6 @@
 import type { TaskStatus, WorkstreamStatus } from "../plan/readiness.ts";
 import type { LandingKind } from "../plan/resolution.ts";
 import type { Micros } from "../graph/amount.ts";
-import type { BudgetState, CapScope } from "./budget.ts";
 
 export type { LandingKind, TaskStatus, WorkstreamStatus };
 
@@ -433,3 +432,28 @@ export type EngineEffect =
   | { type: "reply"; key: string; ok: boolean; message: string }
   | { type: "update_status"; key: string }
   | { type: "finish_run"; key: string; outcome: Outcome };
+
+/** What one scope (the run, a workstream) has spent, holds for running attempts, and was raised by. */
+export interface Spend {
+  spentMicros: Micros;
+  reservedMicros: Micros;
+  raisedMicros: Micros;
+}
+
+export interface BudgetState {
+  run: Spend;
+  /** Attempts holding a cap (running). */
+  holding: number;
+  workstreams: Record<string, Spend>;
+  /** Raises applied, by the id of the command that asked (a command delivered twice raises once). */
+  raises: string[];
+  /** Budgets found spent, by scope (`run`, `workstream:<id>`, `task:<id>`), with what to tell people. */
+  spent: Record<string, string>;
+}
+
+/**
+ * What set an attempt's cap: its own per-attempt limit (`max_attempt_cost_usd`), or what is left of the
+ * task's budget, or its share of its workstream's or the run's. An attempt stopped by anything but its
+ * own limit did not fail at its work: it does not use up one of the task's attempts.
+ */
+export type CapScope = "attempt" | "task" | "workstream" | "run";

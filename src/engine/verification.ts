@@ -15,10 +15,10 @@
  */
 import { count, DEFAULT_REPAIR_ATTEMPTS, DEFAULT_VERIFICATIONS } from "../graph/model.ts";
 import { resolverOf } from "../plan/resolution.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
 import { bindJob, conflicted, newJobRecord, recordsOf, resolving } from "./conflicts.ts";
-import type { Step } from "./step.ts";
+import type { RunEdit } from "./run-edit.ts";
 import type { EngineEvent, LandingKind, ResolutionRecord, Verification, WorkstreamRun } from "./types.ts";
 
 type Landing = Extract<
@@ -65,12 +65,38 @@ export function reproduce(plan: Plan, wsId: string, remote?: string): string {
 
 /** "1 repair attempt", "2 repair attempts". */
 /**
+ * Auto-merge only when the workstream opts in and no task raised a design concern, and once the tree
+ * that will land passed its gates (every integration PR is verified, auto-merged or not).
+ */
+export function maybeAutoMerge(step: RunEdit, wsId: string): void {
+  const ws = step.workstream(wsId);
+  if (ws.status !== "pr_open" || !ws.pr) return;
+  const ready = readyToLand(step, wsId);
+  if (!ready || ws.autoMergeSkipped) return;
+  if (!step.plan.workstreams.get(wsId)!.autoMerge) return;
+  const concerns = step.plan.tasksByWorkstream.get(wsId)!.some((id) => step.task(id).concerns.length > 0);
+  if (concerns) {
+    ws.autoMergeSkipped = true;
+    step.changed = true;
+    return;
+  }
+  step.emit({
+    type: "merge_integration_pr",
+    key: step.key("ws", wsId, "merge"),
+    workstream: wsId,
+    pr: ws.pr,
+    ...(ws.conflict ? { resolutions: ws.conflict.resolutions.length } : {}),
+    ...(ready.verified ? { verified: ready.verified } : {}),
+  });
+}
+
+/**
  * Whether the workstream's integration PR may merge now, and what was verified: undefined while it
  * may not (a verification or repair runs or is started here, or it waits for a person or for another
  * workstream's landing); `{}` when it needs no verification.
  */
 export function readyToLand(
-  step: Step,
+  step: RunEdit,
   wsId: string,
 ): { verified?: { base: string; head: string } } | undefined {
   const { plan } = step;
@@ -91,7 +117,7 @@ export function readyToLand(
 }
 
 /** Another workstream into the same target is being verified or repaired: this one waits its turn. */
-function landingElsewhere(step: Step, wsId: string): boolean {
+function landingElsewhere(step: RunEdit, wsId: string): boolean {
   const target = step.plan.workstreams.get(wsId)!.mergeTargetBranch;
   for (const [id, other] of Object.entries(step.state.workstreams)) {
     if (id === wsId || other.status !== "pr_open") continue;
@@ -102,12 +128,12 @@ function landingElsewhere(step: Step, wsId: string): boolean {
 }
 
 /** The workstreams into `wsId`'s target that wait their turn to land are asked again. */
-export function nextInLine(step: Step, wsId: string): void {
+export function nextInLine(step: RunEdit, wsId: string): void {
   const target = step.plan.workstreams.get(wsId)!.mergeTargetBranch;
   for (const [id, other] of Object.entries(step.state.workstreams)) {
     if (id === wsId || other.status !== "pr_open") continue;
     if (step.plan.workstreams.get(id)!.mergeTargetBranch !== target) continue;
-    if (!other.verification?.passed) step.maybeAutoMerge(id);
+    if (!other.verification?.passed) maybeAutoMerge(step, id);
   }
 }
 
@@ -117,7 +143,7 @@ const verificationOf = (ws: WorkstreamRun): Verification => (ws.verification ??=
  * Leaves the PR to a person, once, saying why (each host adds how to see it for themselves: the
  * commands of `reproduce`, which differ where the branches are).
  */
-function toPerson(step: Step, wsId: string, why: string): void {
+function toPerson(step: RunEdit, wsId: string, why: string): void {
   const ws = step.workstream(wsId);
   const v = verificationOf(ws);
   if (v.toPerson) return;
@@ -128,7 +154,7 @@ function toPerson(step: Step, wsId: string, why: string): void {
 }
 
 /** Starts the next verification, or leaves the PR to a person once the target moved too often. */
-function verify(step: Step, wsId: string): void {
+function verify(step: RunEdit, wsId: string): void {
   const v = verificationOf(step.workstream(wsId));
   const max = step.plan.graph.settings.maxVerifications ?? DEFAULT_VERIFICATIONS;
   const done = counted(v.runs);
@@ -149,7 +175,7 @@ function verify(step: Step, wsId: string): void {
 }
 
 /** Starts the next repair of what failed, or leaves it to a person (off, used up, read-only, no budget). */
-function repair(step: Step, wsId: string): void {
+function repair(step: RunEdit, wsId: string): void {
   const { plan } = step;
   const v = verificationOf(step.workstream(wsId));
   const max = maxRepairs(plan, wsId);
@@ -192,7 +218,7 @@ function repair(step: Step, wsId: string): void {
 }
 
 /** The record a verification's or repair's fact is about, while the workstream's PR waits on it. */
-function recordOf(step: Step, event: Landing): ResolutionRecord | null {
+function recordOf(step: RunEdit, event: Landing): ResolutionRecord | null {
   const ws = step.state.workstreams[event.workstream];
   if (!ws || ws.status !== "pr_open") return null;
   const record = recordsOf(step.state, { workstream: event.workstream, kind: event.kind })?.[event.n - 1];
@@ -200,7 +226,7 @@ function recordOf(step: Step, event: Landing): ResolutionRecord | null {
 }
 
 /** A verification's or repair's job was named, started, lost or finished. */
-export function landingFact(step: Step, event: Landing): void {
+export function landingFact(step: RunEdit, event: Landing): void {
   const record = recordOf(step, event);
   if (!record) return;
   if (event.type === "resolution_dispatched" || event.type === "resolution_started") {
@@ -215,7 +241,7 @@ export function landingFact(step: Step, event: Landing): void {
   if (event.type === "resolution_lost") {
     // Its job vanished: it does not count, and the landing is asked again.
     Object.assign(record, { outcome: "lost", reason: event.reason });
-    if (!step.state.cancelled) step.maybeAutoMerge(wsId);
+    if (!step.state.cancelled) maybeAutoMerge(step, wsId);
     return;
   }
   const passed = event.ok && event.base && event.head ? { base: event.base, head: event.head } : null;
@@ -242,7 +268,7 @@ export function landingFact(step: Step, event: Landing): void {
       attempt: event.n,
       detail: `${event.kind === "repair" ? "repaired" : "verified"} at ${passed.head.slice(0, 7)} with ${passed.base.slice(0, 7)}`,
     });
-    step.maybeAutoMerge(wsId);
+    maybeAutoMerge(step, wsId);
     return;
   }
   step.log({
@@ -253,6 +279,7 @@ export function landingFact(step: Step, event: Landing): void {
   });
   if (event.kind === "verify" && event.files?.length) {
     // The target moved and now conflicts: a resolution merges it (and runs the gates on the result).
+    // An integration PR's conflict fails no task: there is no failure to apply.
     conflicted(step, {
       type: "integration_conflicted",
       workstream: wsId,
@@ -268,7 +295,7 @@ export function landingFact(step: Step, event: Landing): void {
     if (event.output) v.failure = event.output;
     v.failure ??= record.reason ?? "the gates failed";
     repair(step, wsId);
-  } else step.maybeAutoMerge(wsId); // the job failed before any gate ran: verified again, within the bound
+  } else maybeAutoMerge(step, wsId); // the job failed before any gate ran: verified again, within the bound
   nextInLine(step, wsId);
 }
 
@@ -276,11 +303,11 @@ export function landingFact(step: Step, event: Landing): void {
  * Integration PRs that wait to be verified or repaired and have nothing running (their turn came, a
  * budget held by running attempts was given back): asked again (the reconciler's tick).
  */
-export function landingsDue(step: Step): void {
+export function landingsDue(step: RunEdit): void {
   for (const [wsId, ws] of Object.entries(step.state.workstreams)) {
     if (ws.status !== "pr_open" || ws.verification?.toPerson || ws.verification?.passed) continue;
     if (verifying(ws.verification) || !verifies(step.plan, wsId)) continue;
-    step.maybeAutoMerge(wsId);
+    maybeAutoMerge(step, wsId);
   }
 }
 
@@ -289,7 +316,7 @@ export function landingsDue(step: Step): void {
  * is verified (applied before the resolution's own fact, which asks for the merge again).
  */
 export function resolvedAndVerified(
-  step: Step,
+  step: RunEdit,
   event: Extract<EngineEvent, { type: "resolution_finished" }>,
 ): void {
   const { workstream: wsId, base, head } = event;
@@ -303,18 +330,18 @@ export function resolvedAndVerified(
 }
 
 /** The merge found the target or the branch moved since the verification: it is verified again. */
-export function unverified(step: Step, wsId: string, reason: string): void {
+export function unverified(step: RunEdit, wsId: string, reason: string): void {
   const ws = step.state.workstreams[wsId];
   const v = ws?.verification;
   if (!ws || ws.status !== "pr_open" || !v?.passed) return;
   v.passed = null;
   step.changed = true;
   step.log({ type: "verification", workstream: wsId, detail: `verified again: ${reason}` });
-  step.maybeAutoMerge(wsId);
+  maybeAutoMerge(step, wsId);
 }
 
 /** GitHub refuses the merge because required checks failed on `head`: repaired as a failed verification. */
-export function checksFailed(step: Step, wsId: string, head: string, output: string): void {
+export function checksFailed(step: RunEdit, wsId: string, head: string, output: string): void {
   const ws = step.state.workstreams[wsId];
   if (!ws || ws.status !== "pr_open" || !repairsChecks(step.plan, wsId)) return;
   const v = verificationOf(ws);
@@ -330,7 +357,7 @@ export const repairsChecks = (plan: Plan, wsId: string): boolean =>
   plan.workstreams.get(wsId)!.verifyIntegration ?? plan.graph.settings.verifyIntegration ?? true;
 
 /** Verifications and repairs that did not report before their deadline fail (the reconciler's tick). */
-export function landingDeadlines(step: Step): void {
+export function landingDeadlines(step: RunEdit): void {
   for (const workstream of Object.keys(step.state.workstreams)) {
     for (const kind of ["verify", "repair"] as const) {
       const record = recordsOf(step.state, { workstream, kind })?.at(-1);

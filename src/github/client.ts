@@ -3,7 +3,7 @@
  * and the facts about one repository every handler needs.
  */
 import type { Octokit } from "@octokit/rest";
-import type { StateCache } from "./state-store.ts";
+import type { StateCache } from "./state-cache.ts";
 
 export type GitHubClient = Pick<Octokit, "rest" | "request" | "graphql" | "paginate">;
 

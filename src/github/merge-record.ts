@@ -11,7 +11,7 @@
  */
 import type { EngineEvent, PullRequest } from "../engine/types.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import type { RepoContext } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { stateBranch } from "./state-store.ts";

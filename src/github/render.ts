@@ -8,7 +8,7 @@ import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
 import { overlapLines, overlapsOf } from "../plan/overlaps.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { budgetsText, usd } from "../engine/budget.ts";
 import { holdKey, waiting } from "../engine/holds.ts";
 import { firstDispatches } from "../engine/preview.ts";

@@ -19,59 +19,22 @@ import type { RunState } from "../engine/types.ts";
 import {
   bucketPath,
   HOSTED_PER_TASK,
+  knownAt,
   nextParts,
   partsOfRunFiles,
   type StoredParts,
   RUN_FILES,
+  stateCommitMessage,
   type RunFiles,
   stateOfParts,
   wholeRunFiles,
 } from "../protocol/state-layout.ts";
 import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
+import { type Entry, StateCache } from "./state-cache.ts";
 
 export const stateBranch = (graph: string): string => `agentrelay-state/${graph}`;
 
 const PER_TASK = HOSTED_PER_TASK;
-
-/** What a replica knows of a run at one version: its parts' texts, and the state they make. */
-interface Entry {
-  version: string;
-  /** Bucket count, or 0 for a run still stored as one document (the earlier format). */
-  buckets: number;
-  index: string;
-  bucketTexts: string[];
-  /** The task ids of each bucket, once worked out. */
-  members: string[][] | null;
-  /** The pinned graph text and a key naming it (its blob id). */
-  graph: { text: string; key: string } | null;
-  /** The state these texts make, lent to one caller at a time (the engine changes it in place). */
-  state: RunState | null;
-  lent: boolean;
-}
-
-/**
- * What one app replica last read or wrote for each run. A commit id names its content, so this is a
- * cache of facts, never the truth: a write from it is a compare-and-swap on that id, which GitHub
- * refuses once the branch has moved (then the writer reads afresh). The parsed state is lent to one
- * handler at a time and taken back with its next write, so a busy run is neither parsed nor
- * serialised whole on each event.
- */
-export class StateCache {
-  private readonly entries = new Map<string, Entry>();
-
-  get(key: string): Entry | undefined {
-    return this.entries.get(key);
-  }
-  set(key: string, entry: Entry): void {
-    this.entries.delete(key);
-    this.entries.set(key, entry);
-    if (this.entries.size > 200) this.entries.delete(this.entries.keys().next().value!);
-  }
-  /** Forgets what is known at `version` (a write from it failed: it may be stale or half-changed). */
-  forget(key: string, version?: string | null): void {
-    if (version === undefined || this.entries.get(key)?.version === version) this.entries.delete(key);
-  }
-}
 
 const READ_RUN = `query($owner: String!, $name: String!, $ref: String!, $dir: String!, $legacy: String!) {
   repository(owner: $owner, name: $name) {
@@ -278,8 +241,7 @@ export class GitHubStateStore implements StateStore {
     touched?: ReadonlySet<string>,
   ): Promise<string | null> {
     const { graph, dir, legacy } = runFolder(run);
-    const known = expected === null ? undefined : this.cache.get(this.key(run));
-    const from = known?.version === expected ? known : undefined;
+    const from = knownAt(this.cache.get(this.key(run)), expected);
     // The parts to write: the index and the buckets of the tasks the round touched, or all of them
     // (a new run, a resume, a run in the earlier format or one this replica did not read).
     const parts = nextParts(from, next, PER_TASK, touched, withoutGraphText(next));
@@ -332,7 +294,7 @@ export class GitHubStateStore implements StateStore {
         input: {
           branch: { repositoryNameWithOwner: `${this.owner}/${this.repo}`, branchName: stateBranch(graph) },
           expectedHeadOid: base,
-          message: { headline: `${run}: state ${next.seq}${next.outcome ? ` (${next.outcome})` : ""}` },
+          message: { headline: stateCommitMessage(run, next) },
           fileChanges: {
             additions: additions.map((a) => ({
               path: a.path,

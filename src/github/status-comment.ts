@@ -13,7 +13,7 @@ import { rootCauses } from "../engine/blocking.ts";
 import { leftToPerson, resolving } from "../engine/conflicts.ts";
 import { type Hold, holds } from "../engine/holds.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { agentText, BODY_LIMIT, cell, statusMarker, takeLines } from "./render.ts";
 import { breakageText, holdWords, named, waitingFor } from "./waiting-lines.ts";
 import { code, duration, quoteIds } from "./words.ts";

@@ -9,7 +9,7 @@ import { type Breakage, standing } from "../engine/progress.ts";
 import { leftToPerson, resolving } from "../engine/conflicts.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 import { reproduce, verifies, verifying } from "../engine/verification.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { agentText, codeBlock } from "./render.ts";
 import { code, count, plural, quoteIds, verb } from "./words.ts";

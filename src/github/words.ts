@@ -4,7 +4,7 @@
  * number, durations in one form.
  */
 import { count, plural } from "../engine/progress.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 
 export { count, plural };
 

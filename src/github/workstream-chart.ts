@@ -11,7 +11,7 @@ import { type Hold, holds as holdsOf, mergeWaitsForPerson } from "../engine/hold
 import { STATUS_WORDS, WORKSTREAM_WORDS } from "../engine/progress.ts";
 import type { RunState, TaskStatus } from "../engine/types.ts";
 import { type Mark, type Marks, mermaidChart } from "../plan/mermaid.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { agentText, cell } from "./render.ts";
 import { named, prLink } from "./waiting-lines.ts";
 import { code, count, plural, quoteIds, verb } from "./words.ts";

@@ -10,7 +10,8 @@
  * hop and is never a param itself.
  */
 import { GraphError } from "./errors.ts";
-import { DEFAULT_YAML_LIMITS, loadYaml, NULLS } from "./yaml.ts";
+import { DEFAULT_YAML_LIMITS, loadYaml } from "./yaml.ts";
+import { NULLS } from "./yaml-scalars.ts";
 
 export type Params = Record<string, unknown>;
 

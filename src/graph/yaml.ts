@@ -5,7 +5,8 @@
  * a byte cap before parsing, one document only, duplicate keys rejected, only the standard scalar tags,
  * and alias expansion bounded. Scalars resolve as PyYAML's `safe_load` does (YAML 1.1: `yes`/`on` are
  * booleans), because the graphs were written for Python tools. Every node keeps its source offset so
- * that errors can name the file, line and column of the node at fault.
+ * that errors can name the file, line and column of the node at fault (yaml-scalars.ts resolves the
+ * scalars, yaml-locations.ts keeps the offsets).
  *
  * js-yaml's event parser is used rather than a full document model because it is several times faster
  * (a 10,000-task graph parses in well under 100 ms) and gives offsets for every node.
@@ -20,11 +21,10 @@ import {
   SCALAR_STYLE_PLAIN,
   SCALAR_STYLE_SINGLE_QUOTED,
   type ScalarEvent,
-  type ScalarTagDefinition,
-  YAML11_SCHEMA,
 } from "js-yaml";
 import { GraphError, type GraphIssue, type PathSegment } from "./errors.ts";
-import { keepHiddenClass } from "./hidden-class.ts";
+import { Locations, type Position, positionFinder } from "./yaml-locations.ts";
+import { resolvePlain, STANDARD_SCALAR_TAGS } from "./yaml-scalars.ts";
 
 export interface YamlLimits {
   /** Files larger than this are refused before parsing. */
@@ -41,73 +41,6 @@ export const DEFAULT_YAML_LIMITS: YamlLimits = {
   maxDepth: 64,
 };
 
-/**
- * Source offsets of every collection, in flat arrays shared by the whole document: a 10,000-task graph
- * has tens of thousands of collections, and an object and two arrays for each is most of what loading
- * allocates beyond the values themselves (and what the collector then has to copy).
- *
- * The entries of collection c (numbered as it closes) are `first[c]` to `first[c] + count[c] - 1` of
- * `names` (mapping keys in declaration order; "" for sequence items) and of `offsets` (entry e at [2e]
- * is the key's offset, at [2e + 1] the value's; an item's both are its own).
- */
-class Locations {
-  private readonly index = new Map<object, number>();
-  private readonly first: number[] = [];
-  private readonly count: number[] = [];
-  private readonly names: string[] = [];
-  private readonly offsets: number[] = [];
-
-  /** Records the first `size` entries of `entryNames` and `entryOffsets`. */
-  add(
-    collection: object,
-    entryNames: readonly string[],
-    entryOffsets: readonly number[],
-    size: number,
-  ): void {
-    this.index.set(collection, this.first.length);
-    this.first.push(this.names.length);
-    this.count.push(size);
-    for (let i = 0; i < size; i++) {
-      this.names.push(entryNames[i]!);
-      this.offsets.push(entryOffsets[2 * i]!, entryOffsets[2 * i + 1]!);
-    }
-  }
-
-  has(value: unknown): value is object {
-    return value !== null && typeof value === "object" && this.index.has(value);
-  }
-
-  /** Keys of a mapping in declaration order. */
-  keys(mapping: object): string[] {
-    const c = this.index.get(mapping);
-    return c === undefined
-      ? Object.keys(mapping)
-      : this.names.slice(this.first[c], this.first[c]! + this.count[c]!);
-  }
-
-  /** Offsets of an entry of a collection (a key of a mapping, a position in a sequence): [key, value], or null. */
-  entry(collection: object, entry: PathSegment): [number, number] | null {
-    const c = this.index.get(collection)!;
-    const first = this.first[c]!;
-    const count = this.count[c]!;
-    let at = -1;
-    if (!Array.isArray(collection)) {
-      for (let i = 0; i < count && at === -1; i++) if (this.names[first + i] === String(entry)) at = i;
-    } else if (typeof entry === "number" && entry < count) {
-      at = entry;
-    }
-    if (at === -1) return null;
-    return [this.offsets[2 * (first + at)]!, this.offsets[2 * (first + at) + 1]!];
-  }
-}
-
-keepHiddenClass(new Locations());
-
-export interface Position {
-  line: number;
-  column: number;
-}
-
 export interface LoadedYaml {
   file: string;
   value: unknown;
@@ -119,62 +52,6 @@ export interface LoadedYaml {
   keyIsText(path: readonly PathSegment[]): boolean;
   /** Builds an issue located at `path`. */
   issue(path: readonly PathSegment[], pathText: string, message: string, which?: "value" | "key"): GraphIssue;
-}
-
-const STANDARD_SCALAR_TAGS = new Map<string, ScalarTagDefinition<unknown> | "str">([["str", "str"]]);
-for (const tag of YAML11_SCHEMA.implicitScalarTags) {
-  const short = tag.tagName.replace("tag:yaml.org,2002:", "");
-  if (["null", "bool", "int", "float"].includes(short)) STANDARD_SCALAR_TAGS.set(short, tag);
-}
-
-const NUMERIC_TAGS = YAML11_SCHEMA.implicitScalarTags.filter(
-  (t) => t.tagName === "tag:yaml.org,2002:int" || t.tagName === "tag:yaml.org,2002:float",
-);
-
-/** PyYAML's booleans: unlike YAML 1.1's full list, `y` and `n` stay strings. */
-const BOOLEANS = new Map<string, boolean>();
-for (const word of ["yes", "true", "on"])
-  for (const form of [word, word[0]!.toUpperCase() + word.slice(1), word.toUpperCase()])
-    BOOLEANS.set(form, true);
-for (const word of ["no", "false", "off"])
-  for (const form of [word, word[0]!.toUpperCase() + word.slice(1), word.toUpperCase()])
-    BOOLEANS.set(form, false);
-/** PyYAML's nulls. */
-export const NULLS = new Set(["", "~", "null", "Null", "NULL"]);
-
-/** Resolves a plain scalar as PyYAML's safe_load does; timestamps stay strings, `<<` is a merge key. */
-function resolvePlain(source: string): unknown {
-  if (NULLS.has(source)) return null;
-  const bool = BOOLEANS.get(source);
-  if (bool !== undefined) return bool;
-  const first = source.charCodeAt(0);
-  // Only digits, signs and '.' can start a number (".inf", ".nan" included): skip the regexes otherwise.
-  const numeric = (first >= 48 && first <= 57) || first === 43 || first === 45 || first === 46;
-  if (!numeric) return source;
-  for (const tag of NUMERIC_TAGS) {
-    const value = tag.resolve(source, false, tag.tagName);
-    if (value !== NOT_RESOLVED) return value;
-  }
-  return source;
-}
-
-/** Converts a 0-based offset into a 1-based line and column. */
-function positionFinder(text: string): (offset: number) => Position {
-  let lineStarts: number[] | undefined;
-  return (offset) => {
-    if (!lineStarts) {
-      lineStarts = [0];
-      for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) lineStarts.push(i + 1);
-    }
-    let lo = 0;
-    let hi = lineStarts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (lineStarts[mid]! <= offset) lo = mid;
-      else hi = mid - 1;
-    }
-    return { line: lo + 1, column: offset - lineStarts[lo]! + 1 };
-  };
 }
 
 /**

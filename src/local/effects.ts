@@ -15,7 +15,7 @@ import { git, gitRaw } from "../attempt/git.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { isSecretName } from "../attempt/redact.ts";
 import { secretsApart } from "../attempt/attempt-process.ts";
-import { DEFAULT_ALLOWED_TOOLS } from "../attempt/run-attempt.ts";
+import { DEFAULT_ALLOWED_TOOLS } from "../attempt/attempt.ts";
 import type { LoadedRun, RunHost } from "../engine/driver.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";

@@ -19,9 +19,11 @@ import {
   bucketPath,
   checkTaskRecords,
   indexLayout,
+  knownAt,
   LOCAL_PER_TASK,
   nextParts,
   type StoredParts,
+  stateCommitMessage,
   stateOfParts,
 } from "../protocol/state-layout.ts";
 
@@ -169,8 +171,7 @@ export class GitRefStateStore implements StateStore {
     next: RunState,
     touched?: ReadonlySet<string>,
   ): Promise<string | null> {
-    const known = this.known.get(run);
-    const from = expected !== null && known?.version === expected ? known : undefined;
+    const from = knownAt(this.known.get(run), expected);
     // What was read was checked whole: every bucket it holds is there.
     const read = from && {
       ...from.parts,
@@ -193,7 +194,7 @@ export class GitRefStateStore implements StateStore {
       `100644 blob ${written[0]}\trun.json\n040000 tree ${tasksTree}\ttasks\n`,
     );
     const parents = expected ? ["-p", expected] : [];
-    const message = `${run}: state ${next.seq}${next.outcome ? ` (${next.outcome})` : ""}`;
+    const message = stateCommitMessage(run, next);
     const commit = await git(this.repo, ["commit-tree", tree, ...parents, "-m", message]);
     const update = await gitRaw(this.repo, ["update-ref", stateRef(run), commit, expected ?? ZERO]);
     if (update.code !== 0) {

@@ -8,7 +8,7 @@
 import { gitRaw } from "../attempt/git.ts";
 import type { EngineEvent, RunState } from "../engine/types.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 
 /** The local "PR" of a task: the branch itself, numbered by the plan, so a repeated open is the same PR. */
 export const localTaskPr = (plan: Plan, graph: string, task: string) => ({

@@ -5,7 +5,7 @@
  * until its text cannot be read. A chart is drawn task by task while it is small and its text stays
  * readable, else one node per workstream, else not at all (the caller shows a table instead).
  */
-import type { Plan } from "./plan.ts";
+import type { Plan } from "./model.ts";
 import { count } from "../graph/model.ts";
 
 const PALETTE = ["#dbeafe", "#dcfce7", "#fef9c3", "#fce7f3", "#ede9fe", "#ffedd5", "#cffafe", "#f1f5f9"];

@@ -12,7 +12,7 @@
  * another workstream) or to have its integration PR (an ancestor workstream).
  */
 import type { Task } from "../graph/model.ts";
-import type { Plan } from "./plan.ts";
+import type { Plan } from "./model.ts";
 
 export interface Overlap {
   /** The two tasks, the earlier (in canonical order) first. */

@@ -8,7 +8,7 @@
  * workstreams waiting for this one to merge), which makes a run's result independent of event order,
  * and a retry of the failed task finds the rest of its workstream done.
  */
-import { ancestorsOf, type Plan } from "./plan.ts";
+import { ancestorsOf, type Plan } from "./model.ts";
 
 export type TaskStatus =
   "pending" | "running" | "pr_open" | "merged" | "completed" | "failed" | "blocked" | "cancelled";

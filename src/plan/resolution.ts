@@ -6,7 +6,7 @@
  */
 import { integrationBranch, type Task, taskBranch } from "../graph/model.ts";
 import type { TokenTier } from "../graph/schema.ts";
-import type { Plan } from "./plan.ts";
+import type { Plan } from "./model.ts";
 
 /**
  * A job of a workstream's landing besides a conflict's resolution: a verification (the gates on the

@@ -6,7 +6,7 @@
  */
 import type { EngineEvent } from "../engine/types.ts";
 import { integrationBranch } from "../graph/model.ts";
-import type { Plan } from "../plan/plan.ts";
+import type { Plan } from "../plan/model.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import type { TokenTier } from "../graph/schema.ts";
 import { type AttemptReport, type AttemptReportResult, eventsOfReport } from "./report.ts";

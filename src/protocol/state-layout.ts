@@ -148,6 +148,19 @@ export interface NextParts {
 }
 
 /**
+ * What a store remembers of a run, if it is of the version a write expects: a write from it carries
+ * only what changed. Anything else (a new run, a version this store did not read) is written whole.
+ */
+export const knownAt = <K extends { version: string }>(
+  known: K | undefined,
+  expected: string | null,
+): K | undefined => (expected !== null && known?.version === expected ? known : undefined);
+
+/** How a stored state's commit is described: the run, the state's number, and its outcome once over. */
+export const stateCommitMessage = (run: string, state: RunState): string =>
+  `${run}: state ${state.seq}${state.outcome ? ` (${state.outcome})` : ""}`;
+
+/**
  * What writing `next` over the parts read (`from`) changes. With the tasks a round touched, only their
  * buckets are rewritten (a round of events adds no task); without them (a new run, a resume, a run in
  * the earlier format or not read by this store), all of it. `indexOf` is the state the index is made

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { handoff } from "../../src/attempt/handoff.ts";
-import { landingSummary } from "../../src/attempt/run-attempt.ts";
+import { landingSummary } from "../../src/attempt/work-dir.ts";
 import { createEngine } from "../../src/engine/engine.ts";
 import { renderInstructions } from "../../src/protocol/render.ts";
 import { graphOf } from "../support/graphs.ts";

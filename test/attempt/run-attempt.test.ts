@@ -5,7 +5,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseReview, runAttempt, runGate } from "../../src/attempt/run-attempt.ts";
+import { parseReview } from "../../src/attempt/review.ts";
+import { runAttempt } from "../../src/attempt/run-attempt.ts";
+import { runGate } from "../../src/attempt/gates.ts";
 import { git } from "../../src/attempt/git.ts";
 import {
   phased,

@@ -15,7 +15,8 @@ import { convertWorkflowTemplate, NoOperationTraceWriter, parseWorkflow } from "
 import { load } from "js-yaml";
 import { describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
-import { githubRepository, workflowSource } from "../../src/cli/commands/workflow-source.ts";
+import { githubRepository } from "../../src/cli/commands/github-remote.ts";
+import { workflowSource } from "../../src/cli/commands/workflow-source.ts";
 import { type WorkflowSource, workflowText } from "../../src/cli/commands/workflow-text.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";

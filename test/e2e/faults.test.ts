@@ -52,7 +52,7 @@ describe("end to end under faults", () => {
         (standin!.gh.state("diamond/1").tasks.a as { attempts?: { job?: string }[] }).attempts?.[0]?.job,
       ),
     );
-    standin.jobs.get(standin.gh.dispatches[0]!.runId)!.kill("SIGKILL");
+    standin.taskJobs.jobs.get(standin.gh.dispatches[0]!.runId)!.kill("SIGKILL");
     await standin.idle();
     expect(standin.gh.state("diamond/1").tasks.a!.status).toBe("running"); // nobody told the app
     await standin.reconcile();

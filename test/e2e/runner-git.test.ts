@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { demoAgent, manifestFor } from "../../src/scripted/demo-agent.ts";
 import { promptOf, type Script, toolResults } from "../../src/scripted/model-server.ts";
-import { failedAttempt } from "../../src/attempt/run-attempt.ts";
+import { failedAttempt } from "../../src/attempt/attempt.ts";
 import { toReport } from "../../src/protocol/report.ts";
 import { type Standin, startStandin } from "../../harness/standin.ts";
 

@@ -4,7 +4,7 @@ import { simulate, simulationJson } from "../../src/engine/simulate.ts";
 import { reproduce } from "../../src/engine/verification.ts";
 import { checkIndex, StateDamageError } from "../../src/protocol/state-check.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../../src/engine/types.ts";
-import type { Plan } from "../../src/plan/plan.ts";
+import type { Plan } from "../../src/plan/model.ts";
 import { graphOf } from "../support/graphs.ts";
 
 /** Two workstreams in parallel, both gated and merging into main. */

@@ -29,7 +29,7 @@ import { taskCheckOutput } from "../../src/github/projections.ts";
 import { integrationPrBody, PLAN_MARKER, planSummary } from "../../src/github/render.ts";
 import { statusComment } from "../../src/github/status-comment.ts";
 import { CHART_LIMITS, READABLE } from "../../src/plan/mermaid.ts";
-import type { Plan } from "../../src/plan/plan.ts";
+import type { Plan } from "../../src/plan/model.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { runAt, scaleGraph, scaleWorld, workstreamsGraph } from "../support/runs.ts";
 import { describeNeeding } from "../support/skips.ts";

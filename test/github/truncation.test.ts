@@ -8,9 +8,11 @@ import { Octokit } from "@octokit/rest";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
-import { GitHubStateStore, StateCache } from "../../src/github/state-store.ts";
+import { StateCache } from "../../src/github/state-cache.ts";
+import { GitHubStateStore } from "../../src/github/state-store.ts";
 import type { StoredRun } from "../../src/protocol/stored-run.ts";
-import { FakeGitHub, GRAPHQL_BLOB_TEXT_BYTES } from "../../harness/fake-github.ts";
+import { FakeGitHub } from "../../harness/fake-github.ts";
+import { GRAPHQL_BLOB_TEXT_BYTES } from "../../harness/fake-state.ts";
 import { graphOf } from "../support/graphs.ts";
 
 beforeEach(() => nock.disableNetConnect());

@@ -8,7 +8,7 @@ import {
   subjectOfInput,
   tierOfInput,
 } from "../../src/protocol/resolution.ts";
-import { failedAttempt } from "../../src/attempt/run-attempt.ts";
+import { failedAttempt } from "../../src/attempt/attempt.ts";
 import { graphOf } from "../support/graphs.ts";
 
 const plan = buildPlan(

@@ -2,8 +2,8 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AttemptContext } from "../../src/attempt/run-attempt.ts";
-import { DEFAULT_ALLOWED_TOOLS } from "../../src/attempt/run-attempt.ts";
+import type { AttemptContext } from "../../src/attempt/attempt.ts";
+import { DEFAULT_ALLOWED_TOOLS } from "../../src/attempt/attempt.ts";
 import { parseGraph } from "../../src/graph/load.ts";
 import { git } from "../../src/attempt/git.ts";
 import { CLAUDE_BIN } from "../../harness/claude.ts";

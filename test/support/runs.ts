@@ -5,7 +5,8 @@
 import { createEngine } from "../../src/engine/engine.ts";
 import type { RunState, TaskStatus } from "../../src/engine/types.ts";
 import { parseGraph } from "../../src/graph/load.ts";
-import { buildPlan, type Plan } from "../../src/plan/plan.ts";
+import type { Plan } from "../../src/plan/model.ts";
+import { buildPlan } from "../../src/plan/plan.ts";
 
 export function workstreamsGraph(workstreams: number, perWorkstream: number, name = "big"): string {
   const lines = [`name: ${name}`, "workstreams:"];

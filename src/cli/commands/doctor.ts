@@ -5,14 +5,13 @@
  * the repository the command runs in; the token is GITHUB_TOKEN, else GH_TOKEN, else the GitHub
  * CLI's (`gh auth token`). Exit 0 when nothing is found, 1 when something is (or it cannot read).
  */
-import { execFileSync } from "node:child_process";
 import { Octokit } from "@octokit/rest";
 import { findings, mergeNotes, readRepoFacts } from "../../github/doctor.ts";
 import type { GitHubClient } from "../../github/client.ts";
 import { statusOf } from "../../github/client.ts";
 import type { WorkflowFile } from "../../github/workflow-files.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
-import { githubRepository } from "./init.ts";
+import { gitHubToken, remoteRepository } from "./github-remote.ts";
 
 export class DoctorError extends Error {
   override name = "DoctorError";
@@ -26,30 +25,6 @@ export interface DoctorOptions {
   dir?: string;
   /** The workflow files to judge instead of the default branch's (init's, not pushed yet). */
   workflows?: WorkflowFile[];
-}
-
-const run = (command: string, args: string[], cwd?: string): string | null => {
-  try {
-    return execFileSync(command, args, {
-      cwd,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
-      timeout: 10_000,
-    }).trim();
-  } catch {
-    return null;
-  }
-};
-
-/** The repository's GitHub name from its `origin` remote, or null. */
-export function remoteRepository(dir: string): string | null {
-  const url = run("git", ["-C", dir, "remote", "get-url", "origin"]);
-  return url ? githubRepository(url) : null;
-}
-
-/** A token to read the repository with: GITHUB_TOKEN, GH_TOKEN, or the GitHub CLI's; null when none. */
-export function gitHubToken(env: NodeJS.ProcessEnv): string | null {
-  return env.GITHUB_TOKEN || env.GH_TOKEN || run("gh", ["auth", "token"]) || null;
 }
 
 /** What doctor finds in a repository, and how it will be merged into. */

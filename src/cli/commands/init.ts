@@ -12,11 +12,10 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { dirname, join, relative, resolve } from "node:path";
 import { templatesDir } from "../../protocol/templates.ts";
 import { type Io, InputError } from "../io.ts";
+import { gitHubToken, remoteRepository } from "./github-remote.ts";
 import { type SourceOptions, workflowSource } from "./workflow-source.ts";
 import { marked, unedited, type WorkflowSource, workflowText } from "./workflow-text.ts";
 import { ciWorkflowNames, localWorkflowFiles, withRepositoryTriggers } from "./orchestrator-triggers.ts";
-
-export { githubRepository } from "./workflow-source.ts";
 
 export interface InitOptions extends SourceOptions {
   /** The repository; by default the one the command was run in. */
@@ -227,11 +226,11 @@ function defaultBranchOf(root: string): string {
 /** `agentrelay doctor` on the repository, judging the workflow files just written, where it can run. */
 async function checkSettings(root: string, io: Io): Promise<void> {
   const doctor = await import("./doctor.ts");
-  const repository = doctor.remoteRepository(root);
+  const repository = remoteRepository(root);
   const later =
     "`agentrelay doctor` checks the repository's settings (merge methods, required checks, secrets)";
   if (!repository) return io.out(`\nNo GitHub remote here yet: once you have pushed, ${later}.`);
-  const token = doctor.gitHubToken(process.env);
+  const token = gitHubToken(process.env);
   if (!token) return io.out(`\nWith GITHUB_TOKEN set (or after \`gh auth login\`), ${later}.`);
   try {
     const api = process.env.GITHUB_API_URL ?? "https://api.github.com";

@@ -3,7 +3,8 @@ import { readGraphFile } from "../../graph/read.ts";
 import { count, integrationBranch } from "../../graph/model.ts";
 import { mermaidDag } from "../../plan/mermaid.ts";
 import { overlapLines, overlapsOf } from "../../plan/overlaps.ts";
-import { buildPlan, type Plan } from "../../plan/plan.ts";
+import { buildPlan } from "../../plan/plan.ts";
+import type { Plan } from "../../plan/model.ts";
 import type { Io } from "../io.ts";
 
 export function planJson(plan: Plan): object {

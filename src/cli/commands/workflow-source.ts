@@ -8,6 +8,7 @@
 import { execFileSync } from "node:child_process";
 import pkg from "../../../package.json" with { type: "json" };
 import { InputError } from "../io.ts";
+import { githubRepository } from "./github-remote.ts";
 import type { WorkflowSource } from "./workflow-text.ts";
 
 const git = (dir: string, args: string[]): string | null => {
@@ -20,12 +21,6 @@ const git = (dir: string, args: string[]): string | null => {
     return null;
   }
 };
-
-/** `owner/name` of a GitHub remote URL (https or ssh), or null. */
-export function githubRepository(url: string): string | null {
-  const m = /github\.com[/:]([A-Za-z0-9-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(url.trim());
-  return m ? `${m[1]}/${m[2]}` : null;
-}
 
 /** The project's repository on GitHub, as package.json names it. */
 export const PROJECT = githubRepository(pkg.repository.url)!;

@@ -1,0 +1,127 @@
+/**
+ * The fake GitHub's git data: a file's contents (raw, or base64 up to 1 MB), branches and their
+ * protection and rules, refs (created, moved by a push, deleted), blobs, trees and commits made
+ * through the API, and the comparison of two branches, each as GitHub's REST API answers it.
+ */
+import { folderListing } from "./fake-records.ts";
+import { workflowsRefusal } from "./fake-repo-settings.ts";
+import type { AddRoute } from "./fake-reply.ts";
+import { type FakeGitHubState, treeOf } from "./fake-state.ts";
+
+export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
+  route("GET", "REPO\\/contents\\/(.+)", (m, _b, q, accept) => {
+    const ref = q.get("ref") ?? "main";
+    const known = gh.store.isCommit(ref) || gh.branches.has(ref);
+    const text = known ? gh.store.file(ref, m[1]!) : undefined;
+    // A folder: its entries (https://docs.github.com/en/rest/repos/contents#get-repository-content).
+    const folder =
+      known && text === undefined ? folderListing(gh.store.files(ref), m[1]!.replace(/\/+$/, "")) : null;
+    if (folder) return [200, folder];
+    if (text === undefined) return [404, { message: "Not Found" }];
+    if (accept.includes(".raw")) return [200, text];
+    // The JSON form carries files up to 1 MB; past it, `content` is empty and `encoding` "none", and
+    // only the raw form has the text, up to 100 MB
+    // (https://docs.github.com/en/rest/repos/contents#get-repository-content, "File size limits").
+    const size = Buffer.byteLength(text);
+    const whole = size <= 1024 * 1024;
+    return [
+      200,
+      {
+        type: "file",
+        path: m[1],
+        size,
+        encoding: whole ? "base64" : "none",
+        content: whole ? Buffer.from(text).toString("base64") : "",
+      },
+    ];
+  });
+  route("GET", "REPO\\/branches\\/(.+)", (m) => {
+    const sha = gh.branches.get(m[1]!);
+    return sha
+      ? [200, { name: m[1], commit: { sha }, ...gh.settings.branchProtection(m[1]!) }]
+      : [404, { message: "Branch not found" }];
+  });
+  route("GET", "REPO\\/rules\\/branches\\/(.+)", (m) => [200, gh.settings.rulesApi(m[1]!)]);
+  route("GET", "REPO\\/git\\/ref\\/heads\\/(.+)", (m) => {
+    const sha = gh.branches.get(m[1]!);
+    return sha
+      ? [200, { ref: `refs/heads/${m[1]}`, object: { sha, type: "commit" } }]
+      : [404, { message: "Not Found" }];
+  });
+  route("GET", "REPO\\/git\\/matching-refs\\/heads\\/(.*)", (m) => [
+    200,
+    [...gh.branches]
+      .filter(([b]) => b.startsWith(m[1]!))
+      .map(([b, sha]) => ({ ref: `refs/heads/${b}`, object: { sha, type: "commit" } })),
+  ]);
+  route("POST", "REPO\\/git\\/refs", (_m, body) => {
+    const name = String(body.ref).replace(/^refs\/heads\//, "");
+    if (gh.branches.has(name)) return [422, { message: "Reference already exists" }];
+    gh.branches.set(name, String(body.sha));
+    return [201, { ref: body.ref, object: { sha: body.sha } }];
+  });
+  route("DELETE", "REPO\\/git\\/refs\\/heads\\/(.+)", (m) => {
+    if (!gh.branches.delete(m[1]!)) return [422, { message: "Reference does not exist" }];
+    return [204];
+  });
+  route("GET", "REPO\\/git\\/blobs\\/([0-9a-f]{40})", (m) => {
+    const text = gh.blobs.get(m[1]!);
+    return text === undefined
+      ? [404, { message: "Not Found" }]
+      : [
+          200,
+          {
+            sha: m[1],
+            size: Buffer.byteLength(text),
+            encoding: "base64",
+            content: Buffer.from(text).toString("base64"),
+          },
+        ];
+  });
+  route("POST", "REPO\\/git\\/trees", (_m, body) => {
+    const files = Object.fromEntries(
+      (body.tree as { path: string; content: string }[]).map((t) => [t.path, t.content]),
+    );
+    const sha = `tree${gh.newId()}`;
+    gh.trees.set(sha, files);
+    return [201, { sha }];
+  });
+  route("POST", "REPO\\/git\\/commits", (_m, body) => {
+    const parent = (body.parents as string[])[0];
+    // A commit with its parent's own tree (treeOf): no change.
+    const files = String(body.tree) === treeOf(parent ?? "") ? {} : gh.trees.get(String(body.tree))!;
+    const sha = gh.store.commit(parent, files, String(body.message));
+    gh.commitsMade.push({ sha, message: String(body.message), parents: body.parents as string[] });
+    return [201, { sha }];
+  });
+  route("GET", "REPO\\/git\\/commits\\/([0-9a-f]{40})", (m) =>
+    gh.store.isCommit(m[1]!)
+      ? [200, { sha: m[1], tree: { sha: treeOf(m[1]!) } }]
+      : [404, { message: "Not Found" }],
+  );
+  route("PATCH", "REPO\\/git\\/refs\\/heads\\/(.+)", (m, body) => {
+    if (!gh.branches.has(m[1]!)) return [422, { message: "Reference does not exist" }];
+    const workflows = gh.settings.workflowsPermission
+      ? []
+      : gh.workflowsChanged(gh.branches.get(m[1]!)!, String(body.sha));
+    if (workflows.length > 0) return workflowsRefusal(workflows[0]!);
+    gh.branches.set(m[1]!, String(body.sha));
+    gh.refUpdates.push({ branch: m[1]!, sha: String(body.sha) });
+    gh.onBranchMoved(m[1]!);
+    return [200, { ref: `refs/heads/${m[1]}`, object: { sha: body.sha, type: "commit" } }];
+  });
+  route("GET", "REPO\\/compare\\/(.+)\\.\\.\\.(.+)", (m) => {
+    const ahead = gh.store.aheadBy(gh.branch(m[1]!), gh.branch(m[2]!));
+    return [
+      200,
+      {
+        ahead_by: ahead,
+        behind_by: 0,
+        status: ahead ? "ahead" : "identical",
+        total_commits: ahead,
+        commits: [],
+        files: [],
+      },
+    ];
+  });
+}

@@ -1,0 +1,272 @@
+/**
+ * The stand-in's task workflow runs (standin.ts): each workflow_dispatch run as a runner runs it,
+ * by the real bundled Action as a child process (with a job container's capabilities, the real
+ * Claude Code CLI and the scripted model), or scripted in process (large graphs, or a job a test
+ * holds while it acts). With the app, a job takes its token with its OIDC token and posts its report;
+ * in workflow-only mode it hands the report over as an artifact of its run. Either way the run's end
+ * is delivered as workflow_run.
+ */
+import type { ChildProcess } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { zipSync } from "fflate";
+import { DEFAULT_CONFIG } from "../src/github/client.ts";
+import { REPORT_ARTIFACT, REPORT_STEP } from "../src/github/reports.ts";
+import { integrationBranch, taskBranch } from "../src/graph/model.ts";
+import { REPORT_FILE, REPORT_KEY_HEADER } from "../src/protocol/report.ts";
+import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../src/protocol/report-key.ts";
+import { graphOf } from "./app.ts";
+import { CLAUDE_BIN } from "./claude.ts";
+import type { FakeGitHub } from "./fake-github.ts";
+import type { FakeStep } from "./fake-state.ts";
+import { runnerStep } from "./runner-process.ts";
+
+/**
+ * A job container's capabilities, as the stand-in's jobs (root here) get them: Docker's default set
+ * (moby's oci/caps/defaults.go: no CAP_SYS_ADMIN, so no PID namespace for the attempt's commands)
+ * and NET_ADMIN, which the task workflow's container options add.
+ */
+const JOB_CONTAINER_CAPABILITIES = [
+  "audit_write",
+  "chown",
+  "dac_override",
+  "fowner",
+  "fsetid",
+  "kill",
+  "mknod",
+  "net_bind_service",
+  "net_raw",
+  "setfcap",
+  "setgid",
+  "setpcap",
+  "setuid",
+  "sys_chroot",
+  "net_admin",
+];
+
+/** Runs a job's process with a job container's capabilities, where the stand-in is root. */
+const asJobContainer = (): string[] =>
+  process.getuid?.() === 0
+    ? ["setpriv", `--bounding-set=-all,${JOB_CONTAINER_CAPABILITIES.map((c) => `+${c}`).join(",")}`, "--"]
+    : [];
+
+/**
+ * The secret both the task jobs' step and the orchestrator's hold in workflow-only mode (the
+ * workflows name AGENTRELAY_REPORT_SECRET, else the Anthropic credential): the reports' HMAC key.
+ */
+export const ANTHROPIC_CREDENTIAL = "sk-ant-e2e-scripted";
+
+/** The tokens workflow-only mode's jobs hold (the fake GitHub takes any). */
+export const WORKFLOW_TOKEN = `ghs_${"w".repeat(36)}`;
+
+/** How the stand-in's jobs behave (part of its options). */
+export interface JobOptions {
+  /** A scripted job waits for this once it has started (with the app: its token taken), before it ends. */
+  hold?: (inputs: Record<string, string>, runId: number) => Promise<void>;
+  /** Files a scripted job commits besides its notes (a job whose token may push them). */
+  jobFiles?: (task: string) => Record<string, string>;
+  /** A directory put first on the jobs' PATH (programs the runner finds before the machine's). */
+  jobPath?: string;
+  /** How long a job's runner takes between its steps (the Action's end, the report's upload): 0 by default. */
+  betweenStepsMs?: number;
+  /** Workflow-only mode: what happens to a job's report between the Action's step and its upload. */
+  beforeReportStep?: (reportDir: string) => void;
+}
+
+/** What the jobs need of the stand-in. */
+export interface JobHost {
+  readonly gh: FakeGitHub;
+  readonly root: string;
+  /** The stand-in's address (its API, its OIDC tokens, the app's endpoints behind it). */
+  readonly url: string;
+  /** The scripted model server's address. */
+  readonly modelUrl: string;
+  readonly workflowMode: boolean;
+  webhook(name: string, payload: object, sender?: object): Promise<void>;
+}
+
+export class TaskJobs {
+  /** The Action's processes, by run id. */
+  readonly jobs = new Map<number, ChildProcess>();
+  readonly jobLogs = new Map<number, string>();
+
+  constructor(
+    private readonly host: JobHost,
+    private readonly options: JobOptions,
+  ) {}
+
+  /** A job run by the bundled Action, with the real Claude Code CLI against the scripted model. */
+  async runAction(inputs: Record<string, string>, runId: number): Promise<void> {
+    const home = join(this.host.root, "runners", String(runId));
+    const run = this.host.gh.workflowRuns.get(runId)!;
+    run.status = "in_progress";
+    const step = runnerStep(
+      "dist/action/index.js",
+      home,
+      {
+        ...(this.options.jobPath ? { PATH: `${this.options.jobPath}:${process.env.PATH}` } : {}),
+        GITHUB_EVENT_NAME: "workflow_dispatch",
+        GITHUB_RUN_ID: String(runId),
+        GITHUB_SERVER_URL: `file://${join(this.host.root, "remote")}`,
+        GITHUB_API_URL: this.host.url,
+        GITHUB_WORKSPACE: join(home, "workspace"),
+        RUNNER_TEMP: join(home, "temp"),
+        // Jobs here share the machine's network namespace, and run side by side: the egress rules are
+        // for a job container's own namespace (test/action/egress-container.test.ts).
+        AGENTRELAY_EGRESS: "off",
+        ...(this.host.workflowMode
+          ? {
+              INPUT_TOKEN: WORKFLOW_TOKEN,
+              INPUT_TIER: inputs.tier,
+              [REPORT_SECRET_VARIABLE]: ANTHROPIC_CREDENTIAL,
+            }
+          : {
+              ACTIONS_ID_TOKEN_REQUEST_URL: `${this.host.url}/oidc/token?job=${runId}`,
+              ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
+              "INPUT_APP-URL": this.host.url,
+            }),
+        INPUT_RUN: inputs.run,
+        INPUT_TASK: inputs.task,
+        INPUT_ATTEMPT: inputs.attempt,
+        "INPUT_STATE-VERSION": inputs["state-version"],
+        "INPUT_CLAUDE-PATH": CLAUDE_BIN,
+        "INPUT_TIMEOUT-MINUTES": "3",
+        AGENTRELAY_ANTHROPIC_CREDENTIAL: ANTHROPIC_CREDENTIAL,
+        ANTHROPIC_BASE_URL: this.host.modelUrl,
+        DISABLE_TELEMETRY: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      },
+      asJobContainer(),
+    );
+    this.jobs.set(runId, step.child);
+    const { code, log } = await step.done;
+    this.jobLogs.set(runId, log);
+    const output = step.output;
+    const report = /^report<<(\S+)\n([\s\S]*?)\n\1$/m.exec(readFileSync(output, "utf8"))?.[2] ?? null;
+    const pause = this.options.betweenStepsMs ?? 0;
+    if (pause > 0) await new Promise((done) => setTimeout(done, pause));
+    await this.endRun(runId, inputs.tier ?? "task", code === 0, report);
+  }
+
+  /**
+   * A task workflow run ends: in workflow-only mode its next step hands the report over (an artifact
+   * of the run, refused when the run already has one of that name), then workflow_run is delivered.
+   */
+  private async endRun(runId: number, job: string, ran: boolean, report: string | null): Promise<void> {
+    const run = this.host.gh.workflowRuns.get(runId)!;
+    const steps: FakeStep[] = [{ name: "Run the task", conclusion: ran ? "success" : "failure" }];
+    if (this.host.workflowMode && report !== null && run.status !== "completed") {
+      // The report step uploads the directory the Action named (its report and the report's HMAC),
+      // or the one file an Action from before the HMAC named.
+      this.options.beforeReportStep?.(report);
+      const files = statSync(report).isDirectory()
+        ? Object.fromEntries(readdirSync(report).map((name) => [name, readFileSync(join(report, name))]))
+        : { [REPORT_FILE]: readFileSync(report) };
+      const zip = zipSync(files);
+      const uploaded = this.host.gh.uploadArtifact(runId, REPORT_ARTIFACT, zip);
+      steps.push({ name: REPORT_STEP, conclusion: uploaded ? "success" : "failure" });
+    }
+    run.jobs = [{ name: job, steps }];
+    if (run.status !== "completed") {
+      const ok = steps.every((s) => s.conclusion === "success");
+      Object.assign(run, { status: "completed", conclusion: ok ? "success" : "failure" });
+    }
+    await this.host.webhook("workflow_run", {
+      action: "completed",
+      workflow_run: {
+        id: runId,
+        name: "agentrelay task",
+        // Where the run comes from, as GitHub says it (task jobs run on the default branch, the dispatch's ref).
+        path: run.path,
+        event: run.event,
+        head_branch: run.head_branch,
+        head_repository: run.head_repository,
+        created_at: run.created_at,
+        display_title: run.display_title,
+        status: "completed",
+        conclusion: run.conclusion,
+        html_url: `https://github.com/octo/demo/actions/runs/${runId}`,
+      },
+    });
+  }
+
+  /** A job's POST to the app's endpoints, as the Action makes it (through the load balancer). */
+  private async callApp(
+    path: string,
+    body: object,
+    oidc: string,
+    key?: string,
+  ): Promise<Record<string, unknown>> {
+    const response = await fetch(`${this.host.url}${path}`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        authorization: `Bearer ${oidc}`,
+        ...(key ? { [REPORT_KEY_HEADER]: key } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+    const answer = (await response.json()) as Record<string, unknown>;
+    if (!response.ok) throw new Error(`${path} answered ${response.status}: ${String(answer.error)}`);
+    return answer;
+  }
+
+  /**
+   * A scripted job, in process: with the app, it takes the attempt's token with its OIDC token first;
+   * then the task's commit pushed to its branch (new from its integration branch), and the report its
+   * Action would write (workflow-only mode) or post (with the app).
+   */
+  async runScripted(inputs: Record<string, string>, runId: number): Promise<void> {
+    await new Promise((done) => setTimeout(done, 5));
+    const { run: runKey, task, attempt } = inputs as { run: string; task: string; attempt: string };
+    this.host.gh.workflowRuns.get(runId)!.status = "in_progress";
+    const request = { run: runKey, task, attempt: Number(attempt) };
+    let app: { oidc: string; key: string } | null = null;
+    if (!this.host.workflowMode) {
+      const oidc = await fetch(
+        `${this.host.url}/oidc/token?job=${runId}&audience=${DEFAULT_CONFIG.oidcAudience}`,
+      );
+      const { value } = (await oidc.json()) as { value: string };
+      const grant = await this.callApp("/agentrelay/token", request, value);
+      app = { oidc: value, key: String(grant.report_key) };
+    }
+    await this.options.hold?.(inputs, runId);
+    const graph = graphOf(this.host.gh.runSource(runKey));
+    const branch = taskBranch(graph.name, task);
+    const workstream = graph.tasks.find((t) => t.id === task)!.workstreamId;
+    if (!this.host.gh.branches.has(branch) || attempt === "1")
+      this.host.gh.branches.set(
+        branch,
+        this.host.gh.branches.get(integrationBranch(graph.name, workstream))!,
+      );
+    const commit = this.host.gh.commit(
+      branch,
+      { [`notes/${task}.md`]: `task ${task}, attempt ${attempt}\n`, ...this.options.jobFiles?.(task) },
+      task,
+    );
+    const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [] };
+    const report = {
+      ...request,
+      result: {
+        ...result,
+        summary: `did ${task}`,
+        outputs: [],
+        costMicros: 10_000,
+        turns: 1,
+        gates: [],
+        commit,
+      },
+    };
+    if (app) {
+      await this.callApp("/agentrelay/report", report, app.oidc, app.key);
+      await this.endRun(runId, "standard", true, null);
+      return;
+    }
+    const dir = join(this.host.root, `report-${runId}`);
+    mkdirSync(dir);
+    const bytes = JSON.stringify(report);
+    writeFileSync(join(dir, REPORT_FILE), bytes);
+    writeFileSync(join(dir, REPORT_MAC_FILE), reportMac(ANTHROPIC_CREDENTIAL, request, String(runId), bytes));
+    await this.endRun(runId, inputs.tier!, true, dir);
+  }
+}

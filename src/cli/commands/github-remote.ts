@@ -1,0 +1,35 @@
+/**
+ * Which GitHub repository a checkout belongs to, and the token to read it with: what `doctor` reads
+ * a repository's settings through, and `init` too when it checks the repository it just set up.
+ */
+import { execFileSync } from "node:child_process";
+
+const run = (command: string, args: string[], cwd?: string): string | null => {
+  try {
+    return execFileSync(command, args, {
+      cwd,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+      timeout: 10_000,
+    }).trim();
+  } catch {
+    return null;
+  }
+};
+
+/** `owner/name` of a GitHub remote URL (https or ssh), or null. */
+export function githubRepository(url: string): string | null {
+  const m = /github\.com[/:]([A-Za-z0-9-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(url.trim());
+  return m ? `${m[1]}/${m[2]}` : null;
+}
+
+/** The repository's GitHub name from its `origin` remote, or null. */
+export function remoteRepository(dir: string): string | null {
+  const url = run("git", ["-C", dir, "remote", "get-url", "origin"]);
+  return url ? githubRepository(url) : null;
+}
+
+/** A token to read the repository with: GITHUB_TOKEN, GH_TOKEN, or the GitHub CLI's; null when none. */
+export function gitHubToken(env: NodeJS.ProcessEnv): string | null {
+  return env.GITHUB_TOKEN || env.GH_TOKEN || run("gh", ["auth", "token"]) || null;
+}
