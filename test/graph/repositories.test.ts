@@ -7,30 +7,8 @@ import { fixture, yamlFiles } from "../support/fixtures.ts";
 import { repositoryFullName } from "../../src/graph/model.ts";
 import { overlapsOf } from "../../src/plan/overlaps.ts";
 import { buildPlan } from "../../src/plan/plan.ts";
-
-/** An API change, then a client that uses it: the client's workstream depends on the API's. */
-export const API_THEN_CLIENT = `name: api-client
-repositories:
-  api: octo/api
-  web: octo/web
-workstreams:
-  - id: server
-    repository: api
-    auto_merge: true
-  - id: client
-    repository: web
-    auto_merge: true
-tasks:
-  - id: add-endpoint
-    workstream_id: server
-    description: Add GET /v2/items to src/server.ts
-    tagged_paths: [{ path: src/, category: src }]
-  - id: use-endpoint
-    workstream_id: client
-    dependencies: [add-endpoint]
-    description: Call GET /v2/items from src/client.ts
-    tagged_paths: [{ path: src/, category: src }]
-`;
+import { parseRunGraph } from "../../src/protocol/run-source.ts";
+import { API_THEN_CLIENT } from "../support/repositories.ts";
 
 function errorsOf(yaml: string): string[] {
   try {
@@ -195,5 +173,13 @@ describe("graphs that span repositories", () => {
     // A graph in one repository keeps its table as it was.
     const single = planSummary(buildPlan(parseGraph("g.yaml", `name: g\n${WS("  - id: a")}${TASKS("a")}`)));
     expect(single).toContain("| Workstream | Integration branch |");
+  });
+
+  it("is refused on GitHub for now, at its repositories key, with the way to run it locally", () => {
+    expect(() => parseRunGraph({ path: ".workflow/api-client.yaml", text: API_THEN_CLIENT })).toThrow(
+      ".workflow/api-client.yaml:2:1: repositories: graphs that span repositories (octo/api, octo/web) run locally for now (agentrelay run .workflow/api-client.yaml --repo DIR --repo NAME=PATH); on GitHub keep every workstream in this repository",
+    );
+    const single = `name: g\n${WS("  - id: a")}${TASKS("a")}`;
+    expect(parseRunGraph({ path: "g.yaml", text: single }).name).toBe("g");
   });
 });
