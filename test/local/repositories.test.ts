@@ -2,6 +2,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
+import { runReport } from "../../src/cli/run-report.ts";
+import { parseGraph } from "../../src/graph/load.ts";
 import { LocalRunError } from "../../src/local/repository.ts";
 import { runLocal } from "../../src/local/run.ts";
 import { demoAgent, manifestFor } from "../../src/scripted/demo-agent.ts";
@@ -46,13 +48,19 @@ afterAll(() => server.close());
 describe("a local run of a graph that spans repositories", () => {
   it("lands the API change in its clone, then the client in its own, the client told what landed", async () => {
     const [own, api, web] = await Promise.all([tempRepo(), tempRepo(), tempRepo()]);
-    const { state, workRoot } = await runLocal({
+    const options = {
       ...scriptedRun(own, ".workflow/api-client.yaml", API_THEN_CLIENT, server.url),
       repositories: { api, web },
       attemptTimeoutMs: 60_000,
       gateTimeoutMs: 10_000,
-    });
+    };
+    const { state, workRoot } = await runLocal(options);
     expect(state.outcome).toBe("succeeded");
+    // The report says where each workstream landed.
+    const report = runReport(state, own, parseGraph("g.yaml", API_THEN_CLIENT));
+    expect(report).toMatch(/ server +merged +merged into main of octo\/api\n/);
+    expect(report).toMatch(/ client +merged +merged into main of octo\/web\n/);
+    expect(report).toContain(`in ${own} and the clones of octo/api, octo/web`);
     // Each workstream landed in its own clone, and nothing in the graph's own (only its state ref).
     expect(await git(api, ["log", "--format=%s", "main"])).toMatch(
       /^Integrate workstream server\nMerge task add-endpoint/,
@@ -111,6 +119,16 @@ describe("a local run of a graph that spans repositories", () => {
         details: join(workRoot, "tasks/use-endpoint/work/landed.json"),
       },
     ]);
+    // A new run archives the last one's branches in every clone and lands again, in order.
+    const again = await runLocal({ ...options, newRun: true });
+    expect(again.state.outcome).toBe("succeeded");
+    for (const [clone, ws] of [
+      [api, "server"],
+      [web, "client"],
+    ] as const)
+      expect(
+        await git(clone, ["for-each-ref", "--format=%(refname)", `refs/agentrelay/archive/api-client/1/`]),
+      ).toContain(`refs/agentrelay/archive/api-client/1/agentrelay/api-client/${ws}/integration`);
     // The server's own task, with nothing elsewhere to wait for, has neither.
     const first = JSON.parse(readFileSync(join(workRoot, "tasks/add-endpoint/work/manifest.json"), "utf8"));
     expect(first.landed_elsewhere).toBeUndefined();
