@@ -5,6 +5,7 @@ import { GraphError } from "../../src/graph/errors.ts";
 import { loadGraphFile, parseGraph } from "../../src/graph/load.ts";
 import { fixture, yamlFiles } from "../support/fixtures.ts";
 import { repositoryFullName } from "../../src/graph/model.ts";
+import { mermaidDag } from "../../src/plan/mermaid.ts";
 import { overlapsOf } from "../../src/plan/overlaps.ts";
 import { buildPlan } from "../../src/plan/plan.ts";
 import { parseRunGraph } from "../../src/protocol/run-source.ts";
@@ -161,6 +162,7 @@ describe("graphs that span repositories", () => {
       "  server: in octo/api (api): agentrelay/api-client/server/integration from main into main",
     );
     expect(text).toContain("  client: in octo/web (web): agentrelay/api-client/client/integration");
+    expect(mermaidDag(plan)).toContain('subgraph workstream_0["server · octo/api"]');
     expect(planJson(plan)).toMatchObject({
       workstreams: [
         { id: "server", repository: { name: "api", full_name: "octo/api" } },
