@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
 import { parseGraph } from "../../src/graph/load.ts";
-import { API_THEN_CLIENT } from "../support/repositories.ts";
+import { landedElsewhere } from "../../src/protocol/landed.ts";
+import { API_THEN_CLIENT, FAN_IN } from "../support/repositories.ts";
 
 describe("the engine of a graph that spans repositories", () => {
   it("names the repository each effect acts in, and waits for the other repository's workstream to land", () => {
@@ -57,5 +58,41 @@ describe("the engine of a graph that spans repositories", () => {
     const { effects } = createEngine(parseGraph("g.yaml", text)).start(0);
     expect(effects.length).toBeGreaterThan(0);
     expect(effects.some((e) => "repository" in e)).toBe(false);
+  });
+
+  it("fans in: a task in a third repository starts once both workstreams it depends on landed, told of both", () => {
+    const graph = parseGraph("g.yaml", FAN_IN);
+    const engine = createEngine(graph);
+    const { state, effects } = engine.start(0);
+    // The two upstream workstreams start at once, each in its repository.
+    expect(effects.filter((e) => e.type === "prepare_workstream").map((e) => e.repository)).toEqual(
+      expect.arrayContaining(["api", "worker"]),
+    );
+    const land = (task: string, ws: string, n: number) => {
+      engine.apply(state, { type: "workstream_prepared", workstream: ws, at: n });
+      engine.apply(state, { type: "job_started", task, attempt: 1, at: n });
+      engine.apply(state, { type: "job_succeeded", task, attempt: 1, at: n, summary: `did ${task}` });
+      const pr = { number: n, url: `https://github.com/x/${ws}/pull/${n}` };
+      engine.apply(state, { type: "task_pr_opened", task, pr, at: n });
+      engine.apply(state, { type: "task_pr_merged", task, pr, at: n });
+      engine.apply(state, {
+        type: "integration_pr_opened",
+        workstream: ws,
+        pr: { ...pr, number: n + 1 },
+        at: n,
+      });
+      return engine.apply(state, { type: "integration_pr_merged", workstream: ws, at: n, commit: `c${n}` });
+    };
+    expect(land("add-endpoint", "server", 10)).not.toContainEqual(
+      expect.objectContaining({ type: "prepare_workstream", workstream: "client" }),
+    );
+    expect(land("add-job", "jobs", 20)).toContainEqual(
+      expect.objectContaining({ type: "prepare_workstream", workstream: "client", repository: "web" }),
+    );
+    const told = landedElsewhere(state, engine.plan.tasks.get("use-both")!, engine.plan);
+    expect(told.map((l) => [l.workstream, l.repository.fullName, l.commit, l.tasks[0]!.summary])).toEqual([
+      ["jobs", "octo/worker", "c20", "did add-job"],
+      ["server", "octo/api", "c10", "did add-endpoint"],
+    ]);
   });
 });
