@@ -241,7 +241,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   if (chartFits) room -= chartLines.join("\n").length;
   // Past a screenful, the workstream table folds away like the waves.
   const folded = graph.workstreams.length > 20;
-  const several = graph.repositories !== undefined;
+  const several = (graph.repositories?.length ?? 0) > 0;
   const repositoryCell = (name: string | undefined) =>
     name === undefined ? "this one" : code(repositoryFullName(graph, name) ?? name);
   const workstreams = takeLines(

@@ -250,9 +250,6 @@ export function taskById(graph: Graph): Map<string, Task> {
   return new Map(graph.tasks.map((t) => [t.id, t]));
 }
 
-/** The short name of the repository a workstream lives in, or null for the graph's own. */
-export const repositoryName = (ws: Workstream): string | null => ws.repository ?? null;
-
 /** `OWNER/NAME` of a repository the graph names, or null for the graph's own (or a name it lacks). */
 export function repositoryFullName(graph: Graph, name: string | null): string | null {
   if (name === null) return null;
