@@ -254,6 +254,18 @@ export class Merges {
       .join("\n\n");
   }
 
+  /**
+   * Whether the commit a merge made holds exactly the tree of `verified` (the integration branch with
+   * the target it was checked with merged in). GitHub's merge pins the PR's head (`sha`) but not its
+   * base: a push to the target after the last look at it lands a tree nobody verified
+   * (https://docs.github.com/en/rest/pulls/pulls#merge-a-pull-request has no condition on the base).
+   */
+  async landedAsVerified(landed: string, verified: string): Promise<boolean> {
+    const tree = async (sha: string) =>
+      (await this.ctx.octokit.rest.git.getCommit({ ...this.repo, commit_sha: sha })).data.tree.sha;
+    return (await tree(landed)) === (await tree(verified));
+  }
+
   /** Why GitHub does not merge a PR now, in one line: a failed required check fails it; the rest wait. */
   private notYet(pr: PullRequest, message: string, head?: string): Merged {
     const failing = CHECK_FAILING.exec(message);
