@@ -159,7 +159,7 @@ export class GitHubEffects {
           const landed = this.merges.mergedInto.get(target);
           // Never silently: a target that moved between the check and the merge is said, at once.
           const unverified =
-            verified && landed && !(await this.merges.landedAsVerified(landed, verified.head))
+            verified && landed && !(await this.merges.landedAsVerified(landed, verified))
               ? `${target} moved between the check and the merge: ${landed.slice(0, 7)} holds a tree nobody verified (the gates passed with ${target} at ${verified.base.slice(0, 7)}); run the gates on ${target}`
               : undefined;
           return [

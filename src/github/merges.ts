@@ -260,10 +260,16 @@ export class Merges {
    * base: a push to the target after the last look at it lands a tree nobody verified
    * (https://docs.github.com/en/rest/pulls/pulls#merge-a-pull-request has no condition on the base).
    */
-  async landedAsVerified(landed: string, verified: string): Promise<boolean> {
-    const tree = async (sha: string) =>
-      (await this.ctx.octokit.rest.git.getCommit({ ...this.repo, commit_sha: sha })).data.tree.sha;
-    return (await tree(landed)) === (await tree(verified));
+  async landedAsVerified(landed: string, verified: { base: string; head: string }): Promise<boolean> {
+    const commit = async (sha: string) =>
+      (await this.ctx.octokit.rest.git.getCommit({ ...this.repo, commit_sha: sha })).data;
+    const [made, head] = [await commit(landed), await commit(verified.head)];
+    if (made.tree.sha === head.tree.sha) return true;
+    // A verification that left the target's merge to GitHub (the target changed a workflow file, which
+    // no push of ours may bring) verified the merge of its head into that target: what a merge commit
+    // of exactly those two parents holds.
+    const parents = made.parents.map((p) => p.sha);
+    return parents.length === 2 && parents[0] === verified.base && parents[1] === verified.head;
   }
 
   /** Why GitHub does not merge a PR now, in one line: a failed required check fails it; the rest wait. */

@@ -106,6 +106,35 @@ describe("a third party's push to the target between the check and the merge", (
   });
 });
 
+describe("a verification that left the target's merge to GitHub (a workflow file changed on it)", () => {
+  it("lands as verified when GitHub merged the verified head into the verified target", async () => {
+    const { github, octokit } = setup();
+    github.commit("main", { ".github/workflows/ci.yml": "on: [push, merge_group]\n" }, "ci");
+    const effects = new GitHubEffects({
+      octokit,
+      owner: "octo",
+      repo: "demo",
+      defaultBranch: "main",
+      config: DEFAULT_CONFIG,
+      now: () => 0,
+      log: () => undefined,
+    });
+    const run = {
+      ...verifying.start(0).state,
+      source: { path: "g.yaml", commit: "c", branch: "main", text: "" },
+      github: newMeta(),
+    } as unknown as HostedRun;
+    // The branch was not pushed with main merged in: the verification passed on that merge locally.
+    const verified = { base: github.branches.get("main")!, head: github.branches.get(BRANCH)! };
+    const facts = await effects.repeatable(
+      { type: "merge_integration_pr", key: "k", workstream: "w", pr: { number: 9, url: "u" }, verified },
+      run,
+      verifying,
+    );
+    expect(facts).toEqual([{ type: "integration_pr_merged", workstream: "w", at: 0 }]);
+  });
+});
+
 describe("required checks that failed on the integration PR's head", () => {
   it("are repaired, told what the failed ones said (rulesets' and branch protection's, not the others)", async () => {
     const { github, merge } = setup();
