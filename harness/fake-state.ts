@@ -281,6 +281,7 @@ export class FakeGitHubState {
     if (computing) p.computing! -= 1;
     return {
       number: p.number,
+      node_id: `PR_${p.number}`,
       html_url: `https://github.com/${this.owner}/${this.repo}/pull/${p.number}`,
       state: p.state,
       merged: p.merged,
