@@ -7,6 +7,7 @@
  * secrets and variables by name, and a commit's check runs (the app's and the CI's:
  * https://docs.github.com/en/rest/checks/runs#list-check-runs-for-a-git-reference).
  */
+import { ACTIONS_BOT_LOGIN } from "./fake-events.ts";
 import { load } from "js-yaml";
 import { WORKFLOWS_DIR } from "./fake-repo-settings.ts";
 import { type AddRoute, Redirect } from "./fake-reply.ts";
@@ -124,7 +125,13 @@ export function workflowRunRoutes(gh: FakeGitHubState, route: AddRoute): void {
       // GitHub Enterprise Server before the run-details change.
       return [422, { message: 'Invalid request.\n\n"return_run_details" is not a permitted key.' }];
     }
-    const inputs = body.inputs as Record<string, string>;
+    const inputs = (body.inputs ?? {}) as Record<string, string>;
+    if (m[1] !== gh.taskWorkflow) {
+      // https://docs.github.com/en/rest/actions/workflows#create-a-workflow-dispatch-event
+      return gh.onOtherDispatch(m[1]!, inputs)
+        ? [204]
+        : [422, { message: "Workflow does not have 'workflow_dispatch' trigger" }];
+    }
     const runId = gh.newId();
     gh.dispatches.push({ inputs, runId, at: gh.clock.now() });
     gh.workflowRuns.set(runId, {
@@ -137,6 +144,9 @@ export function workflowRunRoutes(gh: FakeGitHubState, route: AddRoute): void {
       head_branch: String(body.ref),
       head_repository: { full_name: `${gh.owner}/${gh.repo}` },
       created_at: new Date(gh.clock.now()).toISOString(),
+      triggering_actor: {
+        login: gh.settings.token === "github_token" ? ACTIONS_BOT_LOGIN : "agentrelay[bot]",
+      },
     });
     gh.onDispatch({ inputs, runId });
     return body.return_run_details

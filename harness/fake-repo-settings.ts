@@ -81,12 +81,14 @@ export class RepoSettings {
   /** Whether that token holds the `workflows` permission (GITHUB_TOKEN never does). */
   workflowsPermission = false;
   /**
-   * Where GitHub has rolled it out, the pull_request runs of a PR GITHUB_TOKEN opened wait until a
-   * person with write access approves them (GitHub's change of 2026-06-11, as reported at
-   * thebutler.tech/2026-06-11-github-bot-created-prs-workflow-approval-gate and byteiota's "GitHub Bot
-   * PRs Now Trigger CI — With One Required Approval"). An option, since the rollout varies.
+   * The pull_request runs of a PR GITHUB_TOKEN opened or updated are created waiting until a person
+   * with write access approves them: GitHub documents it ("Triggering a workflow from a workflow":
+   * opened, synchronize and reopened caused by GITHUB_TOKEN create runs "in an approval-required
+   * state", other activity types none; the GITHUB_TOKEN page, github/docs#44419: "use a GitHub App
+   * installation token" for runs that need no approval). On by default; off is the older behaviour
+   * (no runs at all), which a repository not yet moved to the rule may still show.
    */
-  approvalForActionsPullRequests = false;
+  approvalForActionsPullRequests = true;
   /** Repository (and organisation) secrets and variables by name, as `doctor` reads them. */
   readonly secrets = new Set<string>(["ANTHROPIC_API_KEY"]);
   readonly variables = new Map<string, string>();

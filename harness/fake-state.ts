@@ -137,6 +137,8 @@ export class FakeGitHubState {
       head_branch?: string;
       head_repository?: { full_name: string };
       created_at?: string;
+      /** Who started it, as GitHub names them (a workflow's GITHUB_TOKEN: github-actions[bot]). */
+      triggering_actor?: { login: string };
       /** The run's jobs and their steps, once it ran (workflow-only mode reads the report step). */
       jobs?: { name: string; steps: FakeStep[] }[];
     }
@@ -154,6 +156,13 @@ export class FakeGitHubState {
   runDetails = true;
   /** Called for each workflow_dispatch (the end-to-end stand-in starts the job here). */
   onDispatch: (dispatch: { inputs: Record<string, string>; runId: number }) => void = () => undefined;
+  /**
+   * Called for a workflow_dispatch of another workflow than the task workflow (a task run handing over
+   * to the orchestrator workflow): false when that workflow has no workflow_dispatch trigger.
+   */
+  onOtherDispatch: (workflow: string, inputs: Record<string, string>) => boolean = () => false;
+  /** The task workflow's file name (what the orchestrator dispatches). */
+  taskWorkflow = "agentrelay-task.yml";
   /** Called when a workflow run is cancelled through the API (the stand-in stops the job). */
   onCancel: (runId: number) => void = () => undefined;
   /** Called when a PR is merged through the API (the stand-in sends the webhook). */

@@ -145,11 +145,24 @@ export class Standin {
           : this.taskJobs.runAction(dispatch.inputs, dispatch.runId),
       );
     };
+    // The orchestrator workflow dispatched (a task run's hand-over, or a person): GitHub runs it on
+    // the default branch, where its workflow file says whether it listens to workflow_dispatch.
+    this.gh.onOtherDispatch = (workflow, inputs) =>
+      workflow === "agentrelay.yml" &&
+      this.runs?.trigger("workflow_dispatch", {
+        inputs,
+        ref: "refs/heads/main",
+        workflow: `.github/workflows/${workflow}`,
+        sender: user("github-actions[bot]", "Bot"),
+        installation: { id: this.gh.installationId },
+        repository: repository(this.gh),
+      }) != null;
     if (options.fault) this.gh.fault = options.fault;
     this.gh.onCancel = (runId) => this.taskJobs.jobs.get(runId)?.kill("SIGTERM");
     // What the orchestrator workflow does with GITHUB_TOKEN starts no workflow.
     this.gh.onMerge = (pull) =>
-      (this.workflowMode && startsWorkflows("pull_request", this.gh.settings.token) === "no") ||
+      (this.workflowMode &&
+        startsWorkflows("pull_request", this.gh.settings.token, { action: "closed" }) === "no") ||
       this.track(
         this.webhook("pull_request", {
           action: "closed",
@@ -392,10 +405,14 @@ export class Standin {
 
   /** Sends a signed webhook to the app (to one replica, or all), as GitHub delivers it. */
   async webhook(name: string, payload: object, sender: object = user("alice")): Promise<void> {
-    const suite = (payload as { check_suite?: { app?: { slug?: string } } }).check_suite;
+    const { check_suite: suite, action } = payload as {
+      check_suite?: { app?: { slug?: string } };
+      action?: string;
+    };
     // Workflow-only mode: only what GitHub would start a workflow for (a person's events here; the
     // orchestrator's own are sent only where its token starts workflows).
-    if (this.runs && startsWorkflows(name, "person", { checkSuiteApp: suite?.app?.slug }) === "no") return;
+    if (this.runs && startsWorkflows(name, "person", { checkSuiteApp: suite?.app?.slug, action }) === "no")
+      return;
     const delivery: Delivery = {
       id: `delivery-${++this.deliveryCount}`,
       name,
@@ -432,6 +449,22 @@ export class Standin {
     const after = this.gh.commit("main", files, message);
     await this.webhook("push", pushPayload(this.gh, before, after, { added: Object.keys(files) }));
     return after;
+  }
+
+  /**
+   * A person presses "Re-run" on one of agentrelay's check runs: GitHub sends check_run rerequested to
+   * the app that made it (with an app server, the app; without, nothing receives it).
+   */
+  async rerun(checkRunId: number, login = "alice"): Promise<void> {
+    const check = this.gh.checkRuns.find((c) => c.id === checkRunId)!;
+    await this.webhook(
+      "check_run",
+      {
+        action: "rerequested",
+        check_run: { id: check.id, name: check.name, external_id: check.external_id ?? null },
+      },
+      user(login),
+    );
   }
 
   async comment(issue: number, body: string, login = "alice"): Promise<void> {

@@ -81,10 +81,16 @@ export function findings(facts: RepoFacts): string[] {
         out.push(
           `the required check ${check} on ${branch} comes from no workflow that runs on PRs into it, so ${prs} would wait for it forever: make a workflow that runs on those PRs report it (a check from another CI app counts too), or stop requiring it there`,
         );
+  // GitHub creates the pull_request runs of a PR GITHUB_TOKEN opens or pushes to waiting for a person's
+  // approval (Triggering a workflow from a workflow): each push agentrelay makes needs a click.
+  const held = (checks: string[], branch: string, prs: string) =>
+    `${prs} are opened and pushed to with GITHUB_TOKEN, whose pull_request runs GitHub holds until a person with write access presses "Approve workflows to run", so the required check ${checks.join(", ")} on ${branch} needs that click for every push agentrelay makes (retries, bringing a PR up to date, verifications, repairs): register an app (docs/github.md, Tokens), whose PRs run CI by themselves`;
   if (orchestrator && facts.token === "github_token" && facts.integrationPolicy.requiredChecks.length > 0)
     out.push(
-      `task PRs are opened with GITHUB_TOKEN, for which GitHub runs no workflow (or holds it until a person approves), so the required check ${facts.integrationPolicy.requiredChecks.join(", ")} on ${integration} never reports by itself: register an app (docs/github.md, Tokens), or stop requiring it on agentrelay/**`,
+      `${held(facts.integrationPolicy.requiredChecks, integration, "task PRs")}, or stop requiring it on agentrelay/**`,
     );
+  if (orchestrator && facts.token === "github_token" && facts.defaultPolicy.requiredChecks.length > 0)
+    out.push(held(facts.defaultPolicy.requiredChecks, facts.defaultBranch, "integration PRs"));
   if (orchestrator && facts.token === "github_token" && facts.actionsCanCreatePullRequests === false)
     out.push(
       `GitHub refuses the PRs the orchestrator opens with GITHUB_TOKEN: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests" (or register an app)`,
@@ -135,6 +141,11 @@ function outdated(facts: RepoFacts, byPath: Map<string, Workflow>, taskCi: Workf
     out.push(
       `${FILE(ORCHESTRATOR)} does not start when a task job ends: its workflow_run branches leave out ${facts.defaultBranch}, where task jobs run, so every step waits for the 15-minute schedule: add ${facts.defaultBranch} to them (${again(true)})`,
     );
+  const task = byPath.get(TASK);
+  if (task && !handsOver(task))
+    out.push(
+      `${FILE(TASK)} does not hand over to the orchestrator when a task job ends (GitHub documents no workflow_run for runs GITHUB_TOKEN dispatched), so every step may wait for the 15-minute schedule: ${again(true)}`,
+    );
   const listens = orchestratorListens(orchestrator);
   // `workflow_run.workflows` entries are glob patterns over workflow names.
   const deaf = taskCi.filter((w) => !matchesFilter(listens, w.name));
@@ -143,6 +154,11 @@ function outdated(facts: RepoFacts, byPath: Map<string, Workflow>, taskCi: Workf
       `${FILE(ORCHESTRATOR)} does not start when ${deaf.map((w) => FILE(w.path)).join(", ")} finishes on a task PR, so merges wait for the 15-minute schedule: add ${deaf.map((w) => JSON.stringify(w.name)).join(", ")} to its workflow_run workflows (${again(true)})`,
     );
   return out;
+}
+
+/** Whether a no-app task workflow's last job dispatches the orchestrator workflow (what init writes). */
+function handsOver(task: Workflow): boolean {
+  return /^\s+run: gh workflow run agentrelay\.yml\b.*-f task-run=/m.test(task.text);
 }
 
 /** Lines that say how the repository will be merged into (not problems). */

@@ -123,11 +123,16 @@ describe("the fake GitHub's repository settings", () => {
 });
 
 describe("which workflows an event starts, and for whom", () => {
-  it("starts none for GITHUB_TOKEN's events but dispatches, and holds its PRs' runs where approval is on", () => {
+  it("starts none for GITHUB_TOKEN's events but dispatches, and holds its PRs' runs for approval by default", () => {
     expect(startsWorkflows("push", "github_token")).toBe("no");
-    expect(startsWorkflows("pull_request", "github_token")).toBe("no");
-    expect(startsWorkflows("pull_request", "github_token", { approvalForActionsPullRequests: true })).toBe(
-      "held",
+    // GitHub's documented rule: opened, synchronize and reopened held for approval; other types none.
+    for (const action of ["opened", "synchronize", "reopened"])
+      expect(startsWorkflows("pull_request", "github_token", { action })).toBe("held");
+    for (const action of ["closed", "labeled", "edited"])
+      expect(startsWorkflows("pull_request", "github_token", { action })).toBe("no");
+    expect(startsWorkflows("pull_request", "github_token")).toBe("held");
+    expect(startsWorkflows("pull_request", "github_token", { approvalForActionsPullRequests: false })).toBe(
+      "no",
     );
     expect(startsWorkflows("workflow_dispatch", "github_token")).toBe("yes");
     expect(startsWorkflows("pull_request", "app")).toBe("yes");
@@ -141,13 +146,29 @@ describe("which workflows an event starts, and for whom", () => {
 
   it("starts workflow_run for the named workflows, on the branches filtered, up to three levels", () => {
     const on = { workflows: ["agentrelay task", "CI"], branches: ["main", "agentrelay/**"] };
+    // The docs' example: after A (started by another event), B, C and D run; E and F do not.
+    const chain = ["A", "B", "C", "D", "E", "F"].filter((_, depth) =>
+      depth === 0
+        ? true
+        : workflowRunStarts({ workflows: ["*"] }, { workflow: "x", headBranch: "main", depth: depth - 1 }),
+    );
+    expect(chain).toEqual(["A", "B", "C", "D"]);
     expect(workflowRunStarts(on, { workflow: "CI", headBranch: "agentrelay/g/t", depth: 0 })).toBe(true);
     expect(workflowRunStarts(on, { workflow: "CI", headBranch: "feature/x", depth: 0 })).toBe(false);
     expect(workflowRunStarts(on, { workflow: "Lint", headBranch: "main", depth: 0 })).toBe(false);
     expect(workflowRunStarts(on, { workflow: "agentrelay task", headBranch: "main", depth: 1 })).toBe(true);
-    expect(workflowRunStarts(on, { workflow: "agentrelay task", headBranch: "main", depth: 2 })).toBe(false);
+    expect(workflowRunStarts(on, { workflow: "agentrelay task", headBranch: "main", depth: 2 })).toBe(true);
+    expect(workflowRunStarts(on, { workflow: "agentrelay task", headBranch: "main", depth: 3 })).toBe(false);
     expect(workflowRunStarts({ workflows: ["C*"] }, { workflow: "CI", headBranch: "x", depth: 0 })).toBe(
       true,
     );
+  });
+
+  it("starts no workflow_run for a run GITHUB_TOKEN dispatched (undocumented: the strict reading)", () => {
+    const on = { workflows: ["agentrelay task"] };
+    const run = { workflow: "agentrelay task", headBranch: "main", depth: 0 };
+    expect(workflowRunStarts(on, { ...run, actor: "github_token" })).toBe(false);
+    expect(workflowRunStarts(on, { ...run, actor: "app" })).toBe(true);
+    expect(workflowRunStarts(on, { ...run, actor: "person" })).toBe(true);
   });
 });

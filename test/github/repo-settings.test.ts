@@ -212,7 +212,6 @@ describe("a run without an app: checks and the Actions settings", () => {
   it("a required check on PRs GITHUB_TOKEN opens: the wait is said; held runs go once a person approves them", async () => {
     const s = await start("github_token", { ci: { workflow: "CI", check: "ci", durationMs: 180_000 } });
     s.gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["ci"] });
-    s.gh.settings.approvalForActionsPullRequests = true;
     await s.push({ ".workflow/chains.yaml": chainsGraph(2, 1) });
     await s.timeline!.run(() => s.ci.held.size > 0 && s.runs!.busy === 0, 2 * HOUR);
     const pr = s.gh.pulls[0]!;
@@ -270,6 +269,17 @@ describe("a run without an app: checks and the Actions settings", () => {
     await runsThrough(s);
     expect(status(s)).toContain(
       'Settings: CI workflow `ci.yml` runs on PRs into main but not into agentrelay/…/integration, so task PRs get no CI from it: add "agentrelay/**" to its pull_request branches',
+    );
+  });
+
+  it("says on the first status comment that a check required on main needs an approval for each push with GITHUB_TOKEN", async () => {
+    const s = await start("github_token", { ci: { workflow: "CI", check: "ci", durationMs: 180_000 } });
+    s.gh.settings.rules.push({ pattern: "~DEFAULT_BRANCH", source: "ruleset", requiredChecks: ["ci"] });
+    await s.push({ ".workflow/chains.yaml": chainsGraph(2, 1) });
+    const comment = () => s.gh.comments.find((c) => c.body.includes("agentrelay:status"));
+    await s.timeline!.run(() => comment() !== undefined, HOUR);
+    expect(comment()!.body).toContain(
+      'Settings: integration PRs are opened and pushed to with GITHUB_TOKEN, whose pull_request runs GitHub holds until a person with write access presses "Approve workflows to run", so the required check ci on main needs that click for every push agentrelay makes (retries, bringing a PR up to date, verifications, repairs): register an app (docs/github.md, Tokens), whose PRs run CI by themselves',
     );
   });
 
