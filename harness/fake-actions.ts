@@ -10,7 +10,7 @@
 import { ACTIONS_BOT_LOGIN } from "./fake-events.ts";
 import { load } from "js-yaml";
 import { WORKFLOWS_DIR } from "./fake-repo-settings.ts";
-import { type AddRoute, Redirect } from "./fake-reply.ts";
+import { type AddRoute, Redirect, type Reply } from "./fake-reply.ts";
 import type { FakeGitHubState } from "./fake-state.ts";
 
 /** The workflows on the default branch: file name, path and the `name:` it gives itself. */
@@ -39,13 +39,23 @@ export function actionsRoutes(gh: FakeGitHubState, route: AddRoute): void {
     path: w.path,
     state: settings.disabledWorkflows.has(w.file) ? "disabled_manually" : "active",
   });
-  route("GET", "REPO\\/actions\\/permissions\\/workflow", () => [
-    200,
-    {
-      default_workflow_permissions: "write",
-      can_approve_pull_request_reviews: settings.actionsCanCreatePullRequests,
-    },
-  ]);
+  // The Actions settings need Administration read, which no GITHUB_TOKEN (nor agentrelay's app) holds
+  // (https://docs.github.com/en/rest/actions/permissions#get-default-workflow-permissions-for-a-repository).
+  const adminOnly = (answer: () => Reply): Reply =>
+    gh.requester === "person" ? answer() : [403, { message: "Resource not accessible by integration" }];
+  route("GET", "REPO\\/actions\\/permissions\\/workflow", () =>
+    adminOnly(() => [
+      200,
+      {
+        default_workflow_permissions: "write",
+        can_approve_pull_request_reviews: settings.actionsCanCreatePullRequests,
+      },
+    ]),
+  );
+  // https://docs.github.com/en/rest/actions/permissions#get-github-actions-permissions-for-a-repository
+  route("GET", "REPO\\/actions\\/permissions", () =>
+    adminOnly(() => [200, { enabled: settings.actionsEnabled, allowed_actions: settings.allowedActions }]),
+  );
   route("GET", "REPO\\/actions\\/workflows", () => {
     const workflows = repositoryWorkflows(gh).map(shown);
     return [200, { total_count: workflows.length, workflows }];

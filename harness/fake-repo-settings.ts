@@ -75,6 +75,11 @@ export class RepoSettings {
   readonly mergeMethods: Record<MergeMethod, boolean> = { merge: true, squash: true, rebase: true };
   /** Settings, Actions, General: "Allow GitHub Actions to create and approve pull requests". */
   actionsCanCreatePullRequests = true;
+  /** Settings, Actions, General: Actions on, and which actions may run ("all", "local_only", "selected"). */
+  actionsEnabled = true;
+  allowedActions: "all" | "local_only" | "selected" = "all";
+  /** Whether an organisation owns the repository (its policies may grey out the settings above). */
+  organization = false;
   readonly rules: BranchRule[] = [];
   /** Whose token the orchestrator holds: a registered app's, or the workflow's GITHUB_TOKEN. */
   token: TokenKind = "app";

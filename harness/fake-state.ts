@@ -9,7 +9,7 @@ import type { RunSource } from "../src/protocol/run-source.ts";
 import { createHash } from "node:crypto";
 import { HOSTED_PER_TASK, partsOfRunFiles, stateOfParts } from "../src/protocol/state-layout.ts";
 import { FakeClock, RateLimits } from "./fake-rate-limits.ts";
-import { type MergeMethod, RepoSettings, WORKFLOWS_DIR } from "./fake-repo-settings.ts";
+import { type MergeMethod, RepoSettings, type TokenKind, WORKFLOWS_DIR } from "./fake-repo-settings.ts";
 import { type Reply, Missing } from "./fake-reply.ts";
 import { type BranchMap, MemoryStore, type RepoStore } from "./repo-store.ts";
 
@@ -33,6 +33,15 @@ export interface FakePull {
    * started to compute it. Give the job a few moments to complete, and then submit the request again").
    */
   computing?: number;
+}
+
+/** Who a request's token belongs to. */
+export type Requester = "person" | TokenKind;
+
+/** The requester of a request with this Authorization header (`token X`, `Bearer X`). */
+export function requesterOf(authorization: string, serverToken: TokenKind): Requester {
+  const token = authorization.replace(/^(token|bearer)\s+/i, "");
+  return token.startsWith("ghs_") ? serverToken : "person";
 }
 
 /** A commit the fake made on a branch: which paths it changed, and when (the fake's clock). */
@@ -163,6 +172,12 @@ export class FakeGitHubState {
   onOtherDispatch: (workflow: string, inputs: Record<string, string>) => boolean = () => false;
   /** The task workflow's file name (what the orchestrator dispatches). */
   taskWorkflow = "agentrelay-task.yml";
+  /**
+   * Whose token made the request being answered: a person's (ghp_, gho_, github_pat_, or a token the
+   * fake does not know the shape of), or a server-to-server token (ghs_: an installation's, or a
+   * workflow's GITHUB_TOKEN, as the settings say the orchestrator holds).
+   */
+  requester: Requester = "person";
   /** Called when a workflow run is cancelled through the API (the stand-in stops the job). */
   onCancel: (runId: number) => void = () => undefined;
   /** Called when a PR is merged through the API (the stand-in sends the webhook). */

@@ -345,6 +345,7 @@ export class Standin {
       `${url.pathname}${url.search}`,
       raw ? JSON.parse(raw) : undefined,
       req.headers.accept ?? "",
+      req.headers.authorization ?? "",
     );
   }
 

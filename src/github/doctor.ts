@@ -34,6 +34,10 @@ export interface RepoFacts {
   variables: string[] | null;
   /** "Allow GitHub Actions to create and approve pull requests" (null: not readable). */
   actionsCanCreatePullRequests: boolean | null;
+  /** Whether Actions runs here, and which actions may (null: not readable). */
+  actions?: { enabled: boolean; allowedActions: string } | null;
+  /** An organisation owns the repository: its policies can turn settings off and grey them out here. */
+  organization?: boolean;
 }
 
 /** Upload-artifact versions that run on Node 20, which GitHub replaced with Node 24 for actions. */
@@ -91,9 +95,23 @@ export function findings(facts: RepoFacts): string[] {
     );
   if (orchestrator && facts.token === "github_token" && facts.defaultPolicy.requiredChecks.length > 0)
     out.push(held(facts.defaultPolicy.requiredChecks, facts.defaultBranch, "integration PRs"));
+  // An organisation's policy overrides these settings and greys them out in each repository
+  // (https://docs.github.com/en/organizations/managing-organization-settings/disabling-or-limiting-github-actions-for-your-organization).
+  const greyed = (what: string) =>
+    facts.organization
+      ? `; if it is greyed out, the organisation's policy decides: an owner changes it in the organisation's Settings, Actions, General${what ? `, ${what}` : ""}`
+      : "";
   if (orchestrator && facts.token === "github_token" && facts.actionsCanCreatePullRequests === false)
     out.push(
-      `GitHub refuses the PRs the orchestrator opens with GITHUB_TOKEN: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests" (or register an app)`,
+      `GitHub refuses the PRs the orchestrator opens with GITHUB_TOKEN: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests" (or register an app)${greyed("Workflow permissions")}`,
+    );
+  if (facts.actions && !facts.actions.enabled)
+    out.push(
+      `GitHub Actions is turned off for this repository, so no task job runs: turn it on in Settings, Actions, General${greyed("Policies")}`,
+    );
+  else if (facts.actions && facts.actions.allowedActions !== "all")
+    out.push(
+      `only ${facts.actions.allowedActions === "local_only" ? "this repository's own" : "selected"} actions may run here, so agentrelay's Action and the actions its workflows use (actions/upload-artifact${orchestrator ? ", actions/create-github-app-token" : ""}) may be refused: allow them in Settings, Actions, General${greyed("Policies")}`,
     );
   if (
     facts.secrets &&
@@ -236,7 +254,7 @@ export async function readRepoFacts(
       const { data } = await octokit.request(route, { owner, repo, per_page: 100 });
       return ((data as Record<string, { name: string }[]>)[key] ?? []).map((s) => s.name);
     });
-  const [secrets, orgSecrets, variables, permissions] = options.settings
+  const [secrets, orgSecrets, variables, permissions, actions] = options.settings
     ? await Promise.all([
         names("GET /repos/{owner}/{repo}/actions/secrets", "secrets"),
         names("GET /repos/{owner}/{repo}/actions/organization-secrets", "secrets"),
@@ -246,8 +264,16 @@ export async function readRepoFacts(
             (await octokit.request("GET /repos/{owner}/{repo}/actions/permissions/workflow", { owner, repo }))
               .data as { can_approve_pull_request_reviews?: boolean },
         ),
+        maybe(
+          async () =>
+            (await octokit.request("GET /repos/{owner}/{repo}/actions/permissions", { owner, repo }))
+              .data as {
+              enabled: boolean;
+              allowed_actions?: string;
+            },
+        ),
       ])
-    : [null, null, null, null];
+    : [null, null, null, null, null];
   const workflows = files.map(parseWorkflow);
   const token =
     options.token ??
@@ -261,5 +287,7 @@ export async function readRepoFacts(
     secrets: secrets === null ? null : [...secrets, ...(orgSecrets ?? [])],
     variables,
     actionsCanCreatePullRequests: permissions?.can_approve_pull_request_reviews ?? null,
+    actions: actions ? { enabled: actions.enabled, allowedActions: actions.allowed_actions ?? "all" } : null,
+    organization: (repository.owner as { type?: string } | undefined)?.type === "Organization",
   };
 }

@@ -92,6 +92,15 @@ describe("agentrelay doctor", () => {
       /the required check lint on agentrelay\/…\/integration comes from no workflow that runs on PRs into it, so task PRs would wait for it forever/,
     ],
     [
+      "a required check in the rules' second page (GitHub pages them, 30 by default)",
+      (gh) => {
+        for (let i = 0; i < 30; i++)
+          gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["test"] });
+        gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["lint"] });
+      },
+      /the required check lint on agentrelay\/…\/integration comes from no workflow that runs on PRs into it/,
+    ],
+    [
       "a CI workflow whose branch filter skips integration branches",
       (gh) =>
         gh.commit("main", {
@@ -134,6 +143,27 @@ describe("agentrelay doctor", () => {
       "'Allow GitHub Actions to create and approve pull requests' off",
       (gh) => (gh.settings.actionsCanCreatePullRequests = false),
       /GitHub refuses the PRs the orchestrator opens with GITHUB_TOKEN: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests"/,
+    ],
+    [
+      "the Actions PR setting off in an organisation, where its policy greys it out",
+      (gh) => {
+        gh.settings.organization = true;
+        gh.settings.actionsCanCreatePullRequests = false;
+      },
+      /"Allow GitHub Actions to create and approve pull requests" \(or register an app\); if it is greyed out, the organisation's policy decides: an owner changes it in the organisation's Settings, Actions, General, Workflow permissions$/m,
+    ],
+    [
+      "only the organisation's own actions allowed",
+      (gh) => {
+        gh.settings.organization = true;
+        gh.settings.allowedActions = "local_only";
+      },
+      /only this repository's own actions may run here, so agentrelay's Action and the actions its workflows use \(actions\/upload-artifact, actions\/create-github-app-token\) may be refused: allow them in Settings, Actions, General; if it is greyed out, the organisation's policy decides/,
+    ],
+    [
+      "Actions turned off",
+      (gh) => (gh.settings.actionsEnabled = false),
+      /GitHub Actions is turned off for this repository, so no task job runs: turn it on in Settings, Actions, General$/m,
     ],
     [
       "no Anthropic secret",

@@ -172,3 +172,41 @@ describe("which workflows an event starts, and for whom", () => {
     expect(workflowRunStarts(on, { ...run, actor: "person" })).toBe(true);
   });
 });
+
+describe("what the fake answers to whom", () => {
+  /** A GET through the fake's in-process fetch with a token of this shape. */
+  const get = async (gh: FakeGitHub, path: string, token: string) => {
+    const response = await gh.fetch(`https://api.github.com${gh.base}${path}`, {
+      headers: { authorization: `token ${token}` },
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  it("gives the merge buttons (allow_*_merge) to a person, not to GITHUB_TOKEN or an installation", async () => {
+    const gh = new FakeGitHub();
+    for (const kind of ["github_token", "app"] as const) {
+      gh.settings.token = kind;
+      const { body } = await get(gh, "", `ghs_${"a".repeat(36)}`);
+      expect(body.default_branch).toBe("main");
+      expect(Object.keys(body).filter((k) => k.startsWith("allow_"))).toEqual([]);
+    }
+    const { body } = await get(gh, "", `ghp_${"a".repeat(36)}`);
+    expect(body).toMatchObject({
+      allow_merge_commit: true,
+      allow_squash_merge: true,
+      allow_rebase_merge: true,
+    });
+  });
+
+  it("answers the Actions settings only to an administrator's token (403 to GITHUB_TOKEN)", async () => {
+    const gh = new FakeGitHub();
+    gh.settings.token = "github_token";
+    for (const path of ["/actions/permissions/workflow", "/actions/permissions"]) {
+      expect(await get(gh, path, `ghs_${"a".repeat(36)}`)).toEqual({
+        status: 403,
+        body: { message: "Resource not accessible by integration" },
+      });
+      expect((await get(gh, path, `ghp_${"a".repeat(36)}`)).status).toBe(200);
+    }
+  });
+});

@@ -238,6 +238,7 @@ async function checkSettings(root: string, io: Io): Promise<void> {
       doctor.doctorClient(token, api),
       repository,
       localWorkflowFiles(root),
+      api,
     );
     io.out(`\n${doctor.report(repository, found)}`);
   } catch (error) {
