@@ -29,6 +29,31 @@ export function repositoryWorkflows(gh: FakeGitHubState): { file: string; path: 
     });
 }
 
+/** No commit on any branch for this long: GitHub disables a public repository's scheduled workflows. */
+export const INACTIVITY_MS = 60 * 24 * 3_600_000;
+
+/**
+ * Whether GitHub has disabled the scheduled workflow `file` for the repository's inactivity (once so,
+ * it stays so until enabled through the API or by hand).
+ */
+export function disabledForInactivity(gh: FakeGitHubState, file: string): boolean {
+  const { settings } = gh;
+  if (settings.inactiveWorkflows.has(file)) return true;
+  if (settings.visibility !== "public" || settings.disabledWorkflows.has(file)) return false;
+  const text = gh.store.file(settings.defaultBranch, `${WORKFLOWS_DIR}${file}`) ?? "";
+  let scheduled: boolean;
+  try {
+    const on = (load(text) as { on?: unknown } | null)?.on;
+    scheduled = typeof on === "object" && on !== null && "schedule" in on;
+  } catch {
+    return false;
+  }
+  const last = Math.max(gh.createdAt, ...gh.history.map((h) => h.at));
+  if (!scheduled || gh.clock.now() - last < INACTIVITY_MS) return false;
+  settings.inactiveWorkflows.add(file);
+  return true;
+}
+
 export function actionsRoutes(gh: FakeGitHubState, route: AddRoute): void {
   const { settings } = gh;
   const workflowOf = (id: string) => repositoryWorkflows(gh).find((w) => w.file === id || w.path === id);
@@ -37,7 +62,11 @@ export function actionsRoutes(gh: FakeGitHubState, route: AddRoute): void {
     node_id: `W_${i}`,
     name: w.name,
     path: w.path,
-    state: settings.disabledWorkflows.has(w.file) ? "disabled_manually" : "active",
+    state: settings.disabledWorkflows.has(w.file)
+      ? "disabled_manually"
+      : disabledForInactivity(gh, w.file)
+        ? "disabled_inactivity"
+        : "active",
   });
   // The Actions settings need Administration read, which no GITHUB_TOKEN (nor agentrelay's app) holds
   // (https://docs.github.com/en/rest/actions/permissions#get-default-workflow-permissions-for-a-repository).
@@ -71,6 +100,7 @@ export function actionsRoutes(gh: FakeGitHubState, route: AddRoute): void {
       if (!w) return [404, { message: "Not Found" }];
       if (verb === "disable") settings.disabledWorkflows.add(w.file);
       else settings.disabledWorkflows.delete(w.file);
+      settings.inactiveWorkflows.delete(w.file);
       return [204];
     });
   route("GET", "REPO\\/actions\\/secrets", () => [

@@ -99,6 +99,14 @@ export class RepoSettings {
   readonly variables = new Map<string, string>();
   /** Workflows disabled through the API (https://docs.github.com/en/rest/actions/workflows#disable-a-workflow). */
   readonly disabledWorkflows = new Set<string>();
+  /**
+   * Scheduled workflows GitHub turned off: "In a public repository, scheduled workflows are
+   * automatically disabled when no repository activity has occurred in 60 days"
+   * (https://docs.github.com/en/actions/how-tos/manage-workflow-runs/disable-and-enable-workflows);
+   * state `disabled_inactivity` until enabled again. Public by default (the stricter case).
+   */
+  readonly inactiveWorkflows = new Set<string>();
+  visibility: "public" | "private" = "public";
 
   /** GitHub's primary limit for the token: 1,000 requests an hour for GITHUB_TOKEN, 5,000 for an app. */
   get requestsPerHour(): number {

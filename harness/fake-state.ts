@@ -87,6 +87,8 @@ export class FakeGitHubState {
   readonly limits = { blobText: true, requests: true, rate: true };
   /** The time the rate limits go by: real time, moved on by the waits of the app's pacing. */
   readonly clock = new FakeClock();
+  /** When the repository was made (its first activity), on the fake's clock. */
+  readonly createdAt = this.clock.now();
   /** The repository's settings and rules (merge methods, rulesets, protection, tokens), on by default. */
   readonly settings = new RepoSettings();
   readonly rateLimits = new RateLimits(this.clock.now, () => this.settings.requestsPerHour);

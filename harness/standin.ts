@@ -28,6 +28,7 @@ import { FakeGitHub } from "./fake-github.ts";
 import { Redirect, type Reply } from "./fake-reply.ts";
 import { OrchestratorRuns } from "./orchestrator-runs.ts";
 import { BareRepoStore, MemoryStore } from "./repo-store.ts";
+import { disabledForInactivity } from "./fake-actions.ts";
 import { startsWorkflows } from "./fake-events.ts";
 import type { TokenKind } from "./fake-repo-settings.ts";
 import { REPO_ROOT } from "./paths.ts";
@@ -257,7 +258,10 @@ export class Standin {
    */
   schedule(): void {
     const n = this.cron.started + this.cron.disabled + this.cron.dropped + 1;
-    if (this.gh.settings.disabledWorkflows.has(SCHEDULE_WORKFLOW)) {
+    if (
+      this.gh.settings.disabledWorkflows.has(SCHEDULE_WORKFLOW) ||
+      disabledForInactivity(this.gh, SCHEDULE_WORKFLOW)
+    ) {
       this.cron.disabled++;
       return;
     }

@@ -7,6 +7,8 @@ import { describe, expect, it } from "vitest";
 import { startsWorkflows, workflowRunStarts } from "../../harness/fake-events.ts";
 import { FakeGitHub } from "../../harness/fake-github.ts";
 
+const DAY = 24 * 3_600_000;
+
 const repo = "/repos/octo/demo";
 
 /** A PR from a branch with one new file into main. */
@@ -208,5 +210,41 @@ describe("what the fake answers to whom", () => {
       });
       expect((await get(gh, path, `ghp_${"a".repeat(36)}`)).status).toBe(200);
     }
+  });
+});
+
+describe("the 60-day disable of scheduled workflows", () => {
+  const SCHEDULED =
+    'name: s\non:\n  schedule:\n    - cron: "7 * * * *"\njobs:\n  r:\n    runs-on: ubuntu-latest\n    steps:\n      - run: "true"\n';
+  const state = async (gh: FakeGitHub) =>
+    (
+      (await (await gh.fetch(`https://api.github.com${gh.base}/actions/workflows/s.yml`)).json()) as {
+        state: string;
+      }
+    ).state;
+
+  it("disables a public repository's schedule after 60 days without a commit, until it is enabled", async () => {
+    const gh = new FakeGitHub();
+    gh.commit("main", { ".github/workflows/s.yml": SCHEDULED });
+    gh.clock.advance(59 * DAY);
+    expect(await state(gh)).toBe("active");
+    gh.clock.advance(2 * DAY);
+    expect(await state(gh)).toBe("disabled_inactivity");
+    // A commit now does not turn it back on; enabling it does.
+    gh.commit("main", { "README.md": "hello\n" });
+    expect(await state(gh)).toBe("disabled_inactivity");
+    const enabled = await gh.fetch(`https://api.github.com${gh.base}/actions/workflows/s.yml/enable`, {
+      method: "PUT",
+    });
+    expect(enabled.status).toBe(204);
+    expect(await state(gh)).toBe("active");
+  });
+
+  it("leaves a private repository's schedule on", async () => {
+    const gh = new FakeGitHub();
+    gh.settings.visibility = "private";
+    gh.commit("main", { ".github/workflows/s.yml": SCHEDULED });
+    gh.clock.advance(90 * DAY);
+    expect(await state(gh)).toBe("active");
   });
 });
