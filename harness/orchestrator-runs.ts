@@ -146,6 +146,16 @@ export class OrchestratorRuns {
     return run;
   }
 
+  /**
+   * A workflow_dispatch of `workflow` (`gh workflow run agentrelay.yml`, a task run's hand-over):
+   * false when it is not the orchestrator's workflow, or that does not listen to workflow_dispatch.
+   */
+  dispatched(workflow: string, inputs: Record<string, string>, about: object): boolean {
+    if (workflow !== "agentrelay.yml") return false;
+    const payload = { inputs, ref: "refs/heads/main", workflow: `.github/workflows/${workflow}`, ...about };
+    return this.trigger("workflow_dispatch", payload) !== null;
+  }
+
   private now(): number {
     return (this.options.now ?? (() => performance.now()))();
   }

@@ -149,15 +149,11 @@ export class Standin {
     // The orchestrator workflow dispatched (a task run's hand-over, or a person): GitHub runs it on
     // the default branch, where its workflow file says whether it listens to workflow_dispatch.
     this.gh.onOtherDispatch = (workflow, inputs) =>
-      workflow === "agentrelay.yml" &&
-      this.runs?.trigger("workflow_dispatch", {
-        inputs,
-        ref: "refs/heads/main",
-        workflow: `.github/workflows/${workflow}`,
+      this.runs?.dispatched(workflow, inputs, {
         sender: user("github-actions[bot]", "Bot"),
         installation: { id: this.gh.installationId },
         repository: repository(this.gh),
-      }) != null;
+      }) ?? false;
     if (options.fault) this.gh.fault = options.fault;
     this.gh.onCancel = (runId) => this.taskJobs.jobs.get(runId)?.kill("SIGTERM");
     // What the orchestrator workflow does with GITHUB_TOKEN starts no workflow.
@@ -456,20 +452,11 @@ export class Standin {
     return after;
   }
 
-  /**
-   * A person presses "Re-run" on one of agentrelay's check runs: GitHub sends check_run rerequested to
-   * the app that made it (with an app server, the app; without, nothing receives it).
-   */
+  /** A person presses "Re-run" on a check run: GitHub sends check_run rerequested to the app that made it. */
   async rerun(checkRunId: number, login = "alice"): Promise<void> {
-    const check = this.gh.checkRuns.find((c) => c.id === checkRunId)!;
-    await this.webhook(
-      "check_run",
-      {
-        action: "rerequested",
-        check_run: { id: check.id, name: check.name, external_id: check.external_id ?? null },
-      },
-      user(login),
-    );
+    const { id, name, external_id = null } = this.gh.checkRuns.find((c) => c.id === checkRunId)!;
+    const check_run = { id, name, external_id };
+    await this.webhook("check_run", { action: "rerequested", check_run }, user(login));
   }
 
   async comment(issue: number, body: string, login = "alice"): Promise<void> {
