@@ -387,5 +387,5 @@ describe("the README's quick start", () => {
     expect(demo.stdout).toContain("Run demo-diamond/1: succeeded");
     expect(demo.stdout).toMatch(/The work is on main in \S+:\n[\s\S]*Integrate workstream ws_combined/);
     expect(demo.status).toBe(0);
-  }, 120_000);
+  });
 });
