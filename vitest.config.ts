@@ -27,6 +27,11 @@ export default defineConfig({
     testTimeout: HUNG_MS,
     hookTimeout: HUNG_MS,
     pool: "forks",
+    // A worker runs its files one after another with the modules they share loaded once, instead of
+    // importing the app, Octokit and zod again for each file; what a file could leave behind for the
+    // next (environment, clock, nock) is put back after it (test/support/worker-setup.ts).
+    isolate: false,
+    setupFiles: ["./test/support/worker-setup.ts"],
     // Most test files wait on processes (Claude Code, git, loopback servers) far more than they
     // compute: three at a time keep two cores busy, where vitest's default (cores - 1) runs one.
     maxWorkers: 3,
