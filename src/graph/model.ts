@@ -231,7 +231,9 @@ export const DEFAULT_ISOLATION: Isolation = Object.freeze({
  * validate` together.
  */
 export const thousands = (n: number): string =>
-  Number.isSafeInteger(n) ? String(n).replace(/\B(?=(\d{3})+$)/g, ",") : n.toLocaleString("en-US");
+  Number.isSafeInteger(n) && !Object.is(n, -0)
+    ? String(n).replace(/\B(?=(\d{3})+$)/g, ",")
+    : n.toLocaleString("en-US");
 
 /** "1 task", "10,000 tasks": a count with its noun, for whatever people read. */
 export const count = (n: number, noun: string, many = `${noun}s`): string =>

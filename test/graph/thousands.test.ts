@@ -8,6 +8,6 @@ it("writes a number's thousands as toLocaleString('en-US') does, without asking 
       expect(thousands(n)).toBe(n.toLocaleString("en-US"));
     }),
   );
-  expect([0, 999, 1_000, -1_234_567].map(thousands)).toEqual(["0", "999", "1,000", "-1,234,567"]);
+  expect([0, -0, 999, 1_000, -1_234_567].map(thousands)).toEqual(["0", "-0", "999", "1,000", "-1,234,567"]);
   expect(count(10_000, "task")).toBe("10,000 tasks");
 });
