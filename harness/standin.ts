@@ -38,6 +38,7 @@ import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-trigger
 import { AppReplicas, type Delivery } from "./standin-replicas.ts";
 import { type CiOptions, ciWorkflow, RepositoryCi } from "./standin-ci.ts";
 import { ANTHROPIC_CREDENTIAL, type JobOptions, TaskJobs, WORKFLOW_TOKEN } from "./standin-jobs.ts";
+import { WAIT_MS } from "./patience.ts";
 
 /** Simulated time: a runner picking a job up, a task's job, the schedule's period. */
 const PICKUP_MS = 15_000;
@@ -387,7 +388,7 @@ export class Standin {
   }
 
   /** Waits until `condition` holds (checked every 100 ms). */
-  async until(condition: () => boolean, timeoutMs = 120_000): Promise<void> {
+  async until(condition: () => boolean, timeoutMs = WAIT_MS): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!condition()) {
       if (Date.now() > deadline) throw new Error(`condition still false after ${timeoutMs} ms`);
@@ -396,7 +397,7 @@ export class Standin {
   }
 
   /** Waits until no job runs and no webhook is in flight. */
-  async idle(timeoutMs = 180_000): Promise<void> {
+  async idle(timeoutMs = WAIT_MS): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.pending.size > 0 || (this.runs?.busy ?? 0) > 0) {
       if (Date.now() > deadline) throw new Error(`stand-in still busy after ${timeoutMs} ms`);

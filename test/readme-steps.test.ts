@@ -219,5 +219,5 @@ describe("the README, run as written from a fresh clone", () => {
     };
     expect(task.jobs.image.steps[0]!.env.SOURCE).toBe(`${CLONE_URL}.git#${sha}:images/agent`);
     expect(sh(tool, "show", `${sha}:images/agent/Dockerfile`)).toContain("@anthropic-ai/claude-code@");
-  }, 240_000);
+  });
 });

@@ -38,6 +38,11 @@ function installed(gh: FakeGitHub, ci = CI): void {
 
 let gh: FakeGitHub;
 const saved = { ...process.env };
+/** Puts `variables` back as the environment, in place: later files of the worker share it. */
+function restoreEnv(variables: NodeJS.ProcessEnv): void {
+  for (const key of Object.keys(process.env)) if (!(key in variables)) delete process.env[key];
+  Object.assign(process.env, variables);
+}
 beforeEach(() => {
   nock.disableNetConnect();
   gh = new FakeGitHub();
@@ -48,7 +53,7 @@ beforeEach(() => {
 afterEach(() => {
   nock.cleanAll();
   nock.enableNetConnect();
-  process.env = { ...saved };
+  restoreEnv(saved);
   gh.expectNoViolations();
 });
 
@@ -262,7 +267,7 @@ jobs:
     expect(none.err.trim()).toBe(
       "agentrelay: no GitHub token: set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`",
     );
-    process.env = { ...saved, GITHUB_TOKEN: "ghp_doctor" };
+    restoreEnv({ ...saved, GITHUB_TOKEN: "ghp_doctor" });
     let err = "";
     const code = await main(["doctor", "--repo", "not a repo"], {
       out: () => {},
