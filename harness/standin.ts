@@ -22,7 +22,12 @@ import { join } from "node:path";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { DEFAULT_CONFIG } from "../src/github/client.ts";
 import { REPORT_SECRET_VARIABLE } from "../src/protocol/report-key.ts";
-import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
+import {
+  type MessagesRequest,
+  type Script,
+  type ScriptedModelServer,
+  startScriptedModel,
+} from "../src/scripted/model-server.ts";
 import { pushPayload, repository, user } from "./app.ts";
 import { FakeGitHub } from "./fake-github.ts";
 import { Redirect, type Reply } from "./fake-reply.ts";
@@ -232,6 +237,11 @@ export class Standin {
 
   get modelUrl(): string {
     return this.model.url;
+  }
+
+  /** Every Messages API request the scripted model answered. */
+  get modelRequests(): readonly MessagesRequest[] {
+    return this.model.requests;
   }
 
   get workflowMode(): boolean {
