@@ -121,7 +121,10 @@ export class Standin {
     this.gh = new FakeGitHub(options.memory ? new MemoryStore() : BareRepoStore.create(this.bare));
     this.gh.permissions.set("alice", "admin");
     this.taskJobs = new TaskJobs(this, options);
-    if (this.workflowMode) this.gh.settings.token = options.token ?? "github_token";
+    if (this.workflowMode) {
+      this.gh.settings.token = options.token ?? "github_token";
+      this.gh.settings.appSlug = APP_SLUG;
+    }
     this.timeline = options.simulated
       ? new Timeline(this.gh.clock, () => this.pending.size > 0 || (this.runs?.executing ?? 0) > 0)
       : null;
@@ -444,16 +447,24 @@ export class Standin {
     return after;
   }
 
-  async comment(issue: number, body: string, login = "alice"): Promise<void> {
+  /**
+   * A comment on issue `issue`, held by GitHub (the reconciler may list it) and delivered; `association`:
+   * its author's relation to the repository, as GitHub's payload says it.
+   */
+  async comment(issue: number, body: string, login = "alice", association = "COLLABORATOR"): Promise<void> {
     const target = this.gh.issues.find((i) => i.number === issue)!;
+    const id = 9000 + ++this.commentCount;
+    const author = user(login);
+    const at = this.gh.clock.now();
+    this.gh.comments.push({ id, issue, body, app: false, user: author, association, at });
     await this.webhook(
       "issue_comment",
       {
         action: "created",
         issue: { number: issue, body: target.body },
-        comment: { id: 9000 + ++this.commentCount, body },
+        comment: { id, body, user: author, author_association: association },
       },
-      user(login),
+      author,
     );
   }
 
