@@ -117,7 +117,7 @@ export async function startCredentialProxy(
   const capMicros = options.capMicros ?? null;
   let spent = 0;
   let inFlight = 0;
-  const spentMicros = () => Math.ceil(spent - 1e-6);
+  const spentMicros = () => Math.max(0, Math.ceil(spent - 1e-6));
   let stopped = false;
   const stop = (trouble: Trouble) => {
     if (stopped) return;
@@ -243,6 +243,8 @@ export async function startCredentialProxy(
       answer.on("data", quiet);
       answer.on("end", () => clearTimeout(silence));
       answer.on("error", () => res.destroy());
+      // The API bills successful messages only: an error answer costs nothing.
+      if (answer.statusCode !== 200) charge(0);
       if (answer.statusCode === 401 || answer.statusCode === 403) {
         res.writeHead(answer.statusCode, answer.headers);
         let body = "";
@@ -260,7 +262,7 @@ export async function startCredentialProxy(
         });
         return;
       }
-      // The API bills successful messages only; an error answer passes as it is.
+      // An error answer passes as it is.
       if (!metered || answer.statusCode !== 200) {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         return void answer.pipe(res);

@@ -145,3 +145,17 @@ describe("the credential proxy's meter", () => {
     expect(proxy.spentMicros()).toBeGreaterThanOrEqual(4 * 15_000);
   });
 });
+
+describe("an error answer", () => {
+  it("is passed on and charged nothing (the API bills successful messages only)", async () => {
+    const url = await upstream((res) => {
+      res.writeHead(529, { "content-type": "application/json" });
+      res.end('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}');
+    });
+    proxy = await startCredentialProxy({ kind: "api_key", key: "real" }, { upstream: url });
+    const answer = await post(ASK);
+    expect(answer.status).toBe(529);
+    expect(answer.body).toContain("overloaded_error");
+    expect(proxy.spentMicros()).toBe(0);
+  });
+});
