@@ -218,7 +218,7 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("pull_request", pr("closed", "agentrelay/g/a", "Bot"))).toBe("skipped");
     expect(run("pull_request", pr("opened", "feature", "User", "mallory/demo"))).toBe("skipped");
     expect(run("issue_comment", { comment: { id: 13, body: "looks good" } })).toBe("skipped");
-    // A command by someone not the repository's costs no job (security case 74).
+    // A command by someone not the repository's costs no job (security case 73).
     const stranger = {
       id: 14,
       body: "/agentrelay retry a",

@@ -459,7 +459,7 @@ describe("slash commands", () => {
     await runJob(h, h.gh.dispatches[0]!, { outcome: "failed", reason: "broken" });
     h.gh.permissions.set("alice", "write");
     h.gh.permissions.set("mallory", "read");
-    // Someone without write access costs no write: no answer, no reaction (security case 74).
+    // Someone without write access costs no write: no answer, no reaction (security case 73).
     const writes = () => h.gh.calls.filter((c) => isWrite(c)).length;
     const before = writes();
     await comment("/agentrelay retry a", "mallory");

@@ -41,7 +41,7 @@ const KINDS: [string, Damage, RegExp][] = [
   ["an emptied bucket", { [BUCKET]: "{}" }, /tasks\/000\.json of run diamond\/1 has no record of task 'a'/],
   ["another run's key", "diamond/7", /run\.json of run diamond\/1 names run 'diamond\/7'/],
   [
-    "five million buckets (security case 76)",
+    "five million buckets (security case 75)",
     (index) => index.replace(/"buckets":\d+/, '"buckets":5000000'),
     /run\.json of run diamond\/1 says the run has 5000000 task buckets, more than a graph of 20000 tasks has \(625\)/,
   ],

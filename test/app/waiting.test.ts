@@ -100,7 +100,7 @@ describe("work that waited for GitHub's write limit", () => {
     ]);
   });
 
-  it("is stopped by nobody else's marker or reaction, nor by a thousand earlier comments (security case 73)", async () => {
+  it("is stopped by nobody else's marker or reaction, nor by a thousand earlier comments (security case 72)", async () => {
     h.gh.permissions.set("mallory", "read");
     await h.pushGraph(".workflow/diamond.yaml", BUDGETED);
     await runJob(h, h.gh.dispatches[0]!, { costMicros: 250_000 });

@@ -1,5 +1,5 @@
 /**
- * Every model call through the credential proxy is metered from its answer's usage, streamed or not,
+ * Every model call through the credential proxy is metered from its answer's usage (security case 71), streamed or not,
  * and charged; past the cap no call is made; an answer the proxy cannot meter is refused (502), never
  * passed on uncounted.
  */

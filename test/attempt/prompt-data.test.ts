@@ -1,5 +1,5 @@
 /**
- * What an agent said it did stays data in the prompts of repairs and resolutions (security case 75):
+ * What an agent said it did stays data in the prompts of repairs and resolutions (security case 74):
  * a summary that plants its own fence and a "## Instructions from the runner" heading is fenced, after
  * a line that says it is data, by a fence longer than any run of backticks in it, so that no line of
  * it stands outside a fence of the runner's.

@@ -56,7 +56,7 @@ describe("protected paths by name", () => {
   });
 
   it.each([
-    // GitHub reads CODEOWNERS by its exact name only (security case 81).
+    // GitHub reads CODEOWNERS by its exact name only (security case 80).
     "codeowners",
     "CodeOwners",
     "docs/codeowners",

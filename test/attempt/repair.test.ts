@@ -104,7 +104,7 @@ describe("repairing an integration branch", () => {
     expect(await git(repo, ["status", "--porcelain"])).toBe("");
   });
 
-  it("writes the agent's last words into the commit with no working mention, reference or closing keyword (security case 77)", async () => {
+  it("writes the agent's last words into the commit with no working mention, reference or closing keyword (security case 76)", async () => {
     const { repo, checkout } = await brokenTogether();
     const said = "Used sum. Closes #1, fixes https://github.com/o/r/issues/2, resolves o/r#3; thanks @alice";
     const outcome = await repairLanding(

@@ -1,5 +1,5 @@
 /**
- * Only writers steer a run, and nobody else can stop their commands (security cases 73 and 74), on the
+ * Only writers steer a run, and nobody else can stop their commands (security cases 72 and 73), on the
  * end-to-end stand-in with the orchestrator as a workflow (no app) and with the app:
  * - without an app, a comment by someone who is not the repository's owner, a member or a collaborator
  *   starts no orchestrator job (the installed workflow's `if` reads `author_association`), and a

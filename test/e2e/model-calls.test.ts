@@ -1,5 +1,5 @@
 /**
- * Every model call made through the credential proxy is charged, not only Claude Code's turns: on the
+ * Every model call made through the credential proxy is charged (security case 71), not only Claude Code's turns: on the
  * end-to-end stand-in (the real app, the bundled Action, the real Claude Code CLI against a scripted
  * model), a task's completion gate calls `$ANTHROPIC_BASE_URL/v1/messages` five times with the
  * throwaway key (as a script the agent committed could). The task's attempt is charged every call the

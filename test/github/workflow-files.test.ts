@@ -1,5 +1,5 @@
 /**
- * Workflow files are read as untrusted text (security case 79): `doctor` and `init --no-app` read a
+ * Workflow files are read as untrusted text (security case 78): `doctor` and `init --no-app` read a
  * repository's workflows to find its CI, and a 300-byte file whose `on:` is a YAML alias bomb once
  * held them for good. They are read with the graph's loader, whose aliases are bounded: the file is
  * taken as broken at once, and the others are still read.

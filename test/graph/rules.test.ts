@@ -25,7 +25,7 @@ describe("validation rules", () => {
   });
 });
 
-describe("a NUL in a graph string (security case 78)", () => {
+describe("a NUL in a graph string (security case 77)", () => {
   const AGENTRELAY =
     'name: g\ntasks:\n  - id: a\n    description: writes a\n    completion_gate: "npm test\\0 --x"\n';
   const CYBERIAN = 'name: w\nsubtasks:\n  s:\n    instructions: "do it\\0"\n';

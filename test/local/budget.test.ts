@@ -72,7 +72,7 @@ describe("a local run with a budget", () => {
     expect(raised.stdout).toMatch(/Spent \$0\.\d+ of \$0\.055/);
   });
 
-  it("raised from a script that stops reading, goes on to the end of its run (security case 82)", async () => {
+  it("raised from a script that stops reading, goes on to the end of its run (security case 81)", async () => {
     const { repo, graph } = await budgeted();
     expect(agentrelay("run", graph, "--repo", repo, "--scripted-model").code).toBe(3);
     // No runner is live: `budget` resumes the run here. Its reader went away at once (`| true`).

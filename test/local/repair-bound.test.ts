@@ -1,5 +1,5 @@
 /**
- * A repair whose runner was killed counts (security case 82): through the real binary, the real Claude
+ * A repair whose runner was killed counts (security case 81): through the real binary, the real Claude
  * Code CLI and a scripted model, a workstream's integration gate fails on the tree that would land,
  * a repair starts, and the runner is killed (SIGKILL) while the repair's agent works. The next run
  * finds the repair lost: it counts against `max_repair_attempts` and is charged its cap, so a runner

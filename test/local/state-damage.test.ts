@@ -103,7 +103,7 @@ const KINDS: [string, string, (files: Map<string, string | null>) => void, RegEx
     /says the run has no task buckets/,
   ],
   [
-    "five million buckets (security case 76)",
+    "five million buckets (security case 75)",
     "run.json",
     (f) => f.set("run.json", f.get("run.json")!.replace('"buckets":2', '"buckets":5000000')),
     /says the run has 5000000 task buckets, more than a graph of 20000 tasks has \(625\)/,
