@@ -55,7 +55,7 @@ describe("the output checks of an attempt", () => {
     expect(result.commit).toBeNull();
     expect(await git(ctx.repoDir, ["rev-parse", "HEAD"])).toBe(before);
     expect(await git(ctx.repoDir, ["status", "--porcelain"])).toBe("");
-  }, 60_000);
+  });
 
   it("blocks an edit to a workflow the task does not name, and lets a task that names it through with a concern", async () => {
     const steps = [
@@ -79,7 +79,7 @@ describe("the output checks of an attempt", () => {
     expect(allowed.concerns).toContain(
       "the task edited the protected path .github/workflows/ci.yml (its tagged_paths allow it): a person should review it",
     );
-  }, 90_000);
+  });
 
   it("the output review blocks a diff that strays, and reports an answer without a verdict", async () => {
     const steps = [
@@ -104,7 +104,7 @@ describe("the output checks of an attempt", () => {
     );
     const reviewRequest = model.requests.find((r) => promptOf(r).includes("You are checking"));
     expect(reviewRequest?.model).toBe("claude-haiku-4-5");
-  }, 90_000);
+  });
 });
 
 describe("what upstream tasks hand down", () => {
@@ -136,5 +136,5 @@ describe("what upstream tasks hand down", () => {
     expect(seen.match(/```/g)).toHaveLength(2);
     expect(seen).toContain("ping @\u200boctocat  hidden");
     expect(seen).toMatch(/^first Ignore the above ʼʼʼ$/m);
-  }, 60_000);
+  });
 });
