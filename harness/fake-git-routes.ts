@@ -101,14 +101,24 @@ export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
   route("POST", "REPO\\/git\\/commits", (_m, body) => {
     const parent = (body.parents as string[])[0];
     // A commit with its parent's own tree (treeOf): no change.
-    const files = String(body.tree) === treeOf(parent ?? "") ? {} : gh.trees.get(String(body.tree))!;
+    const files =
+      parent !== undefined && String(body.tree) === treeOf(gh.store, parent)
+        ? {}
+        : gh.trees.get(String(body.tree))!;
     const sha = gh.store.commit(parent, files, String(body.message));
     gh.commitsMade.push({ sha, message: String(body.message), parents: body.parents as string[] });
     return [201, { sha }];
   });
   route("GET", "REPO\\/git\\/commits\\/([0-9a-f]{40})", (m) =>
     gh.store.isCommit(m[1]!)
-      ? [200, { sha: m[1], tree: { sha: treeOf(m[1]!) } }]
+      ? [
+          200,
+          {
+            sha: m[1],
+            tree: { sha: treeOf(gh.store, m[1]!) },
+            parents: gh.store.log(m[1]!)[0]!.parents.map((sha) => ({ sha })),
+          },
+        ]
       : [404, { message: "Not Found" }],
   );
   route("PATCH", "REPO\\/git\\/refs\\/heads\\/(.+)", (m, body) => {

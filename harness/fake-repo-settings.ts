@@ -83,6 +83,8 @@ export class RepoSettings {
   readonly rules: BranchRule[] = [];
   /** Whose token the orchestrator holds: a registered app's, or the workflow's GITHUB_TOKEN. */
   token: TokenKind = "app";
+  /** Branches whose rules require a merge queue (fake-merge-queue.ts). */
+  readonly mergeQueue = new Set<string>();
   /** The app's slug: its comments are `SLUG[bot]`'s (GITHUB_TOKEN's are `github-actions[bot]`'s). */
   appSlug = "agentrelay";
   /** Whether that token holds the `workflows` permission (GITHUB_TOKEN never does). */
@@ -148,37 +150,50 @@ export class RepoSettings {
   /** What GitHub's rules API answers for a branch (rulesets only: branch protection is not in it). */
   rulesApi(branch: string): object[] {
     const source = { ruleset_source_type: "Repository", ruleset_source: "octo/demo", ruleset_id: 1 };
-    return this.rulesOf(branch, "ruleset").flatMap((r) => [
-      ...(r.linearHistory ? [{ type: "required_linear_history", ...source }] : []),
-      ...(r.requiredChecks
-        ? [
-            {
-              type: "required_status_checks",
-              parameters: {
-                strict_required_status_checks_policy: false,
-                required_status_checks: r.requiredChecks.map((context) => ({ context })),
+    // A required merge queue (https://docs.github.com/en/rest/repos/rules#get-rules-for-a-branch, type `merge_queue`).
+    const queue = this.mergeQueue.has(branch)
+      ? [
+          {
+            type: "merge_queue",
+            parameters: { merge_method: "MERGE", grouping_strategy: "ALLGREEN" },
+            ...source,
+          },
+        ]
+      : [];
+    return [
+      ...queue,
+      ...this.rulesOf(branch, "ruleset").flatMap((r) => [
+        ...(r.linearHistory ? [{ type: "required_linear_history", ...source }] : []),
+        ...(r.requiredChecks
+          ? [
+              {
+                type: "required_status_checks",
+                parameters: {
+                  strict_required_status_checks_policy: false,
+                  required_status_checks: r.requiredChecks.map((context) => ({ context })),
+                },
+                ...source,
               },
-              ...source,
-            },
-          ]
-        : []),
-      ...(r.mergeMethods
-        ? [
-            {
-              type: "pull_request",
-              parameters: {
-                allowed_merge_methods: r.mergeMethods,
-                dismiss_stale_reviews_on_push: false,
-                require_code_owner_review: false,
-                require_last_push_approval: false,
-                required_approving_review_count: 0,
-                required_review_thread_resolution: false,
+            ]
+          : []),
+        ...(r.mergeMethods
+          ? [
+              {
+                type: "pull_request",
+                parameters: {
+                  allowed_merge_methods: r.mergeMethods,
+                  dismiss_stale_reviews_on_push: false,
+                  require_code_owner_review: false,
+                  require_last_push_approval: false,
+                  required_approving_review_count: 0,
+                  required_review_thread_resolution: false,
+                },
+                ...source,
               },
-              ...source,
-            },
-          ]
-        : []),
-    ]);
+            ]
+          : []),
+      ]),
+    ];
   }
 
   /** The `protection` part of GitHub's "get a branch" answer (what branch protection requires). */

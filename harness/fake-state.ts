@@ -309,6 +309,7 @@ export class FakeGitHubState {
     if (computing) p.computing! -= 1;
     return {
       number: p.number,
+      node_id: `PR_${p.number}`,
       html_url: `https://github.com/${this.owner}/${this.repo}/pull/${p.number}`,
       state: p.state,
       merged: p.merged,
@@ -407,8 +408,17 @@ export function treeAt(
 export const mergedAtOf = (p: FakePull): string =>
   new Date(p.mergedAt ?? Date.parse("2026-01-01T00:00:00Z")).toISOString();
 
-/** The id the fake gives a commit's tree (it keeps no tree objects of its own). */
-export const treeOf = (commit: string) => `tree-of-${commit}`;
+/**
+ * The id the fake gives a commit's tree (it keeps no tree objects of its own): a hash of its files, so
+ * that two commits with the same files share a tree, as in git (what a check of what landed compares).
+ */
+export const treeOf = (store: Pick<RepoStore, "files">, commit: string) => {
+  const files = store.files(commit);
+  const entries = Object.keys(files)
+    .sort()
+    .map((path) => [path, files[path]]);
+  return `tree-${createHash("sha1").update(JSON.stringify(entries)).digest("hex")}`;
+};
 
 export const blobId = (text: string) =>
   createHash("sha1")

@@ -4,7 +4,7 @@
  * questions synchronously, so the fake's routes read the same either way.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export interface BranchMap {
@@ -185,6 +185,34 @@ const IDENTITY = {
   GIT_COMMITTER_EMAIL: "noreply@github.com",
 };
 
+/**
+ * GitHub refuses a push whose new commits add, change or remove a file under `.github/workflows/`
+ * unless the token holds the `workflows` permission, with "refusing to allow a GitHub App to create or
+ * update workflow `PATH` without `workflows` permission" (GitHub's "Workflow permission ... enables
+ * GitHub Apps to edit GitHub Actions workflow files",
+ * https://github.blog/changelog/2020-04-06-github-apps-workflow-permission; the git push refused so
+ * in Kong/kong#12025 and actions/actions-runner-controller#2410). That includes a merge commit that brings a
+ * workflow change from another branch: its diff against its first parent holds the file. No token of
+ * agentrelay's holds it, so the bare repository refuses such pushes unless a test grants it
+ * (`grantWorkflows`). The fake's own writes (plumbing, the REST routes) do not pass through the hook.
+ */
+const WORKFLOWS_HOOK = `#!/bin/sh
+[ "$(git config --get agentrelay.workflows)" = write ] && exit 0
+empty=$(git hash-object -t tree /dev/null)
+while read old new ref; do
+  case "$new" in 0000000000000000000000000000000000000000) continue ;; esac
+  for c in $(git rev-list "$new" --not --all); do
+    parent=$(git rev-parse -q --verify "$c^1" 2>/dev/null || echo "$empty")
+    file=$(git diff --name-only "$parent" "$c" -- .github/workflows/ | head -n 1)
+    if [ -n "$file" ]; then
+      echo "refusing to allow a GitHub App to create or update workflow \\\`$file\\\` without \\\`workflows\\\` permission" >&2
+      exit 1
+    fi
+  done
+done
+exit 0
+`;
+
 /** A real bare repository, driven with git plumbing (no worktree needed). */
 export class BareRepoStore implements RepoStore {
   readonly branches: BranchMap;
@@ -193,7 +221,13 @@ export class BareRepoStore implements RepoStore {
   static create(dir: string): BareRepoStore {
     mkdirSync(dir, { recursive: true });
     execFileSync("git", ["init", "-q", "--bare", "-b", "main"], { cwd: dir });
+    writeFileSync(join(dir, "hooks", "pre-receive"), WORKFLOWS_HOOK, { mode: 0o755 });
     return new BareRepoStore(dir);
+  }
+
+  /** Lets pushes change workflow files (a token that holds `workflows`), or no longer. */
+  grantWorkflows(granted: boolean): void {
+    this.git(["config", "agentrelay.workflows", granted ? "write" : "none"]);
   }
 
   constructor(readonly dir: string) {

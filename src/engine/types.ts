@@ -145,6 +145,8 @@ export interface WorkstreamRun {
   verification?: Verification;
   /** The commit its integration PR landed as on its target, when the host said (a dependent in another repository is told). */
   landedCommit?: string;
+  /** Its integration PR landed a tree other than the verified one: what a person is told, in one line. */
+  landedUnverified?: string;
 }
 
 export type Outcome = "succeeded" | "completed_with_failures" | "cancelled";
@@ -275,7 +277,14 @@ export type EngineEvent =
   | { type: "integration_pr_opened"; workstream: string; pr: PullRequest; at: number }
   | { type: "integration_skipped"; workstream: string; at: number }
   /** `commit`: what landed on the target (the merge commit), when the host knows it. */
-  | { type: "integration_pr_merged"; workstream: string; at: number; commit?: string }
+  | {
+      type: "integration_pr_merged";
+      workstream: string;
+      at: number;
+      commit?: string;
+      /** What landed is not the tree verified (the target moved between the check and the merge): why, in one line. */
+      unverified?: string;
+    }
   | { type: "integration_pr_closed"; workstream: string; at: number }
   | { type: "integration_failed"; workstream: string; reason: string; at: number }
   | { type: "integration_merge_failed"; workstream: string; reason: string; at: number }

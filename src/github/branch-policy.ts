@@ -24,6 +24,8 @@ export interface BranchPolicy {
   requiredChecks: string[];
   /** What the repository allows, for messages. */
   allowed: Record<MergeMethod, boolean>;
+  /** A ruleset requires a merge queue: PRs join it and its `merge_group` checks decide. */
+  mergeQueue?: boolean;
 }
 
 interface Rule {
@@ -69,7 +71,8 @@ export function policyOf(
       ),
     ]),
   ];
-  return { methods, linearHistory, requiredChecks, allowed };
+  const mergeQueue = rules.some((r) => r.type === "merge_queue");
+  return { methods, linearHistory, requiredChecks, allowed, ...(mergeQueue ? { mergeQueue } : {}) };
 }
 
 /** Why nothing can merge into `branch`, in one line with the fix, or null when a method can. */

@@ -62,6 +62,14 @@ export function findings(facts: RepoFacts): string[] {
   ] as const) {
     const none = noMethodReason(branch, policy);
     if (none) out.push(none);
+    // A merge queue merges what its `merge_group` checks pass: CI that never runs on the group stalls it.
+    if (
+      policy.mergeQueue &&
+      !facts.workflows.some((w) => !AGENTRELAY_WORKFLOWS.includes(w.path) && "merge_group" in w.on)
+    )
+      out.push(
+        `${branch} requires a merge queue, and no CI workflow runs on \`merge_group\`, so its required checks never report on a merge group: add \`merge_group:\` to the \`on:\` of your CI workflow (docs/github.md, Merge queues)`,
+      );
   }
   if (facts.integrationPolicy.linearHistory)
     out.push(

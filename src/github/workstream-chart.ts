@@ -109,6 +109,8 @@ export function workstreamState(
   }
   const person = forYou(plan, state, known, wsId, false);
   if (person) parts.push(person);
+  if (ws.landedUnverified)
+    parts.push(`${WORKSTREAM_WORDS[ws.status]}, unverified: ${cell(agentText(ws.landedUnverified, max))}`);
   return parts.length ? parts.join("; ") : WORKSTREAM_WORDS[ws.status];
 }
 

@@ -68,6 +68,13 @@ async function doctor(...args: string[]): Promise<{ code: number; out: string; e
 }
 
 describe("agentrelay doctor", () => {
+  it("finds nothing about a merge queue whose CI runs on merge_group", async () => {
+    installed(gh, CI.replace("  pull_request:\n", "  pull_request:\n  merge_group:\n"));
+    gh.settings.mergeQueue.add("main");
+    const { out } = await doctor();
+    expect(out).toContain("octo/demo: nothing found that would stall a run");
+  });
+
   it("finds nothing in a repository set up as init leaves it, and says how merges will go", async () => {
     installed(gh);
     const { code, out } = await doctor();
@@ -148,6 +155,11 @@ describe("agentrelay doctor", () => {
       "'Allow GitHub Actions to create and approve pull requests' off",
       (gh) => (gh.settings.actionsCanCreatePullRequests = false),
       /GitHub refuses the PRs the orchestrator opens with GITHUB_TOKEN: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests"/,
+    ],
+    [
+      "a merge queue required on main, and CI that does not run on merge_group",
+      (gh) => gh.settings.mergeQueue.add("main"),
+      /main requires a merge queue, and no CI workflow runs on `merge_group`, .*add `merge_group:` to the `on:` of your CI workflow/,
     ],
     [
       "the Actions PR setting off in an organisation, where its policy greys it out",
