@@ -123,6 +123,7 @@ export function failedAttempt(reason: string): AttemptResult {
     conflicted: [],
     commit: null,
     base: null,
+    verdict: null,
     sessionId: null,
     agentUnavailable: false,
   };

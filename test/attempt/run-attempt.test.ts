@@ -280,7 +280,7 @@ describe("a gate's deadline", () => {
     const nap = unique(20);
     const gate = await runGate(`sleep ${nap} & echo done; exit 0`, dir, 2_000, process.env);
     expect(Date.now() - started).toBeLessThan(1_500);
-    expect(gate).toEqual({ passed: true, output: "done\n" });
+    expect(gate).toEqual({ passed: true, output: "done\n", timedOut: false });
     await new Promise((done) => setTimeout(done, 100));
     expect(sleeping(nap)).toBe(false);
   });
