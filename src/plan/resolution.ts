@@ -110,3 +110,22 @@ export function maxResolutions(plan: Plan, subject: ResolutionSubject, fallback:
     fallback
   );
 }
+
+/**
+ * Said once where a graph is planned (`agentrelay plan`, the plan comment, the first status, `doctor`):
+ * the workstreams whose landings are verified by their tasks' gates alone, with the fix. Null when
+ * every verified workstream has a whole-tree gate (its own `integration_gate` or the graph's).
+ */
+export function unitGatesNote(plan: Plan, limit = 10): string | null {
+  const { settings } = plan.graph;
+  const ids = plan.graph.workstreams
+    .filter((w) => (w.verifyIntegration ?? settings.verifyIntegration ?? true) && unitGatesOnly(plan, w.id))
+    .map((w) => w.id);
+  if (ids.length === 0) return null;
+  const named = ids.slice(0, limit).map((id) => `\`${id}\``);
+  if (ids.length > limit) named.push(`${ids.length - limit} more`);
+  const all = ids.length === plan.graph.workstreams.length;
+  const one = all || ids.length === 1;
+  const which = all ? "every workstream" : `workstream${one ? "" : "s"} ${named.join(", ")}`;
+  return `${which} ${one ? "is" : "are"} verified before landing by ${one ? "its" : "their"} tasks' gates alone, so a break only a whole-tree check shows can land: add a graph-wide \`integration_gate\` (your end-to-end check), or one per workstream`;
+}

@@ -5,7 +5,12 @@
  * the repository the command runs in; the token is GITHUB_TOKEN, else GH_TOKEN, else the GitHub
  * CLI's (`gh auth token`). Exit 0 when nothing is found, 1 when something is (or it cannot read).
  */
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { Octokit } from "@octokit/rest";
+import { loadGraphFile } from "../../graph/load.ts";
+import { buildPlan } from "../../plan/plan.ts";
+import { unitGatesNote } from "../../plan/resolution.ts";
 import { findings, mergeNotes, readRepoFacts } from "../../github/doctor.ts";
 import type { GitHubClient } from "../../github/client.ts";
 import { statusOf } from "../../github/client.ts";
@@ -82,8 +87,34 @@ export async function doctorCommand(
     throw new DoctorError("no GitHub token: set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`");
   const apiUrl = options.apiUrl ?? env.GITHUB_API_URL ?? "https://api.github.com";
   const found = await diagnose(doctorClient(token, apiUrl), repository, options.workflows);
+  found.notes.push(...graphNotes(dir));
   io.out(report(repository, found));
   return found.findings.length > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/**
+ * What the graphs under `.workflow/` of the repository at `dir` leave unchecked: one line per graph
+ * whose workstreams are verified by their tasks' gates alone (a graph that does not load is
+ * `agentrelay validate`'s to report).
+ */
+export function graphNotes(dir: string): string[] {
+  const folder = join(dir, ".workflow");
+  let files: string[];
+  try {
+    files = readdirSync(folder)
+      .filter((f) => /\.ya?ml$/.test(f))
+      .sort();
+  } catch {
+    return [];
+  }
+  return files.flatMap((file) => {
+    try {
+      const note = unitGatesNote(buildPlan(loadGraphFile(join(folder, file))));
+      return note ? [`.workflow/${file}: ${note}`] : [];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** The lines doctor prints: how merges will go, then each problem with its fix. */
