@@ -96,7 +96,15 @@ export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
   });
   route("GET", "REPO\\/git\\/commits\\/([0-9a-f]{40})", (m) =>
     gh.store.isCommit(m[1]!)
-      ? [200, { sha: m[1], tree: { sha: treeOf(m[1]!) } }]
+      ? // GitHub answers a commit with its tree and parents (https://docs.github.com/en/rest/git/commits#get-a-commit-object).
+        [
+          200,
+          {
+            sha: m[1],
+            tree: { sha: treeOf(m[1]!) },
+            parents: (gh.store.log(m[1]!)[0]?.parents ?? []).map((sha) => ({ sha })),
+          },
+        ]
       : [404, { message: "Not Found" }],
   );
   route("PATCH", "REPO\\/git\\/refs\\/heads\\/(.+)", (m, body) => {

@@ -275,7 +275,14 @@ export type EngineEvent =
   | { type: "integration_pr_opened"; workstream: string; pr: PullRequest; at: number }
   | { type: "integration_skipped"; workstream: string; at: number }
   /** `commit`: what landed on the target (the merge commit), when the host knows it. */
-  | { type: "integration_pr_merged"; workstream: string; at: number; commit?: string }
+  | {
+      type: "integration_pr_merged";
+      workstream: string;
+      at: number;
+      commit?: string;
+      /** The tree the merge made is not the verified one (the target moved meanwhile): why, said to a person. */
+      unverified?: string;
+    }
   | { type: "integration_pr_closed"; workstream: string; at: number }
   | { type: "integration_failed"; workstream: string; reason: string; at: number }
   | { type: "integration_merge_failed"; workstream: string; reason: string; at: number }

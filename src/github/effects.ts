@@ -155,8 +155,19 @@ export class GitHubEffects {
           verified?.head,
         );
         this.waited(run, { workstream: effect.workstream }, merged);
-        if (merged === "merged")
-          return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
+        if (merged === "merged") {
+          // GitHub's merge pins the head, not the base: a push to the target between the read above
+          // and the merge lands a tree nobody verified. Seen right after, by the tree the merge made.
+          const landed = verified ? await this.landedUnverified(target, verified.base) : null;
+          return [
+            {
+              type: "integration_pr_merged",
+              workstream: effect.workstream,
+              ...(landed ? { unverified: landed } : {}),
+              at,
+            },
+          ];
+        }
         if (merged === "moved")
           return [
             {
@@ -412,6 +423,20 @@ export class GitHubEffects {
       if (/no commits between/i.test(validationDetails(error))) return "empty";
       return { reason: `could not open a PR from ${head} into ${base}: ${messageOf(error)}` };
     }
+  }
+
+  /**
+   * Why the merge just made into `target` did not land on the target the branch was verified with
+   * (`base`): a push between the check and the merge. Read from the merge's first parent, the target
+   * as the merge found it (a merge commit's or a squash's; a rebase merge is not told apart).
+   */
+  private async landedUnverified(target: string, base: string): Promise<string | null> {
+    const merge = this.merges.mergedInto.get(target);
+    if (!merge) return null;
+    const { data } = await this.ctx.octokit.rest.git.getCommit({ ...this.repo, commit_sha: merge });
+    const on = data.parents[0]?.sha;
+    if (!on || on === base) return null;
+    return `${target} moved between the check and the merge (to ${on.slice(0, 7)}): ${merge.slice(0, 7)} on ${target} is a combination no gate ran on; verify ${target} now (its own CI, or the gates by hand)`;
   }
 
   /** Why the target is no longer the commit a branch was verified with, or null. */

@@ -51,7 +51,7 @@ function setup(engine = verifying) {
       run,
       engine,
     );
-  return { github, merge };
+  return { github, merge, effects };
 }
 
 describe("merging a verified integration PR", () => {
@@ -69,6 +69,43 @@ describe("merging a verified integration PR", () => {
     github.commit(moved, { "b.txt": "someone else\n" }, "b");
     expect(await merge()).toEqual([{ type: "integration_unverified", workstream: "w", reason, at: 0 }]);
     expect(github.pulls.find((p) => p.number === 9)!.merged).toBe(false);
+  });
+});
+
+describe("a target that moves between the check and the merge", () => {
+  it("is seen right after the merge, by the tree it made, and said", async () => {
+    const { github, merge, effects } = setup();
+    // The push lands after the check read the target (the window GitHub's `sha` does not close).
+    const check = (effects as unknown as { targetMoved: (t: string, b: string) => Promise<string | null> })
+      .targetMoved;
+    Object.assign(effects, {
+      targetMoved: async (target: string, base: string) => {
+        const answer = await check.call(effects, target, base);
+        github.commit("main", { "b.txt": "a third party\n" }, "b");
+        return answer;
+      },
+    });
+    const [merged] = await merge();
+    expect(merged).toMatchObject({ type: "integration_pr_merged", workstream: "w" });
+    expect((merged as { unverified?: string }).unverified).toMatch(
+      /^main moved between the check and the merge \(to [0-9a-f]{7}\): [0-9a-f]{7} on main is a combination no gate ran on; verify main now/,
+    );
+    const state = verifying.start(0).state;
+    Object.assign(state.workstreams.w!, {
+      status: "pr_open",
+      integration: "open",
+      pr: { number: 9, url: "u" },
+    });
+    verifying.apply(state, merged!);
+    expect(state.timeline.at(-1)).toMatchObject({ type: "verification_failed", workstream: "w" });
+    expect(state.timeline.at(-1)!.detail).toMatch(
+      /^landed unverified: main moved between the check and the merge/,
+    );
+  });
+
+  it("says nothing when the target held still", async () => {
+    const { merge } = setup();
+    expect(await merge()).toEqual([{ type: "integration_pr_merged", workstream: "w", at: 0 }]);
   });
 });
 
