@@ -19,6 +19,7 @@ import { parseRunGraph, type RunSource } from "../src/protocol/run-source.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
 import { FakeGitHub } from "./fake-github.ts";
+import { WAIT_MS } from "./patience.ts";
 
 export const WEBHOOK_SECRET = "webhook-secret-for-tests";
 const ISSUER = "https://oidc.agentrelay.test";
@@ -96,9 +97,11 @@ export async function startApp(
     verify: oidcVerifier({ issuer: ISSUER, audience: appConfig.oidcAudience }),
     reportSecret: reportSecretOf({ PRIVATE_KEY: privateKey }),
   });
+  // A delivery is answered once its handler is done, however long a busy machine takes.
   const handler = await appRequestHandler(probot, app, {
     secret: WEBHOOK_SECRET,
     log: (line) => logs.push(line),
+    answerWithinMs: WAIT_MS,
   });
   const server: Server = createServer((req, res) => void handler(req, res));
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));

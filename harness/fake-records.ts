@@ -115,16 +115,23 @@ export function appRoutes(gh: FakeGitHubState, route: AddRoute): void {
   });
   route("GET", "\\/app", () => [200, { id: 1, slug: "agentrelay", name: "agentrelay" }]);
   route("GET", "REPO\\/installation", () => [200, { id: gh.installationId }]);
+  // The merge buttons are in the answer only for a person who administers the repository: a
+  // GITHUB_TOKEN's (and an installation's without Administration) answer has no allow_*_merge
+  // (s4k10503/velvet#320; integrations/terraform-provider-github#679).
   route("GET", "REPO", () => [
     200,
     {
       name: gh.repo,
       full_name: `${gh.owner}/${gh.repo}`,
       default_branch: "main",
-      owner: { login: gh.owner },
-      allow_merge_commit: gh.settings.mergeMethods.merge,
-      allow_squash_merge: gh.settings.mergeMethods.squash,
-      allow_rebase_merge: gh.settings.mergeMethods.rebase,
+      owner: { login: gh.owner, type: gh.settings.organization ? "Organization" : "User" },
+      ...(gh.requester === "person"
+        ? {
+            allow_merge_commit: gh.settings.mergeMethods.merge,
+            allow_squash_merge: gh.settings.mergeMethods.squash,
+            allow_rebase_merge: gh.settings.mergeMethods.rebase,
+          }
+        : {}),
     },
   ]);
 }

@@ -75,23 +75,38 @@ export class RepoSettings {
   readonly mergeMethods: Record<MergeMethod, boolean> = { merge: true, squash: true, rebase: true };
   /** Settings, Actions, General: "Allow GitHub Actions to create and approve pull requests". */
   actionsCanCreatePullRequests = true;
+  /** Settings, Actions, General: Actions on, and which actions may run ("all", "local_only", "selected"). */
+  actionsEnabled = true;
+  allowedActions: "all" | "local_only" | "selected" = "all";
+  /** Whether an organisation owns the repository (its policies may grey out the settings above). */
+  organization = false;
   readonly rules: BranchRule[] = [];
   /** Whose token the orchestrator holds: a registered app's, or the workflow's GITHUB_TOKEN. */
   token: TokenKind = "app";
   /** Whether that token holds the `workflows` permission (GITHUB_TOKEN never does). */
   workflowsPermission = false;
   /**
-   * Where GitHub has rolled it out, the pull_request runs of a PR GITHUB_TOKEN opened wait until a
-   * person with write access approves them (GitHub's change of 2026-06-11, as reported at
-   * thebutler.tech/2026-06-11-github-bot-created-prs-workflow-approval-gate and byteiota's "GitHub Bot
-   * PRs Now Trigger CI — With One Required Approval"). An option, since the rollout varies.
+   * The pull_request runs of a PR GITHUB_TOKEN opened or updated are created waiting until a person
+   * with write access approves them: GitHub documents it ("Triggering a workflow from a workflow":
+   * opened, synchronize and reopened caused by GITHUB_TOKEN create runs "in an approval-required
+   * state", other activity types none; the GITHUB_TOKEN page, github/docs#44419: "use a GitHub App
+   * installation token" for runs that need no approval). On by default; off is the older behaviour
+   * (no runs at all), which a repository not yet moved to the rule may still show.
    */
-  approvalForActionsPullRequests = false;
+  approvalForActionsPullRequests = true;
   /** Repository (and organisation) secrets and variables by name, as `doctor` reads them. */
   readonly secrets = new Set<string>(["ANTHROPIC_API_KEY"]);
   readonly variables = new Map<string, string>();
   /** Workflows disabled through the API (https://docs.github.com/en/rest/actions/workflows#disable-a-workflow). */
   readonly disabledWorkflows = new Set<string>();
+  /**
+   * Scheduled workflows GitHub turned off: "In a public repository, scheduled workflows are
+   * automatically disabled when no repository activity has occurred in 60 days"
+   * (https://docs.github.com/en/actions/how-tos/manage-workflow-runs/disable-and-enable-workflows);
+   * state `disabled_inactivity` until enabled again. Public by default (the stricter case).
+   */
+  readonly inactiveWorkflows = new Set<string>();
+  visibility: "public" | "private" = "public";
 
   /** GitHub's primary limit for the token: 1,000 requests an hour for GITHUB_TOKEN, 5,000 for an app. */
   get requestsPerHour(): number {

@@ -4,7 +4,7 @@
  * questions synchronously, so the fake's routes read the same either way.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 export interface BranchMap {
@@ -271,22 +271,31 @@ export class BareRepoStore implements RepoStore {
   isCommit(ref: string) {
     return /^[0-9a-f]{40}$/.test(ref) && this.gitMaybe(["cat-file", "-t", ref]) === "commit";
   }
+  /**
+   * One `git fast-import` writes the commit: hashing each file and updating an index took two git
+   * processes a file, each forked from the test's large process. Its ref is a scratch one, outside
+   * the branches (`--force`: each commit replaces the last).
+   */
   commit(parent: string | undefined, files: Record<string, string | null>, message: string) {
-    const index = `${this.dir}/agentrelay-index-${process.pid}-${Date.now()}`;
-    const env = { GIT_INDEX_FILE: index };
-    if (parent) this.git(["read-tree", parent], undefined, env);
-    else this.git(["read-tree", "--empty"], undefined, env);
-    for (const [path, text] of Object.entries(files)) {
-      if (text === null) {
-        this.git(["update-index", "--force-remove", path], undefined, env);
-        continue;
-      }
-      const blob = this.git(["hash-object", "-w", "--stdin"], text);
-      this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], undefined, env);
-    }
-    const tree = this.git(["write-tree"], undefined, env);
-    rmSync(index, { force: true });
-    return this.git(["commit-tree", tree, ...(parent ? ["-p", parent] : []), "-m", message]);
+    const data = (text: string) => `data ${Buffer.byteLength(text)}\n${text}`;
+    const when = `${Math.floor(Date.now() / 1000)} +0000`;
+    const ref = "refs/agentrelay-standin/commit";
+    const stream = [
+      `reset ${ref}`,
+      `commit ${ref}`,
+      "mark :1",
+      `author ${IDENTITY.GIT_AUTHOR_NAME} <${IDENTITY.GIT_AUTHOR_EMAIL}> ${when}`,
+      `committer ${IDENTITY.GIT_COMMITTER_NAME} <${IDENTITY.GIT_COMMITTER_EMAIL}> ${when}`,
+      // As `commit-tree -m` writes a message: ending in a newline.
+      data(message.endsWith("\n") ? message : `${message}\n`),
+      ...(parent ? [`from ${parent}`] : []),
+      ...Object.entries(files).map(([path, text]) =>
+        text === null ? `D ${path}` : `M 100644 inline ${path}\n${data(text)}`,
+      ),
+      "get-mark :1",
+      "",
+    ].join("\n");
+    return this.git(["fast-import", "--quiet", "--force"], stream);
   }
   merge(base: string, head: string, message: string) {
     const tree = this.mergedTree(base, head);

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { git, gitRaw } from "../src/attempt/git.ts";
 import { manifestFor } from "../src/scripted/demo-agent.ts";
 import { promptOf, type Script, toolResults } from "../src/scripted/model-server.ts";
+import { WAIT_MS } from "./patience.ts";
 
 export interface ScenarioWorkstream {
   /** The workstream's id; its one task is `<scenario>_<id>`. */
@@ -420,7 +421,7 @@ export function scenarioAgent(scenarios: SemanticScenario[] = SCENARIOS): Script
 
 /** Whether the gate passes in `dir`. */
 export const passes = (dir: string): boolean =>
-  spawnSync("bash", ["-c", GATE], { cwd: dir, stdio: "ignore", timeout: 30_000 }).status === 0;
+  spawnSync("bash", ["-c", GATE], { cwd: dir, stdio: "ignore", timeout: WAIT_MS }).status === 0;
 
 /**
  * How many trees of the target's history since `since` fail the gate: each commit the target took

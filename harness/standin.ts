@@ -28,6 +28,7 @@ import { FakeGitHub } from "./fake-github.ts";
 import { Redirect, type Reply } from "./fake-reply.ts";
 import { OrchestratorRuns } from "./orchestrator-runs.ts";
 import { BareRepoStore, MemoryStore } from "./repo-store.ts";
+import { disabledForInactivity } from "./fake-actions.ts";
 import { startsWorkflows } from "./fake-events.ts";
 import type { TokenKind } from "./fake-repo-settings.ts";
 import { REPO_ROOT } from "./paths.ts";
@@ -37,6 +38,7 @@ import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-trigger
 import { AppReplicas, type Delivery } from "./standin-replicas.ts";
 import { type CiOptions, ciWorkflow, RepositoryCi } from "./standin-ci.ts";
 import { ANTHROPIC_CREDENTIAL, type JobOptions, TaskJobs, WORKFLOW_TOKEN } from "./standin-jobs.ts";
+import { WAIT_MS } from "./patience.ts";
 
 /** Simulated time: a runner picking a job up, a task's job, the schedule's period. */
 const PICKUP_MS = 15_000;
@@ -145,11 +147,20 @@ export class Standin {
           : this.taskJobs.runAction(dispatch.inputs, dispatch.runId),
       );
     };
+    // The orchestrator workflow dispatched (a task run's hand-over, or a person): GitHub runs it on
+    // the default branch, where its workflow file says whether it listens to workflow_dispatch.
+    this.gh.onOtherDispatch = (workflow, inputs) =>
+      this.runs?.dispatched(workflow, inputs, {
+        sender: user("github-actions[bot]", "Bot"),
+        installation: { id: this.gh.installationId },
+        repository: repository(this.gh),
+      }) ?? false;
     if (options.fault) this.gh.fault = options.fault;
     this.gh.onCancel = (runId) => this.taskJobs.jobs.get(runId)?.kill("SIGTERM");
     // What the orchestrator workflow does with GITHUB_TOKEN starts no workflow.
     this.gh.onMerge = (pull) =>
-      (this.workflowMode && startsWorkflows("pull_request", this.gh.settings.token) === "no") ||
+      (this.workflowMode &&
+        startsWorkflows("pull_request", this.gh.settings.token, { action: "closed" }) === "no") ||
       this.track(
         this.webhook("pull_request", {
           action: "closed",
@@ -244,7 +255,10 @@ export class Standin {
    */
   schedule(): void {
     const n = this.cron.started + this.cron.disabled + this.cron.dropped + 1;
-    if (this.gh.settings.disabledWorkflows.has(SCHEDULE_WORKFLOW)) {
+    if (
+      this.gh.settings.disabledWorkflows.has(SCHEDULE_WORKFLOW) ||
+      disabledForInactivity(this.gh, SCHEDULE_WORKFLOW)
+    ) {
       this.cron.disabled++;
       return;
     }
@@ -332,6 +346,7 @@ export class Standin {
       `${url.pathname}${url.search}`,
       raw ? JSON.parse(raw) : undefined,
       req.headers.accept ?? "",
+      req.headers.authorization ?? "",
     );
   }
 
@@ -373,7 +388,7 @@ export class Standin {
   }
 
   /** Waits until `condition` holds (checked every 100 ms). */
-  async until(condition: () => boolean, timeoutMs = 120_000): Promise<void> {
+  async until(condition: () => boolean, timeoutMs = WAIT_MS): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!condition()) {
       if (Date.now() > deadline) throw new Error(`condition still false after ${timeoutMs} ms`);
@@ -382,7 +397,7 @@ export class Standin {
   }
 
   /** Waits until no job runs and no webhook is in flight. */
-  async idle(timeoutMs = 180_000): Promise<void> {
+  async idle(timeoutMs = WAIT_MS): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.pending.size > 0 || (this.runs?.busy ?? 0) > 0) {
       if (Date.now() > deadline) throw new Error(`stand-in still busy after ${timeoutMs} ms`);
@@ -392,10 +407,14 @@ export class Standin {
 
   /** Sends a signed webhook to the app (to one replica, or all), as GitHub delivers it. */
   async webhook(name: string, payload: object, sender: object = user("alice")): Promise<void> {
-    const suite = (payload as { check_suite?: { app?: { slug?: string } } }).check_suite;
+    const { check_suite: suite, action } = payload as {
+      check_suite?: { app?: { slug?: string } };
+      action?: string;
+    };
     // Workflow-only mode: only what GitHub would start a workflow for (a person's events here; the
     // orchestrator's own are sent only where its token starts workflows).
-    if (this.runs && startsWorkflows(name, "person", { checkSuiteApp: suite?.app?.slug }) === "no") return;
+    if (this.runs && startsWorkflows(name, "person", { checkSuiteApp: suite?.app?.slug, action }) === "no")
+      return;
     const delivery: Delivery = {
       id: `delivery-${++this.deliveryCount}`,
       name,
@@ -432,6 +451,13 @@ export class Standin {
     const after = this.gh.commit("main", files, message);
     await this.webhook("push", pushPayload(this.gh, before, after, { added: Object.keys(files) }));
     return after;
+  }
+
+  /** A person presses "Re-run" on a check run: GitHub sends check_run rerequested to the app that made it. */
+  async rerun(checkRunId: number, login = "alice"): Promise<void> {
+    const { id, name, external_id = null } = this.gh.checkRuns.find((c) => c.id === checkRunId)!;
+    const check_run = { id, name, external_id };
+    await this.webhook("check_run", { action: "rerequested", check_run }, user(login));
   }
 
   async comment(issue: number, body: string, login = "alice"): Promise<void> {

@@ -18,7 +18,7 @@ import { Octokit } from "@octokit/rest";
 import { StateConflictError } from "../engine/store.ts";
 import { configFromEnv, type GitHubClient, messageOf, type RepoContext, statusOf } from "../github/client.ts";
 import { gitHubLimits, type OctokitOptions, withRetryPolicy } from "../github/client-policy.ts";
-import { type Clock, unpaced, WriteBudgetSpent, writePacing } from "../github/write-pacing.ts";
+import { type Clock, REAL_CLOCK, unpaced, WriteBudgetSpent, writePacing } from "../github/write-pacing.ts";
 import { type Repository, repoContextOf } from "./context.ts";
 import { handlerOf } from "./events.ts";
 import { anyActive, reconcileRepository } from "./reconcile.ts";
@@ -155,6 +155,10 @@ export async function orchestrate(
   // Whatever this run's event, and whatever events of cancelled runs said, the state says the rest.
   // The status comment is edited when due (a scheduled run refreshes it).
   let active: number | null = name === "push" ? null : 0;
+  if (name === "workflow_dispatch")
+    await handedOverRunEnded(ctx, payload, host.clock ?? REAL_CLOCK).catch((error: unknown) => {
+      failed.push(`the task run that dispatched this one: ${messageOf(error)}`);
+    });
   if (reconciles(name, payload))
     active = await withRetries(() => reconcileAndCarryOut(ctx, name === "schedule")).catch(
       (error: unknown) => {
@@ -179,6 +183,35 @@ export async function orchestrate(
       );
     });
   return { failed };
+}
+
+/** How long a task run's hand-over job is waited for: it ends seconds after its dispatch. */
+const HAND_OVER_WAIT_MS = 120_000;
+const HAND_OVER_POLL_MS = 5_000;
+
+/**
+ * A task run hands over from its last job, by dispatching this workflow with its run id (task-run)
+ * while it is still in progress: the run is waited for until it completed (its report is read then).
+ * A dispatch by hand names no run; an id that is no run of the repository is not waited for.
+ */
+async function handedOverRunEnded(ctx: RepoContext, payload: Record<string, unknown>, clock: Clock) {
+  const input = (payload.inputs as Record<string, unknown> | undefined)?.["task-run"];
+  const run_id = Number(input);
+  if (typeof input !== "string" || !/^[1-9][0-9]{0,15}$/.test(input)) return;
+  const deadline = clock.now() + HAND_OVER_WAIT_MS;
+  for (;;) {
+    let status: string | null;
+    try {
+      ({ status } = (
+        await ctx.octokit.rest.actions.getWorkflowRun({ owner: ctx.owner, repo: ctx.repo, run_id })
+      ).data);
+    } catch (error) {
+      if (statusOf(error) === 404) return;
+      throw error;
+    }
+    if (status === "completed" || clock.now() >= deadline) return;
+    await clock.sleep(HAND_OVER_POLL_MS);
+  }
 }
 
 /**

@@ -203,7 +203,7 @@ export const COMMANDS: Record<string, Command> = {
   },
   init: {
     usage:
-      "init [--no-app] [--repo DIR] [--release vX.Y.Z] [--action OWNER/REPO@REF] [--image IMAGE] [--force]",
+      "init [--no-app [--gh]] [--repo DIR] [--release vX.Y.Z] [--action OWNER/REPO@REF] [--image IMAGE] [--force]",
     summary:
       "set up a repository: the task workflow (with --no-app, also the orchestrator workflow: no app to host), a small sample graph, and .gitignore's line for local runs",
     options: INIT_OPTIONS,
@@ -217,6 +217,7 @@ export const COMMANDS: Record<string, Command> = {
           image: str(values.image),
           force: values.force === true,
           noApp: values["no-app"] === true,
+          gh: values.gh === true,
         },
         io,
       ),

@@ -9,7 +9,7 @@
  * is spent, the PR waits for a person with the files named. A person who resolves first wins: the next
  * merge simply succeeds.
  */
-import { DEFAULT_RESOLUTION_ATTEMPTS } from "../graph/model.ts";
+import { DEFAULT_RESOLUTION_ATTEMPTS, thousands } from "../graph/model.ts";
 import { maxResolutions, type ResolutionSubject, resolverOf, subjectOf } from "../plan/resolution.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
 import type { RunEdit } from "./run-edit.ts";
@@ -29,7 +29,7 @@ const fileList = (files: string[]) =>
     : files
         .slice(0, 10)
         .map((f) => `\`${f}\``)
-        .join(", ") + (files.length > 10 ? ` and ${(files.length - 10).toLocaleString("en-US")} more` : "");
+        .join(", ") + (files.length > 10 ? ` and ${thousands(files.length - 10)} more` : "");
 
 /** Resolutions that count against the bound (a lost job's does not). */
 const counted = (conflict: Conflict) => conflict.resolutions.filter((r) => r.outcome !== "lost").length;

@@ -104,9 +104,10 @@ export async function readBranchPolicy(
     };
   const [repoData, rules, protection] = await Promise.all([
     repository ?? octokit.rest.repos.get({ owner, repo }).then((r) => r.data as RepositorySettings),
+    // Every page: a branch may have more rules than the 30 of the first.
     octokit
-      .request("GET /repos/{owner}/{repo}/rules/branches/{branch}", { owner, repo, branch })
-      .then((r) => r.data as Rule[])
+      .paginate("GET /repos/{owner}/{repo}/rules/branches/{branch}", { owner, repo, branch, per_page: 100 })
+      .then((data) => data as Rule[])
       .catch(tolerate<Rule[]>([])),
     !withProtection
       ? Promise.resolve([] as string[])

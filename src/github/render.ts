@@ -5,7 +5,7 @@
  */
 import { agentText, cut, redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
-import { integrationBranch, repositoryFullName, taskBranch, type Task } from "../graph/model.ts";
+import { integrationBranch, repositoryFullName, taskBranch, type Task, thousands } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
 import { overlapLines, overlapsOf } from "../plan/overlaps.ts";
 import { unitGatesNote } from "../plan/resolution.ts";
@@ -313,5 +313,5 @@ export function annotations(issues: GraphIssue[]): Annotation[] {
 export function unannotated(issues: GraphIssue[]): string | null {
   const left = issues.length - ANNOTATIONS;
   if (left <= 0) return null;
-  return `${left.toLocaleString("en-US")} of ${issues.length.toLocaleString("en-US")} problems get no annotation (GitHub takes ${ANNOTATIONS} a check run); all are listed here.`;
+  return `${thousands(left)} of ${thousands(issues.length)} problems get no annotation (GitHub takes ${ANNOTATIONS} a check run); all are listed here.`;
 }

@@ -92,11 +92,14 @@ describe("the task workflow users install", () => {
 describe("workflow-only mode (init --no-app)", () => {
   interface Job {
     if?: string;
+    needs?: string[];
+    container?: unknown;
     permissions: Record<string, string>;
     concurrency: { group: string; "cancel-in-progress": boolean };
     steps: {
       name?: string;
       uses?: string;
+      run?: string;
       if?: string;
       with?: Record<string, string>;
       env?: Record<string, string>;
@@ -118,7 +121,7 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(Object.keys(inputs)).toEqual(["run", "task", "attempt", "state-version", "credential", "tier"]);
     expect(inputs.tier!.options).toEqual(Object.keys(TIER_PERMISSIONS));
     expect(task.permissions).toEqual({});
-    expect(Object.keys(task.jobs)).toEqual(Object.keys(TIER_PERMISSIONS));
+    expect(Object.keys(task.jobs)).toEqual([...Object.keys(TIER_PERMISSIONS), "hand-over"]);
     for (const [tier, permissions] of Object.entries(TIER_PERMISSIONS)) {
       const job = task.jobs[tier]!;
       // metadata: read is every token's; a workflow does not name it.
@@ -134,17 +137,27 @@ describe("workflow-only mode (init --no-app)", () => {
     }
   });
 
+  it("hands over to the orchestrator from its last job, by a dispatch (documented for GITHUB_TOKEN), holding no secret", () => {
+    const job = task.jobs["hand-over"]!;
+    expect(job.needs).toEqual(Object.keys(TIER_PERMISSIONS));
+    expect(job.if).toBe("always()");
+    expect(job.permissions).toEqual({ actions: "write" });
+    expect(job.container).toBeUndefined();
+    expect(job.steps).toHaveLength(1);
+    const step = job.steps[0]!;
+    expect(step.run).not.toContain("${{");
+    expect(step.run).toBe(
+      'gh workflow run agentrelay.yml --ref "$DEFAULT_BRANCH" -f task-run="$GITHUB_RUN_ID"',
+    );
+    expect(JSON.stringify(step.env)).not.toContain("secrets.");
+    expect(orchestrator.on.workflow_dispatch).toEqual({
+      inputs: { "task-run": expect.objectContaining({ required: false, type: "string" }) },
+    });
+  });
+
   it("starts the orchestrator on every event that moves a run, with the permissions it needs", () => {
     expect(Object.keys(orchestrator.on).sort()).toEqual(
-      [
-        "check_run",
-        "check_suite",
-        "issue_comment",
-        "pull_request",
-        "push",
-        "workflow_dispatch",
-        "workflow_run",
-      ].sort(),
+      ["check_suite", "issue_comment", "pull_request", "push", "workflow_dispatch", "workflow_run"].sort(),
     );
     // Task jobs (dispatched on the default branch) and CI on agentrelay's branches (init names the CI).
     expect(orchestrator.on.workflow_run).toEqual({
@@ -194,7 +207,8 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("issue_comment", { comment: { id: 12, body: "/agentrelay retry a" } })).toBe(
       "agentrelay-comment-12",
     );
-    expect(run("check_run", { check_run: { id: 5 } })).toBe("agentrelay-rerun-5");
+    // "Re-run" on a check run reaches only the app that made it: the workflow does not listen.
+    expect(orchestrator.on).not.toHaveProperty("check_run");
     expect(run("check_suite", { check_suite: { id: 9, head_branch: "agentrelay/g/a" } })).toBe(
       "agentrelay-checks-9",
     );
@@ -207,7 +221,6 @@ describe("workflow-only mode (init --no-app)", () => {
       ["pull_request", pr("opened", "feature", "User")],
       ["push", {}],
       ["issue_comment", { comment: { id: 12, body: "/agentrelay retry a" } }],
-      ["check_run", { check_run: { id: 5 } }],
       ["check_suite", { check_suite: { id: 9, head_branch: "agentrelay/g/a" } }],
     ];
     for (const [event, payload] of events)
@@ -250,8 +263,8 @@ describe("workflow-only mode (init --no-app)", () => {
       "${{ secrets.AGENTRELAY_REPORT_SECRET || secrets.ANTHROPIC_API_KEY || secrets.CLAUDE_CODE_OAUTH_TOKEN }}";
     const orchestrate = orchestrator.jobs.orchestrate.steps.find((s) => s.name === "Orchestrate")!;
     expect(orchestrate.env![REPORT_SECRET_VARIABLE]).toBe(secret);
-    for (const job of Object.values(task.jobs))
-      expect(job.steps[0]!.env![REPORT_SECRET_VARIABLE]).toBe(secret);
+    for (const tier of Object.keys(TIER_PERMISSIONS))
+      expect(task.jobs[tier]!.steps[0]!.env![REPORT_SECRET_VARIABLE]).toBe(secret);
     expect(agentEnv({ [REPORT_SECRET_VARIABLE]: "sk-ant-api03-x", PATH: "/usr/bin" })).toEqual({
       PATH: "/usr/bin",
     });

@@ -9,6 +9,7 @@ import { type AddressInfo, connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type CredentialProxy, startCredentialProxy } from "../../src/attempt/credential-proxy.ts";
 import type { Trouble } from "../../src/attempt/network.ts";
+import { until } from "../../harness/patience.ts";
 
 const REAL = "sk-ant-real-credential";
 const servers: Server[] = [];
@@ -139,12 +140,12 @@ describe("a model API that goes silent", () => {
     const silent = await recorder(() => {});
     const stops = await watched(silent.url);
     const answer = await post(proxy!.url, proxy!.key);
+    // Answered, where a proxy that waited on would have let the client's own timeout end the request.
     expect(answer.status).toBe(504);
-    expect(answer.ms).toBeLessThan(5_000);
     expect(JSON.parse(answer.body).error.message).toBe(
       `the model API at ${silent.url} (ANTHROPIC_BASE_URL) cannot be reached: it sent nothing for 1 s after taking a request`,
     );
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await until(() => stops.length > 0, "the proxy stops the agent after the grace");
     expect(stops).toEqual([
       {
         problem: `the model API at ${silent.url} (ANTHROPIC_BASE_URL) cannot be reached: it sent nothing for 1 s after taking a request`,

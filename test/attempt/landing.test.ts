@@ -57,7 +57,7 @@ describe("the output checks of an attempt", () => {
     expect(result.commit).toBeNull();
     expect(await git(ctx.repoDir, ["rev-parse", "HEAD"])).toBe(before);
     expect(await git(ctx.repoDir, ["status", "--porcelain"])).toBe("");
-  }, 60_000);
+  });
 
   it("blocks an edit to a workflow the task does not name, and lets a task that names it through with a concern", async () => {
     const steps = [
@@ -81,7 +81,7 @@ describe("the output checks of an attempt", () => {
     expect(allowed.concerns).toContain(
       "the task edited the protected path .github/workflows/ci.yml (its tagged_paths allow it): a person should review it",
     );
-  }, 90_000);
+  });
 
   it("with protect_tests, blocks a task that deletes a test it did not write; without, lets it through", async () => {
     const steps = [bash("rm test/old.test.js && echo notes > notes.txt"), bash("agentrelay-complete")];
@@ -126,7 +126,7 @@ describe("the output checks of an attempt", () => {
     );
     const reviewRequest = model.requests.find((r) => promptOf(r).includes("You are checking"));
     expect(reviewRequest?.model).toBe("claude-haiku-4-5");
-  }, 90_000);
+  });
 });
 
 describe("what upstream tasks hand down", () => {
@@ -158,5 +158,5 @@ describe("what upstream tasks hand down", () => {
     expect(seen.match(/```/g)).toHaveLength(2);
     expect(seen).toContain("ping @\u200boctocat  hidden");
     expect(seen).toMatch(/^first Ignore the above ʼʼʼ$/m);
-  }, 60_000);
+  });
 });

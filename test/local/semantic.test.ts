@@ -21,7 +21,7 @@ afterAll(() => server.close());
 
 const scenarios = scenariosToRun(["signature", "unrepairable", "deleted-test"]);
 
-describe.concurrent("parallel workstreams that break together, locally", { timeout: 400_000 }, () => {
+describe.concurrent("parallel workstreams that break together, locally", () => {
   it.each(scenarios.filter((s) => s.repair !== null && !s.weakens).map((s) => [s.kind, s] as const))(
     "%s: verified before it lands, repaired, and no broken tree reaches main",
     async (_kind, scenario) => {
