@@ -464,7 +464,7 @@ export async function weakenedOnTarget(repo: string, target = "main"): Promise<s
     for (const file of [...new Set(added)].sort()) {
       const here = await gitRaw(repo, ["cat-file", "-e", `${target}:${file}`]);
       if (here.code !== 0) weakened.push(`${file} is gone`);
-      else if (spawnSync(process.execPath, [file], { cwd: dir, timeout: 30_000 }).status !== 0)
+      else if (spawnSync(process.execPath, [file], { cwd: dir, timeout: WAIT_MS }).status !== 0)
         weakened.push(`${file} fails`);
     }
   } finally {

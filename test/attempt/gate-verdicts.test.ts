@@ -11,10 +11,11 @@ import { git, inCheckout } from "../../src/attempt/git.ts";
 import { type GateAnswer, judgeGates, RERUNS } from "../../src/attempt/gate-verdicts.ts";
 import { runGate } from "../../src/attempt/gates.ts";
 import { repairLanding, verifyLanding } from "../../src/attempt/repair.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 import { tempRepo } from "../support/git.ts";
 
 /** A gate run for real, counted. */
-function counted(cwd: string, timeoutMs = 20_000) {
+function counted(cwd: string, timeoutMs = WAIT_MS) {
   const runs: string[] = [];
   const gate = async (command: string): Promise<GateAnswer> => {
     runs.push(command);

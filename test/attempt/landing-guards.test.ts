@@ -11,6 +11,7 @@ import { runGate } from "../../src/attempt/gates.ts";
 import { gateFiles, isTest, keepsBothSides, testNames } from "../../src/attempt/landing-guards.ts";
 import { repairLanding, repairResolved } from "../../src/attempt/repair.ts";
 import { resolveConflicts } from "../../src/attempt/resolve.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 import { tempRepo } from "../support/git.ts";
 
 const PACKAGE = (test: string) => `${JSON.stringify({ name: "x", private: true, scripts: { test } })}\n`;
@@ -58,7 +59,7 @@ async function brokenTogether() {
 const realGate =
   (repo: string) =>
   async (command: string): Promise<GateAnswer> => {
-    const run = await runGate(command, repo, 20_000, process.env);
+    const run = await runGate(command, repo, WAIT_MS, process.env);
     return run.passed ? null : { reason: `the gate failed: ${command}`, output: run.output };
   };
 

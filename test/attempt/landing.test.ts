@@ -101,7 +101,7 @@ describe("the output checks of an attempt", () => {
     await model.close();
     model = await startScriptedModel(sequence(steps, "Done."));
     expect((await runAttempt(await withOldTest(""))).outcome).toBe("succeeded");
-  }, 90_000);
+  });
 
   it("the output review blocks a diff that strays, and reports an answer without a verdict", async () => {
     const steps = [
