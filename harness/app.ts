@@ -195,18 +195,33 @@ export function issueComment(
   h: Harness,
   body: string,
   login: string,
-  options: { id?: number; type?: "User" | "Bot"; issue?: { number: number; body: string } } = {},
+  options: {
+    id?: number;
+    type?: "User" | "Bot";
+    issue?: { number: number; body: string };
+    /** The author's relation to the repository (GitHub's author_association). */
+    association?: string;
+  } = {},
 ): Promise<number> {
   const issue = options.issue ?? h.gh.issues[0]!;
   const author = user(login, options.type);
   const id = options.id ?? 77;
+  const association = options.association ?? (options.type === "Bot" ? "NONE" : "COLLABORATOR");
   // GitHub holds the comment it delivers (the reconciler may list it later).
   if (!h.gh.comments.some((c) => c.id === id))
-    h.gh.comments.push({ id, issue: issue.number, body, app: false, user: author, at: h.gh.clock.now() });
+    h.gh.comments.push({
+      id,
+      issue: issue.number,
+      body,
+      app: false,
+      user: author,
+      association,
+      at: h.gh.clock.now(),
+    });
   return h.deliver("issue_comment", {
     action: "created",
     issue: { number: issue.number, body: issue.body },
-    comment: { id, body, user: author },
+    comment: { id, body, user: author, author_association: association },
     repository: repository(h.gh),
     sender: author,
   });

@@ -83,6 +83,8 @@ export class RepoSettings {
   readonly rules: BranchRule[] = [];
   /** Whose token the orchestrator holds: a registered app's, or the workflow's GITHUB_TOKEN. */
   token: TokenKind = "app";
+  /** The app's slug: its comments are `SLUG[bot]`'s (GITHUB_TOKEN's are `github-actions[bot]`'s). */
+  appSlug = "agentrelay";
   /** Whether that token holds the `workflows` permission (GITHUB_TOKEN never does). */
   workflowsPermission = false;
   /**
@@ -107,6 +109,11 @@ export class RepoSettings {
    */
   readonly inactiveWorkflows = new Set<string>();
   visibility: "public" | "private" = "public";
+
+  /** Who the orchestrator's comments are by, as GitHub shows them. */
+  get ownLogin(): string {
+    return this.token === "github_token" ? "github-actions[bot]" : `${this.appSlug}[bot]`;
+  }
 
   /** GitHub's primary limit for the token: 1,000 requests an hour for GITHUB_TOKEN, 5,000 for an app. */
   get requestsPerHour(): number {

@@ -119,6 +119,8 @@ export class FakeGitHubState {
     app: boolean;
     /** A person's comment (the app's own have none), and when it was made and last edited. */
     user?: { login: string; type: string };
+    /** The author's relation to the repository, as GitHub says it (OWNER, MEMBER, COLLABORATOR, NONE...). */
+    association?: string;
     at?: number;
     updatedAt?: number;
   }[] = [];

@@ -22,7 +22,11 @@ import { join } from "node:path";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { DEFAULT_CONFIG } from "../src/github/client.ts";
 import { REPORT_SECRET_VARIABLE } from "../src/protocol/report-key.ts";
-import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
+import {
+  type MessagesRequest,
+  type ScriptedModelServer,
+  startScriptedModel,
+} from "../src/scripted/model-server.ts";
 import { pushPayload, repository, user } from "./app.ts";
 import { FakeGitHub } from "./fake-github.ts";
 import { Redirect, type Reply } from "./fake-reply.ts";
@@ -30,15 +34,17 @@ import { OrchestratorRuns } from "./orchestrator-runs.ts";
 import { BareRepoStore, MemoryStore } from "./repo-store.ts";
 import { disabledForInactivity } from "./fake-actions.ts";
 import { startsWorkflows } from "./fake-events.ts";
-import type { TokenKind } from "./fake-repo-settings.ts";
 import { REPO_ROOT } from "./paths.ts";
 import { Timeline } from "./timeline.ts";
 import { orchestrate, SCHEDULE_WORKFLOW } from "../src/app/workflow.ts";
 import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-triggers.ts";
 import { AppReplicas, type Delivery } from "./standin-replicas.ts";
-import { type CiOptions, ciWorkflow, RepositoryCi } from "./standin-ci.ts";
-import { ANTHROPIC_CREDENTIAL, type JobOptions, TaskJobs, WORKFLOW_TOKEN } from "./standin-jobs.ts";
+import { ciWorkflow, RepositoryCi } from "./standin-ci.ts";
+import { ANTHROPIC_CREDENTIAL, TaskJobs, WORKFLOW_TOKEN } from "./standin-jobs.ts";
 import { WAIT_MS } from "./patience.ts";
+import type { StandinOptions } from "./standin-options.ts";
+
+export type { StandinOptions };
 
 /** Simulated time: a runner picking a job up, a task's job, the schedule's period. */
 const PICKUP_MS = 15_000;
@@ -51,37 +57,6 @@ const chmodded = (path: string, mode: number): string => {
   chmodSync(path, mode);
   return path;
 };
-
-export interface StandinOptions extends JobOptions {
-  script: Script;
-  /** App servers (replicas) sharing nothing but GitHub. */
-  replicas?: number;
-  /** What happens to each webhook: deliver it, drop it, or deliver it twice. */
-  route?: (delivery: Delivery) => "deliver" | "drop" | "duplicate";
-  /** Every webhook goes to every replica (both handle the same delivery). */
-  broadcast?: boolean;
-  /** Milliseconds to hold a delivery back (reordering). */
-  delay?: (delivery: Delivery) => number;
-  /** Fails a GitHub API call on purpose: a reply, or null to let it through. */
-  fault?: (call: { method: string; path: string; body: unknown }) => [number, unknown?] | null;
-  /** Who orchestrates: the app's replicas (webhooks), or the orchestrator workflow (`init --no-app`). */
-  orchestrator?: "app" | "workflow";
-  /** Task jobs: the bundled Action with the real CLI (default), or scripted in process (large graphs). */
-  jobs?: "action" | "scripted";
-  /**
-   * Simulated time (timeline.ts), for scripted jobs in workflow-only mode: a runner picks each job up
-   * after `pickupMs`, a task's job takes `jobMs`, and the orchestrator runs in this process.
-   */
-  simulated?: { jobMs?: number; pickupMs?: number };
-  /** The repository's CI: a workflow that runs on pull requests and reports one check. */
-  ci?: CiOptions;
-  /** Workflow-only mode: whose token the orchestrator holds (default: the workflow's GITHUB_TOKEN). */
-  token?: TokenKind;
-  /** The repository in memory instead of a bare git repository (scripted jobs only). */
-  memory?: boolean;
-  /** The schedule as GitHub runs it: late by `lateMs`, and run `n` dropped when `drop(n)`. */
-  schedule?: { lateMs?: number; drop?: (n: number) => boolean };
-}
 
 /** The slug of the registered app the orchestrator workflow may act as. */
 const APP_SLUG = "agentrelay-ci";
@@ -118,7 +93,10 @@ export class Standin {
     this.gh = new FakeGitHub(options.memory ? new MemoryStore() : BareRepoStore.create(this.bare));
     this.gh.permissions.set("alice", "admin");
     this.taskJobs = new TaskJobs(this, options);
-    if (this.workflowMode) this.gh.settings.token = options.token ?? "github_token";
+    if (this.workflowMode) {
+      this.gh.settings.token = options.token ?? "github_token";
+      this.gh.settings.appSlug = APP_SLUG;
+    }
     this.timeline = options.simulated
       ? new Timeline(this.gh.clock, () => this.pending.size > 0 || (this.runs?.executing ?? 0) > 0)
       : null;
@@ -243,6 +221,11 @@ export class Standin {
 
   get modelUrl(): string {
     return this.model.url;
+  }
+
+  /** Every Messages API request the scripted model answered. */
+  get modelRequests(): readonly MessagesRequest[] {
+    return this.model.requests;
   }
 
   get workflowMode(): boolean {
@@ -460,16 +443,24 @@ export class Standin {
     await this.webhook("check_run", { action: "rerequested", check_run }, user(login));
   }
 
-  async comment(issue: number, body: string, login = "alice"): Promise<void> {
+  /**
+   * A comment on issue `issue`, held by GitHub (the reconciler may list it) and delivered; `association`:
+   * its author's relation to the repository, as GitHub's payload says it.
+   */
+  async comment(issue: number, body: string, login = "alice", association = "COLLABORATOR"): Promise<void> {
     const target = this.gh.issues.find((i) => i.number === issue)!;
+    const id = 9000 + ++this.commentCount;
+    const author = user(login);
+    const at = this.gh.clock.now();
+    this.gh.comments.push({ id, issue, body, app: false, user: author, association, at });
     await this.webhook(
       "issue_comment",
       {
         action: "created",
         issue: { number: issue, body: target.body },
-        comment: { id: 9000 + ++this.commentCount, body },
+        comment: { id, body, user: author, author_association: association },
       },
-      user(login),
+      author,
     );
   }
 

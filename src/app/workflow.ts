@@ -160,7 +160,7 @@ export async function orchestrate(
       failed.push(`the task run that dispatched this one: ${messageOf(error)}`);
     });
   if (reconciles(name, payload))
-    active = await withRetries(() => reconcileAndCarryOut(ctx, name === "schedule")).catch(
+    active = await withRetries(() => reconcileAndCarryOut(ctx, name === "schedule", ownLogin)).catch(
       (error: unknown) => {
         failed.push(`reconciling: ${messageOf(error)}`);
         return null;
@@ -220,10 +220,14 @@ async function handedOverRunEnded(ctx: RepoContext, payload: Record<string, unkn
  * the schedule that picks that work up. Answers how many runs are active, a waiting item counted as
  * one (the schedule stays on for it).
  */
-async function reconcileAndCarryOut(ctx: RepoContext, scheduled: boolean): Promise<number> {
+async function reconcileAndCarryOut(
+  ctx: RepoContext,
+  scheduled: boolean,
+  ownLogin: () => Promise<string>,
+): Promise<number> {
   const reconciled = await reconcileRepository(ctx, { refreshStatus: scheduled, thorough: scheduled });
   if (!scheduled && reconciled.active > 0) return reconciled.active;
-  const waiting = await carryOutWaiting(ctx, reconciled.followed);
+  const waiting = await carryOutWaiting(ctx, reconciled.followed, ownLogin);
   // What it carried out may have started a run.
   const active = waiting.carried > 0 ? Number(await anyActive(ctx)) : reconciled.active;
   return active + waiting.left;

@@ -93,6 +93,19 @@ async function sideDiff(checkout: CheckoutGit, from: string, to: string): Promis
     : diff || "(no changes)";
 }
 
+/**
+ * An agent's words as GitHub shows them in a commit that lands on the target: no working mention
+ * (`@user`), issue reference (`#1`) or closing keyword (`Closes #1`, `fixes https://.../issues/1`),
+ * each broken by a zero-width space, so that the agent's last words notify and close nothing.
+ * https://docs.github.com/en/issues/tracking-your-work-with-issues/using-issues/linking-a-pull-request-to-an-issue
+ */
+export function inertOnGitHub(text: string): string {
+  return text
+    .replace(/@(?=[A-Za-z0-9])/g, "@\u200b")
+    .replace(/#(?=\d)/g, "#\u200b")
+    .replace(/\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?=:?\s+\S*(?:#|\/issues\/|\/pull\/))/gi, "$1\u200b");
+}
+
 /** The prompt of a repair: which branches met, what each meant and changed, and what failed. */
 export function repairPrompt(
   branch: string,
@@ -198,7 +211,7 @@ export async function repairOnTop(
     [said, judged.verdict === "flaky" ? flakyNote(judged.flaky) : ""].filter(Boolean).join(" ") || null;
   const commit = await checkout.git(
     ["commit-tree", tree, "-p", mergedHead, "-F", "-"],
-    `Repair ${branch} with ${landing.target}\n\n${said || "The gates pass on the merged tree."}\n`,
+    `Repair ${branch} with ${landing.target}\n\n${said ? inertOnGitHub(said) : "The gates pass on the merged tree."}\n`,
   );
   // What lands is checked as an attempt's work is: secrets, and edits to protected paths.
   const found = await checkOutput(checkout, mergedHead, commit, []);

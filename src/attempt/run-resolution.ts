@@ -26,7 +26,7 @@ export async function runResolution(
   let said = "";
   const agent = async (prompt: string): Promise<string | null> => {
     ctx.handOver();
-    const left = ctx.capMicros == null ? null : ctx.capMicros - costMicros;
+    const left = ctx.capMicros == null ? null : ctx.capMicros - Math.max(costMicros, ctx.metered());
     const r = await runClaudeCode({
       bin: ctx.claude.bin,
       cwd: ctx.repoDir,

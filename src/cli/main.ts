@@ -8,7 +8,15 @@ import { randomUUID } from "node:crypto";
 import { formatIssue, GraphError } from "../graph/errors.ts";
 import { nearestKey } from "../graph/schema-issues.ts";
 import pkg from "../../package.json" with { type: "json" };
-import { EXIT, type Io, parseParams, processIo, repoOptions, UsageError } from "./io.ts";
+import {
+  EXIT,
+  type Io,
+  keepGoingWithoutReader,
+  parseParams,
+  processIo,
+  repoOptions,
+  UsageError,
+} from "./io.ts";
 import {
   DOCTOR_OPTIONS,
   INIT_OPTIONS,
@@ -311,6 +319,7 @@ export function usage(): string {
 }
 
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  if (io === processIo) keepGoingWithoutReader();
   const [name, ...rest] = argv;
   try {
     if (name === undefined || name === "help" || name === "--help" || name === "-h") {

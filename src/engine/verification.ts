@@ -40,7 +40,7 @@ export const maxRepairs = (plan: Plan, wsId: string): number =>
   plan.graph.settings.maxRepairAttempts ??
   DEFAULT_REPAIR_ATTEMPTS;
 
-/** Records that count against a bound (a lost job's does not). */
+/** Verifications that count against their bound (a lost job's does not). */
 const counted = (records: ResolutionRecord[]) => records.filter((r) => r.outcome !== "lost").length;
 
 /** A verification or repair of the workstream running now. */
@@ -179,7 +179,8 @@ function repair(step: RunEdit, wsId: string): void {
   const { plan } = step;
   const v = verificationOf(step.workstream(wsId));
   const max = maxRepairs(plan, wsId);
-  const tried = counted(v.repairs);
+  // Every repair that ended counts, a lost one too (see landingFact).
+  const tried = v.repairs.filter((r) => r.outcome !== null).length;
   const resolver = resolverOf(plan, { workstream: wsId });
   const readOnly = resolver.agentTask.primaryAgent.isolation.tokenTier === "read_only";
   const allowed = tried >= max || readOnly ? null : allowanceIn(step, wsId, null);
@@ -239,8 +240,14 @@ export function landingFact(step: RunEdit, event: Landing): void {
   step.changed = true;
   if (event.kind === "repair") unreserve(step, wsId, record);
   if (event.type === "resolution_lost") {
-    // Its job vanished: it does not count, and the landing is asked again.
+    // Its job vanished, and the landing is asked again. A verification's does not count; a repair's
+    // agent may have spent all it could before its runner went (a runner killed again and again would
+    // repair without bound): it counts against max_repair_attempts and is charged its cap.
     Object.assign(record, { outcome: "lost", reason: event.reason });
+    if (event.kind === "repair" && record.capMicros != null) {
+      record.costMicros = record.capMicros;
+      chargeWorkstream(step, wsId, record.capMicros);
+    }
     if (!step.state.cancelled) maybeAutoMerge(step, wsId);
     return;
   }

@@ -10,7 +10,13 @@
  * and which workflows' completions start the orchestrator (`workflow_run.workflows`, names matched as
  * glob patterns).
  */
-import { load } from "js-yaml";
+import { DEFAULT_YAML_LIMITS, loadYaml } from "../graph/yaml.ts";
+
+/**
+ * A workflow file is untrusted text: read with the graph's loader, whose aliases expand to at most this
+ * many nodes (a 300-byte alias bomb would otherwise expand to billions), then taken as broken.
+ */
+const WORKFLOW_LIMITS = { ...DEFAULT_YAML_LIMITS, maxExpandedNodes: 100_000 };
 
 export interface WorkflowFile {
   path: string;
@@ -73,7 +79,7 @@ const list = (value: unknown): string[] =>
 export function parseWorkflow(file: WorkflowFile): Workflow {
   let doc: Record<string, unknown> | null = null;
   try {
-    doc = load(file.text) as Record<string, unknown> | null;
+    doc = loadYaml(file.path, file.text, WORKFLOW_LIMITS).value as Record<string, unknown> | null;
   } catch {
     // Reported as broken below.
   }

@@ -204,9 +204,11 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("pull_request", pr("closed", "agentrelay/g/a", "User"))).toBe("agentrelay-runs");
     expect(run("pull_request", pr("opened", "feature", "User"))).toBe("agentrelay-plan-7");
     expect(run("push", {})).toBe("agentrelay-push-c0ffee");
-    expect(run("issue_comment", { comment: { id: 12, body: "/agentrelay retry a" } })).toBe(
-      "agentrelay-comment-12",
-    );
+    expect(
+      run("issue_comment", {
+        comment: { id: 12, body: "/agentrelay retry a", author_association: "MEMBER" },
+      }),
+    ).toBe("agentrelay-comment-12");
     // "Re-run" on a check run reaches only the app that made it: the workflow does not listen.
     expect(orchestrator.on).not.toHaveProperty("check_run");
     expect(run("check_suite", { check_suite: { id: 9, head_branch: "agentrelay/g/a" } })).toBe(
@@ -220,7 +222,7 @@ describe("workflow-only mode (init --no-app)", () => {
       ["pull_request", pr("closed", "agentrelay/g/a", "User")],
       ["pull_request", pr("opened", "feature", "User")],
       ["push", {}],
-      ["issue_comment", { comment: { id: 12, body: "/agentrelay retry a" } }],
+      ["issue_comment", { comment: { id: 12, body: "/agentrelay retry a", author_association: "MEMBER" } }],
       ["check_suite", { check_suite: { id: 9, head_branch: "agentrelay/g/a" } }],
     ];
     for (const [event, payload] of events)
@@ -229,6 +231,14 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("pull_request", pr("closed", "agentrelay/g/a", "Bot"))).toBe("skipped");
     expect(run("pull_request", pr("opened", "feature", "User", "mallory/demo"))).toBe("skipped");
     expect(run("issue_comment", { comment: { id: 13, body: "looks good" } })).toBe("skipped");
+    // A command by someone not the repository's costs no job (security case 73).
+    const stranger = {
+      id: 14,
+      body: "/agentrelay retry a",
+      author_association: "NONE",
+      user: { type: "User" },
+    };
+    expect(run("issue_comment", { comment: stranger })).toBe("skipped");
     expect(run("check_suite", { check_suite: { id: 10, head_branch: "main" } })).toBe("skipped");
     // A task workflow run not dispatched in this repository (security case 3): a fork's pull_request
     // run bearing a task's run-name, or a run from another repository.

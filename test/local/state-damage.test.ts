@@ -103,6 +103,12 @@ const KINDS: [string, string, (files: Map<string, string | null>) => void, RegEx
     (f) => f.set("run.json", f.get("run.json")!.replace('"buckets":2', '"buckets":0')),
     /says the run has no task buckets/,
   ],
+  [
+    "five million buckets (security case 75)",
+    "run.json",
+    (f) => f.set("run.json", f.get("run.json")!.replace('"buckets":2', '"buckets":5000000')),
+    /says the run has 5000000 task buckets, more than a graph of 20000 tasks has \(625\)/,
+  ],
   ["a missing run.json", "run.json", (f) => f.set("run.json", null), /is missing/],
   [
     "an emptied bucket",
