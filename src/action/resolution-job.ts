@@ -50,6 +50,7 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
       target: `origin/${resolver.target}`,
       intents: intentsOf(plan, subject, state.tasks, state.workstreams),
       gates: resolver.gates,
+      testPaths: resolver.testPaths,
       // The agent's configuration is the default branch's, not what either side may have planted.
       agentConfig: { from: `origin/${defaultBranch}` },
     },

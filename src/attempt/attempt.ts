@@ -126,6 +126,7 @@ export function failedAttempt(reason: string): AttemptResult {
     conflicted: [],
     commit: null,
     base: null,
+    verdict: null,
     sessionId: null,
     agentUnavailable: false,
   };

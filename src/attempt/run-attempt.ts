@@ -24,6 +24,7 @@ import { gateTail, runGate, tail } from "./gates.ts";
 import { git, inCheckout, sealGitDir } from "./git.ts";
 import { ANTHROPIC_API, modelApiOf, sayTrouble } from "./network.ts";
 import { checkOutput } from "./output-checks.ts";
+import { judgesOfTask, weakenedJudges } from "./landing-guards.ts";
 import { OUTPUT_REVIEW_MODEL, outputReviewPrompt, parseOutputReview } from "./output-review.ts";
 import { redactor, secretValues } from "./redact.ts";
 import { review } from "./review.ts";
@@ -228,6 +229,14 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     const found = await checkOutput(ctx.git, startTree, commit, ctx.task.taggedPaths);
     const workflows = ctx.workflowFilesRefused ? await workflowEdits(ctx.git, startTree, commit) : null;
     if (workflows) found.blocking.push(workflows);
+    // `protect_tests`: the tests that were there and what the gates run judge the task, not the task them.
+    if (ctx.graph.settings.protectTests) {
+      const weakened = await weakenedJudges(ctx.git, startTree, commit, judgesOfTask(ctx.graph, ctx.task));
+      if (weakened.length > 0)
+        found.blocking.push(
+          `the task changed what judges it (${weakened.join("; ")}), which \`protect_tests\` forbids`,
+        );
+    }
     reviewConcerns.push(...found.concerns);
     const settings = ctx.graph.settings.outputReview;
     if (found.blocking.length > 0 || !settings || !succeeded) return found.blocking;
@@ -294,6 +303,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     return {
       conflicted: [],
       base: null,
+      verdict: null,
       agentUnavailable: false,
       outcome,
       noPr,

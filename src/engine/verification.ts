@@ -269,11 +269,13 @@ export function landingFact(step: RunEdit, event: Landing): void {
   if (passed) {
     v.passed = passed;
     v.failure = null;
+    // A flaky gate lands on its pass, and a person is told of it (the summary says which).
+    const flaky = event.verdict === "flaky" ? `; ${event.summary ?? "a gate is flaky"}` : "";
     step.log({
       type: "verified",
       workstream: wsId,
       attempt: event.n,
-      detail: `${event.kind === "repair" ? "repaired" : "verified"} at ${passed.head.slice(0, 7)} with ${passed.base.slice(0, 7)}`,
+      detail: `${event.kind === "repair" ? "repaired" : "verified"} at ${passed.head.slice(0, 7)} with ${passed.base.slice(0, 7)}${flaky}`,
     });
     maybeAutoMerge(step, wsId);
     return;
@@ -284,7 +286,17 @@ export function landingFact(step: RunEdit, event: Landing): void {
     attempt: event.n,
     detail: record.reason ?? "failed",
   });
-  if (event.kind === "verify" && event.files?.length) {
+  if (event.verdict === "timed_out" || event.verdict === "weakened") {
+    // Not a break: a repair cannot speed a gate up, and a change to what judges the tree is a person's call.
+    if (event.output) v.failure = event.output;
+    toPerson(
+      step,
+      wsId,
+      event.verdict === "timed_out"
+        ? `${record.reason ?? "a gate timed out"}: a timeout, not a failure, so nothing was repaired (raise the gate's time limit or make it faster, then retry)`
+        : `${record.reason ?? "a repair changed what judges it"} (its diff is below)`,
+    );
+  } else if (event.kind === "verify" && event.files?.length) {
     // The target moved and now conflicts: a resolution merges it (and runs the gates on the result).
     // An integration PR's conflict fails no task: there is no failure to apply.
     conflicted(step, {

@@ -8,6 +8,7 @@ import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, repositoryFullName, taskBranch, type Task, thousands } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
 import { overlapLines, overlapsOf } from "../plan/overlaps.ts";
+import { unitGatesNote } from "../plan/resolution.ts";
 import type { Plan } from "../plan/model.ts";
 import { budgetsText, usd } from "../engine/budget.ts";
 import { holdKey, waiting } from "../engine/holds.ts";
@@ -222,6 +223,8 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
       `**Overlaps** (tasks of different workstreams that may run at once and change the same paths${graph.settings.overlaps === "serialize" ? "" : "; `overlaps: serialize` orders them"}):`,
       ...overlapLines(overlaps, 10).map((line) => `- ${agentText(line, 500)}`),
     );
+  const unitOnly = unitGatesNote(plan);
+  if (unitOnly) head.push("", `**Whole-tree check**: ${agentText(unitOnly, 1_000)}.`);
   let room = budget - head.join("\n").length;
   const chart = mermaidChart(plan);
   const chartLines =

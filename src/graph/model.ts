@@ -116,6 +116,12 @@ export interface RunSettings {
   maxRepairAttempts: number | null;
   /** Verifications of one integration branch while its target keeps moving (null: the default, 3). */
   maxVerifications: number | null;
+  /** The whole-tree gate every integration branch passes beside its workstream's own (null: none). */
+  integrationGate: string | null;
+  /** Where the tests are, files or directories (null: the usual names; attempt/landing-guards.ts). */
+  testPaths: string[] | null;
+  /** Task agents may not weaken tests they did not write, nor gate scripts or runner configuration. */
+  protectTests: boolean | null;
   /** Tasks of different workstreams that may run at once on the same paths: serialised, or (null) warned about. */
   overlaps: "serialize" | null;
   /** The output review before a push (a small model asks whether the diff strays from the task); null: off. */
@@ -196,6 +202,9 @@ export const DEFAULT_SETTINGS: RunSettings = {
   verifyIntegration: null,
   maxRepairAttempts: null,
   maxVerifications: null,
+  integrationGate: null,
+  testPaths: null,
+  protectTests: null,
   overlaps: null,
   outputReview: null,
 };

@@ -141,6 +141,7 @@ export const resolutionFinishedOf = (
   // The tree that may land: the target it was merged with, and the branch commit the job left.
   ...(result.base && result.commit ? { base: result.base, head: result.commit } : {}),
   ...(result.gateOutput ? { output: result.gateOutput } : {}),
+  ...(result.verdict ? { verdict: result.verdict } : {}),
   at,
 });
 

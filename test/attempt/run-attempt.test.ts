@@ -280,7 +280,7 @@ describe("a gate's deadline", () => {
     // The grandchild outlives any deadline: a gate that waited for its output would not pass.
     const nap = unique(3_600);
     const gate = await runGate(`sleep ${nap} & echo done; exit 0`, dir, WAIT_MS, process.env);
-    expect(gate).toEqual({ passed: true, output: "done\n" });
+    expect(gate).toEqual({ passed: true, output: "done\n", timedOut: false });
     await until(() => !sleeping(nap), "what the gate left behind is stopped");
   });
 

@@ -5,7 +5,12 @@
  * the repository the command runs in; the token is GITHUB_TOKEN, else GH_TOKEN, else the GitHub
  * CLI's (`gh auth token`). Exit 0 when nothing is found, 1 when something is (or it cannot read).
  */
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { Octokit } from "@octokit/rest";
+import { loadGraphFile } from "../../graph/load.ts";
+import { buildPlan } from "../../plan/plan.ts";
+import { unitGatesNote } from "../../plan/resolution.ts";
 import { MERGE_METHODS } from "../../github/branch-policy.ts";
 import { findings, mergeNotes, readRepoFacts } from "../../github/doctor.ts";
 import type { GitHubClient } from "../../github/client.ts";
@@ -142,8 +147,34 @@ export async function doctorCommand(
     );
     return EXIT.failed;
   }
+  found.notes.push(...graphNotes(dir));
   io.out(report(repository, found));
   return found.findings.length > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/**
+ * What the graphs under `.workflow/` of the repository at `dir` leave unchecked: one line per graph
+ * whose workstreams are verified by their tasks' gates alone (a graph that does not load is
+ * `agentrelay validate`'s to report).
+ */
+export function graphNotes(dir: string): string[] {
+  const folder = join(dir, ".workflow");
+  let files: string[];
+  try {
+    files = readdirSync(folder)
+      .filter((f) => /\.ya?ml$/.test(f))
+      .sort();
+  } catch {
+    return [];
+  }
+  return files.flatMap((file) => {
+    try {
+      const note = unitGatesNote(buildPlan(loadGraphFile(join(folder, file))));
+      return note ? [`.workflow/${file}: ${note}`] : [];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /**
