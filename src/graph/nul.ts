@@ -12,8 +12,8 @@ const MAX_NAMED = 10;
 const pathText = (path: readonly PathSegment[]): string =>
   path.map((s, i) => (typeof s === "number" ? `[${s}]` : i === 0 ? s : `.${s}`)).join("");
 
-/** Throws a GraphError naming each string of the loaded graph that holds a NUL (its file, line and field). */
-export function refuseNul(yaml: LoadedYaml): void {
+/** Each string of the loaded graph that holds a NUL, at its file, line and field. */
+export function nulIssues(yaml: LoadedYaml): GraphIssue[] {
   const issues: GraphIssue[] = [];
   const message = "may not contain a NUL character (no command, argument or environment can hold one)";
   const visit = (value: unknown, path: PathSegment[]): void => {
@@ -31,5 +31,29 @@ export function refuseNul(yaml: LoadedYaml): void {
     }
   };
   visit(yaml.value, []);
+  return issues;
+}
+
+/** Throws a GraphError naming each string of the loaded graph that holds a NUL. */
+export function refuseNul(yaml: LoadedYaml): void {
+  const issues = nulIssues(yaml);
   if (issues.length > 0) throw new GraphError(issues);
+}
+
+/**
+ * Runs `compile`, and refuses the NULs of `yaml` with whatever else it finds: each field's NUL stands
+ * for that field's other complaints (an id with a NUL is not a safe id either), and the rest are kept.
+ */
+export function withNulRefused<T>(yaml: LoadedYaml, compile: () => T): T {
+  const nul = nulIssues(yaml);
+  let compiled: T;
+  try {
+    compiled = compile();
+  } catch (error) {
+    if (!(error instanceof GraphError) || nul.length === 0) throw error;
+    const named = new Set(nul.map((issue) => issue.path));
+    throw new GraphError([...nul, ...error.issues.filter((issue) => !named.has(issue.path))]);
+  }
+  if (nul.length > 0) throw new GraphError(nul);
+  return compiled;
 }

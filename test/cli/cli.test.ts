@@ -46,7 +46,8 @@ describe("agentrelay validate", () => {
     expect(stdout.trim().split("\n")).toEqual([
       `${hostile}:3:10: tasks[0].id: 'a\\nb' is not a safe id: use 1-80 letters, digits, '_', '-' or '.', starting with a letter or digit`,
       `${hostile}:4:10: tasks[1].id: 'c\\u{202e}d' is not a safe id: use 1-80 letters, digits, '_', '-' or '.', starting with a letter or digit`,
-      `${hostile}:5:10: tasks[2].id: 'n\\u{0}x' is not a safe id: use 1-80 letters, digits, '_', '-' or '.', starting with a letter or digit`,
+      // A NUL is refused as such (security case 77), beside every other error of the file.
+      `${hostile}:5:10: tasks[2].id: may not contain a NUL character (no command, argument or environment can hold one)`,
     ]);
   });
 
