@@ -8,6 +8,7 @@ import { spendLine, spentBy, taskSpent, usd, waitsOnBudget } from "../engine/bud
 import { leftToPerson } from "../engine/conflicts.ts";
 import { STATUS_WORDS, WORKSTREAM_WORDS } from "../engine/progress.ts";
 import type { Conflict, RunState, Verification } from "../engine/types.ts";
+import { landingStage } from "../engine/landing.ts";
 import { reproduce } from "../engine/verification.ts";
 import { type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
 import { buildPlan } from "../plan/plan.ts";
@@ -65,8 +66,11 @@ export function waitingFor(state: RunState, graph: Graph): string {
   const unverified = open.find((w) => state.workstreams[w.id]!.verification?.toPerson);
   if (unverified)
     return `waiting for you: ${integrationBranch(graph.name, unverified.id)} is ${state.workstreams[unverified.id]!.reason}; to see it: ${reproduce(buildPlan(graph), unverified.id)}; fix it there and merge it into ${unverified.mergeTargetBranch} (git merge), then run again`;
-  if (open.length === 0) return "not finished: run `agentrelay run` again to go on";
-  const merges = open.map((w) => `${integrationBranch(graph.name, w.id)} into ${w.mergeTargetBranch}`);
+  // Offered to a person only once it may land (engine/landing.ts): one still to verify is the run's to do.
+  const plan = buildPlan(graph);
+  const toMerge = open.filter((w) => landingStage(plan, state, w.id)?.stage === "merge");
+  if (toMerge.length === 0) return "not finished: run `agentrelay run` again to go on";
+  const merges = toMerge.map((w) => `${integrationBranch(graph.name, w.id)} into ${w.mergeTargetBranch}`);
   return `waiting for you: merge ${merges.join(", ")} (git merge), then run again`;
 }
 

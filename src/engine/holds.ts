@@ -13,7 +13,8 @@
 import { ancestorsOf, type Plan } from "../plan/model.ts";
 import { isTaskTerminal } from "../plan/readiness.ts";
 import { type Root, rootCauses } from "./blocking.ts";
-import { leftToPerson, resolving } from "./conflicts.ts";
+import { leftToPerson } from "./conflicts.ts";
+import { landingWaitsForPerson } from "./landing.ts";
 import type { RunState } from "./types.ts";
 
 /** A PR a person must merge or resolve: a task's PR (its conflicts), or a workstream's integration PR. */
@@ -55,12 +56,12 @@ function first(holds: Hold[]): Hold {
   return holds.find((h) => h.kind === "person") ?? holds.find((h) => h.kind === "budget") ?? TURN;
 }
 
-/** The integration PR of a workstream waits for a person (no auto-merge, a concern, a conflict left to one). */
-export function mergeWaitsForPerson(plan: Plan, state: RunState, wsId: string): boolean {
-  const ws = state.workstreams[wsId]!;
-  if (ws.status !== "pr_open" || resolving(ws.conflict)) return false;
-  return !plan.workstreams.get(wsId)!.autoMerge || ws.autoMergeSkipped;
-}
+/**
+ * The integration PR of a workstream waits for a person: verified and not merged by the app (no
+ * auto-merge, a concern), a conflict left to one, or a verification given up (landing.ts). A PR still to
+ * be verified waits its turn, not for a person.
+ */
+export const mergeWaitsForPerson = landingWaitsForPerson;
 
 /**
  * The workstreams in an order where each comes after those it waits for: its parent, those its tasks

@@ -11,6 +11,7 @@ import { overlapLines, overlapsOf } from "../plan/overlaps.ts";
 import type { Plan } from "../plan/model.ts";
 import { budgetsText, usd } from "../engine/budget.ts";
 import { holdKey, waiting } from "../engine/holds.ts";
+import { concernsIn, landingStage } from "../engine/landing.ts";
 import { firstDispatches } from "../engine/preview.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 import { code, count, plural, quoteIds, verb } from "./words.ts";
@@ -99,15 +100,16 @@ export function taskPrBody(
 /** What the integration PR's reader is to do with it, and why the app does or does not merge it. */
 function mergingNote(plan: Plan, state: RunState, workstream: string): string {
   const ws = plan.workstreams.get(workstream)!;
-  const concerns = (plan.tasksByWorkstream.get(workstream) ?? []).some(
-    (id) => state.tasks[id]!.concerns.length,
-  );
+  const concerns = concernsIn(plan, state, workstream).length > 0;
   // Counted as the status comment counts them: each task to do once, under what holds it.
   const waits = waiting(plan, state).get(holdKey({ kind: "person", pr: { workstream } }))?.length ?? 0;
-  const yours = "review it, then merge it (the run goes on) or close it (the workstream fails).";
+  // Offered to a person only once it may land (engine/landing.ts): verified first where verification is on.
+  const stage = landingStage(plan, state, workstream)?.stage;
+  const first = stage === "in_turn" || stage === "verifying";
+  const yours = `${first ? "once verified, " : ""}review it, then merge it (the run goes on) or close it (the workstream fails).`;
   const note =
     ws.autoMerge && !concerns
-      ? "`auto_merge` is on: the app merges this PR once its required checks pass."
+      ? `\`auto_merge\` is on: the app merges this PR once ${first ? "it is verified and " : ""}its required checks pass.`
       : ws.autoMerge
         ? `An agent raised a design concern (below), so the app leaves this PR for you: ${yours}`
         : `\`auto_merge\` is off for this workstream, so this PR waits for you: ${yours}`;
