@@ -252,7 +252,7 @@ export function outcomeOf(plan: Plan, state: RunState): SimulatedOutcome {
 /**
  * The `--json` shape of `agentrelay simulate`; each task that is not done says what holds it
  * (engine/holds.ts: `failed`, `blocked:task:<root>`, `pr:task:<id>`, `pr:workstream:<id>`,
- * `budget:<scope>`, `turn`, `at_work`), as the status comment counts it.
+ * `budget:<scope>`, `overlap:<workstream>`, `turn`, `at_work`), as the status comment counts it.
  */
 export function simulationJson(result: SimulationResult): object {
   const { state } = result;

@@ -193,12 +193,17 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   // What the engine starts at once (it is asked): ready tasks, one per workstream, at most
   // max_concurrency, as far as the budgets allow.
   const first = firstDispatches(plan);
-  const ready = (plan.waves[0] ?? []).length;
+  // A ready task a serialised overlap holds waits for another workstream to land: said as that.
+  const serialised = (plan.waves[0] ?? []).filter((id) => (plan.serialAfter.get(id) ?? []).length > 0);
+  const ready = (plan.waves[0] ?? []).length - serialised.length;
   const started = first.dispatched.length + first.held.length;
   const more =
     ready > started
       ? ` (${count(started)} of the ${plural(ready, "ready task")}: one per workstream, \`max_concurrency: ${graph.settings.maxConcurrency}\`)`
       : "";
+  const overlapHeld = serialised.length
+    ? `. Held by an overlap (\`overlaps: serialize\`): ${idList(serialised, 10, (id) => `${code(id)} until ${idList([...new Set(plan.serialAfter.get(id)!.map((e) => e.workstream))], 3)} ${plan.serialAfter.get(id)!.length > 1 ? "land" : "lands"}`)}`
+    : "";
   const capped = (d: { task: string; capMicros: number | null }) =>
     `${code(d.task)} → ${code(taskBranch(graph.name, d.task))}${d.capMicros !== null ? ` (up to ${usd(d.capMicros)})` : ""}`;
   const dispatched = first.dispatched.map((d) => d.task);
@@ -209,7 +214,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   const head = [
     `**${graph.name}** (${graph.dialect}): ${plural(graph.tasks.length, "task")} in ${plural(graph.workstreams.length, "workstream")}, ${plural(plan.waves.length, "wave")}.`,
     "",
-    `**Dispatched first**${more}: ${dispatched.length ? idList(dispatched, 20, (id) => capped(byTask.get(id)!)) : "nothing"}${held}`,
+    `**Dispatched first**${more}: ${dispatched.length ? idList(dispatched, 20, (id) => capped(byTask.get(id)!)) : "nothing"}${held}${overlapHeld}`,
   ];
   const budgets = budgetsText(graph);
   if (budgets)

@@ -215,6 +215,19 @@ export function waitingFor(
         (link) => link,
       )} ${verb(selfMerging.length, "merges itself", "merge themselves")} once required checks pass.`,
     );
+  // Tasks a serialised overlap holds: what they wait for to land, and why.
+  const overlaps = [...byHold].filter(([key]) => key.startsWith("overlap:"));
+  if (overlaps.length > 0) {
+    const n = overlaps.reduce((sum, [, ids]) => sum + ids.length, 0);
+    lines.push(
+      `- ${plural(n, "task")} to do ${verb(n, "waits", "wait")} for an overlapping workstream to land (\`overlaps: serialize\`): ${named(
+        overlaps.map(([key, ids]) => `${named(ids, code, 3)} for ${code(key.slice("overlap:".length))}`),
+        (x) => x,
+        NAMED,
+        "; ",
+      )}.`,
+    );
+  }
   const turn = held(holdKey({ kind: "turn" }));
   if (turn > 0)
     lines.push(
@@ -267,6 +280,8 @@ function thenNote(plan: Plan, state: RunState, wsId: string, stage: LandingStage
 export function holdWords(plan: Plan, state: RunState, hold: Hold | undefined): string {
   if (!hold) return "";
   if (hold.kind === "budget") return "waits for budget";
+  if (hold.kind === "overlap")
+    return `waits for ${code(hold.workstream)} to land (an overlap with ${code(hold.task)})`;
   if (hold.kind !== "person") return "";
   const pr = "task" in hold.pr ? state.tasks[hold.pr.task]!.pr : state.workstreams[hold.pr.workstream]!.pr;
   return `waits for ${prLink(pr)}`;

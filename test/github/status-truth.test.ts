@@ -7,7 +7,8 @@
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
 import type { EngineEvent } from "../../src/engine/types.ts";
-import { integrationPrBody } from "../../src/github/render.ts";
+import { integrationPrBody, planSummary } from "../../src/github/render.ts";
+import { buildPlan } from "../../src/plan/plan.ts";
 import { statusComment, waitingFor } from "../../src/github/status-comment.ts";
 import { workstreamState } from "../../src/github/workstream-chart.ts";
 import { graphOf } from "../support/graphs.ts";
@@ -101,5 +102,42 @@ describe("an integration PR on its way to landing", () => {
       "its PR [#1](https://github.com/o/r/pull/1) is not verified: fix it on its branch, or close it",
     );
     expect(statusComment(plan, state, 0)).not.toMatch(/#1\]\([^)]*\) waits for you: merge it/);
+  });
+});
+
+describe("a task a serialised overlap holds", () => {
+  const tagged = (...paths: string[]) =>
+    `tagged_paths: [${paths.map((p) => `{ path: ${p}, category: src }`).join(", ")}]`;
+  const graph = graphOf(
+    [
+      { id: "a", ws: "w1", extra: tagged("x.py") },
+      { id: "b", ws: "w2", extra: tagged("x.py") },
+      { id: "c", ws: "w3" },
+    ],
+    [{ id: "w1" }, { id: "w2" }, { id: "w3" }],
+    "overlaps: serialize\nmax_concurrency: 4",
+  );
+
+  it("is named as held by the overlap in the plan, not by the concurrency", () => {
+    const summary = planSummary(buildPlan(graph));
+    expect(summary).toContain(
+      "**Dispatched first**: `a` → `agentrelay/g/a`, `c` → `agentrelay/g/c`. Held by an overlap (`overlaps: serialize`): `b` until `w1` lands",
+    );
+    expect(summary).not.toContain("one per workstream");
+  });
+
+  it("is named as held by the overlap while the run goes on, in its line and its row", () => {
+    const engine = createEngine(graph);
+    const { state } = engine.start(0);
+    for (const ws of ["w1", "w2", "w3"])
+      engine.apply(state, { type: "workstream_prepared", workstream: ws, at: 1 });
+    const lines = waitingFor(engine.plan, state);
+    expect(lines).toContain(
+      "- 1 task to do waits for an overlapping workstream to land (`overlaps: serialize`): `b` for `w1`.",
+    );
+    expect(lines.join("\n")).not.toContain("waits its turn");
+    expect(statusComment(engine.plan, state, 2)).toContain(
+      "| `b` | `w2` | to do, waits for `w1` to land (an overlap with `a`) |",
+    );
   });
 });
