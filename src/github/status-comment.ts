@@ -169,7 +169,7 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
     `### agentrelay run ${code(state.runKey)}: ${runHeadline(plan, state)}`,
     ...(waits.length ? ["", ...waits] : []),
     ...(state.budget || plan.graph.settings.maxCostMicros !== null
-      ? ["", `${spendLine(state, plan.graph)}.${costLine(state) ? ` ${costLine(state)}` : ""}`]
+      ? ["", `${spendLine(state, plan.graph)}.`, ...[costLine(state) ?? []].flat()]
       : []),
     "",
     links.trackingIssue
