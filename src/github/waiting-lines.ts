@@ -187,7 +187,15 @@ export function waitingFor(
     return t.status === "pr_open" && !resolving(t.conflict) && !leftToPerson(t);
   });
   const opening = merging.filter((id) => state.tasks[id]!.pr === null);
-  const open = merging.filter((id) => state.tasks[id]!.pr !== null);
+  // A PR whose conflicts an agent resolved is merged again by the run, not held by checks or reviews.
+  const again = merging.filter(
+    (id) => state.tasks[id]!.pr !== null && state.tasks[id]!.conflict?.resolutions.length,
+  );
+  const open = merging.filter((id) => state.tasks[id]!.pr !== null && !again.includes(id));
+  if (again.length > 0)
+    lines.push(
+      `- Merging again once its conflicts were resolved: ${named(again, (id) => prLink(state.tasks[id]!.pr))}.`,
+    );
   if (opening.length > 0)
     lines.push(`- Opening ${plural(opening.length, "task PR")}: ${named(opening, code)}.`);
   if (open.length > 0)

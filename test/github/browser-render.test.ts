@@ -404,8 +404,10 @@ describe("runs at scale, as their comments say", () => {
       for (const m of body.matchAll(/'([A-Za-z0-9][\w.-]*)'/g)) expect(ids.has(m[1]!), m[0]).toBe(false);
       expect(prose(body)).not.toMatch(/(?<![.,\d])\d{4,}/);
       expect(prose(plans)).not.toMatch(/(?<![.,\d])\d{4,}/);
-      for (const m of body.matchAll(/\| ([^|]*\d:\d\d[^|]*) \| \$/g))
-        expect(m[1]).toMatch(/^[\d,]+:\d\d:\d\d$/);
+      // Durations in words, never as a time of day.
+      expect(body).not.toMatch(/\| [\d,]+:\d\d:\d\d \|/);
+      for (const m of body.matchAll(/\| ([^|]*\d (?:days?|h|min|s)) \| \$/g))
+        expect(m[1]).toMatch(/^[\d,]+ (days?|h|min|s)( [\d,]+ (h|min|s))?$/);
       for (const row of lines.filter((l) => l.includes("| waits for you: ")))
         expect(row).toMatch(/waits for you: merge `[^`]+` into `[^`]+` by hand/);
       const tooLarge =

@@ -141,3 +141,25 @@ describe("a task a serialised overlap holds", () => {
     );
   });
 });
+
+describe("a task PR whose conflicts an agent resolved", () => {
+  it("is said as merged again, not as held by checks or reviews", () => {
+    const engine = createEngine(graphOf([{ id: "a", ws: "w" }], [{ id: "w" }]));
+    const { state } = engine.start(0);
+    Object.assign(state.tasks.a!, {
+      status: "pr_open",
+      pr: { number: 4, url: url(4) },
+      conflict: {
+        files: ["x.py"],
+        resolutions: [
+          { n: 1, dispatchedAt: 0, job: "9", outcome: "succeeded", reason: null, costMicros: 0, turns: 3 },
+        ],
+      },
+    });
+    const lines = waitingFor(engine.plan, state);
+    expect(lines).toContain(
+      "- Merging again once its conflicts were resolved: [#4](https://github.com/o/r/pull/4).",
+    );
+    expect(lines.join("\n")).not.toContain("required checks or reviews");
+  });
+});
