@@ -57,7 +57,10 @@ export interface UnitCost {
   perMergedTaskMicros: Micros | null;
   /** The run's spend over its landed workstreams (null: none landed). */
   perLandedWorkstreamMicros: Micros | null;
-  /** Shares of the spend, from 0 to 1: failed work (and what a reset cleared), conflict resolutions (task and integration PRs'), repairs. */
+  /**
+   * Shares of the spend, from 0 to 1: failed work (every attempt that did not succeed, and what a
+   * reset cleared), conflict resolutions (task and integration PRs'), repairs.
+   */
   shares: { failed: number; resolutions: number; repairs: number };
 }
 
@@ -69,6 +72,11 @@ export function unitCost(state: RunState): UnitCost {
     (w) => w.status === "merged" && w.integration === "merged",
   ).length;
   const taskResolutions = tasks.reduce((n, t) => n + spentBy(t.conflict?.resolutions ?? []), 0);
+  // Failed work: every attempt that did not succeed, whether its task merged on a later one or not.
+  const failedAttempts = tasks.reduce(
+    (n, t) => n + spentBy(t.attempts.filter((a) => a.outcome !== null && a.outcome !== "succeeded")),
+    0,
+  );
   const share = (micros: Micros) => (rows.total === 0 ? 0 : micros / rows.total);
   const per = (n: number) => (n === 0 ? null : Math.round(rows.total / n));
   return {
@@ -78,7 +86,7 @@ export function unitCost(state: RunState): UnitCost {
     perMergedTaskMicros: per(mergedTasks),
     perLandedWorkstreamMicros: per(landedWorkstreams),
     shares: {
-      failed: share(rows.failures + rows.cleared),
+      failed: share(failedAttempts + rows.cleared),
       resolutions: share(rows.resolutions + taskResolutions),
       repairs: share(rows.repairs),
     },
