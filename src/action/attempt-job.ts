@@ -43,7 +43,7 @@ export async function attemptInJob(
   title: string,
   attempt: Pick<
     AttemptContext,
-    "task" | "baseRef" | "inputFiles" | "peers" | "landings" | "capMicros" | "resolution"
+    "task" | "baseRef" | "inputFiles" | "peers" | "landings" | "landedElsewhere" | "capMicros" | "resolution"
   >,
 ): Promise<AttemptResult> {
   const { inputs, env, state } = job;

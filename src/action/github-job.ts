@@ -159,13 +159,14 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   core.endGroup();
 
   // 4-8. The attempt itself (protocol files, Claude Code, in-job commands, gate, review, commit).
-  const { inputFiles, peers, landings } = handoff(state, task, plan);
+  const { inputFiles, peers, landings, landedElsewhere } = handoff(state, task, plan);
   let result = await attemptInJob(job, `Claude Code: ${task.id}`, {
     task,
     baseRef: `origin/${integration}`,
     inputFiles,
     peers,
     landings,
+    landedElsewhere,
     capMicros: state.tasks[task.id]?.attempts[inputs.attempt - 1]?.capMicros ?? null,
   });
 

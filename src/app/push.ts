@@ -8,7 +8,7 @@ import { GraphError } from "../graph/errors.ts";
 import { parseGraph } from "../graph/load.ts";
 import type { RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
-import { graphPathOf, requireParams, type RunSource } from "../protocol/run-source.ts";
+import { graphPathOf, requireOneRepository, requireParams, type RunSource } from "../protocol/run-source.ts";
 import { annotations, cut, unannotated } from "../github/render.ts";
 import { readFileAt, readParams } from "./context.ts";
 
@@ -43,6 +43,7 @@ export async function startGraph(
     };
     if (Object.keys(params).length > 0) source.params = params;
     requireParams(graph, source);
+    requireOneRepository(graph, source);
     const result = await new RunDriver(ctx).startOrResume(source, graph);
     ctx.log(
       `${path}: run ${result.runKey} ${result.started ? "started" : "resumed"}${result.drift.length ? ` (${result.drift.join("; ")})` : ""}`,

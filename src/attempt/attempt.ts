@@ -5,6 +5,7 @@
  */
 import type { Micros } from "../graph/amount.ts";
 import type { Graph, Task } from "../graph/model.ts";
+import type { LandedElsewhere } from "../protocol/landed.ts";
 import type { InputFile } from "../protocol/render.ts";
 import type { AttemptReportResult } from "../protocol/report.ts";
 import type { AgentUser } from "./agent-user.ts";
@@ -46,6 +47,8 @@ export interface AttemptInputs {
    * shown under `workstreams/<id>/summary.md`.
    */
   landings?: Record<string, string[]>;
+  /** What landed in other repositories that the task depends on: `landed.json`. */
+  landedElsewhere?: LandedElsewhere[];
   params?: Record<string, unknown>;
   claude: {
     bin: string;

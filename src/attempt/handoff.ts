@@ -8,6 +8,7 @@
 import type { ResolutionRecord, RunState } from "../engine/types.ts";
 import type { Plan } from "../plan/model.ts";
 import type { Task } from "../graph/model.ts";
+import { type LandedElsewhere, landedElsewhere } from "../protocol/landed.ts";
 import { type InputFile, resolveInputFiles } from "../protocol/render.ts";
 import type { PeerArtifacts } from "./attempt.ts";
 
@@ -15,7 +16,12 @@ export function handoff(
   state: RunState,
   task: Task,
   plan?: Plan,
-): { inputFiles: InputFile[]; peers: Record<string, PeerArtifacts>; landings: Record<string, string[]> } {
+): {
+  inputFiles: InputFile[];
+  peers: Record<string, PeerArtifacts>;
+  landings: Record<string, string[]>;
+  landedElsewhere: LandedElsewhere[];
+} {
   const peers = Object.fromEntries(
     Object.entries(state.tasks)
       .filter(([, t]) => t.status === "merged" || t.status === "completed")
@@ -37,6 +43,7 @@ export function handoff(
     inputFiles: resolveInputFiles(task, outputsOf),
     peers,
     landings: plan ? landingsFor(state, task, plan) : {},
+    landedElsewhere: plan ? landedElsewhere(state, task, plan) : [],
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { landedFile } from "../protocol/landed.ts";
 import { renderInstructions, renderManifest, renderPolicies } from "../protocol/render.ts";
 import type { AttemptContext } from "./attempt.ts";
 import { agentText } from "./redact.ts";
@@ -23,6 +24,7 @@ export function prepareWorkDir(ctx: AttemptContext): string {
     workDir,
     inputFiles: ctx.inputFiles,
     landed: Object.keys(ctx.landings ?? {}),
+    ...(ctx.landedElsewhere?.length ? { landedElsewhere: ctx.landedElsewhere } : {}),
     ...(ctx.params ? { params: ctx.params } : {}),
   };
   writeFileSync(join(workDir, "manifest.json"), `${JSON.stringify(renderManifest(render), null, 2)}\n`);
@@ -46,6 +48,10 @@ export function prepareWorkDir(ctx: AttemptContext): string {
     const dir = join(workDir, "workstreams", ws);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "summary.md"), landingSummary(ws, lines));
+  }
+  if (ctx.landedElsewhere?.length) {
+    const file = landedFile(ctx.landedElsewhere, (text) => agentText(text, 4_000));
+    writeFileSync(join(workDir, "landed.json"), `${JSON.stringify(file, null, 2)}\n`);
   }
   writeSignalShims(join(workDir, "bin"), ctx.signalEntry);
   return signalDir;

@@ -55,3 +55,28 @@ export function parseParams(pairs: readonly string[]): Record<string, unknown> {
     throw error;
   }
 }
+
+/**
+ * `--repo` values: the graph's own clone (DIR) and, for a graph that spans repositories, the clone of
+ * each other repository it names (NAME=PATH).
+ */
+export function repoOptions(values: readonly string[]): {
+  own: string | null;
+  elsewhere: Record<string, string>;
+} {
+  let own: string | null = null;
+  const elsewhere: Record<string, string> = {};
+  for (const value of values) {
+    const named = /^([A-Za-z0-9][A-Za-z0-9_.-]*)=(.+)$/.exec(value);
+    if (!named) {
+      if (own !== null)
+        throw new UsageError(
+          `--repo ${value}: the graph's own clone is ${own} already; give the other repositories' clones as --repo NAME=PATH`,
+        );
+      own = value;
+    } else if (named[1]! in elsewhere) {
+      throw new UsageError(`--repo ${value}: '${named[1]}' is given twice; give each repository one clone`);
+    } else elsewhere[named[1]!] = named[2]!;
+  }
+  return { own, elsewhere };
+}

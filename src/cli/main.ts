@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { formatIssue, GraphError } from "../graph/errors.ts";
 import { nearestKey } from "../graph/schema-issues.ts";
 import pkg from "../../package.json" with { type: "json" };
-import { EXIT, type Io, parseParams, processIo, UsageError } from "./io.ts";
+import { EXIT, type Io, parseParams, processIo, repoOptions, UsageError } from "./io.ts";
 import {
   DOCTOR_OPTIONS,
   INIT_OPTIONS,
@@ -44,10 +44,17 @@ function repoOf(command: string, values: Values): string {
   return repo;
 }
 
+/** A run's clones: `--repo DIR` (the graph's own) and `--repo NAME=PATH` for each other repository. */
+function reposOf(command: string, values: Values): { repo: string; repositories: Record<string, string> } {
+  const { own, elsewhere } = repoOptions(list(values.repo));
+  if (!own) throw new UsageError(`${command} needs --repo DIR`);
+  return { repo: own, repositories: elsewhere };
+}
+
 function runOptions(command: string, values: Values) {
   const maxTurns = str(values["max-turns"]);
   return {
-    repo: repoOf(command, values),
+    ...reposOf(command, values),
     scriptedModel: values["scripted-model"] === true,
     claude: str(values.claude),
     maxTurns: maxTurns ? Number(maxTurns) : undefined,

@@ -30,7 +30,13 @@ const PARAM: OptionSpec = {
 
 /** How a local run is carried out: `run` takes these, and so do the steering commands that resume one. */
 export const RUN_OPTIONS: OptionSpecs = {
-  repo: REPO,
+  repo: {
+    type: "string",
+    multiple: true,
+    default: [],
+    value: "DIR|NAME=PATH",
+    help: "the local git repository the run is in (required); for a graph that spans repositories, also NAME=PATH: the clone of each other repository it names",
+  },
   "scripted-model": {
     type: "boolean",
     help: "the agent's turns come from the built-in scripted model: free, no account (Claude Code still runs)",

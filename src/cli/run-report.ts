@@ -11,7 +11,7 @@ import { costLine, spendRows, unitCost } from "../engine/spend.ts";
 import type { Conflict, RunState, Verification, WorkstreamStatus } from "../engine/types.ts";
 import { landingStage } from "../engine/landing.ts";
 import { reproduce } from "../engine/verification.ts";
-import { count, type Graph, integrationBranch, taskBranch } from "../graph/model.ts";
+import { count, type Graph, integrationBranch, repositoryFullName, taskBranch } from "../graph/model.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { EXIT } from "./io.ts";
 
@@ -110,9 +110,10 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
   for (const ws of graph.workstreams) {
     const w = state.workstreams[ws.id]!;
     const where =
-      w.status === "merged" && w.integration === "merged"
+      (w.status === "merged" && w.integration === "merged"
         ? `merged into ${ws.mergeTargetBranch}`
-        : integrationBranch(graph.name, ws.id);
+        : integrationBranch(graph.name, ws.id)) +
+      (ws.repository === undefined ? "" : ` of ${repositoryFullName(graph, ws.repository)}`);
     lines.push(
       `  ${ws.id.padEnd(24)} ${(LOCAL_WORDS[w.status] ?? WORKSTREAM_WORDS[w.status]).padEnd(WORKSTREAM_COLUMN)} ${where}${w.reason ? `  (${w.reason})` : ""}`,
     );
@@ -130,7 +131,7 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
     (state.budget ? spendLine(state, graph, (id) => id) : `Spent ${usd(cost)}`) +
       (options.scripted ? " (simulated: the scripted model charges nothing)" : ""),
     ...(of ? [of] : []),
-    `Work: task branches ${taskBranch(graph.name, "<task>")} in ${repo}`,
+    `Work: task branches ${taskBranch(graph.name, "<task>")} in ${repo}${graph.repositories?.length ? ` and the clones of ${graph.repositories.map((r) => r.fullName).join(", ")}` : ""}`,
     `State: git log -p refs/agentrelay/runs/${state.runKey} (in ${repo})`,
   );
   return lines.join("\n");

@@ -255,6 +255,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       const w = ws(event.workstream);
       if (!w || w.integration === "merged") return;
       w.integration = "merged";
+      if (event.commit) w.landedCommit = event.commit;
       const wasFailed = w.status === "failed";
       w.status = "merged";
       w.failedItself = false;

@@ -37,8 +37,17 @@ export class RunEdit {
   workstreamOf(taskId: string): WorkstreamRun {
     return this.workstream(this.plan.tasks.get(taskId)!.workstreamId);
   }
+  /** Collects an effect, naming the repository it acts in when that is not the graph's own. */
   emit(effect: EngineEffect): void {
-    this.effects.push(effect);
+    const workstream =
+      "workstream" in effect
+        ? effect.workstream
+        : "task" in effect
+          ? this.plan.tasks.get(effect.task)?.workstreamId
+          : undefined;
+    const repository =
+      workstream === undefined ? undefined : this.plan.workstreams.get(workstream)?.repository;
+    this.effects.push(repository === undefined ? effect : { ...effect, repository });
   }
   log(entry: Omit<TimelineEntry, "at">): void {
     const timeline = this.state.timeline;

@@ -143,6 +143,8 @@ export interface WorkstreamRun {
   conflict?: Conflict;
   /** The gates on the tree that will land, and the repairs of what failed there. */
   verification?: Verification;
+  /** The commit its integration PR landed as on its target, when the host said (a dependent in another repository is told). */
+  landedCommit?: string;
 }
 
 export type Outcome = "succeeded" | "completed_with_failures" | "cancelled";
@@ -272,7 +274,8 @@ export type EngineEvent =
   | { type: "workstream_prepare_failed"; workstream: string; reason: string; at: number }
   | { type: "integration_pr_opened"; workstream: string; pr: PullRequest; at: number }
   | { type: "integration_skipped"; workstream: string; at: number }
-  | { type: "integration_pr_merged"; workstream: string; at: number }
+  /** `commit`: what landed on the target (the merge commit), when the host knows it. */
+  | { type: "integration_pr_merged"; workstream: string; at: number; commit?: string }
   | { type: "integration_pr_closed"; workstream: string; at: number }
   | { type: "integration_failed"; workstream: string; reason: string; at: number }
   | { type: "integration_merge_failed"; workstream: string; reason: string; at: number }
@@ -373,7 +376,12 @@ export type EngineEvent =
     }
   | { type: "tick"; at: number };
 
-export type EngineEffect =
+/**
+ * What the engine asks of its host. `repository`: the graph's name for the repository the effect acts
+ * in, when its workstream lives in another than the graph's own (graph/repositories.ts); set in one
+ * place, RunEdit.emit.
+ */
+export type EngineEffect = (
   | { type: "prepare_workstream"; key: string; workstream: string }
   /** `capMicros`: what the attempt may spend (Claude Code's --max-budget-usd), when a budget applies. */
   | { type: "dispatch"; key: string; task: string; attempt: number; capMicros?: Micros }
@@ -431,7 +439,8 @@ export type EngineEffect =
   | { type: "repair_integration"; key: string; workstream: string; n: number; capMicros?: Micros }
   | { type: "reply"; key: string; ok: boolean; message: string }
   | { type: "update_status"; key: string }
-  | { type: "finish_run"; key: string; outcome: Outcome };
+  | { type: "finish_run"; key: string; outcome: Outcome }
+) & { repository?: string };
 
 /** What one scope (the run, a workstream) has spent, holds for running attempts, and was raised by. */
 export interface Spend {

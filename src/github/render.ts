@@ -5,7 +5,7 @@
  */
 import { agentText, cut, redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
-import { integrationBranch, taskBranch, type Task } from "../graph/model.ts";
+import { integrationBranch, repositoryFullName, taskBranch, type Task } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
 import { overlapLines, overlapsOf } from "../plan/overlaps.ts";
 import type { Plan } from "../plan/model.ts";
@@ -248,15 +248,19 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   if (chartFits) room -= chartLines.join("\n").length;
   // Past a screenful, the workstream table folds away like the waves.
   const folded = graph.workstreams.length > 20;
+  const several = (graph.repositories?.length ?? 0) > 0;
+  const repositoryCell = (name: string | undefined) =>
+    name === undefined ? "this one" : code(repositoryFullName(graph, name) ?? name);
   const workstreams = takeLines(
     [
       "",
       ...(folded ? [`<details><summary>Workstreams (${count(graph.workstreams.length)})</summary>`, ""] : []),
-      "| Workstream | Integration branch | From | Into | Auto-merge | Tasks |",
-      "|---|---|---|---|---|---|",
+      // A graph that spans repositories says where each workstream lives; others read as before.
+      `| Workstream |${several ? " Repository |" : ""} Integration branch | From | Into | Auto-merge | Tasks |`,
+      `|---|${several ? "---|" : ""}---|---|---|---|---|`,
       ...graph.workstreams.map(
         (w) =>
-          `| ${code(w.id)} | ${code(integrationBranch(graph.name, w.id))} | ${code(w.baseBranch)} | ${code(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
+          `| ${code(w.id)} |${several ? ` ${repositoryCell(w.repository)} |` : ""} ${code(integrationBranch(graph.name, w.id))} | ${code(w.baseBranch)} | ${code(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
       ),
     ],
     room / 2,

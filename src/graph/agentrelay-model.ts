@@ -21,6 +21,7 @@ import {
   type Workstream,
 } from "./model.ts";
 import type { AgentFile, GraphFile, IsolationFile, NetworkFile, TaskFile } from "./schema.ts";
+import { checkRepositories, declaredRepositories } from "./repositories.ts";
 import { IssueList, validateStructure, type Where } from "./validate.ts";
 import type { LoadedYaml } from "./yaml.ts";
 
@@ -118,6 +119,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
         integrationGate: w.integration_gate ?? null,
         verifyIntegration: w.verify_integration ?? null,
         maxRepairAttempts: w.max_repair_attempts ?? null,
+        ...(w.repository != null && { repository: w.repository }),
       }))
     : [defaultWorkstream()];
 
@@ -196,6 +198,9 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
     workstreams,
     tasks,
   };
+  const flawedRepositories = new Set<string>();
+  const repositories = declaredRepositories(file.repositories, issues, flawedRepositories);
+  if (repositories) graph.repositories = repositories;
 
   const where: Where = {
     graphName: ["name"],
@@ -208,6 +213,7 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
   };
   validateStructure(graph, where, issues, declared);
   checkBudgets(graph, where, issues);
+  checkRepositories(graph, where, issues, flawedRepositories);
   if (issues.issues.length > 0) throw new GraphError(issues.issues);
   return graph;
 }

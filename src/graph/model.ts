@@ -82,6 +82,16 @@ export interface Workstream {
   verifyIntegration: boolean | null;
   /** Agent attempts at an integration branch that fails its gates as it will land (null: the graph's). */
   maxRepairAttempts: number | null;
+  /** The name (under the graph's `repositories`) of the repository it lives in; absent: the graph's own. */
+  repository?: string;
+}
+
+/** A repository a graph's workstreams live in besides its own: `api: octo/api`. */
+export interface Repository {
+  /** The graph's short name for it. */
+  name: string;
+  /** `OWNER/NAME` on GitHub. */
+  fullName: string;
 }
 
 export interface RunSettings {
@@ -123,6 +133,8 @@ export interface Graph {
   workstreams: Workstream[];
   /** Tasks in declaration order. */
   tasks: Task[];
+  /** The repositories its `repositories` key names, in file order (absent: all in the graph's own). */
+  repositories?: Repository[];
   /** Workflow-level data for graphs compiled from cyberian. */
   cyberian?: CyberianWorkflow;
 }
@@ -236,6 +248,12 @@ export const integrationBranch = (graph: string, workstream: string): string =>
 
 export function taskById(graph: Graph): Map<string, Task> {
   return new Map(graph.tasks.map((t) => [t.id, t]));
+}
+
+/** `OWNER/NAME` of a repository the graph names, or null for the graph's own (or a name it lacks). */
+export function repositoryFullName(graph: Graph, name: string | null): string | null {
+  if (name === null) return null;
+  return graph.repositories?.find((r) => r.name === name)?.fullName ?? null;
 }
 
 export function workstreamById(graph: Graph): Map<string, Workstream> {

@@ -200,6 +200,10 @@ export const workstreamSchema = z.strictObject({
     description:
       "Agent attempts to fix an integration branch that fails its gates as it will land (0: none).",
   }),
+  repository: text().nullish().meta({
+    description:
+      "The repository the workstream lives in: a name declared under `repositories` (default: the graph's own).",
+  }),
 });
 
 export const graphFileSchema = z
@@ -217,6 +221,13 @@ export const graphFileSchema = z
       .min(1, { error: "must contain at least one workstream" })
       .nullish(),
     max_workstream_depth: positiveInt().nullish(),
+    repositories: z
+      .record(string(), text(), { error: "must be a mapping of names to OWNER/NAME repositories" })
+      .nullish()
+      .meta({
+        description:
+          "The other repositories the graph's workstreams live in, by short name: `api: octo/api` (a workstream says `repository: api`).",
+      }),
     isolation: isolationSchema.nullish(),
     network: networkSchema.nullish(),
     output_review: z

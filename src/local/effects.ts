@@ -80,10 +80,18 @@ export class LocalHost implements RunHost {
     /** Applies facts an attempt reports, later, through the runner's driver. */
     private readonly report: (facts: EngineEvent[]) => Promise<void>,
     readonly log: (message: string, task?: string) => void,
+    /** The clones of the other repositories the graph names, by its name for each (`--repo NAME=PATH`). */
+    private readonly elsewhere: Readonly<Record<string, string>> = {},
   ) {}
 
   private get graph() {
     return this.engine.plan.graph;
+  }
+
+  /** The clone a workstream lives in: the graph's own, or the one its repository maps to. */
+  repoOf(workstream: string): string {
+    const name = this.engine.plan.workstreams.get(workstream)?.repository;
+    return name === undefined ? this.repo : this.elsewhere[name]!;
   }
 
   async load(run: string): Promise<LoadedRun | null> {
@@ -114,7 +122,7 @@ export class LocalHost implements RunHost {
       case "prepare_workstream": {
         const ws = plan.workstreams.get(effect.workstream)!;
         try {
-          await prepareIntegration(this.repo, integrationBranch(name, ws.id), ws.baseBranch);
+          await prepareIntegration(this.repoOf(ws.id), integrationBranch(name, ws.id), ws.baseBranch);
           return [{ type: "workstream_prepared", workstream: ws.id, at }];
         } catch (error) {
           const reason = (error as Error).message;
@@ -128,7 +136,7 @@ export class LocalHost implements RunHost {
       case "merge_task_pr": {
         const task = plan.tasks.get(effect.task)!;
         const merged = await mergeBranch(
-          this.repo,
+          this.repoOf(task.workstreamId),
           taskBranch(name, task.id),
           integrationBranch(name, task.workstreamId),
           `Merge task ${task.id} into ${task.workstreamId}`,
@@ -150,16 +158,12 @@ export class LocalHost implements RunHost {
       case "open_integration_pr": {
         const ws = plan.workstreams.get(effect.workstream)!;
         const branch = integrationBranch(name, ws.id);
-        if ((await commitsAhead(this.repo, branch, ws.mergeTargetBranch)) === 0)
+        const repo = this.repoOf(ws.id);
+        if ((await commitsAhead(repo, branch, ws.mergeTargetBranch)) === 0)
           return [{ type: "integration_skipped", workstream: ws.id, at }];
         // Up to date with its target before it is offered, by a merge (no agent); a conflict is left
         // for the integration merge, which starts a resolution.
-        await mergeBranch(
-          this.repo,
-          ws.mergeTargetBranch,
-          branch,
-          `Merge ${ws.mergeTargetBranch} into ${branch}`,
-        );
+        await mergeBranch(repo, ws.mergeTargetBranch, branch, `Merge ${ws.mergeTargetBranch} into ${branch}`);
         const pr = { number: this.integrationPrNumber(ws.id), url: `local:${branch}` };
         return [{ type: "integration_pr_opened", workstream: ws.id, pr, at }];
       }
@@ -168,7 +172,7 @@ export class LocalHost implements RunHost {
         const moved = effect.verified && (await this.movedSince(ws.id, effect.verified));
         if (moved) return [{ type: "integration_unverified", workstream: ws.id, reason: moved, at }];
         const merged = await this.mergeIntegration(ws.id, effect.verified);
-        if (merged.ok) return [{ type: "integration_pr_merged", workstream: ws.id, at }];
+        if (merged.ok) return [{ type: "integration_pr_merged", workstream: ws.id, at, commit: merged.sha }];
         if (merged.conflicts) {
           const { resolutions } = effect;
           const files = merged.conflicts;
@@ -212,7 +216,10 @@ export class LocalHost implements RunHost {
         }
         case "reset_task":
           // The next attempt starts afresh from the integration branch.
-          await deleteBranch(this.repo, taskBranch(this.graph.name, effect.task));
+          await deleteBranch(
+            this.repoOf(this.engine.plan.tasks.get(effect.task)!.workstreamId),
+            taskBranch(this.graph.name, effect.task),
+          );
           break;
         case "reply":
           if (this.onAnswer) this.onAnswer({ ok: effect.ok, message: effect.message });
@@ -232,11 +239,16 @@ export class LocalHost implements RunHost {
     const integration = integrationBranch(graph.name, task.workstreamId);
     const taskDir = join(this.workRoot, "tasks", taskId);
     const checkout = join(this.workRoot, "workstreams", task.workstreamId);
-    const gitDir = await workstreamCheckout(this.repo, checkout, taskBranch(graph.name, taskId), integration);
+    const gitDir = await workstreamCheckout(
+      this.repoOf(task.workstreamId),
+      checkout,
+      taskBranch(graph.name, taskId),
+      integration,
+    );
     // cyberian's agent_lifecycle `reuse`: each step continues the workstream's previous session.
     const sessionFile = join(this.workRoot, "workstreams", `${task.workstreamId}.session`);
     const reuse = graph.cyberian?.agentLifecycle === "reuse" && existsSync(sessionFile);
-    const { inputFiles, peers, landings } = handoff(state, task, this.engine.plan);
+    const { inputFiles, peers, landings, landedElsewhere } = handoff(state, task, this.engine.plan);
     const s = this.settings;
     const { agent, secrets } = this.agentOf(task.primaryAgent.isolation.tokenTier);
     const spec: AttemptSpec = {
@@ -250,10 +262,15 @@ export class LocalHost implements RunHost {
       inputFiles,
       peers,
       landings,
+      ...(landedElsewhere.length ? { landedElsewhere } : {}),
       ...(s.params ? { params: s.params } : {}),
       ...(reuse ? { resumeSession: readFileSync(sessionFile, "utf8").trim() } : {}),
       capMicros: state.tasks[taskId]!.attempts[attempt - 1]?.capMicros ?? null,
-      retryCommand: `run \`agentrelay retry ${graph.file} ${taskId} --repo ${shown(this.repo)}\``,
+      retryCommand: `run \`agentrelay retry ${graph.file} ${taskId} --repo ${shown(this.repo)}${Object.entries(
+        this.elsewhere,
+      )
+        .map(([n, path]) => ` --repo ${n}=${shown(path)}`)
+        .join("")}\``,
       logFile: shown(agentLogOf(join(taskDir, "work"), attempt)),
       resultFile: join(taskDir, `result-${attempt}.json`),
       processGroupsFile: processGroupsFile(taskDir, attempt),
@@ -370,7 +387,12 @@ export class LocalHost implements RunHost {
     const dir = join(this.workRoot, "resolutions", resolutionInput(subject));
     const checkout = join(this.workRoot, "workstreams", effect.workstream);
     const integration = integrationBranch(this.graph.name, effect.workstream);
-    const gitDir = await workstreamCheckout(this.repo, checkout, resolver.branch, integration);
+    const gitDir = await workstreamCheckout(
+      this.repoOf(effect.workstream),
+      checkout,
+      resolver.branch,
+      integration,
+    );
     const { agent, secrets } = this.agentOf(resolver.agentTask.primaryAgent.isolation.tokenTier);
     const spec: AttemptSpec = {
       ...agent,
@@ -422,7 +444,7 @@ export class LocalHost implements RunHost {
     const ws = this.engine.plan.workstreams.get(workstream)!;
     const branch = integrationBranch(this.graph.name, workstream);
     return mergeBranch(
-      this.repo,
+      this.repoOf(workstream),
       branch,
       ws.mergeTargetBranch,
       `Integrate workstream ${workstream}`,
@@ -438,7 +460,9 @@ export class LocalHost implements RunHost {
     const ws = this.engine.plan.workstreams.get(workstream)!;
     const branch = integrationBranch(this.graph.name, workstream);
     const [target, head] = await Promise.all(
-      [ws.mergeTargetBranch, branch].map((b) => git(this.repo, ["rev-parse", `refs/heads/${b}`])),
+      [ws.mergeTargetBranch, branch].map((b) =>
+        git(this.repoOf(workstream), ["rev-parse", `refs/heads/${b}`]),
+      ),
     );
     if (head !== verified.head) return `${branch} moved since it was verified`;
     return target === verified.base ? null : `${ws.mergeTargetBranch} moved since ${branch} was verified`;
@@ -449,7 +473,8 @@ export class LocalHost implements RunHost {
     const ws = this.engine.plan.workstreams.get(workstream)!;
     const branch = integrationBranch(this.graph.name, workstream);
     return (
-      (await gitRaw(this.repo, ["merge-base", "--is-ancestor", branch, ws.mergeTargetBranch])).code === 0
+      (await gitRaw(this.repoOf(workstream), ["merge-base", "--is-ancestor", branch, ws.mergeTargetBranch]))
+        .code === 0
     );
   }
 }

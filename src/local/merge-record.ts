@@ -18,7 +18,8 @@ export const localTaskPr = (plan: Plan, graph: string, task: string) => ({
 
 /** Of `tasks`, those merged into their integration branches since the run started. */
 export async function mergedLocally(
-  repo: string,
+  /** The clone a workstream lives in. */
+  repoOf: (workstream: string) => string,
   plan: Plan,
   state: Pick<RunState, "graph" | "startedAt">,
   tasks: readonly string[],
@@ -32,7 +33,7 @@ export async function mergedLocally(
   const since = Math.floor(state.startedAt / 1000);
   const merged: string[] = [];
   for (const [ws, wanted] of byWorkstream) {
-    const log = await gitRaw(repo, [
+    const log = await gitRaw(repoOf(ws), [
       "log",
       "--merges",
       "--first-parent",

@@ -13,20 +13,30 @@ export class LocalRunError extends Error {
   override name = "LocalRunError";
 }
 
-export async function checkRepository(repo: string, graph: Graph): Promise<void> {
+/**
+ * `workstreams`: those that live in this clone (default: those in the graph's own repository);
+ * `option`: how the clone was given, for the messages (`--repo NAME=` for another repository's).
+ */
+export async function checkRepository(
+  repo: string,
+  graph: Graph,
+  workstreams = graph.workstreams.filter((w) => w.repository === undefined),
+  option = "--repo ",
+): Promise<void> {
+  const which = option.slice(0, -1);
   if (!existsSync(repo) || !statSync(repo).isDirectory())
-    throw new LocalRunError(`--repo ${repo}: no such directory; point --repo at a git repository`);
+    throw new LocalRunError(`${option}${repo}: no such directory; point ${which} at a git repository`);
   const top = await gitRaw(repo, ["rev-parse", "--show-toplevel"]);
   if (top.code !== 0)
     throw new LocalRunError(
-      `--repo ${repo} is not a git repository: run \`git init\` and commit something there, or point --repo at one`,
+      `${option}${repo} is not a git repository: run \`git init\` and commit something there, or point ${which} at one`,
     );
   if ((await gitRaw(repo, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])).code !== 0)
     throw new LocalRunError(
       `${repo} has no commit yet: task branches start from one (git commit --allow-empty -m "start")`,
     );
   const own = `agentrelay/${graph.name}/`;
-  for (const ws of graph.workstreams) {
+  for (const ws of workstreams) {
     for (const [field, branch] of [
       ["base_branch", ws.baseBranch],
       ["merge_target_branch", ws.mergeTargetBranch],

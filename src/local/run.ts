@@ -22,6 +22,7 @@ import { LocalHost } from "./effects.ts";
 import { GitRefStateStore } from "./git-store.ts";
 import { adoptionFacts, mergedLocally, wentBack } from "./merge-record.ts";
 import { answer, type Answer, type SteeringCommand, take } from "./inbox.ts";
+import { checkRepositories } from "./repositories.ts";
 import { checkRepository } from "./repository.ts";
 import { takeRunLock } from "./run-lock.ts";
 import { latestRunNumber, startOver } from "./runs.ts";
@@ -30,6 +31,8 @@ export interface LocalRunOptions {
   graph: Graph;
   graphText: string;
   repo: string;
+  /** Clones of the other repositories the graph names, by its name for each (`--repo NAME=PATH`). */
+  repositories?: Record<string, string>;
   /** The `agentrelay` entry that runs attempts (`attempt SPEC`) and the in-job commands. */
   entry: string;
   claudeBin: string;
@@ -75,6 +78,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const repo = resolve(options.repo);
   const { graph } = options;
   await checkRepository(repo, graph);
+  const elsewhere = await checkRepositories(graph, options.repositories ?? {});
   const store = new GitRefStateStore(repo, graph);
   // Worktrees and work directories live in <repo>/.agentrelay/<graph>/, excluded from git. (Not under
   // .git/: Claude Code protects .git directories and would not write there.)
@@ -93,7 +97,16 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     });
     const runKey = `${graph.name}/${runNumber}`;
     const startOverFrom = options.newRun ? latest : null;
-    return await runLocked(options, { repo, engine, store, gitDir, workRoot, runKey, startOverFrom });
+    return await runLocked(options, {
+      repo,
+      elsewhere,
+      engine,
+      store,
+      gitDir,
+      workRoot,
+      runKey,
+      startOverFrom,
+    });
   } finally {
     lock.release();
   }
@@ -103,6 +116,7 @@ async function runLocked(
   options: LocalRunOptions,
   {
     repo,
+    elsewhere,
     engine,
     store,
     gitDir,
@@ -111,6 +125,7 @@ async function runLocked(
     startOverFrom,
   }: {
     repo: string;
+    elsewhere: Record<string, string>;
     engine: Engine;
     store: GitRefStateStore;
     gitDir: string;
@@ -157,7 +172,10 @@ async function runLocked(
       fixCredential: credential.fixCredential,
     });
   // Only now, every check passed, does the run change: a new run archives the last one's branches.
-  if (startOverFrom !== null) await startOver(repo, graph.name, workRoot, startOverFrom);
+  // The other clones first: the graph's own clears the work directories their worktrees are in.
+  if (startOverFrom !== null)
+    for (const clone of [...Object.values(elsewhere), repo])
+      await startOver(clone, graph.name, workRoot, startOverFrom);
 
   // Work that outlives a write (attempts): the run ends when none is left.
   const inFlight = new Set<Promise<void>>();
@@ -195,7 +213,7 @@ async function runLocked(
       const starts = effects.flatMap((e) =>
         e.type === "dispatch" && state.tasks[e.task]?.attempt === e.attempt ? [e.task] : [],
       );
-      const merged = starts.length > 0 ? await mergedLocally(repo, engine.plan, state, starts) : [];
+      const merged = starts.length > 0 ? await mergedLocally(repoOf, engine.plan, state, starts) : [];
       if (merged.length > 0) say(wentBack(runKey, merged));
       const rest = effects.filter((e) => e.type !== "dispatch" || !merged.includes(e.task));
       return [
@@ -225,7 +243,9 @@ async function runLocked(
     track,
     (facts) => apply(facts),
     (message, task) => options.onLog?.(task ?? null, message),
+    elsewhere,
   );
+  const repoOf = (workstream: string) => host.repoOf(workstream);
   options.signal?.addEventListener("abort", () => host.stop(), { once: true });
 
   // Commands from other terminals (`agentrelay retry|cancel|reset` while this runner is live).
@@ -276,7 +296,7 @@ async function runLocked(
     const unmerged = Object.entries(state.tasks)
       .filter(([, t]) => t.status !== "merged" && t.status !== "completed")
       .map(([id]) => id);
-    const merged = await mergedLocally(repo, engine.plan, state, unmerged);
+    const merged = await mergedLocally(repoOf, engine.plan, state, unmerged);
     if (merged.length > 0) say(wentBack(runKey, merged));
     const facts: EngineEvent[] = adoptionFacts(engine.plan, state.graph, merged, Date.now());
     // The command comes next: `cancel TASK` of an attempt the last invocation left running cancels

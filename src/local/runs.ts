@@ -40,7 +40,9 @@ export async function startOver(
   const branches = await refs(repo, `refs/heads/agentrelay/${graph}/`);
   const workstreams = join(workRoot, "workstreams");
   const ours = existsSync(workstreams) ? readdirSync(workstreams).map((d) => join(workstreams, d)) : [];
-  // A branch of the run that someone has checked out elsewhere would be pulled from under them.
+  // A branch of the run that someone has checked out elsewhere would be pulled from under them. (A
+  // worktree whose directory is gone holds nothing: another clone of the graph cleared it already.)
+  await gitRaw(repo, ["worktree", "prune"]);
   const list = await git(repo, ["worktree", "list", "--porcelain"]);
   let path = "";
   for (const line of list.split("\n")) {

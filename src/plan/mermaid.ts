@@ -6,7 +6,7 @@
  * readable, else one node per workstream, else not at all (the caller shows a table instead).
  */
 import type { Plan } from "./model.ts";
-import { count } from "../graph/model.ts";
+import { count, repositoryFullName } from "../graph/model.ts";
 
 const PALETTE = ["#dbeafe", "#dcfce7", "#fef9c3", "#fce7f3", "#ede9fe", "#ffedd5", "#cffafe", "#f1f5f9"];
 
@@ -107,7 +107,10 @@ export function mermaidDag(plan: Plan, marks?: Marks): string {
   const labels = taskLines(plan, marks);
   for (const [ws, ids] of plan.tasksByWorkstream) {
     if (ids.length === 0) continue;
-    lines.push(`  subgraph workstream_${wsIds.indexOf(ws)}["${escapeLabel(ws)}"]`);
+    // A graph that spans repositories says where each workstream lives.
+    const repository = plan.workstreams.get(ws)!.repository;
+    const where = repository === undefined ? "" : ` · ${repositoryFullName(plan.graph, repository)}`;
+    lines.push(`  subgraph workstream_${wsIds.indexOf(ws)}["${escapeLabel(ws + where)}"]`);
     for (const id of ids) {
       const [name, detail] = labels.get(id)!;
       const label = escapeLabel(name!) + (detail ? `<br/><i>${escapeLabel(detail)}</i>` : "");

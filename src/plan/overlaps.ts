@@ -163,7 +163,10 @@ export function overlapsOf(plan: Plan): Overlap[] {
       for (let j = i + 1; j < list.length; j++) {
         if (candidates.size >= MAX_PAIRS) break pairs;
         const [a, b] = [list[i]!, list[j]!];
-        if (plan.tasks.get(a.id)!.workstreamId === plan.tasks.get(b.id)!.workstreamId) continue;
+        const [wsA, wsB] = [a.id, b.id].map((id) => plan.workstreams.get(plan.tasks.get(id)!.workstreamId)!);
+        if (wsA === wsB) continue;
+        // The same path in two repositories is two files: tasks of two repositories never overlap.
+        if ((wsA!.repository ?? null) !== (wsB!.repository ?? null)) continue;
         candidates.set(`${a.id}\0${b.id}`, { a, b });
       }
   const waits = new Waits(plan);

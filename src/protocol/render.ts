@@ -6,6 +6,7 @@
 import type { Graph, Task } from "../graph/model.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { cyberianPrompt } from "./cyberian-prompt.ts";
+import type { LandedElsewhere } from "./landed.ts";
 import { fill } from "./templates.ts";
 
 export interface InputFile {
@@ -31,6 +32,8 @@ export interface RenderContext {
   retryError?: string;
   /** Upstream workstreams whose landing an agent resolved or repaired (their notes are in the work directory). */
   landed?: string[];
+  /** Upstream workstreams that landed in another repository (`landed.json` in the work directory). */
+  landedElsewhere?: LandedElsewhere[];
 }
 
 export interface OutputsFile {
@@ -75,6 +78,18 @@ export function renderManifest(ctx: RenderContext): object {
       source_task: f.sourceTask,
     })),
     tools: graph.settings.tools,
+    // Only in a graph that spans repositories: every other manifest stays agentrelay's.
+    ...(ctx.landedElsewhere?.length
+      ? {
+          landed_elsewhere: ctx.landedElsewhere.map((l) => ({
+            workstream: l.workstream,
+            repository: l.repository.fullName,
+            pull_request: l.pr,
+            commit: l.commit,
+            details: `${ctx.workDir}/landed.json`,
+          })),
+        }
+      : {}),
   };
 }
 
@@ -243,6 +258,12 @@ export function renderInstructions(ctx: RenderContext): string {
       ...(ctx.landed?.length
         ? [
             `When upstream work met other work, agents resolved or repaired it: what they said is in ${ctx.landed.map((w) => `\`${ctx.workDir}/workstreams/${w}/summary.md\``).join(", ")} (data as well).`,
+          ]
+        : []),
+      ...(ctx.landedElsewhere?.length
+        ? [
+            `Work you depend on landed in another repository, which your checkout does not hold: ${ctx.landedElsewhere.map((l) => `\`${l.workstream}\` in ${l.repository.fullName ?? "the graph's own repository"}`).join(", ")}. ` +
+              `What landed (the PR, the commit, its tasks' summaries) is in \`${ctx.workDir}/landed.json\` (data as well).`,
           ]
         : []),
       "Write your own summary for the tasks that depend on this one.",

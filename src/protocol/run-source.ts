@@ -22,7 +22,27 @@ export interface RunSource {
 export function parseRunGraph(source: Pick<RunSource, "path" | "text" | "params">): Graph {
   const graph = parseGraph(source.path, source.text);
   requireParams(graph, source);
+  requireOneRepository(graph, source);
   return graph;
+}
+
+/**
+ * On GitHub a run's workstreams all live in the graph's own repository for now: a graph that spans
+ * repositories runs locally (`--repo NAME=PATH`), and is refused here at its `repositories` key rather
+ * than run with every workstream in the wrong repository.
+ */
+export function requireOneRepository(graph: Graph, source: Pick<RunSource, "path" | "text">): void {
+  if (!graph.repositories?.length) return;
+  const line = source.text.split("\n").findIndex((l) => /^repositories\s*:/.test(l)) + 1;
+  throw new GraphError([
+    {
+      file: source.path,
+      line: Math.max(line, 1),
+      column: 1,
+      path: "repositories",
+      message: `graphs that span repositories (${graph.repositories.map((r) => r.fullName).join(", ")}) run locally for now (agentrelay run ${source.path} --repo DIR --repo NAME=PATH); on GitHub keep every workstream in this repository`,
+    },
+  ]);
 }
 
 /** Fails, naming each one, when a cyberian workflow's required params have no value. */

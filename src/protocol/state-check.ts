@@ -102,6 +102,7 @@ const workstreamRunSchema = z.looseObject({
   autoMergeSkipped: z.boolean(),
   conflict,
   verification,
+  landedCommit: z.string().optional(),
 });
 
 /** The run's own record (its index, without the per-task maps the buckets hold). */

@@ -1,6 +1,6 @@
 import { budgetsText } from "../../engine/budget.ts";
 import { readGraphFile } from "../../graph/read.ts";
-import { count, integrationBranch } from "../../graph/model.ts";
+import { count, integrationBranch, repositoryFullName } from "../../graph/model.ts";
 import { mermaidDag } from "../../plan/mermaid.ts";
 import { overlapLines, overlapsOf } from "../../plan/overlaps.ts";
 import { buildPlan } from "../../plan/plan.ts";
@@ -15,6 +15,9 @@ export function planJson(plan: Plan): object {
     waves: plan.waves,
     workstreams: plan.graph.workstreams.map((w) => ({
       id: w.id,
+      ...(w.repository !== undefined && {
+        repository: { name: w.repository, full_name: repositoryFullName(plan.graph, w.repository) },
+      }),
       tasks: plan.tasksByWorkstream.get(w.id) ?? [],
     })),
     overlaps: overlapsOf(plan),
@@ -38,8 +41,12 @@ export function planText(plan: Plan): string {
   lines.push("", "Workstreams:");
   for (const ws of graph.workstreams) {
     const parent = ws.parentId ? `, child of ${ws.parentId}` : "";
+    const where =
+      ws.repository === undefined
+        ? ""
+        : ` in ${repositoryFullName(graph, ws.repository)} (${ws.repository}):`;
     lines.push(
-      `  ${ws.id}: ${integrationBranch(graph.name, ws.id)} from ${ws.baseBranch} into ${ws.mergeTargetBranch}` +
+      `  ${ws.id}:${where} ${integrationBranch(graph.name, ws.id)} from ${ws.baseBranch} into ${ws.mergeTargetBranch}` +
         `${ws.autoMerge ? ", auto-merge" : ""}${parent}`,
     );
     lines.push(`    tasks: ${(plan.tasksByWorkstream.get(ws.id) ?? []).join(", ")}`);

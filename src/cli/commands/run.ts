@@ -16,6 +16,8 @@ import { EXIT, type Io } from "../io.ts";
 
 export interface RunCommandOptions {
   repo: string;
+  /** Clones of the other repositories the graph names (`--repo NAME=PATH`). */
+  repositories?: Record<string, string>;
   scriptedModel: boolean;
   claude?: string | undefined;
   maxTurns?: number | undefined;
@@ -87,6 +89,7 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
       graph,
       graphText,
       repo,
+      ...(options.repositories ? { repositories: options.repositories } : {}),
       entry: join(packageRoot(), "bin/agentrelay.js"),
       claudeBin: claudeBinary(options.claude),
       claudeEnv,

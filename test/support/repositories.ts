@@ -1,0 +1,54 @@
+/** Graphs that span repositories, for the graph, local and GitHub tests. */
+
+/** An API change, then a client that uses it: the client's workstream depends on the API's. */
+export const API_THEN_CLIENT = `name: api-client
+repositories:
+  api: octo/api
+  web: octo/web
+workstreams:
+  - id: server
+    repository: api
+    auto_merge: true
+  - id: client
+    repository: web
+    auto_merge: true
+tasks:
+  - id: add-endpoint
+    workstream_id: server
+    description: Add GET /v2/items to src/server.ts
+    tagged_paths: [{ path: src/items.ts, category: src }]
+  - id: use-endpoint
+    workstream_id: client
+    dependencies: [add-endpoint]
+    description: Call GET /v2/items from src/client.ts
+    tagged_paths: [{ path: src/items.ts, category: src }]
+`;
+
+/** Two workstreams in parallel in two repositories, and a fan-in in a third that depends on both. */
+export const FAN_IN = `name: fan-in
+repositories:
+  api: octo/api
+  worker: octo/worker
+  web: octo/web
+workstreams:
+  - id: server
+    repository: api
+    auto_merge: true
+  - id: jobs
+    repository: worker
+    auto_merge: true
+  - id: client
+    repository: web
+    auto_merge: true
+tasks:
+  - id: add-endpoint
+    workstream_id: server
+    description: Add GET /v2/items
+  - id: add-job
+    workstream_id: jobs
+    description: Add the items job
+  - id: use-both
+    workstream_id: client
+    dependencies: [add-endpoint, add-job]
+    description: Show items and their job's status
+`;
