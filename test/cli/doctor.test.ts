@@ -83,13 +83,13 @@ describe("agentrelay doctor", () => {
     [
       "linear history required on agentrelay's branches",
       (gh) => gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", linearHistory: true }),
-      /a rule requires linear history on agentrelay\/…\/integration: .*exempt agentrelay\/\*\* from the rule/,
+      /a rule requires linear history on `agentrelay\/…\/integration`: .*exempt `agentrelay\/\*\*` from the rule/,
     ],
     [
       "a required check that no workflow reports on task PRs",
       (gh) =>
         gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["lint"] }),
-      /the required check lint on agentrelay\/…\/integration comes from no workflow that runs on PRs into it, so task PRs would wait for it forever/,
+      /the required check lint on `agentrelay\/…\/integration` comes from no workflow that runs on PRs into it, so task PRs would wait for it forever/,
     ],
     [
       "a CI workflow whose branch filter skips integration branches",
@@ -100,7 +100,7 @@ describe("agentrelay doctor", () => {
             "  pull_request:\n    branches: [main]\n",
           ),
         }),
-      /CI workflow `ci\.yml` runs on PRs into main but not into agentrelay\/…\/integration, so task PRs get no CI from it: add "agentrelay\/\*\*"/,
+      /CI workflow `ci\.yml` runs on PRs into main but not into `agentrelay\/…\/integration`, so task PRs get no CI from it: add `agentrelay\/\*\*`/,
     ],
     [
       "GITHUB_TOKEN with a required check on task PRs",
