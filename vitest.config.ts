@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { defineConfig, type Plugin } from "vitest/config";
+import { HUNG_MS } from "./harness/patience.ts";
 
 /** GitHub's workflow parser, which vite loads itself (see `inline` below). */
 const WORKFLOW_PARSER = /\/node_modules\/@actions\/(workflow-parser|expressions)\//;
@@ -22,9 +23,15 @@ export default defineConfig({
   plugins: [withoutDeadSourceMaps],
   test: {
     include: ["test/**/*.test.ts"],
-    // Some tests run the real Claude Code CLI through whole graphs; none should come near this.
-    testTimeout: 120_000,
+    // A limit catches a hang, and no more (harness/patience.ts): a busy machine only makes the tests slower.
+    testTimeout: HUNG_MS,
+    hookTimeout: HUNG_MS,
     pool: "forks",
+    // A worker runs its files one after another with the modules they share loaded once, instead of
+    // importing the app, Octokit and zod again for each file; what a file could leave behind for the
+    // next (environment, clock, nock) is put back after it (test/support/worker-setup.ts).
+    isolate: false,
+    setupFiles: ["./test/support/worker-setup.ts"],
     // Most test files wait on processes (Claude Code, git, loopback servers) far more than they
     // compute: three at a time keep two cores busy, where vitest's default (cores - 1) runs one.
     maxWorkers: 3,

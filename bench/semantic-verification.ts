@@ -2,7 +2,9 @@
  * bench/semantic: the semantic scenario suite (harness/semantic-scenarios.ts: workstreams that merge
  * cleanly but break together) with verification on and off, locally and on the stand-in, with the real
  * Claude Code CLI against the scripted model. After each run the target's history is tested tree by
- * tree: `broken on target` counts the trees that fail the gate, over all scenarios of a row.
+ * tree: `broken on target` counts the trees that fail the gate, over all scenarios of a row, and
+ * `weakened tests on target` the test files that reached the target and are gone from it or fail run
+ * on their own (a repair that deleted a test or neutered the runner would pass the gate).
  */
 import { runScenarioLocally } from "../harness/semantic-run.ts";
 import {
@@ -11,6 +13,7 @@ import {
   scenarioAgent,
   scenarioGraph,
   type SemanticScenario,
+  weakenedOnTarget,
 } from "../harness/semantic-scenarios.ts";
 import { startStandin } from "../harness/standin.ts";
 import type { RunState } from "../src/engine/types.ts";
@@ -20,6 +23,8 @@ import { table } from "./table.ts";
 interface Outcome {
   state: RunState | null;
   broken: string[];
+  /** Test files that reached the target and are gone from it, or fail on their own (weakenedOnTarget). */
+  weakened?: string[];
   /** Why the scenario could not run to its end (the machine, not the engine). */
   error?: string;
 }
@@ -55,7 +60,11 @@ async function onStandin(scenario: SemanticScenario, verify: boolean): Promise<O
     await standin.push({ ...scenario.files, [`.workflow/${scenario.name}.yaml`]: graph });
     await standin.idle(600_000);
     const state = standin.gh.state(`${scenario.name}/1`) as unknown as RunState;
-    return { state, broken: await brokenOnTarget(standin.bare, since) };
+    return {
+      state,
+      broken: await brokenOnTarget(standin.bare, since),
+      weakened: await weakenedOnTarget(standin.bare),
+    };
   } finally {
     await standin.close();
   }
@@ -75,7 +84,12 @@ export async function semanticBench(): Promise<string> {
       for (const verify of [true, false]) {
         const started = performance.now();
         const outcomes = await pooled(SCENARIOS, where === "local" ? 4 : 3, (s) =>
-          where === "local" ? runScenarioLocally(s, model.url, { verify }) : onStandin(s, verify),
+          where === "local"
+            ? runScenarioLocally(s, model.url, { verify }).then(async (o) => ({
+                ...o,
+                weakened: await weakenedOnTarget(o.repo),
+              }))
+            : onStandin(s, verify),
         );
         const landings = outcomes.flatMap((o) => Object.values(o.state?.workstreams ?? {}));
         for (const o of outcomes)
@@ -91,6 +105,7 @@ export async function semanticBench(): Promise<string> {
           String(outcomes.length),
           String(outcomes.reduce((n, o) => n + o.broken.length, 0)),
           String(outcomes.filter((o) => o.broken.length > 0).length),
+          String(outcomes.reduce((n, o) => n + (o.weakened?.length ?? 0), 0)),
           String(landings.reduce((n, w) => n + (w.verification?.runs.length ?? 0), 0)),
           `${repairs.filter((r) => r.outcome === "succeeded").length} of ${repairs.length}`,
           String(outcomes.filter((o) => o.state && o.state.outcome === null).length),
@@ -108,6 +123,7 @@ export async function semanticBench(): Promise<string> {
       "scenarios",
       "broken on target",
       "scenarios broken",
+      "weakened tests on target",
       "verifications",
       "repairs that fixed it",
       "waiting for a person",

@@ -19,6 +19,7 @@ import { parseRunGraph, type RunSource } from "../src/protocol/run-source.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
 import { FakeGitHub } from "./fake-github.ts";
+import { WAIT_MS } from "./patience.ts";
 
 export const WEBHOOK_SECRET = "webhook-secret-for-tests";
 const ISSUER = "https://oidc.agentrelay.test";
@@ -96,9 +97,11 @@ export async function startApp(
     verify: oidcVerifier({ issuer: ISSUER, audience: appConfig.oidcAudience }),
     reportSecret: reportSecretOf({ PRIVATE_KEY: privateKey }),
   });
+  // A delivery is answered once its handler is done, however long a busy machine takes.
   const handler = await appRequestHandler(probot, app, {
     secret: WEBHOOK_SECRET,
     log: (line) => logs.push(line),
+    answerWithinMs: WAIT_MS,
   });
   const server: Server = createServer((req, res) => void handler(req, res));
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
@@ -192,18 +195,33 @@ export function issueComment(
   h: Harness,
   body: string,
   login: string,
-  options: { id?: number; type?: "User" | "Bot"; issue?: { number: number; body: string } } = {},
+  options: {
+    id?: number;
+    type?: "User" | "Bot";
+    issue?: { number: number; body: string };
+    /** The author's relation to the repository (GitHub's author_association). */
+    association?: string;
+  } = {},
 ): Promise<number> {
   const issue = options.issue ?? h.gh.issues[0]!;
   const author = user(login, options.type);
   const id = options.id ?? 77;
+  const association = options.association ?? (options.type === "Bot" ? "NONE" : "COLLABORATOR");
   // GitHub holds the comment it delivers (the reconciler may list it later).
   if (!h.gh.comments.some((c) => c.id === id))
-    h.gh.comments.push({ id, issue: issue.number, body, app: false, user: author, at: h.gh.clock.now() });
+    h.gh.comments.push({
+      id,
+      issue: issue.number,
+      body,
+      app: false,
+      user: author,
+      association,
+      at: h.gh.clock.now(),
+    });
   return h.deliver("issue_comment", {
     action: "created",
     issue: { number: issue.number, body: issue.body },
-    comment: { id, body, user: author },
+    comment: { id, body, user: author, author_association: association },
     repository: repository(h.gh),
     sender: author,
   });

@@ -7,9 +7,10 @@
  * secrets and variables by name, and a commit's check runs (the app's and the CI's:
  * https://docs.github.com/en/rest/checks/runs#list-check-runs-for-a-git-reference).
  */
+import { ACTIONS_BOT_LOGIN } from "./fake-events.ts";
 import { load } from "js-yaml";
 import { WORKFLOWS_DIR } from "./fake-repo-settings.ts";
-import { type AddRoute, Redirect } from "./fake-reply.ts";
+import { type AddRoute, Redirect, type Reply } from "./fake-reply.ts";
 import type { FakeGitHubState } from "./fake-state.ts";
 
 /** The workflows on the default branch: file name, path and the `name:` it gives itself. */
@@ -28,6 +29,31 @@ export function repositoryWorkflows(gh: FakeGitHubState): { file: string; path: 
     });
 }
 
+/** No commit on any branch for this long: GitHub disables a public repository's scheduled workflows. */
+export const INACTIVITY_MS = 60 * 24 * 3_600_000;
+
+/**
+ * Whether GitHub has disabled the scheduled workflow `file` for the repository's inactivity (once so,
+ * it stays so until enabled through the API or by hand).
+ */
+export function disabledForInactivity(gh: FakeGitHubState, file: string): boolean {
+  const { settings } = gh;
+  if (settings.inactiveWorkflows.has(file)) return true;
+  if (settings.visibility !== "public" || settings.disabledWorkflows.has(file)) return false;
+  const text = gh.store.file(settings.defaultBranch, `${WORKFLOWS_DIR}${file}`) ?? "";
+  let scheduled: boolean;
+  try {
+    const on = (load(text) as { on?: unknown } | null)?.on;
+    scheduled = typeof on === "object" && on !== null && "schedule" in on;
+  } catch {
+    return false;
+  }
+  const last = Math.max(gh.createdAt, ...gh.history.map((h) => h.at));
+  if (!scheduled || gh.clock.now() - last < INACTIVITY_MS) return false;
+  settings.inactiveWorkflows.add(file);
+  return true;
+}
+
 export function actionsRoutes(gh: FakeGitHubState, route: AddRoute): void {
   const { settings } = gh;
   const workflowOf = (id: string) => repositoryWorkflows(gh).find((w) => w.file === id || w.path === id);
@@ -36,15 +62,29 @@ export function actionsRoutes(gh: FakeGitHubState, route: AddRoute): void {
     node_id: `W_${i}`,
     name: w.name,
     path: w.path,
-    state: settings.disabledWorkflows.has(w.file) ? "disabled_manually" : "active",
+    state: settings.disabledWorkflows.has(w.file)
+      ? "disabled_manually"
+      : disabledForInactivity(gh, w.file)
+        ? "disabled_inactivity"
+        : "active",
   });
-  route("GET", "REPO\\/actions\\/permissions\\/workflow", () => [
-    200,
-    {
-      default_workflow_permissions: "write",
-      can_approve_pull_request_reviews: settings.actionsCanCreatePullRequests,
-    },
-  ]);
+  // The Actions settings need Administration read, which no GITHUB_TOKEN (nor agentrelay's app) holds
+  // (https://docs.github.com/en/rest/actions/permissions#get-default-workflow-permissions-for-a-repository).
+  const adminOnly = (answer: () => Reply): Reply =>
+    gh.requester === "person" ? answer() : [403, { message: "Resource not accessible by integration" }];
+  route("GET", "REPO\\/actions\\/permissions\\/workflow", () =>
+    adminOnly(() => [
+      200,
+      {
+        default_workflow_permissions: "write",
+        can_approve_pull_request_reviews: settings.actionsCanCreatePullRequests,
+      },
+    ]),
+  );
+  // https://docs.github.com/en/rest/actions/permissions#get-github-actions-permissions-for-a-repository
+  route("GET", "REPO\\/actions\\/permissions", () =>
+    adminOnly(() => [200, { enabled: settings.actionsEnabled, allowed_actions: settings.allowedActions }]),
+  );
   route("GET", "REPO\\/actions\\/workflows", () => {
     const workflows = repositoryWorkflows(gh).map(shown);
     return [200, { total_count: workflows.length, workflows }];
@@ -60,6 +100,7 @@ export function actionsRoutes(gh: FakeGitHubState, route: AddRoute): void {
       if (!w) return [404, { message: "Not Found" }];
       if (verb === "disable") settings.disabledWorkflows.add(w.file);
       else settings.disabledWorkflows.delete(w.file);
+      settings.inactiveWorkflows.delete(w.file);
       return [204];
     });
   route("GET", "REPO\\/actions\\/secrets", () => [
@@ -124,7 +165,13 @@ export function workflowRunRoutes(gh: FakeGitHubState, route: AddRoute): void {
       // GitHub Enterprise Server before the run-details change.
       return [422, { message: 'Invalid request.\n\n"return_run_details" is not a permitted key.' }];
     }
-    const inputs = body.inputs as Record<string, string>;
+    const inputs = (body.inputs ?? {}) as Record<string, string>;
+    if (m[1] !== gh.taskWorkflow) {
+      // https://docs.github.com/en/rest/actions/workflows#create-a-workflow-dispatch-event
+      return gh.onOtherDispatch(m[1]!, inputs)
+        ? [204]
+        : [422, { message: "Workflow does not have 'workflow_dispatch' trigger" }];
+    }
     const runId = gh.newId();
     gh.dispatches.push({ inputs, runId, at: gh.clock.now() });
     gh.workflowRuns.set(runId, {
@@ -137,6 +184,9 @@ export function workflowRunRoutes(gh: FakeGitHubState, route: AddRoute): void {
       head_branch: String(body.ref),
       head_repository: { full_name: `${gh.owner}/${gh.repo}` },
       created_at: new Date(gh.clock.now()).toISOString(),
+      triggering_actor: {
+        login: gh.settings.token === "github_token" ? ACTIONS_BOT_LOGIN : "agentrelay[bot]",
+      },
     });
     gh.onDispatch({ inputs, runId });
     return body.return_run_details

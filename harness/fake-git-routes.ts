@@ -41,7 +41,19 @@ export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
       ? [200, { name: m[1], commit: { sha }, ...gh.settings.branchProtection(m[1]!) }]
       : [404, { message: "Branch not found" }];
   });
-  route("GET", "REPO\\/rules\\/branches\\/(.+)", (m) => [200, gh.settings.rulesApi(m[1]!)]);
+  // Paginated, 30 rules a page by default (https://docs.github.com/en/rest/repos/rules#get-rules-for-a-branch),
+  // with a Link header to the next page, as GitHub gives it.
+  route("GET", "REPO\\/rules\\/branches\\/([^?]+)", (m, _body, query) => {
+    const all = gh.settings.rulesApi(m[1]!);
+    const perPage = Math.min(100, Number(query.get("per_page") ?? 30) || 30);
+    const page = Math.max(1, Number(query.get("page") ?? 1) || 1);
+    const rules = all.slice((page - 1) * perPage, page * perPage);
+    const next = page * perPage < all.length;
+    // GitHub's link is absolute; here it is relative to the API's root, which the fake does not know
+    // (api.github.com through nock, or the stand-in's address): clients put their base URL before it.
+    const link = `<${gh.base}/rules/branches/${m[1]}?per_page=${perPage}&page=${page + 1}>; rel="next"`;
+    return next ? [200, rules, { link }] : [200, rules];
+  });
   route("GET", "REPO\\/git\\/ref\\/heads\\/(.+)", (m) => {
     const sha = gh.branches.get(m[1]!);
     return sha
@@ -89,14 +101,24 @@ export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
   route("POST", "REPO\\/git\\/commits", (_m, body) => {
     const parent = (body.parents as string[])[0];
     // A commit with its parent's own tree (treeOf): no change.
-    const files = String(body.tree) === treeOf(parent ?? "") ? {} : gh.trees.get(String(body.tree))!;
+    const files =
+      parent !== undefined && String(body.tree) === treeOf(gh.store, parent)
+        ? {}
+        : gh.trees.get(String(body.tree))!;
     const sha = gh.store.commit(parent, files, String(body.message));
     gh.commitsMade.push({ sha, message: String(body.message), parents: body.parents as string[] });
     return [201, { sha }];
   });
   route("GET", "REPO\\/git\\/commits\\/([0-9a-f]{40})", (m) =>
     gh.store.isCommit(m[1]!)
-      ? [200, { sha: m[1], tree: { sha: treeOf(m[1]!) } }]
+      ? [
+          200,
+          {
+            sha: m[1],
+            tree: { sha: treeOf(gh.store, m[1]!) },
+            parents: gh.store.log(m[1]!)[0]!.parents.map((sha) => ({ sha })),
+          },
+        ]
       : [404, { message: "Not Found" }],
   );
   route("PATCH", "REPO\\/git\\/refs\\/heads\\/(.+)", (m, body) => {

@@ -15,7 +15,7 @@ import { overLimit } from "./fake-limits.ts";
 import { pullRoutes } from "./fake-pull-routes.ts";
 import { appRoutes, recordRoutes } from "./fake-records.ts";
 import { answerMissing, Redirect, type Reply, type Route } from "./fake-reply.ts";
-import { FakeGitHubState } from "./fake-state.ts";
+import { FakeGitHubState, requesterOf } from "./fake-state.ts";
 import { checkRequest } from "./openapi.ts";
 import { MemoryStore, type RepoStore } from "./repo-store.ts";
 
@@ -37,8 +37,10 @@ export class FakeGitHub extends FakeGitHubState {
     actionsRoutes(this, route);
   }
 
-  handle(method: string, url: string, body: unknown, accept = ""): Reply {
+  handle(method: string, url: string, body: unknown, accept = "", authorization = ""): Reply {
     const [path = "", search = ""] = url.split("?");
+    // Whose token asks (routes answer some things only to some): handled synchronously from here.
+    this.requester = requesterOf(authorization, this.settings.token);
     const call = { method, path: decodeURIComponent(path), body };
     const faulted = this.fault(call) ?? (this.limits.rate ? this.rateLimits.admit(call) : null);
     if (faulted) {
@@ -91,11 +93,11 @@ export class FakeGitHub extends FakeGitHubState {
    * An answer as GitHub gives it, after a turn of the event loop: requests sent together are in flight
    * together, which the concurrency limit counts.
    */
-  async serve(method: string, url: string, body: unknown, accept = ""): Promise<Reply> {
+  async serve(method: string, url: string, body: unknown, accept = "", authorization = ""): Promise<Reply> {
     this.rateLimits.inFlight++;
     try {
       await new Promise((resolve) => setImmediate(resolve));
-      return this.handle(method, url, body, accept);
+      return this.handle(method, url, body, accept, authorization);
     } finally {
       this.rateLimits.inFlight--;
     }
@@ -110,6 +112,7 @@ export class FakeGitHub extends FakeGitHubState {
       url.pathname + url.search,
       raw ? JSON.parse(raw) : undefined,
       new Headers(init?.headers).get("accept") ?? "",
+      new Headers(init?.headers).get("authorization") ?? "",
     );
     // fetch follows a redirect: here only an artifact's, to its archive.
     if (data instanceof Redirect) {
@@ -134,7 +137,8 @@ export class FakeGitHub extends FakeGitHubState {
         .reply(async function (this: { req: { headers: Record<string, unknown> } }, uri, body) {
           const parsed = typeof body === "string" ? (body ? JSON.parse(body) : undefined) : body;
           const accept = String(this.req.headers.accept ?? "");
-          const [status, data, headers] = await serve(method, uri, parsed, accept);
+          const authorization = String(this.req.headers.authorization ?? "");
+          const [status, data, headers] = await serve(method, uri, parsed, accept, authorization);
           return [
             status,
             data === undefined ? "" : typeof data === "string" ? data : JSON.stringify(data),

@@ -4,6 +4,7 @@
  * head and base branch, and a commit's files (a branch's head or a commit by id), with blob texts cut
  * at GraphQL's limit.
  */
+import { enqueue } from "./fake-merge-queue.ts";
 import type { Reply } from "./fake-reply.ts";
 import { blobId, type FakeGitHubState, mergedAtOf, treeAt } from "./fake-state.ts";
 
@@ -11,6 +12,15 @@ export function answerGraphql(
   gh: FakeGitHubState,
   { query, variables }: { query: string; variables: Record<string, unknown> },
 ): Reply {
+  if (query.includes("enqueuePullRequest")) {
+    const queued = enqueue(gh, String((variables.input as { pullRequestId: string }).pullRequestId));
+    return "error" in queued
+      ? [
+          200,
+          { data: { enqueuePullRequest: null }, errors: [{ type: "UNPROCESSABLE", message: queued.error }] },
+        ]
+      : [200, { data: { enqueuePullRequest: { mergeQueueEntry: { position: queued.position } } } }];
+  }
   if (query.includes("createCommitOnBranch")) {
     const input = variables.input as {
       branch: { branchName: string };

@@ -6,6 +6,7 @@
  * merging a branch into another.
  */
 import { ACTIONS_MAY_NOT_OPEN_PRS, type MergeMethod, workflowsRefusal } from "./fake-repo-settings.ts";
+import { MERGE_QUEUE_REQUIRED } from "./fake-merge-queue.ts";
 import type { AddRoute } from "./fake-reply.ts";
 import type { FakeGitHubState, FakePull } from "./fake-state.ts";
 
@@ -75,6 +76,7 @@ export function pullRoutes(gh: FakeGitHubState, route: AddRoute): void {
   route("PUT", "REPO\\/pulls\\/(\\d+)\\/merge", (m, body) => {
     const p = gh.pull(m[1]);
     if (p.merged || p.state !== "open") return [405, { message: "Pull Request is not mergeable" }];
+    if (gh.settings.mergeQueue.has(p.base)) return [405, { message: MERGE_QUEUE_REQUIRED }];
     // `sha`: "SHA that pull request head must match to allow merge"; else 409 "Head branch was
     // modified. Review and try the merge again." (https://docs.github.com/en/rest/pulls/pulls#merge-a-pull-request)
     if (body.sha !== undefined && body.sha !== gh.branches.get(p.head))

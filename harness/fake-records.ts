@@ -28,31 +28,33 @@ export function recordRoutes(gh: FakeGitHubState, route: AddRoute) {
     200,
     { total_count: 1, repositories: [repository()] },
   ]);
-  // Ordered by ascending id; `since` keeps those updated at or after it.
+  // Ordered by creation, oldest first, or newest first with `sort=created&direction=desc` (without
+  // `sort`, GitHub ignores `direction`); `since` keeps those updated at or after it.
   route("GET", "REPO\\/issues\\/comments", (_m, _b, q) => {
     const since = q.get("since") ? Date.parse(q.get("since")!) : -Infinity;
-    const listed = gh.comments
-      .filter((c) => (c.updatedAt ?? c.at ?? 0) >= since)
-      .sort((a, b) => a.id - b.id)
-      .map((c) => {
-        const reactions = gh.reactions.filter((r) => r.comment === c.id);
-        const count = (content: string) => reactions.filter((r) => r.content === content).length;
-        return {
-          id: c.id,
-          body: c.body,
-          user: c.user ?? { login: "agentrelay[bot]", type: "Bot" },
-          created_at: iso(c.at ?? 0),
-          updated_at: iso(c.updatedAt ?? c.at ?? 0),
-          issue_url: `https://api.github.com${gh.base}/issues/${c.issue}`,
-          performed_via_github_app: c.app ? { slug: "agentrelay" } : null,
-          reactions: {
-            total_count: reactions.length,
-            "+1": count("+1"),
-            "-1": count("-1"),
-            eyes: count("eyes"),
-          },
-        };
-      });
+    const newestFirst = q.get("sort") === "created" && q.get("direction") === "desc";
+    // In the order they were made (GitHub's ids grow with time; the fake's tests may pick their own).
+    const made = gh.comments.filter((c) => (c.updatedAt ?? c.at ?? 0) >= since);
+    const listed = (newestFirst ? made.reverse() : made).map((c) => {
+      const reactions = gh.reactions.filter((r) => r.comment === c.id);
+      const count = (content: string) => reactions.filter((r) => r.content === content).length;
+      return {
+        id: c.id,
+        body: c.body,
+        user: c.user ?? { login: gh.settings.ownLogin, type: "Bot" },
+        author_association: c.user ? (c.association ?? "NONE") : "NONE",
+        created_at: iso(c.at ?? 0),
+        updated_at: iso(c.updatedAt ?? c.at ?? 0),
+        issue_url: `https://api.github.com${gh.base}/issues/${c.issue}`,
+        performed_via_github_app: c.app ? { slug: "agentrelay" } : null,
+        reactions: {
+          total_count: reactions.length,
+          "+1": count("+1"),
+          "-1": count("-1"),
+          eyes: count("eyes"),
+        },
+      };
+    });
     const page = Number(q.get("page") ?? 1);
     const size = Number(q.get("per_page") ?? 30);
     return [200, listed.slice((page - 1) * size, page * size)];
@@ -115,16 +117,23 @@ export function appRoutes(gh: FakeGitHubState, route: AddRoute): void {
   });
   route("GET", "\\/app", () => [200, { id: 1, slug: "agentrelay", name: "agentrelay" }]);
   route("GET", "REPO\\/installation", () => [200, { id: gh.installationId }]);
+  // The merge buttons are in the answer only for a person who administers the repository: a
+  // GITHUB_TOKEN's (and an installation's without Administration) answer has no allow_*_merge
+  // (s4k10503/velvet#320; integrations/terraform-provider-github#679).
   route("GET", "REPO", () => [
     200,
     {
       name: gh.repo,
       full_name: `${gh.owner}/${gh.repo}`,
       default_branch: "main",
-      owner: { login: gh.owner },
-      allow_merge_commit: gh.settings.mergeMethods.merge,
-      allow_squash_merge: gh.settings.mergeMethods.squash,
-      allow_rebase_merge: gh.settings.mergeMethods.rebase,
+      owner: { login: gh.owner, type: gh.settings.organization ? "Organization" : "User" },
+      ...(gh.requester === "person"
+        ? {
+            allow_merge_commit: gh.settings.mergeMethods.merge,
+            allow_squash_merge: gh.settings.mergeMethods.squash,
+            allow_rebase_merge: gh.settings.mergeMethods.rebase,
+          }
+        : {}),
     },
   ]);
 }

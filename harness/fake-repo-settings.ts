@@ -75,23 +75,47 @@ export class RepoSettings {
   readonly mergeMethods: Record<MergeMethod, boolean> = { merge: true, squash: true, rebase: true };
   /** Settings, Actions, General: "Allow GitHub Actions to create and approve pull requests". */
   actionsCanCreatePullRequests = true;
+  /** Settings, Actions, General: Actions on, and which actions may run ("all", "local_only", "selected"). */
+  actionsEnabled = true;
+  allowedActions: "all" | "local_only" | "selected" = "all";
+  /** Whether an organisation owns the repository (its policies may grey out the settings above). */
+  organization = false;
   readonly rules: BranchRule[] = [];
   /** Whose token the orchestrator holds: a registered app's, or the workflow's GITHUB_TOKEN. */
   token: TokenKind = "app";
+  /** Branches whose rules require a merge queue (fake-merge-queue.ts). */
+  readonly mergeQueue = new Set<string>();
+  /** The app's slug: its comments are `SLUG[bot]`'s (GITHUB_TOKEN's are `github-actions[bot]`'s). */
+  appSlug = "agentrelay";
   /** Whether that token holds the `workflows` permission (GITHUB_TOKEN never does). */
   workflowsPermission = false;
   /**
-   * Where GitHub has rolled it out, the pull_request runs of a PR GITHUB_TOKEN opened wait until a
-   * person with write access approves them (GitHub's change of 2026-06-11, as reported at
-   * thebutler.tech/2026-06-11-github-bot-created-prs-workflow-approval-gate and byteiota's "GitHub Bot
-   * PRs Now Trigger CI — With One Required Approval"). An option, since the rollout varies.
+   * The pull_request runs of a PR GITHUB_TOKEN opened or updated are created waiting until a person
+   * with write access approves them: GitHub documents it ("Triggering a workflow from a workflow":
+   * opened, synchronize and reopened caused by GITHUB_TOKEN create runs "in an approval-required
+   * state", other activity types none; the GITHUB_TOKEN page, github/docs#44419: "use a GitHub App
+   * installation token" for runs that need no approval). On by default; off is the older behaviour
+   * (no runs at all), which a repository not yet moved to the rule may still show.
    */
-  approvalForActionsPullRequests = false;
+  approvalForActionsPullRequests = true;
   /** Repository (and organisation) secrets and variables by name, as `doctor` reads them. */
   readonly secrets = new Set<string>(["ANTHROPIC_API_KEY"]);
   readonly variables = new Map<string, string>();
   /** Workflows disabled through the API (https://docs.github.com/en/rest/actions/workflows#disable-a-workflow). */
   readonly disabledWorkflows = new Set<string>();
+  /**
+   * Scheduled workflows GitHub turned off: "In a public repository, scheduled workflows are
+   * automatically disabled when no repository activity has occurred in 60 days"
+   * (https://docs.github.com/en/actions/how-tos/manage-workflow-runs/disable-and-enable-workflows);
+   * state `disabled_inactivity` until enabled again. Public by default (the stricter case).
+   */
+  readonly inactiveWorkflows = new Set<string>();
+  visibility: "public" | "private" = "public";
+
+  /** Who the orchestrator's comments are by, as GitHub shows them. */
+  get ownLogin(): string {
+    return this.token === "github_token" ? "github-actions[bot]" : `${this.appSlug}[bot]`;
+  }
 
   /** GitHub's primary limit for the token: 1,000 requests an hour for GITHUB_TOKEN, 5,000 for an app. */
   get requestsPerHour(): number {
@@ -126,37 +150,50 @@ export class RepoSettings {
   /** What GitHub's rules API answers for a branch (rulesets only: branch protection is not in it). */
   rulesApi(branch: string): object[] {
     const source = { ruleset_source_type: "Repository", ruleset_source: "octo/demo", ruleset_id: 1 };
-    return this.rulesOf(branch, "ruleset").flatMap((r) => [
-      ...(r.linearHistory ? [{ type: "required_linear_history", ...source }] : []),
-      ...(r.requiredChecks
-        ? [
-            {
-              type: "required_status_checks",
-              parameters: {
-                strict_required_status_checks_policy: false,
-                required_status_checks: r.requiredChecks.map((context) => ({ context })),
+    // A required merge queue (https://docs.github.com/en/rest/repos/rules#get-rules-for-a-branch, type `merge_queue`).
+    const queue = this.mergeQueue.has(branch)
+      ? [
+          {
+            type: "merge_queue",
+            parameters: { merge_method: "MERGE", grouping_strategy: "ALLGREEN" },
+            ...source,
+          },
+        ]
+      : [];
+    return [
+      ...queue,
+      ...this.rulesOf(branch, "ruleset").flatMap((r) => [
+        ...(r.linearHistory ? [{ type: "required_linear_history", ...source }] : []),
+        ...(r.requiredChecks
+          ? [
+              {
+                type: "required_status_checks",
+                parameters: {
+                  strict_required_status_checks_policy: false,
+                  required_status_checks: r.requiredChecks.map((context) => ({ context })),
+                },
+                ...source,
               },
-              ...source,
-            },
-          ]
-        : []),
-      ...(r.mergeMethods
-        ? [
-            {
-              type: "pull_request",
-              parameters: {
-                allowed_merge_methods: r.mergeMethods,
-                dismiss_stale_reviews_on_push: false,
-                require_code_owner_review: false,
-                require_last_push_approval: false,
-                required_approving_review_count: 0,
-                required_review_thread_resolution: false,
+            ]
+          : []),
+        ...(r.mergeMethods
+          ? [
+              {
+                type: "pull_request",
+                parameters: {
+                  allowed_merge_methods: r.mergeMethods,
+                  dismiss_stale_reviews_on_push: false,
+                  require_code_owner_review: false,
+                  require_last_push_approval: false,
+                  required_approving_review_count: 0,
+                  required_review_thread_resolution: false,
+                },
+                ...source,
               },
-              ...source,
-            },
-          ]
-        : []),
-    ]);
+            ]
+          : []),
+      ]),
+    ];
   }
 
   /** The `protection` part of GitHub's "get a branch" answer (what branch protection requires). */

@@ -9,7 +9,7 @@ import type { RunSource } from "../src/protocol/run-source.ts";
 import { createHash } from "node:crypto";
 import { HOSTED_PER_TASK, partsOfRunFiles, stateOfParts } from "../src/protocol/state-layout.ts";
 import { FakeClock, RateLimits } from "./fake-rate-limits.ts";
-import { type MergeMethod, RepoSettings, WORKFLOWS_DIR } from "./fake-repo-settings.ts";
+import { type MergeMethod, RepoSettings, type TokenKind, WORKFLOWS_DIR } from "./fake-repo-settings.ts";
 import { type Reply, Missing } from "./fake-reply.ts";
 import { type BranchMap, MemoryStore, type RepoStore } from "./repo-store.ts";
 
@@ -33,6 +33,15 @@ export interface FakePull {
    * started to compute it. Give the job a few moments to complete, and then submit the request again").
    */
   computing?: number;
+}
+
+/** Who a request's token belongs to. */
+export type Requester = "person" | TokenKind;
+
+/** The requester of a request with this Authorization header (`token X`, `Bearer X`). */
+export function requesterOf(authorization: string, serverToken: TokenKind): Requester {
+  const token = authorization.replace(/^(token|bearer)\s+/i, "");
+  return token.startsWith("ghs_") ? serverToken : "person";
 }
 
 /** A commit the fake made on a branch: which paths it changed, and when (the fake's clock). */
@@ -78,6 +87,8 @@ export class FakeGitHubState {
   readonly limits = { blobText: true, requests: true, rate: true };
   /** The time the rate limits go by: real time, moved on by the waits of the app's pacing. */
   readonly clock = new FakeClock();
+  /** When the repository was made (its first activity), on the fake's clock. */
+  readonly createdAt = this.clock.now();
   /** The repository's settings and rules (merge methods, rulesets, protection, tokens), on by default. */
   readonly settings = new RepoSettings();
   readonly rateLimits = new RateLimits(this.clock.now, () => this.settings.requestsPerHour);
@@ -108,6 +119,8 @@ export class FakeGitHubState {
     app: boolean;
     /** A person's comment (the app's own have none), and when it was made and last edited. */
     user?: { login: string; type: string };
+    /** The author's relation to the repository, as GitHub says it (OWNER, MEMBER, COLLABORATOR, NONE...). */
+    association?: string;
     at?: number;
     updatedAt?: number;
   }[] = [];
@@ -137,6 +150,8 @@ export class FakeGitHubState {
       head_branch?: string;
       head_repository?: { full_name: string };
       created_at?: string;
+      /** Who started it, as GitHub names them (a workflow's GITHUB_TOKEN: github-actions[bot]). */
+      triggering_actor?: { login: string };
       /** The run's jobs and their steps, once it ran (workflow-only mode reads the report step). */
       jobs?: { name: string; steps: FakeStep[] }[];
     }
@@ -154,6 +169,19 @@ export class FakeGitHubState {
   runDetails = true;
   /** Called for each workflow_dispatch (the end-to-end stand-in starts the job here). */
   onDispatch: (dispatch: { inputs: Record<string, string>; runId: number }) => void = () => undefined;
+  /**
+   * Called for a workflow_dispatch of another workflow than the task workflow (a task run handing over
+   * to the orchestrator workflow): false when that workflow has no workflow_dispatch trigger.
+   */
+  onOtherDispatch: (workflow: string, inputs: Record<string, string>) => boolean = () => false;
+  /** The task workflow's file name (what the orchestrator dispatches). */
+  taskWorkflow = "agentrelay-task.yml";
+  /**
+   * Whose token made the request being answered: a person's (ghp_, gho_, github_pat_, or a token the
+   * fake does not know the shape of), or a server-to-server token (ghs_: an installation's, or a
+   * workflow's GITHUB_TOKEN, as the settings say the orchestrator holds).
+   */
+  requester: Requester = "person";
   /** Called when a workflow run is cancelled through the API (the stand-in stops the job). */
   onCancel: (runId: number) => void = () => undefined;
   /** Called when a PR is merged through the API (the stand-in sends the webhook). */
@@ -281,6 +309,7 @@ export class FakeGitHubState {
     if (computing) p.computing! -= 1;
     return {
       number: p.number,
+      node_id: `PR_${p.number}`,
       html_url: `https://github.com/${this.owner}/${this.repo}/pull/${p.number}`,
       state: p.state,
       merged: p.merged,
@@ -379,8 +408,17 @@ export function treeAt(
 export const mergedAtOf = (p: FakePull): string =>
   new Date(p.mergedAt ?? Date.parse("2026-01-01T00:00:00Z")).toISOString();
 
-/** The id the fake gives a commit's tree (it keeps no tree objects of its own). */
-export const treeOf = (commit: string) => `tree-of-${commit}`;
+/**
+ * The id the fake gives a commit's tree (it keeps no tree objects of its own): a hash of its files, so
+ * that two commits with the same files share a tree, as in git (what a check of what landed compares).
+ */
+export const treeOf = (store: Pick<RepoStore, "files">, commit: string) => {
+  const files = store.files(commit);
+  const entries = Object.keys(files)
+    .sort()
+    .map((path) => [path, files[path]]);
+  return `tree-${createHash("sha1").update(JSON.stringify(entries)).digest("hex")}`;
+};
 
 export const blobId = (text: string) =>
   createHash("sha1")

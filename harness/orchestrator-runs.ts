@@ -11,7 +11,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { load } from "js-yaml";
-import { workflowRunStarts } from "./fake-events.ts";
+import { ACTIONS_BOT_LOGIN, workflowRunStarts } from "./fake-events.ts";
 import { REPO_ROOT } from "./paths.ts";
 import { runnerStep } from "./runner-process.ts";
 import { condition, githubContext, interpolate } from "./workflow-expressions.ts";
@@ -102,11 +102,17 @@ export class OrchestratorRuns {
     const workflow = this.installed(event);
     if (!(event in workflow.on)) return null;
     if (event === "workflow_run") {
-      const run = (payload as { workflow_run: { name?: string; head_branch?: string } }).workflow_run;
+      const run = (
+        payload as {
+          workflow_run: { name?: string; head_branch?: string; triggering_actor?: { login?: string } };
+        }
+      ).workflow_run;
       const starts = workflowRunStarts(workflow.on.workflow_run ?? undefined, {
         workflow: run.name ?? "",
         headBranch: run.head_branch ?? "",
         depth,
+        // Who started the completed run, as the payload names it (the workflow's GITHUB_TOKEN: its bot).
+        actor: run.triggering_actor?.login === ACTIONS_BOT_LOGIN ? "github_token" : "person",
       });
       if (!starts) return null;
     }
@@ -138,6 +144,16 @@ export class OrchestratorRuns {
       group.pending = run;
     }
     return run;
+  }
+
+  /**
+   * A workflow_dispatch of `workflow` (`gh workflow run agentrelay.yml`, a task run's hand-over):
+   * false when it is not the orchestrator's workflow, or that does not listen to workflow_dispatch.
+   */
+  dispatched(workflow: string, inputs: Record<string, string>, about: object): boolean {
+    if (workflow !== "agentrelay.yml") return false;
+    const payload = { inputs, ref: "refs/heads/main", workflow: `.github/workflows/${workflow}`, ...about };
+    return this.trigger("workflow_dispatch", payload) !== null;
   }
 
   private now(): number {

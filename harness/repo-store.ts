@@ -4,7 +4,7 @@
  * questions synchronously, so the fake's routes read the same either way.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export interface BranchMap {
@@ -185,6 +185,34 @@ const IDENTITY = {
   GIT_COMMITTER_EMAIL: "noreply@github.com",
 };
 
+/**
+ * GitHub refuses a push whose new commits add, change or remove a file under `.github/workflows/`
+ * unless the token holds the `workflows` permission, with "refusing to allow a GitHub App to create or
+ * update workflow `PATH` without `workflows` permission" (GitHub's "Workflow permission ... enables
+ * GitHub Apps to edit GitHub Actions workflow files",
+ * https://github.blog/changelog/2020-04-06-github-apps-workflow-permission; the git push refused so
+ * in Kong/kong#12025 and actions/actions-runner-controller#2410). That includes a merge commit that brings a
+ * workflow change from another branch: its diff against its first parent holds the file. No token of
+ * agentrelay's holds it, so the bare repository refuses such pushes unless a test grants it
+ * (`grantWorkflows`). The fake's own writes (plumbing, the REST routes) do not pass through the hook.
+ */
+const WORKFLOWS_HOOK = `#!/bin/sh
+[ "$(git config --get agentrelay.workflows)" = write ] && exit 0
+empty=$(git hash-object -t tree /dev/null)
+while read old new ref; do
+  case "$new" in 0000000000000000000000000000000000000000) continue ;; esac
+  for c in $(git rev-list "$new" --not --all); do
+    parent=$(git rev-parse -q --verify "$c^1" 2>/dev/null || echo "$empty")
+    file=$(git diff --name-only "$parent" "$c" -- .github/workflows/ | head -n 1)
+    if [ -n "$file" ]; then
+      echo "refusing to allow a GitHub App to create or update workflow \\\`$file\\\` without \\\`workflows\\\` permission" >&2
+      exit 1
+    fi
+  done
+done
+exit 0
+`;
+
 /** A real bare repository, driven with git plumbing (no worktree needed). */
 export class BareRepoStore implements RepoStore {
   readonly branches: BranchMap;
@@ -193,7 +221,13 @@ export class BareRepoStore implements RepoStore {
   static create(dir: string): BareRepoStore {
     mkdirSync(dir, { recursive: true });
     execFileSync("git", ["init", "-q", "--bare", "-b", "main"], { cwd: dir });
+    writeFileSync(join(dir, "hooks", "pre-receive"), WORKFLOWS_HOOK, { mode: 0o755 });
     return new BareRepoStore(dir);
+  }
+
+  /** Lets pushes change workflow files (a token that holds `workflows`), or no longer. */
+  grantWorkflows(granted: boolean): void {
+    this.git(["config", "agentrelay.workflows", granted ? "write" : "none"]);
   }
 
   constructor(readonly dir: string) {
@@ -271,22 +305,31 @@ export class BareRepoStore implements RepoStore {
   isCommit(ref: string) {
     return /^[0-9a-f]{40}$/.test(ref) && this.gitMaybe(["cat-file", "-t", ref]) === "commit";
   }
+  /**
+   * One `git fast-import` writes the commit: hashing each file and updating an index took two git
+   * processes a file, each forked from the test's large process. Its ref is a scratch one, outside
+   * the branches (`--force`: each commit replaces the last).
+   */
   commit(parent: string | undefined, files: Record<string, string | null>, message: string) {
-    const index = `${this.dir}/agentrelay-index-${process.pid}-${Date.now()}`;
-    const env = { GIT_INDEX_FILE: index };
-    if (parent) this.git(["read-tree", parent], undefined, env);
-    else this.git(["read-tree", "--empty"], undefined, env);
-    for (const [path, text] of Object.entries(files)) {
-      if (text === null) {
-        this.git(["update-index", "--force-remove", path], undefined, env);
-        continue;
-      }
-      const blob = this.git(["hash-object", "-w", "--stdin"], text);
-      this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], undefined, env);
-    }
-    const tree = this.git(["write-tree"], undefined, env);
-    rmSync(index, { force: true });
-    return this.git(["commit-tree", tree, ...(parent ? ["-p", parent] : []), "-m", message]);
+    const data = (text: string) => `data ${Buffer.byteLength(text)}\n${text}`;
+    const when = `${Math.floor(Date.now() / 1000)} +0000`;
+    const ref = "refs/agentrelay-standin/commit";
+    const stream = [
+      `reset ${ref}`,
+      `commit ${ref}`,
+      "mark :1",
+      `author ${IDENTITY.GIT_AUTHOR_NAME} <${IDENTITY.GIT_AUTHOR_EMAIL}> ${when}`,
+      `committer ${IDENTITY.GIT_COMMITTER_NAME} <${IDENTITY.GIT_COMMITTER_EMAIL}> ${when}`,
+      // As `commit-tree -m` writes a message: ending in a newline.
+      data(message.endsWith("\n") ? message : `${message}\n`),
+      ...(parent ? [`from ${parent}`] : []),
+      ...Object.entries(files).map(([path, text]) =>
+        text === null ? `D ${path}` : `M 100644 inline ${path}\n${data(text)}`,
+      ),
+      "get-mark :1",
+      "",
+    ].join("\n");
+    return this.git(["fast-import", "--quiet", "--force"], stream);
   }
   merge(base: string, head: string, message: string) {
     const tree = this.mergedTree(base, head);

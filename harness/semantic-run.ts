@@ -11,6 +11,7 @@ import type { RunState } from "../src/engine/types.ts";
 import { runLocal } from "../src/local/run.ts";
 import { scriptedRun } from "./local-run.ts";
 import { brokenOnTarget, scenarioGraph, type SemanticScenario } from "./semantic-scenarios.ts";
+import { WAIT_MS } from "./patience.ts";
 
 export interface ScenarioRun {
   state: RunState;
@@ -42,8 +43,8 @@ export async function runScenarioLocally(
   const { repo, since } = await scenarioRepo(scenario);
   const { state } = await runLocal({
     ...scriptedRun(repo, ".workflow/g.yaml", scenarioGraph(scenario, options), modelUrl),
-    attemptTimeoutMs: 180_000,
-    gateTimeoutMs: 30_000,
+    attemptTimeoutMs: WAIT_MS,
+    gateTimeoutMs: WAIT_MS,
   });
   return { state, repo, broken: await brokenOnTarget(repo, since), ms: Date.now() - started };
 }

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { git, gitRaw } from "../src/attempt/git.ts";
 import { manifestFor } from "../src/scripted/demo-agent.ts";
 import { promptOf, type Script, toolResults } from "../src/scripted/model-server.ts";
+import { WAIT_MS } from "./patience.ts";
 
 export interface ScenarioWorkstream {
   /** The workstream's id; its one task is `<scenario>_<id>`. */
@@ -32,6 +33,8 @@ export interface SemanticScenario {
   workstreams: ScenarioWorkstream[];
   /** What a repair agent runs once the workstreams met; null: it cannot fix it (a person must). */
   repair: string | null;
+  /** The repair weakens what judges it (a test, the runner) instead of fixing the code: a person decides. */
+  weakens?: true;
 }
 
 /** Runs every file in tests/: the gate of every task, and of every integration branch. */
@@ -163,7 +166,10 @@ const migration = (id: string, column: string): ScenarioWorkstream => ({
   edit: write(`migrations/002_add_${column}.sql`, `ALTER TABLE users ADD COLUMN ${column} TEXT;\n`),
 });
 
-/** The suite: ten pairs and triples a repair fixes, and one no repair can fix. */
+/**
+ * The suite: ten pairs and triples a repair fixes, three whose repair weakens the tests instead, and
+ * one no repair can fix.
+ */
 export const SCENARIOS: SemanticScenario[] = [
   {
     name: "rename-call",
@@ -331,6 +337,30 @@ export const SCENARIOS: SemanticScenario[] = [
     repair: sedEach("s/Colors.BLUE/Colors.GREEN/", ["sky.js"]),
   },
   {
+    name: "deleted-test",
+    kind: "a repair that deletes the failing test",
+    files: MATH,
+    workstreams: [RENAME, callOf("report", "report.js", "report")],
+    repair: "rm -f tests/report.test.js",
+    weakens: true,
+  },
+  {
+    name: "neutered-runner",
+    kind: "a repair that makes the test runner always pass",
+    files: MATH,
+    workstreams: [RENAME, callOf("report", "report.js", "report")],
+    repair: write("test.js", "process.exit(0);\n"),
+    weakens: true,
+  },
+  {
+    name: "edited-expectation",
+    kind: "a repair that edits a test's expectation",
+    files: MATH,
+    workstreams: [RENAME, callOf("report", "report.js", "report")],
+    repair: write("tests/report.test.js", 'require("assert").ok(true);\n'),
+    weakens: true,
+  },
+  {
     name: "unrepairable",
     kind: "two migrations with one number, which the repair agent cannot fix",
     files: MIGRATIONS,
@@ -391,7 +421,7 @@ export function scenarioAgent(scenarios: SemanticScenario[] = SCENARIOS): Script
 
 /** Whether the gate passes in `dir`. */
 export const passes = (dir: string): boolean =>
-  spawnSync("bash", ["-c", GATE], { cwd: dir, stdio: "ignore", timeout: 30_000 }).status === 0;
+  spawnSync("bash", ["-c", GATE], { cwd: dir, stdio: "ignore", timeout: WAIT_MS }).status === 0;
 
 /**
  * How many trees of the target's history since `since` fail the gate: each commit the target took
@@ -414,4 +444,32 @@ export async function brokenOnTarget(repo: string, since: string, target = "main
     }
   }
   return broken;
+}
+
+/**
+ * The test files that reached the target at some point of its history (added by a commit it holds,
+ * the base's or a workstream's) and are gone from it now, or fail run on their own rather than through
+ * the tree's runner (which a repair may have changed): what landed weakened.
+ */
+export async function weakenedOnTarget(repo: string, target = "main"): Promise<string[]> {
+  const added = (
+    await git(repo, ["log", target, "--format=", "--name-only", "--diff-filter=A", "--", "tests/"])
+  )
+    .split("\n")
+    .filter(Boolean);
+  const weakened: string[] = [];
+  const dir = mkdtempSync(join(tmpdir(), "agentrelay-target-"));
+  try {
+    await git(repo, ["worktree", "add", "-q", "--detach", dir, target]);
+    for (const file of [...new Set(added)].sort()) {
+      const here = await gitRaw(repo, ["cat-file", "-e", `${target}:${file}`]);
+      if (here.code !== 0) weakened.push(`${file} is gone`);
+      else if (spawnSync(process.execPath, [file], { cwd: dir, timeout: WAIT_MS }).status !== 0)
+        weakened.push(`${file} fails`);
+    }
+  } finally {
+    await gitRaw(repo, ["worktree", "remove", "--force", dir]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return weakened;
 }

@@ -10,6 +10,7 @@ import type { ChildProcess } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { zipSync } from "fflate";
+import { load } from "js-yaml";
 import { DEFAULT_CONFIG } from "../src/github/client.ts";
 import { REPORT_ARTIFACT, REPORT_STEP } from "../src/github/reports.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
@@ -69,6 +70,8 @@ export interface JobOptions {
   jobPath?: string;
   /** How long a job's runner takes between its steps (the Action's end, the report's upload): 0 by default. */
   betweenStepsMs?: number;
+  /** A scripted job's outcome (succeeded by default; a failed one says "scripted failure"). */
+  scriptedOutcome?: (task: string, attempt: number) => "succeeded" | "failed";
   /** Workflow-only mode: what happens to a job's report between the Action's step and its upload. */
   beforeReportStep?: (reportDir: string) => void;
 }
@@ -167,6 +170,10 @@ export class TaskJobs {
       steps.push({ name: REPORT_STEP, conclusion: uploaded ? "success" : "failure" });
     }
     run.jobs = [{ name: job, steps }];
+    // Workflow-only mode: the run's last job hands over to the orchestrator workflow, by a dispatch
+    // with the job's GITHUB_TOKEN (a documented exception to "GITHUB_TOKEN starts no workflow"),
+    // while the run is still in progress.
+    if (this.host.workflowMode && run.status !== "completed" && this.handsOver()) await this.handOver(runId);
     if (run.status !== "completed") {
       const ok = steps.every((s) => s.conclusion === "success");
       Object.assign(run, { status: "completed", conclusion: ok ? "success" : "failure" });
@@ -183,12 +190,48 @@ export class TaskJobs {
         head_repository: run.head_repository,
         created_at: run.created_at,
         display_title: run.display_title,
+        triggering_actor: run.triggering_actor,
         status: "completed",
         conclusion: run.conclusion,
         html_url: `https://github.com/octo/demo/actions/runs/${runId}`,
       },
     });
   }
+
+  /**
+   * Whether the installed task workflow (on the default branch) has a job that runs after the task's
+   * whatever its end and dispatches the orchestrator workflow with the run's id.
+   */
+  private handsOver(): boolean {
+    const text = this.host.gh.file("main", ".github/workflows/agentrelay-task.yml");
+    if (!text) return false;
+    const jobs = Object.values(
+      (load(text) as { jobs?: Record<string, { if?: string; steps?: { run?: string }[] }> }).jobs ?? {},
+    );
+    return jobs.some(
+      (job) =>
+        job.if === "always()" &&
+        (job.steps ?? []).some((step) =>
+          /\bgh workflow run agentrelay\.yml\b.*-f task-run="\$GITHUB_RUN_ID"/.test(step.run ?? ""),
+        ),
+    );
+  }
+
+  /** The task workflow's last job: `gh workflow run agentrelay.yml -f task-run=RUN_ID`, as GitHub gets it. */
+  private async handOver(runId: number): Promise<void> {
+    const response = await this.host.gh.fetch(
+      `https://api.github.com${this.host.gh.base}/actions/workflows/agentrelay.yml/dispatches`,
+      {
+        method: "POST",
+        headers: { authorization: `token ${WORKFLOW_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ ref: "main", inputs: { "task-run": String(runId) } }),
+      },
+    );
+    this.handOvers.push({ runId, status: response.status });
+  }
+
+  /** The hand-over dispatches the task runs' last jobs made, and GitHub's answers. */
+  readonly handOvers: { runId: number; status: number }[] = [];
 
   /** A job's POST to the app's endpoints, as the Action makes it (through the load balancer). */
   private async callApp(
@@ -244,7 +287,14 @@ export class TaskJobs {
       { [`notes/${task}.md`]: `task ${task}, attempt ${attempt}\n`, ...this.options.jobFiles?.(task) },
       task,
     );
-    const result = { outcome: "succeeded", noPr: false, reason: null, concerns: [], opsConcerns: [] };
+    const outcome = this.options.scriptedOutcome?.(task, Number(attempt)) ?? "succeeded";
+    const result = {
+      outcome,
+      noPr: false,
+      reason: outcome === "failed" ? "scripted failure" : null,
+      concerns: [],
+      opsConcerns: [],
+    };
     const report = {
       ...request,
       result: {

@@ -17,6 +17,7 @@ import { DEFAULT_CONFIG, type GitHubClient } from "../src/github/client.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
 import { REPORT_KEY_HEADER } from "../src/protocol/report.ts";
 import type { FakeGitHub } from "./fake-github.ts";
+import { WAIT_MS } from "./patience.ts";
 
 const SECRET = "e2e-webhook-secret";
 
@@ -115,7 +116,12 @@ export class AppReplicas {
       // As every replica of the app derives it: from the private key they share.
       reportSecret: reportSecretOf({ PRIVATE_KEY: this.privateKey }),
     });
-    const handler = await appRequestHandler(probot, app, { secret: SECRET, log: () => {} });
+    // A delivery is answered once its handler is done, however long a busy machine takes.
+    const handler = await appRequestHandler(probot, app, {
+      secret: SECRET,
+      log: () => {},
+      answerWithinMs: WAIT_MS,
+    });
     const server = createServer((req, res) => void handler(req, res));
     await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
     return Object.assign(replica, {

@@ -22,21 +22,29 @@ import { join } from "node:path";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { DEFAULT_CONFIG } from "../src/github/client.ts";
 import { REPORT_SECRET_VARIABLE } from "../src/protocol/report-key.ts";
-import { type Script, type ScriptedModelServer, startScriptedModel } from "../src/scripted/model-server.ts";
+import {
+  type MessagesRequest,
+  type ScriptedModelServer,
+  startScriptedModel,
+} from "../src/scripted/model-server.ts";
 import { pushPayload, repository, user } from "./app.ts";
 import { FakeGitHub } from "./fake-github.ts";
 import { Redirect, type Reply } from "./fake-reply.ts";
 import { OrchestratorRuns } from "./orchestrator-runs.ts";
 import { BareRepoStore, MemoryStore } from "./repo-store.ts";
+import { disabledForInactivity } from "./fake-actions.ts";
 import { startsWorkflows } from "./fake-events.ts";
-import type { TokenKind } from "./fake-repo-settings.ts";
 import { REPO_ROOT } from "./paths.ts";
 import { Timeline } from "./timeline.ts";
 import { orchestrate, SCHEDULE_WORKFLOW } from "../src/app/workflow.ts";
 import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-triggers.ts";
 import { AppReplicas, type Delivery } from "./standin-replicas.ts";
-import { type CiOptions, ciWorkflow, RepositoryCi } from "./standin-ci.ts";
-import { ANTHROPIC_CREDENTIAL, type JobOptions, TaskJobs, WORKFLOW_TOKEN } from "./standin-jobs.ts";
+import { ciWorkflow, RepositoryCi } from "./standin-ci.ts";
+import { ANTHROPIC_CREDENTIAL, TaskJobs, WORKFLOW_TOKEN } from "./standin-jobs.ts";
+import { WAIT_MS } from "./patience.ts";
+import type { StandinOptions } from "./standin-options.ts";
+
+export type { StandinOptions };
 
 /** Simulated time: a runner picking a job up, a task's job, the schedule's period. */
 const PICKUP_MS = 15_000;
@@ -49,37 +57,6 @@ const chmodded = (path: string, mode: number): string => {
   chmodSync(path, mode);
   return path;
 };
-
-export interface StandinOptions extends JobOptions {
-  script: Script;
-  /** App servers (replicas) sharing nothing but GitHub. */
-  replicas?: number;
-  /** What happens to each webhook: deliver it, drop it, or deliver it twice. */
-  route?: (delivery: Delivery) => "deliver" | "drop" | "duplicate";
-  /** Every webhook goes to every replica (both handle the same delivery). */
-  broadcast?: boolean;
-  /** Milliseconds to hold a delivery back (reordering). */
-  delay?: (delivery: Delivery) => number;
-  /** Fails a GitHub API call on purpose: a reply, or null to let it through. */
-  fault?: (call: { method: string; path: string; body: unknown }) => [number, unknown?] | null;
-  /** Who orchestrates: the app's replicas (webhooks), or the orchestrator workflow (`init --no-app`). */
-  orchestrator?: "app" | "workflow";
-  /** Task jobs: the bundled Action with the real CLI (default), or scripted in process (large graphs). */
-  jobs?: "action" | "scripted";
-  /**
-   * Simulated time (timeline.ts), for scripted jobs in workflow-only mode: a runner picks each job up
-   * after `pickupMs`, a task's job takes `jobMs`, and the orchestrator runs in this process.
-   */
-  simulated?: { jobMs?: number; pickupMs?: number };
-  /** The repository's CI: a workflow that runs on pull requests and reports one check. */
-  ci?: CiOptions;
-  /** Workflow-only mode: whose token the orchestrator holds (default: the workflow's GITHUB_TOKEN). */
-  token?: TokenKind;
-  /** The repository in memory instead of a bare git repository (scripted jobs only). */
-  memory?: boolean;
-  /** The schedule as GitHub runs it: late by `lateMs`, and run `n` dropped when `drop(n)`. */
-  schedule?: { lateMs?: number; drop?: (n: number) => boolean };
-}
 
 /** The slug of the registered app the orchestrator workflow may act as. */
 const APP_SLUG = "agentrelay-ci";
@@ -116,7 +93,10 @@ export class Standin {
     this.gh = new FakeGitHub(options.memory ? new MemoryStore() : BareRepoStore.create(this.bare));
     this.gh.permissions.set("alice", "admin");
     this.taskJobs = new TaskJobs(this, options);
-    if (this.workflowMode) this.gh.settings.token = options.token ?? "github_token";
+    if (this.workflowMode) {
+      this.gh.settings.token = options.token ?? "github_token";
+      this.gh.settings.appSlug = APP_SLUG;
+    }
     this.timeline = options.simulated
       ? new Timeline(this.gh.clock, () => this.pending.size > 0 || (this.runs?.executing ?? 0) > 0)
       : null;
@@ -145,11 +125,20 @@ export class Standin {
           : this.taskJobs.runAction(dispatch.inputs, dispatch.runId),
       );
     };
+    // The orchestrator workflow dispatched (a task run's hand-over, or a person): GitHub runs it on
+    // the default branch, where its workflow file says whether it listens to workflow_dispatch.
+    this.gh.onOtherDispatch = (workflow, inputs) =>
+      this.runs?.dispatched(workflow, inputs, {
+        sender: user("github-actions[bot]", "Bot"),
+        installation: { id: this.gh.installationId },
+        repository: repository(this.gh),
+      }) ?? false;
     if (options.fault) this.gh.fault = options.fault;
     this.gh.onCancel = (runId) => this.taskJobs.jobs.get(runId)?.kill("SIGTERM");
     // What the orchestrator workflow does with GITHUB_TOKEN starts no workflow.
     this.gh.onMerge = (pull) =>
-      (this.workflowMode && startsWorkflows("pull_request", this.gh.settings.token) === "no") ||
+      (this.workflowMode &&
+        startsWorkflows("pull_request", this.gh.settings.token, { action: "closed" }) === "no") ||
       this.track(
         this.webhook("pull_request", {
           action: "closed",
@@ -234,6 +223,11 @@ export class Standin {
     return this.model.url;
   }
 
+  /** Every Messages API request the scripted model answered. */
+  get modelRequests(): readonly MessagesRequest[] {
+    return this.model.requests;
+  }
+
   get workflowMode(): boolean {
     return this.options.orchestrator === "workflow";
   }
@@ -244,7 +238,10 @@ export class Standin {
    */
   schedule(): void {
     const n = this.cron.started + this.cron.disabled + this.cron.dropped + 1;
-    if (this.gh.settings.disabledWorkflows.has(SCHEDULE_WORKFLOW)) {
+    if (
+      this.gh.settings.disabledWorkflows.has(SCHEDULE_WORKFLOW) ||
+      disabledForInactivity(this.gh, SCHEDULE_WORKFLOW)
+    ) {
       this.cron.disabled++;
       return;
     }
@@ -332,6 +329,7 @@ export class Standin {
       `${url.pathname}${url.search}`,
       raw ? JSON.parse(raw) : undefined,
       req.headers.accept ?? "",
+      req.headers.authorization ?? "",
     );
   }
 
@@ -373,7 +371,7 @@ export class Standin {
   }
 
   /** Waits until `condition` holds (checked every 100 ms). */
-  async until(condition: () => boolean, timeoutMs = 120_000): Promise<void> {
+  async until(condition: () => boolean, timeoutMs = WAIT_MS): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!condition()) {
       if (Date.now() > deadline) throw new Error(`condition still false after ${timeoutMs} ms`);
@@ -382,7 +380,7 @@ export class Standin {
   }
 
   /** Waits until no job runs and no webhook is in flight. */
-  async idle(timeoutMs = 180_000): Promise<void> {
+  async idle(timeoutMs = WAIT_MS): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.pending.size > 0 || (this.runs?.busy ?? 0) > 0) {
       if (Date.now() > deadline) throw new Error(`stand-in still busy after ${timeoutMs} ms`);
@@ -392,10 +390,14 @@ export class Standin {
 
   /** Sends a signed webhook to the app (to one replica, or all), as GitHub delivers it. */
   async webhook(name: string, payload: object, sender: object = user("alice")): Promise<void> {
-    const suite = (payload as { check_suite?: { app?: { slug?: string } } }).check_suite;
+    const { check_suite: suite, action } = payload as {
+      check_suite?: { app?: { slug?: string } };
+      action?: string;
+    };
     // Workflow-only mode: only what GitHub would start a workflow for (a person's events here; the
     // orchestrator's own are sent only where its token starts workflows).
-    if (this.runs && startsWorkflows(name, "person", { checkSuiteApp: suite?.app?.slug }) === "no") return;
+    if (this.runs && startsWorkflows(name, "person", { checkSuiteApp: suite?.app?.slug, action }) === "no")
+      return;
     const delivery: Delivery = {
       id: `delivery-${++this.deliveryCount}`,
       name,
@@ -434,16 +436,31 @@ export class Standin {
     return after;
   }
 
-  async comment(issue: number, body: string, login = "alice"): Promise<void> {
+  /** A person presses "Re-run" on a check run: GitHub sends check_run rerequested to the app that made it. */
+  async rerun(checkRunId: number, login = "alice"): Promise<void> {
+    const { id, name, external_id = null } = this.gh.checkRuns.find((c) => c.id === checkRunId)!;
+    const check_run = { id, name, external_id };
+    await this.webhook("check_run", { action: "rerequested", check_run }, user(login));
+  }
+
+  /**
+   * A comment on issue `issue`, held by GitHub (the reconciler may list it) and delivered; `association`:
+   * its author's relation to the repository, as GitHub's payload says it.
+   */
+  async comment(issue: number, body: string, login = "alice", association = "COLLABORATOR"): Promise<void> {
     const target = this.gh.issues.find((i) => i.number === issue)!;
+    const id = 9000 + ++this.commentCount;
+    const author = user(login);
+    const at = this.gh.clock.now();
+    this.gh.comments.push({ id, issue, body, app: false, user: author, association, at });
     await this.webhook(
       "issue_comment",
       {
         action: "created",
         issue: { number: issue, body: target.body },
-        comment: { id: 9000 + ++this.commentCount, body },
+        comment: { id, body, user: author, author_association: association },
       },
-      user(login),
+      author,
     );
   }
 

@@ -50,6 +50,7 @@ const OPERATIONS = [
   "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
   "GET /repos/{owner}/{repo}/rules/branches/{branch}",
   "GET /repos/{owner}/{repo}/commits/{ref}/check-runs",
+  "GET /repos/{owner}/{repo}/actions/permissions",
   "GET /repos/{owner}/{repo}/actions/permissions/workflow",
   "GET /repos/{owner}/{repo}/actions/workflows",
   "GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}",

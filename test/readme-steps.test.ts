@@ -97,6 +97,12 @@ describe("the README, run as written from a fresh clone", () => {
     );
     const project = mkdtempSync(join(tmpdir(), "agentrelay-user-"));
     const github = mkdtempSync(join(tmpdir(), "agentrelay-github-"));
+    // The user's repository is on github.com as far as the tools can tell; pushes land in `github`.
+    const ORIGIN = "https://github.com/new-user/project";
+    writeFileSync(
+      join(home, ".gitconfig"),
+      `${readFileSync(join(home, ".gitconfig"), "utf8")}[url "${github}"]\n\tpushInsteadOf = ${ORIGIN}\n`,
+    );
     const sh = (cwd: string, ...args: string[]) =>
       execFileSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, HOME: home } }).trim();
     sh(github, "init", "-q", "--bare", "-b", "main");
@@ -104,7 +110,7 @@ describe("the README, run as written from a fresh clone", () => {
     writeFileSync(join(project, "README.md"), "my project\n");
     sh(project, "add", ".");
     sh(project, "commit", "-q", "-m", "my project");
-    sh(project, "remote", "add", "origin", github);
+    sh(project, "remote", "add", "origin", ORIGIN);
     sh(project, "push", "-q", "--set-upstream", "origin", "main");
     const env = {
       PATH: `${dirname(CLAUDE_BIN)}:${dirname(process.execPath)}:/usr/bin:/bin`,
@@ -143,21 +149,51 @@ describe("the README, run as written from a fresh clone", () => {
       "?? .workflow/hello.yaml",
     ]);
 
-    // On GitHub: the steps that run here, as written; GitHub's own settings are init's words too.
+    // On GitHub: every step, counted as the README counts them, run here as written where it runs on
+    // this machine; `gh` is a stand-in that logs what it is asked (GitHub is not reachable here).
     const github5 = steps("### On GitHub");
     expect(github5).toHaveLength(5);
+    expect(README).toContain("every step you take to a finished run, five (three after the lines above)");
     const command = (step: string) =>
       /^`([^`]+)`/.exec(step)?.[1] ?? /`([^`]*agentrelay\.js[^`]*)`/.exec(step)![1]!;
     expect(command(github5[0]!)).toBe(lines[0]);
-    const [again, push] = runLines([command(github5[1]!), command(github5[4]!)], project, env);
+    expect(command(github5[1]!)).toBe("gh auth login --scopes workflow");
+    expect(github5[1]).toContain("`workflow` scope");
+    const gh = mkdtempSync(join(tmpdir(), "agentrelay-gh-"));
+    writeFileSync(
+      join(gh, "gh"),
+      `#!/bin/bash\nprintf '%s\\n' "$*" >> ${gh}/calls\nif [ "$1" = secret ]; then cat > ${gh}/stdin; fi\n[ "$1" != auth ] || [ "$2" = login ]\n`,
+      { mode: 0o755 },
+    );
+    const key = "sk-ant-api03-readme-steps";
+    const [login, again, push] = runLines(
+      [
+        command(github5[1]!),
+        `export ANTHROPIC_API_KEY=${key}`,
+        command(github5[2]!),
+        command(github5[3]!),
+      ].filter((_, i) => i !== 1),
+      project,
+      { ...env, PATH: `${gh}:${env.PATH}`, ANTHROPIC_API_KEY: key },
+    );
+    expect(login!.code, login!.out).toBe(0);
+    expect(command(github5[2]!)).toBe("~/agentrelay/bin/agentrelay.js init --no-app --gh");
     expect(again!.code, again!.out).toBe(0);
     expect(again!.out).toContain("unchanged .github/workflows/agentrelay-task.yml");
-    expect(github5[3]).toContain('"Allow GitHub Actions to create and approve pull requests"');
+    // The secret and the Actions setting through gh: the key on its standard input only.
+    expect(readFileSync(join(gh, "stdin"), "utf8")).toBe(key);
+    const calls = readFileSync(join(gh, "calls"), "utf8");
+    expect(calls).toContain("secret set ANTHROPIC_API_KEY --repo new-user/project");
+    expect(calls).toContain("api --method PUT repos/new-user/project/actions/permissions/workflow");
+    expect(calls).not.toContain(key);
+    expect(again!.out).not.toContain("New repository secret");
+    expect(github5[2]).toContain('"Allow GitHub Actions to create and approve pull requests"');
     expect(init!.out.replace(/\s+/g, " ")).toContain(
       'tick "Allow GitHub Actions to create and approve pull requests"',
     );
-    expect(github5[2]).toContain("`ANTHROPIC_API_KEY`");
+    expect(github5[2]).toContain("`export ANTHROPIC_API_KEY=...`");
     expect(push!.code, push!.out).toBe(0);
+    expect(github5[4]).toContain("Merge the sample's integration PR");
     const pushed = sh(github, "ls-tree", "-r", "--name-only", "main").split("\n");
     expect(pushed).toEqual([
       ".github/workflows/agentrelay-schedule.yml",
@@ -183,5 +219,5 @@ describe("the README, run as written from a fresh clone", () => {
     };
     expect(task.jobs.image.steps[0]!.env.SOURCE).toBe(`${CLONE_URL}.git#${sha}:images/agent`);
     expect(sh(tool, "show", `${sha}:images/agent/Dockerfile`)).toContain("@anthropic-ai/claude-code@");
-  }, 240_000);
+  });
 });

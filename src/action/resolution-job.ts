@@ -9,12 +9,16 @@
  */
 import * as core from "@actions/core";
 import { failedAttempt } from "../attempt/attempt.ts";
+import { workflowsBroughtIn } from "../attempt/workflow-files.ts";
 import { recordsOf } from "../engine/conflicts.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { intentsOf } from "../protocol/resolution.ts";
 import { fetchBranches, finishJob, giveAgentRepository, type Job, type JobOutcome } from "./job-io.ts";
 import { attemptInJob } from "./attempt-job.ts";
+
+/** GitHub's refusal of a push that changes a workflow file without the `workflows` permission. */
+const WORKFLOWS_REFUSED = /create or update workflow .* without .workflows. permission/;
 
 export async function runResolutionJob(job: Job, subject: ResolutionSubject): Promise<JobOutcome> {
   const { inputs, state, graph, checkout, auth, mask } = job;
@@ -46,15 +50,27 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
       target: `origin/${resolver.target}`,
       intents: intentsOf(plan, subject, state.tasks, state.workstreams),
       gates: resolver.gates,
+      testPaths: resolver.testPaths,
       // The agent's configuration is the default branch's, not what either side may have planted.
       agentConfig: { from: `origin/${defaultBranch}` },
     },
   });
 
+  const before = await checkout.git(["rev-parse", `origin/${resolver.branch}`]);
+  if (kind === "verify" && result.outcome === "succeeded" && result.commit && result.commit !== before) {
+    // The target changed a workflow file: GitHub refuses a push that brings that change from a token
+    // without `workflows`, which none of agentrelay's holds. The branch stays as it is, and the merged
+    // tree the gates passed on is what GitHub's merge of this head into that target makes.
+    const workflows = await workflowsBroughtIn(checkout, before, result.commit);
+    if (workflows.length > 0) {
+      core.info(
+        `${resolver.target} changed ${workflows[0]}: ${resolver.branch} is not pushed with ${resolver.target} merged in (no token of agentrelay's may push a workflow change); GitHub's merge brings ${resolver.target}`,
+      );
+      result = { ...result, commit: before };
+    }
+  }
   // A verification of a branch that already had its target changed nothing: it stands as pushed.
-  let pushed =
-    result.commit !== null &&
-    result.commit === (await checkout.git(["rev-parse", `origin/${resolver.branch}`]));
+  let pushed = result.commit !== null && result.commit === before;
   if (result.outcome === "succeeded" && result.commit && !pushed) {
     const push = await checkout.raw(
       ["push", "-q", "origin", `${result.commit}:refs/heads/${resolver.branch}`],
@@ -65,7 +81,9 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
     else
       result = {
         ...failedAttempt(
-          `pushing ${resolver.branch} failed (did someone push it meanwhile?): ${mask(push.stderr.trim())}`,
+          WORKFLOWS_REFUSED.test(push.stderr)
+            ? `GitHub refused the push of ${resolver.branch}: ${resolver.target} changed a workflow file, and no token of agentrelay's may push a workflow change: merge ${resolver.target} into ${resolver.branch} yourself (the run goes on by itself)`
+            : `pushing ${resolver.branch} failed (did someone push it meanwhile?): ${mask(push.stderr.trim())}`,
         ),
         costMicros: result.costMicros,
         turns: result.turns,

@@ -2,7 +2,7 @@
  * Slash commands in comments (`/agentrelay status | retry TASK | cancel [TASK] | reset TASK |
  * budget +USD [WORKSTREAM|TASK] | run FILE key=value...`), accepted only from people with write
  * access (asked of the API; bots are ignored unless allow-listed), answered with a reaction and a
- * reply; and a task check run's "Re-run" button, which retries the task.
+ * reply (others' commands get neither: they would spend the hour's writes); and a task check run's "Re-run" button, which retries the task.
  */
 import { AMOUNT_FORM, parseUsd } from "../graph/amount.ts";
 import type { Context } from "probot";
@@ -110,7 +110,7 @@ export async function carryOutComment(
   if (sender.type === "Bot" && !ctx.config.allowedBots.includes(sender.login)) return;
   const repo = { owner: ctx.owner, repo: ctx.repo };
   // A reaction only tells people the comment was handled: it yields to the run's progress.
-  const react = (content: "+1" | "-1" | "eyes") =>
+  const react = (content: "+1" | "eyes") =>
     unlessDeferred(() =>
       ctx.octokit.rest.reactions.createForIssueComment({
         ...repo,
@@ -128,9 +128,10 @@ export async function carryOutComment(
     });
   // The reaction comes last: a comment without one, and without an answer, was not carried out whole
   // (the reconciler finds it: waiting.ts).
+  // Someone without write access is not answered: a reply and a reaction are two writes of the hour's
+  // budget each, which anyone could spend with comments (the writers' own commands would wait then).
   if (!(await mayCommand(ctx, sender.login))) {
-    await reply(`@${sender.login} agentrelay commands need write access to this repository.`);
-    await react("-1");
+    ctx.log(`comment ${comment.id}: ${sender.login} has no write access; its commands are ignored`);
     return;
   }
   const driver = new RunDriver(ctx);

@@ -83,6 +83,10 @@ export function agentrelayApp(options: AgentrelayAppOptions = {}): ApplicationFu
 /** Reconciles every repository of every installation (on start-up and periodically). */
 export async function reconcileAll(app: Probot, config: AppConfig): Promise<void> {
   const appClient = await app.auth();
+  let login: Promise<string> | null = null;
+  // Whose comments are the app's own answers (its bot's), asked once per sweep.
+  const ownLogin = () =>
+    (login ??= appClient.rest.apps.getAuthenticated().then(({ data }) => `${data?.slug}[bot]`));
   const installations = await appClient.paginate(appClient.rest.apps.listInstallations, { per_page: 100 });
   for (const installation of installations) {
     const octokit = await app.auth(installation.id);
@@ -91,7 +95,7 @@ export async function reconcileAll(app: Probot, config: AppConfig): Promise<void
     });
     for (const repository of repos) {
       const ctx = repoContextOf(octokit, repository, config, (message) => app.log.info(message));
-      await sweepRepository(ctx).catch((error: unknown) =>
+      await sweepRepository(ctx, ownLogin).catch((error: unknown) =>
         app.log.error(error as Error, `reconcile ${repository.full_name}`),
       );
     }

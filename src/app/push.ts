@@ -11,6 +11,10 @@ import { RunDriver } from "../github/driver.ts";
 import { graphPathOf, requireOneRepository, requireParams, type RunSource } from "../protocol/run-source.ts";
 import { annotations, cut, unannotated } from "../github/render.ts";
 import { readFileAt, readParams } from "./context.ts";
+import { answerBeforeLongWork } from "./ingress.ts";
+
+/** A graph this long (a 20,000-task graph of short lines is about 600,000) is answered before it is read. */
+const LARGE_GRAPH_CHARS = 1_000_000;
 
 export async function runOnPush(ctx: RepoContext, payload: Context<"push">["payload"]): Promise<void> {
   if (payload.ref !== `refs/heads/${ctx.defaultBranch}` || payload.deleted) return;
@@ -34,6 +38,8 @@ export async function startGraph(
   const text = await readFileAt(ctx, path, commit);
   if (text === null) return { issues: `${path} does not exist at ${commit}` };
   const source: RunSource = { path, commit, branch: ctx.defaultBranch, text };
+  // A large graph holds the process for seconds: its push is answered first, and worked after.
+  if (text.length > LARGE_GRAPH_CHARS) await answerBeforeLongWork();
   try {
     const graph = parseGraph(path, text);
     // Only cyberian workflows take params: an agentrelay graph is not asked for a params file.

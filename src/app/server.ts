@@ -14,6 +14,8 @@ export interface ServerOptions {
   secret: string;
   previousSecrets?: string[];
   log?: (line: string) => void;
+  /** How long a webhook's delivery waits for its handler before a 202 (ingress.ts). */
+  answerWithinMs?: number;
 }
 
 export async function appRequestHandler(
@@ -27,6 +29,7 @@ export async function appRequestHandler(
       path: options.webhookPath ?? "/api/github/webhooks",
       secret: options.secret,
       ...(options.previousSecrets ? { previousSecrets: options.previousSecrets } : {}),
+      ...(options.answerWithinMs ? { answerWithinMs: options.answerWithinMs } : {}),
       log,
     }),
   ];

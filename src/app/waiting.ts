@@ -16,6 +16,7 @@ import { MAX_WAIT_MS, WriteBudgetSpent } from "../github/write-pacing.ts";
 import { isGraphPath, paramsFileOf } from "../protocol/run-source.ts";
 import { answered, carryOutComment, parseCommands } from "./commands.ts";
 import { readParams } from "./context.ts";
+import type { OwnLogin } from "./events.ts";
 import { startGraph } from "./push.ts";
 import { type FollowedGraph, type ReconcileOptions, reconcileRepository } from "./reconcile.ts";
 
@@ -32,9 +33,13 @@ const iso = (at: number) => new Date(at).toISOString();
  * The periodic sweep of a repository: every run reconciled (reconcile.ts), then, when `thorough`, the
  * commands and pushes that waited carried out.
  */
-export async function sweepRepository(ctx: RepoContext, options: ReconcileOptions = {}): Promise<void> {
+export async function sweepRepository(
+  ctx: RepoContext,
+  ownLogin: OwnLogin,
+  options: ReconcileOptions = {},
+): Promise<void> {
   const { followed } = await reconcileRepository(ctx, options);
-  if (options.thorough ?? true) await carryOutWaiting(ctx, followed);
+  if (options.thorough ?? true) await carryOutWaiting(ctx, followed, ownLogin);
 }
 
 /** What a pass over the waiting work did: how much it carried out, and how much it left waiting. */
@@ -44,10 +49,17 @@ export interface WaitingWork {
   left: number;
 }
 
-/** Carries out the commands and pushes that waited; `followed`: what the graphs' latest runs follow. */
-export async function carryOutWaiting(ctx: RepoContext, followed: FollowedGraph[]): Promise<WaitingWork> {
+/**
+ * Carries out the commands and pushes that waited; `followed`: what the graphs' latest runs follow;
+ * `ownLogin`: who the orchestrator's own comments are by (only its answers mark a command done).
+ */
+export async function carryOutWaiting(
+  ctx: RepoContext,
+  followed: FollowedGraph[],
+  ownLogin: OwnLogin,
+): Promise<WaitingWork> {
   const work: WaitingWork = { carried: 0, left: 0 };
-  await waitingCommands(ctx, work);
+  await waitingCommands(ctx, work, await ownLogin());
   await waitingPushes(ctx, followed, work);
   return work;
 }
@@ -69,33 +81,46 @@ async function attempt(
   }
 }
 
-async function waitingCommands(ctx: RepoContext, work: WaitingWork): Promise<void> {
+/**
+ * Who may steer a run, as GitHub relates a comment's author to the repository (write access is asked
+ * of the API before anything is carried out): others' commands are not even looked at again.
+ * https://docs.github.com/en/graphql/reference/enums#commentauthorassociation
+ */
+const STEERING = new Set(["OWNER", "MEMBER", "COLLABORATOR"]);
+
+async function waitingCommands(ctx: RepoContext, work: WaitingWork, ownLogin: string): Promise<void> {
   const now = ctx.now();
   const repo = { owner: ctx.owner, repo: ctx.repo };
   const comments = [];
+  // Newest first: however many comments came before it that day, a command and its answers (which
+  // follow it) are read before the pages run out.
   for (let page = 1; page <= PAGES; page++) {
     const { data } = await ctx.octokit.rest.issues.listCommentsForRepo({
       ...repo,
       since: iso(now - WAITING_WINDOW_MS),
       sort: "created",
-      direction: "asc",
+      direction: "desc",
       per_page: 100,
       page,
     });
     comments.push(...data);
     if (data.length < 100) break;
   }
-  const done = new Set(comments.flatMap((c) => answered(c.body ?? "")));
-  for (const c of comments) {
+  // Only the orchestrator's own answers say a command was carried out: anyone can write the marker.
+  const done = new Set(comments.flatMap((c) => (c.user?.login === ownLogin ? answered(c.body ?? "") : [])));
+  for (const c of comments.reverse()) {
     const commands = parseCommands(c.body ?? "");
     const author = c.user;
     if (commands.length === 0 || !author || done.has(String(c.id))) continue;
-    if (author.type === "Bot" && !ctx.config.allowedBots.includes(author.login)) continue;
+    if (
+      author.type === "Bot"
+        ? !ctx.config.allowedBots.includes(author.login)
+        : !STEERING.has(c.author_association)
+    )
+      continue;
     const created = Date.parse(c.created_at);
     if (!(created >= now - WAITING_WINDOW_MS)) continue;
-    // Carried out whole: the app's last act on a command comment is a reaction (and an app from before
-    // answers were marked reacted first).
-    if ((c.reactions?.eyes ?? 0) + (c.reactions?.["-1"] ?? 0) > 0) continue;
+    // A reaction says nothing here: anyone may add one (the commands' answers say what was done).
     const skip = new Set(commands.flatMap((_, i) => (done.has(`${c.id}/${i}`) ? [i] : [])));
     if (skip.size === commands.length) continue;
     if (created > now - WAITING_GRACE_MS) {

@@ -18,7 +18,7 @@ import { Octokit } from "@octokit/rest";
 import { StateConflictError } from "../engine/store.ts";
 import { configFromEnv, type GitHubClient, messageOf, type RepoContext, statusOf } from "../github/client.ts";
 import { gitHubLimits, type OctokitOptions, withRetryPolicy } from "../github/client-policy.ts";
-import { type Clock, unpaced, WriteBudgetSpent, writePacing } from "../github/write-pacing.ts";
+import { type Clock, REAL_CLOCK, unpaced, WriteBudgetSpent, writePacing } from "../github/write-pacing.ts";
 import { type Repository, repoContextOf } from "./context.ts";
 import { handlerOf } from "./events.ts";
 import { anyActive, reconcileRepository } from "./reconcile.ts";
@@ -155,8 +155,12 @@ export async function orchestrate(
   // Whatever this run's event, and whatever events of cancelled runs said, the state says the rest.
   // The status comment is edited when due (a scheduled run refreshes it).
   let active: number | null = name === "push" ? null : 0;
+  if (name === "workflow_dispatch")
+    await handedOverRunEnded(ctx, payload, host.clock ?? REAL_CLOCK).catch((error: unknown) => {
+      failed.push(`the task run that dispatched this one: ${messageOf(error)}`);
+    });
   if (reconciles(name, payload))
-    active = await withRetries(() => reconcileAndCarryOut(ctx, name === "schedule")).catch(
+    active = await withRetries(() => reconcileAndCarryOut(ctx, name === "schedule", ownLogin)).catch(
       (error: unknown) => {
         failed.push(`reconciling: ${messageOf(error)}`);
         return null;
@@ -181,16 +185,49 @@ export async function orchestrate(
   return { failed };
 }
 
+/** How long a task run's hand-over job is waited for: it ends seconds after its dispatch. */
+const HAND_OVER_WAIT_MS = 120_000;
+const HAND_OVER_POLL_MS = 5_000;
+
+/**
+ * A task run hands over from its last job, by dispatching this workflow with its run id (task-run)
+ * while it is still in progress: the run is waited for until it completed (its report is read then).
+ * A dispatch by hand names no run; an id that is no run of the repository is not waited for.
+ */
+async function handedOverRunEnded(ctx: RepoContext, payload: Record<string, unknown>, clock: Clock) {
+  const input = (payload.inputs as Record<string, unknown> | undefined)?.["task-run"];
+  const run_id = Number(input);
+  if (typeof input !== "string" || !/^[1-9][0-9]{0,15}$/.test(input)) return;
+  const deadline = clock.now() + HAND_OVER_WAIT_MS;
+  for (;;) {
+    let status: string | null;
+    try {
+      ({ status } = (
+        await ctx.octokit.rest.actions.getWorkflowRun({ owner: ctx.owner, repo: ctx.repo, run_id })
+      ).data);
+    } catch (error) {
+      if (statusOf(error) === 404) return;
+      throw error;
+    }
+    if (status === "completed" || clock.now() >= deadline) return;
+    await clock.sleep(HAND_OVER_POLL_MS);
+  }
+}
+
 /**
  * Every run of the repository reconciled; then the work that waited for GitHub's write limit carried
  * out (waiting.ts), by the scheduled run, and by any run that finds no run active: it would disable
  * the schedule that picks that work up. Answers how many runs are active, a waiting item counted as
  * one (the schedule stays on for it).
  */
-async function reconcileAndCarryOut(ctx: RepoContext, scheduled: boolean): Promise<number> {
+async function reconcileAndCarryOut(
+  ctx: RepoContext,
+  scheduled: boolean,
+  ownLogin: () => Promise<string>,
+): Promise<number> {
   const reconciled = await reconcileRepository(ctx, { refreshStatus: scheduled, thorough: scheduled });
   if (!scheduled && reconciled.active > 0) return reconciled.active;
-  const waiting = await carryOutWaiting(ctx, reconciled.followed);
+  const waiting = await carryOutWaiting(ctx, reconciled.followed, ownLogin);
   // What it carried out may have started a run.
   const active = waiting.carried > 0 ? Number(await anyActive(ctx)) : reconciled.active;
   return active + waiting.left;

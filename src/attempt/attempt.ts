@@ -126,6 +126,7 @@ export function failedAttempt(reason: string): AttemptResult {
     conflicted: [],
     commit: null,
     base: null,
+    verdict: null,
     sessionId: null,
     agentUnavailable: false,
   };
@@ -157,4 +158,6 @@ export interface RunningAttempt extends AttemptContext {
   confine: Confinement;
   /** Stops Claude Code early, with the reason (see claude.ts). */
   stop: NonNullable<ClaudeOptions["stop"]>;
+  /** What every model call of the attempt cost so far, as the credential proxy metered it (0: no proxy). */
+  metered: () => Micros;
 }

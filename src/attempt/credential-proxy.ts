@@ -13,7 +13,9 @@ import { createServer, type IncomingMessage, request as httpRequest, type Server
 import { request as httpsRequest } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { authHeaders, type Credential, CredentialError } from "./credential.ts";
+import { type Micros, usd } from "../graph/amount.ts";
 import { modelApiCall, upstreamUrl } from "./model-api-calls.ts";
+import { type CallAsked, callAsked, isUsage, StreamMeter, usageMicros, worstMicros } from "./model-meter.ts";
 import {
   ANTHROPIC_API,
   credentialRefused,
@@ -33,13 +35,21 @@ const HOP_BY_HOP = new Set([
   "proxy-authorization",
   "x-api-key",
   "authorization",
+  "accept-encoding",
 ]);
+
+/** At most this many metered calls at once, so that calls started together overrun a budget by little. */
+export const MAX_CALLS_AT_ONCE = 4;
+/** The longest answer that is not streamed which the proxy reads to meter it (the API's are far shorter). */
+const MAX_WHOLE_ANSWER = 64 * 1024 * 1024;
 
 export interface CredentialProxy {
   /** The address Claude Code is given as ANTHROPIC_BASE_URL. */
   url: string;
   /** The throwaway key Claude Code is given as ANTHROPIC_API_KEY. */
   key: string;
+  /** What the calls through the proxy cost, metered from their answers, rounded up to a micro-dollar. */
+  spentMicros(): Micros;
   close(): Promise<void>;
 }
 
@@ -72,6 +82,8 @@ export interface CredentialProxyOptions {
   fixCredential?: string;
   graceMs?: number;
   silenceMs?: number;
+  /** What the calls through the proxy may spend (null: no limit); past it no call is made. */
+  capMicros?: Micros | null;
   /** The runner's log: requests refused here. */
   log?: (line: string) => void;
 }
@@ -84,6 +96,14 @@ function answerError(res: ServerResponse, status: number, type: string, message:
   res.end(JSON.stringify({ type: "error", error: { type, message } }));
 }
 
+function jsonOf(body: Buffer): { model?: unknown; usage?: unknown } | null {
+  try {
+    return JSON.parse(body.toString("utf8")) as { model?: unknown; usage?: unknown };
+  } catch {
+    return null;
+  }
+}
+
 export async function startCredentialProxy(
   credential: Credential,
   options: CredentialProxyOptions = {},
@@ -94,6 +114,10 @@ export async function startCredentialProxy(
   const graceMs = options.graceMs ?? UNREACHABLE_GRACE_MS;
   const silenceMs = options.silenceMs ?? SILENCE_MS;
   const log = options.log ?? (() => {});
+  const capMicros = options.capMicros ?? null;
+  let spent = 0;
+  let inFlight = 0;
+  const spentMicros = () => Math.max(0, Math.ceil(spent - 1e-6));
   let stopped = false;
   const stop = (trouble: Trouble) => {
     if (stopped) return;
@@ -146,8 +170,36 @@ export async function startCredentialProxy(
     for (const [name, value] of Object.entries(req.headers))
       if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
     Object.assign(headers, auth);
+    // An answer the proxy meters must be readable as it comes: not compressed.
+    headers["accept-encoding"] = "identity";
     const target = upstreamUrl(upstream, call);
     const send = target.protocol === "https:" ? httpsRequest : httpRequest;
+    // A call that the API bills (a message) is metered from its answer; the others cost nothing.
+    const metered = req.method === "POST" && call.path === "/v1/messages";
+    if (metered) {
+      if (capMicros !== null && spent >= capMicros) {
+        log(`credential proxy: refused a model call: the budget of ${usd(capMicros)} is spent`);
+        req.resume();
+        return answerError(
+          res,
+          400,
+          "invalid_request_error",
+          `agentrelay's credential proxy: this attempt's budget of ${usd(capMicros)} is spent (${usd(spentMicros())} metered), so no further model call is made`,
+        );
+      }
+      if (inFlight >= MAX_CALLS_AT_ONCE) {
+        req.resume();
+        res.setHeader("retry-after", "1");
+        return answerError(
+          res,
+          429,
+          "rate_limit_error",
+          `agentrelay's credential proxy: at most ${MAX_CALLS_AT_ONCE} model calls at once`,
+        );
+      }
+      inFlight++;
+      res.on("close", () => inFlight--);
+    }
     // Silence: no byte either way (the request's upload, the answer) for `silenceMs` is no answer.
     let silence: NodeJS.Timeout | undefined;
     // Ended here (silent, or the agent went away): the request's own error is no news then.
@@ -164,14 +216,37 @@ export async function startCredentialProxy(
         answerError(res, 504, "api_error", modelApiUnreachable(api, cause).problem);
       }, silenceMs);
     };
+    const requestBody: Buffer[] = [];
+    let asked: CallAsked = { model: null, maxTokens: 0 };
+    // What the metered answer is charged once it is read (or, cut short, the most it could cost).
+    let charged = false;
+    let sent = false;
+    const charge = (micros: number) => {
+      if (charged) return;
+      charged = true;
+      spent += micros;
+    };
+    const unmeterable = (why: string) => {
+      log(`credential proxy: refused an answer it cannot meter (${why})`);
+      out.destroy();
+      ended = true;
+      answerError(
+        res,
+        502,
+        "api_error",
+        `agentrelay's credential proxy: the model API's answer cannot be metered (${why}), so it is not passed on`,
+      );
+    };
     const out = send(target, { method: req.method, headers }, (answer) => {
       reached();
       quiet();
       answer.on("data", quiet);
       answer.on("end", () => clearTimeout(silence));
       answer.on("error", () => res.destroy());
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      // The API bills successful messages only: an error answer costs nothing.
+      if (answer.statusCode !== 200) charge(0);
       if (answer.statusCode === 401 || answer.statusCode === 403) {
+        res.writeHead(answer.statusCode, answer.headers);
         let body = "";
         answer.setEncoding("utf8");
         answer.on("data", (chunk: string) => (body += chunk.slice(0, 4096)));
@@ -187,12 +262,78 @@ export async function startCredentialProxy(
         });
         return;
       }
-      answer.pipe(res);
+      // An error answer passes as it is.
+      if (!metered || answer.statusCode !== 200) {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        return void answer.pipe(res);
+      }
+      const encoding = String(answer.headers["content-encoding"] ?? "identity").toLowerCase();
+      if (encoding !== "identity") return unmeterable(`it is encoded as ${encoding}`);
+      const type = String(answer.headers["content-type"] ?? "");
+      if (type.includes("text/event-stream")) return meterStream(answer);
+      if (type.includes("application/json")) return meterWhole(answer);
+      return unmeterable(`its content type is ${JSON.stringify(type.slice(0, 100))}`);
     });
+    /** A whole answer: read to its end, charged from its usage, then passed on. */
+    const meterWhole = (answer: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      answer.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_WHOLE_ANSWER) return unmeterable("it is too long to read");
+        chunks.push(chunk);
+      });
+      answer.on("end", () => {
+        if (ended) return;
+        const body = Buffer.concat(chunks);
+        const value = jsonOf(body);
+        if (!isUsage(value?.usage)) return unmeterable("it says no usage");
+        charge(usageMicros(typeof value.model === "string" ? value.model : asked.model, value.usage));
+        const passed = { ...answer.headers, "content-length": String(body.length) };
+        delete passed["transfer-encoding"];
+        res.writeHead(200, passed);
+        res.end(body);
+      });
+    };
+    /** A streamed answer: its first event must say its usage; it passes on as it comes, metered. */
+    const meterStream = (answer: IncomingMessage) => {
+      const meter = new StreamMeter();
+      const held: Buffer[] = [];
+      let started = false;
+      answer.on("data", (chunk: Buffer) => {
+        if (ended) return;
+        if (started) return void res.write(chunk);
+        held.push(chunk);
+        if (!meter.feed(chunk)) return;
+        if (meter.unmeterable) return unmeterable("its stream does not start with its usage");
+        started = true;
+        res.writeHead(200, answer.headers);
+        for (const piece of held) res.write(piece);
+        // The rest is only read, for the final usage: what passes on is the bytes as they came.
+        answer.on("data", (more: Buffer) => meter.feed(more));
+      });
+      const settle = () => {
+        if (!started) return;
+        const model = meter.model ?? asked.model;
+        charge(meter.final ? usageMicros(model, meter.usage!) : worstMicros(model, meter.usage!, asked));
+      };
+      answer.on("end", () => {
+        if (ended) return;
+        if (!started) return unmeterable("its stream ended before its usage");
+        settle();
+        res.end();
+      });
+      answer.on("close", settle);
+    };
     quiet();
-    req.on("data", quiet);
     res.on("close", () => {
       clearTimeout(silence);
+      // A metered call sent upstream and not charged from its usage (no answer, an answer cut or refused)
+      // may still have been billed: it is charged the most it could have cost, the body's bytes as tokens.
+      if (sent && !charged) {
+        const inputTokens = requestBody.reduce((n, chunk) => n + chunk.length, 0);
+        charge(worstMicros(asked.model, { input_tokens: inputTokens, output_tokens: 0 }, asked));
+      }
       if (res.writableFinished) return;
       ended = true;
       out.destroy();
@@ -204,7 +345,22 @@ export async function startCredentialProxy(
       failed(cause);
       answerError(res, 502, "api_error", modelApiUnreachable(api, cause).problem);
     });
-    req.pipe(out);
+    if (!metered) {
+      req.on("data", quiet);
+      return void req.pipe(out);
+    }
+    // A metered request is read whole first: its model and max_tokens bound what its answer may cost.
+    req.on("data", (chunk: Buffer) => {
+      quiet();
+      requestBody.push(chunk);
+    });
+    req.on("end", () => {
+      const body = Buffer.concat(requestBody);
+      asked = callAsked(body);
+      out.setHeader("content-length", String(body.length));
+      sent = true;
+      out.end(body);
+    });
   });
   // A CONNECT (a tunnel to any host) is no call of the model API: refused, nothing forwarded.
   server.on("connect", (req: IncomingMessage, socket: Socket) => {
@@ -223,6 +379,7 @@ export async function startCredentialProxy(
   return {
     url: `http://127.0.0.1:${port}`,
     key,
+    spentMicros,
     close: () =>
       new Promise((resolve) => {
         clearTimeout(unreachableTimer);

@@ -11,7 +11,7 @@ export async function runGate(
   timeoutMs: number,
   env: NodeJS.ProcessEnv,
   confine?: Confinement,
-): Promise<{ passed: boolean; output: string }> {
+): Promise<{ passed: boolean; output: string; timedOut: boolean }> {
   const run = await runBounded("bash", ["-c", command], {
     cwd,
     env,
@@ -24,7 +24,11 @@ export async function runGate(
       ? `[agentrelay] exit code ${run.code}\n`
       : "";
   const separator = note && run.output && !run.output.endsWith("\n") ? "\n" : "";
-  return { passed: !run.timedOut && run.code === 0, output: run.output + separator + note };
+  return {
+    passed: !run.timedOut && run.code === 0,
+    output: run.output + separator + note,
+    timedOut: run.timedOut,
+  };
 }
 
 /** The end of a long text, said to be cut. */

@@ -40,7 +40,12 @@ function folded(name: string): string {
 const AGENT_DIRECTORIES = new Set([".claude"]);
 const AGENT_FILES = new Set(["claude.md", "claude.local.md", "agents.md", ".mcp.json"]);
 const ROOT_DIRECTORIES = new Set([".github", ".workflow"]);
-const CODEOWNERS = new Set(["codeowners", "docs/codeowners"]);
+/**
+ * GitHub reads a CODEOWNERS file by its exact name (its repositories are case-sensitive, and a checkout
+ * on a case-insensitive file system keeps the name git has), so a `codeowners` of any other case is a
+ * plain file (`.github/` is protected whole, above).
+ */
+const CODEOWNERS = new Set(["CODEOWNERS", "docs/CODEOWNERS"]);
 
 /** True for a path Claude Code reads as configuration or memory (above). */
 export function isAgentConfig(path: string): boolean {
@@ -51,7 +56,7 @@ export function isAgentConfig(path: string): boolean {
 /** True for a path an attempt must not change unless its task names it (above). */
 export function isProtected(path: string): boolean {
   const names = path.split("/").map(folded);
-  return isAgentConfig(path) || ROOT_DIRECTORIES.has(names[0]!) || CODEOWNERS.has(names.join("/"));
+  return isAgentConfig(path) || ROOT_DIRECTORIES.has(names[0]!) || CODEOWNERS.has(path);
 }
 
 type Git = Pick<CheckoutGit, "git" | "raw">;

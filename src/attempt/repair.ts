@@ -14,7 +14,9 @@ import { agentText } from "./redact.ts";
 import type { CheckoutGit } from "./git.ts";
 import { checkOutput } from "./output-checks.ts";
 import { agentConfigSwap } from "./protected-paths.ts";
-import { gatesPass, type ResolutionInputs, type ResolutionOutcome, startMerge } from "./resolve.ts";
+import { flakyNote, type GateAnswer, judgeGates } from "./gate-verdicts.ts";
+import { judgesDiff, weakenedJudges } from "./landing-guards.ts";
+import { type ResolutionInputs, type ResolutionOutcome, startMerge } from "./resolve.ts";
 
 /** At most this much of each diff goes into a repair's prompt. */
 const DIFF_LIMIT = 12_000;
@@ -38,21 +40,30 @@ async function mergeTarget(
 }
 
 /**
- * A verification: the target merged into the branch, the gates on that tree. On success the branch's
- * new head (the merge commit, or the head itself when it already had the target) passed with `base`.
+ * A verification: the target merged into the branch, the gates on that tree (a failure run again on
+ * it: gate-verdicts.ts). On success the branch's new head (the merge commit, or the head itself when
+ * it already had the target) passed with `base`; a flaky gate passes with the verdict said.
  */
 export async function verifyLanding(
   checkout: CheckoutGit,
   landing: ResolutionInputs,
-  gate: (command: string) => Promise<string | null>,
+  gate: (command: string) => Promise<GateAnswer>,
 ): Promise<ResolutionOutcome> {
   const before = await checkout.git(["rev-parse", "HEAD"]);
   const merged = await mergeTarget(checkout, landing.target);
   if (merged.reason) return { ok: false, reason: merged.reason, commit: null, files: merged.files };
-  const failed = await gatesPass(landing.gates, gate);
-  if (failed) {
+  const judged = await judgeGates(landing.gates, gate);
+  if (judged.verdict === "break" || judged.verdict === "timed_out") {
     await checkout.git(["reset", "-q", "--hard", before]);
-    return { ok: false, reason: failed, commit: null, files: [], base: merged.base };
+    return {
+      ok: false,
+      reason: judged.reason,
+      commit: null,
+      files: [],
+      base: merged.base,
+      verdict: judged.verdict,
+      output: judged.output,
+    };
   }
   return {
     ok: true,
@@ -60,6 +71,9 @@ export async function verifyLanding(
     commit: await checkout.git(["rev-parse", "HEAD"]),
     files: [],
     base: merged.base,
+    ...(judged.verdict === "flaky"
+      ? { verdict: "flaky" as const, summary: flakyNote(judged.flaky), output: judged.output }
+      : {}),
   };
 }
 
@@ -77,6 +91,19 @@ async function sideDiff(checkout: CheckoutGit, from: string, to: string): Promis
   return diff.length > DIFF_LIMIT
     ? `${diff.slice(0, DIFF_LIMIT)}\n[... ${diff.length - DIFF_LIMIT} characters cut ...]`
     : diff || "(no changes)";
+}
+
+/**
+ * An agent's words as GitHub shows them in a commit that lands on the target: no working mention
+ * (`@user`), issue reference (`#1`) or closing keyword (`Closes #1`, `fixes https://.../issues/1`),
+ * each broken by a zero-width space, so that the agent's last words notify and close nothing.
+ * https://docs.github.com/en/issues/tracking-your-work-with-issues/using-issues/linking-a-pull-request-to-an-issue
+ */
+export function inertOnGitHub(text: string): string {
+  return text
+    .replace(/@(?=[A-Za-z0-9])/g, "@\u200b")
+    .replace(/#(?=\d)/g, "#\u200b")
+    .replace(/\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?=:?\s+\S*(?:#|\/issues\/|\/pull\/))/gi, "$1\u200b");
 }
 
 /** The prompt of a repair: which branches met, what each meant and changed, and what failed. */
@@ -115,21 +142,39 @@ export async function repairLanding(
   checkout: CheckoutGit,
   landing: ResolutionInputs,
   agent: (prompt: string) => Promise<{ failure: string | null; said: string }>,
-  gate: (command: string) => Promise<string | null>,
+  gate: (command: string) => Promise<GateAnswer>,
 ): Promise<ResolutionOutcome> {
   const before = await checkout.git(["rev-parse", "HEAD"]);
-  const branch = await checkout.git(["rev-parse", "--abbrev-ref", "HEAD"]);
   const merged = await mergeTarget(checkout, landing.target);
   if (merged.reason) return { ok: false, reason: merged.reason, commit: null, files: merged.files };
-  const mergedHead = await checkout.git(["rev-parse", "HEAD"]);
-  const fail = async (reason: string): Promise<ResolutionOutcome> => {
-    await checkout.git(["reset", "-q", "--hard", before]);
-    await checkout.raw(["clean", "-q", "-f", "-d"]);
-    return { ok: false, reason, commit: null, files: [], base: merged.base };
-  };
   const diffs = {
     ours: await sideDiff(checkout, landing.target, before),
     theirs: await sideDiff(checkout, before, landing.target),
+  };
+  const outcome = await repairOnTop(checkout, landing, agent, gate, diffs);
+  if (!outcome.ok) await checkout.git(["reset", "-q", "--hard", before]);
+  return { ...outcome, base: merged.base };
+}
+
+/**
+ * The agent's fix of the tree checked out (HEAD, the merged tree), judged: what judges it left alone
+ * (landing-guards.ts: else the fix goes to a person with its diff), the gates passing (a failure run
+ * again on the same tree), the output checks; committed on HEAD, which the branch then points at.
+ * A failure leaves the working tree at HEAD.
+ */
+export async function repairOnTop(
+  checkout: CheckoutGit,
+  landing: ResolutionInputs,
+  agent: (prompt: string) => Promise<{ failure: string | null; said: string }>,
+  gate: (command: string) => Promise<GateAnswer>,
+  diffs: { ours: string; theirs: string },
+): Promise<ResolutionOutcome> {
+  const branch = await checkout.git(["rev-parse", "--abbrev-ref", "HEAD"]);
+  const mergedHead = await checkout.git(["rev-parse", "HEAD"]);
+  const fail = async (reason: string, more: Partial<ResolutionOutcome> = {}): Promise<ResolutionOutcome> => {
+    await checkout.git(["reset", "-q", "--hard", mergedHead]);
+    await checkout.raw(["clean", "-q", "-f", "-d"]);
+    return { ok: false, reason, commit: null, files: [], ...more };
   };
   // The agent runs with the default branch's configuration; what is committed keeps the branch's.
   const config = landing.agentConfig && (await agentConfigSwap(checkout, landing.agentConfig.from, []));
@@ -137,21 +182,79 @@ export async function repairLanding(
   const answer = await agent(repairPrompt(branch, landing, diffs)).finally(() => config?.back());
   if (answer.failure) return fail(answer.failure);
   await checkout.git(["add", "--all"]);
-  if ((await checkout.git(["diff", "--cached", "--name-only"])) === "")
-    return fail("the repair changed nothing");
   // The fix as the agent left it (not what the gates write while they run, such as caches).
   const tree = await checkout.git(["write-tree"]);
-  const failed = await gatesPass(landing.gates, gate);
-  if (failed) return fail(failed);
-  const summary = answer.said.trim().split("\n").filter(Boolean).slice(-3).join(" ").slice(0, 2_000) || null;
+  if ((await checkout.git(["diff", "--cached", "--name-only"])) === "") {
+    // Nothing changed: the tree as it was passes now, or the failure stands.
+    const judged = await judgeGates(landing.gates, gate, 0);
+    if (judged.verdict !== "pass") return fail("the repair changed nothing");
+    const note = `The gates passed on the tree as it was: ${flakyNote(landing.gates)}.`;
+    return { ok: true, reason: null, commit: mergedHead, files: [], summary: note, verdict: "flaky" };
+  }
+  // The tests and the gates' commands judge the repair: changing them is not the repair's to decide.
+  const weakened = await weakenedJudges(checkout, mergedHead, tree, landing);
+  if (weakened.length > 0) {
+    const output = await judgesDiff(checkout, mergedHead, tree);
+    return fail(
+      `the repair changed what judges it (${weakened.join("; ")}): a person decides whether that holds`,
+      {
+        verdict: "weakened",
+        output,
+      },
+    );
+  }
+  const judged = await judgeGates(landing.gates, gate);
+  if (judged.verdict === "break" || judged.verdict === "timed_out")
+    return fail(judged.reason!, { verdict: judged.verdict, output: judged.output });
+  const said = answer.said.trim().split("\n").filter(Boolean).slice(-3).join(" ").slice(0, 2_000);
+  const summary =
+    [said, judged.verdict === "flaky" ? flakyNote(judged.flaky) : ""].filter(Boolean).join(" ") || null;
   const commit = await checkout.git(
     ["commit-tree", tree, "-p", mergedHead, "-F", "-"],
-    `Repair ${branch} with ${landing.target}\n\n${summary ?? "The gates pass on the merged tree."}\n`,
+    `Repair ${branch} with ${landing.target}\n\n${said ? inertOnGitHub(said) : "The gates pass on the merged tree."}\n`,
   );
   // What lands is checked as an attempt's work is: secrets, and edits to protected paths.
   const found = await checkOutput(checkout, mergedHead, commit, []);
   if (found.blocking.length > 0)
     return fail(`the output checks blocked the push: ${found.blocking.join("; ")}`);
   await checkout.git(["reset", "-q", commit]);
-  return { ok: true, reason: null, commit, files: [], base: merged.base, summary };
+  return {
+    ok: true,
+    reason: null,
+    commit,
+    files: [],
+    summary,
+    ...(judged.verdict === "flaky" ? { verdict: "flaky" as const } : {}),
+  };
+}
+
+/**
+ * A resolution cleared the markers but its merge (committed, not pushed: HEAD) fails the gates: a
+ * repair, told the gates' output, fixes it. Failing that, the branch is put back where it was and the
+ * person hears the real cause: the gates, not the conflict.
+ */
+export async function repairResolved(
+  checkout: CheckoutGit,
+  resolution: ResolutionInputs,
+  resolved: ResolutionOutcome,
+  agent: (prompt: string) => Promise<{ failure: string | null; said: string }>,
+  gate: (command: string) => Promise<GateAnswer>,
+  log: (line: string) => void = () => {},
+): Promise<ResolutionOutcome> {
+  log(`the resolved merge fails its gates (${resolved.reason}): a repair takes it`);
+  const diffs = {
+    ours: await sideDiff(checkout, "HEAD^2", "HEAD^1"),
+    theirs: await sideDiff(checkout, "HEAD^1", "HEAD^2"),
+  };
+  const failure = resolved.output ?? resolved.reason ?? "";
+  const repaired = await repairOnTop(checkout, { ...resolution, failure }, agent, gate, diffs);
+  if (repaired.ok) return { ...repaired, files: resolved.files, base: resolved.base ?? null };
+  await checkout.git(["reset", "-q", "--hard", "HEAD^1"]);
+  return {
+    ...repaired,
+    files: resolved.files,
+    reason: `the conflicts in ${resolved.files.join(", ")} were resolved, but the merged result fails its gates (${resolved.reason}); a repair did not fix it: ${repaired.reason}`,
+    verdict: repaired.verdict ?? "break",
+    output: repaired.output ?? resolved.output ?? null,
+  };
 }

@@ -24,6 +24,7 @@ import { gateTail, runGate, tail } from "./gates.ts";
 import { git, inCheckout, sealGitDir } from "./git.ts";
 import { ANTHROPIC_API, modelApiOf, sayTrouble } from "./network.ts";
 import { checkOutput } from "./output-checks.ts";
+import { judgesOfTask, weakenedJudges } from "./landing-guards.ts";
 import { OUTPUT_REVIEW_MODEL, outputReviewPrompt, parseOutputReview } from "./output-review.ts";
 import { redactor, secretValues } from "./redact.ts";
 import { review } from "./review.ts";
@@ -56,23 +57,29 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
   const stopped = new AbortController();
   let stopReason: string | null = null;
   const api = modelApiOf(given);
-  const proxy = credential
-    ? await startCredentialProxy(credential, {
-        upstream: api.url,
-        scripted: api.scripted,
-        onStop: (trouble) => {
-          stopReason ??= sayTrouble(trouble, context.retryCommand ?? "retry the task");
-          stopped.abort();
-        },
-        ...(context.fixCredential ? { fixCredential: context.fixCredential } : {}),
-        ...(context.unreachableGraceMs ? { graceMs: context.unreachableGraceMs } : {}),
-        ...(context.silenceMs ? { silenceMs: context.silenceMs } : {}),
-        log: (line) => context.log(redact(line)),
-      })
-    : null;
-  const modelEnv = proxy
-    ? { ...withoutCredential(given), ANTHROPIC_BASE_URL: proxy.url, ANTHROPIC_API_KEY: proxy.key }
-    : given;
+  // A verification has no agent: nothing it runs (the gates) is given the model API or a credential.
+  const verification = context.resolution?.kind === "verify";
+  const proxy =
+    credential && !verification
+      ? await startCredentialProxy(credential, {
+          upstream: api.url,
+          scripted: api.scripted,
+          onStop: (trouble) => {
+            stopReason ??= sayTrouble(trouble, context.retryCommand ?? "retry the task");
+            stopped.abort();
+          },
+          ...(context.fixCredential ? { fixCredential: context.fixCredential } : {}),
+          ...(context.unreachableGraceMs ? { graceMs: context.unreachableGraceMs } : {}),
+          ...(context.silenceMs ? { silenceMs: context.silenceMs } : {}),
+          log: (line) => context.log(redact(line)),
+          capMicros: context.capMicros ?? null,
+        })
+      : null;
+  const modelEnv = verification
+    ? withoutModelApi(given)
+    : proxy
+      ? { ...withoutCredential(given), ANTHROPIC_BASE_URL: proxy.url, ANTHROPIC_API_KEY: proxy.key }
+      : given;
   const log = (line: string) => context.log(redact(line));
   const { agentUser } = context;
   // The agent's network: only the model API and the hosts the graph names, through the egress proxy.
@@ -120,6 +127,7 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
       redact,
       log,
       stop: { signal: stopped.signal, reason: () => stopReason },
+      metered: () => proxy?.spentMicros() ?? 0,
     };
     result = ctx.resolution ? await runResolution(ctx, ctx.resolution) : await runAttemptUnredacted(ctx);
   } catch (error) {
@@ -131,6 +139,8 @@ export async function runAttempt(context: AttemptContext): Promise<AttemptResult
     // Whatever the agent's user still runs ends with the attempt, whatever ended it.
     await agentUser?.endAll();
   }
+  // Every call through the proxy is charged, a gate's own included, which Claude Code does not count.
+  if (proxy) result = { ...result, costMicros: Math.max(result.costMicros, proxy.spentMicros()) };
   if (stopReason !== null && result.outcome === "failed")
     result = { ...result, reason: stopReason, agentUnavailable: true };
   const network = egress ? egressLines(egress, await egress.refusals()) : [];
@@ -151,6 +161,13 @@ function withoutCredential(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return out;
 }
 
+/** An environment without a credential or the model API's address: a verification's gates. */
+function withoutModelApi(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = withoutCredential(env);
+  delete out.ANTHROPIC_BASE_URL;
+  return out;
+}
+
 async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult> {
   const signalDir = prepareWorkDir(ctx);
   const env: NodeJS.ProcessEnv = {
@@ -167,7 +184,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
   let lastSession: string | null = null;
   let overBudget = false;
   const agent = async (prompt: string, resume: string | null): Promise<ClaudeResult> => {
-    const left = ctx.capMicros == null ? null : ctx.capMicros - costMicros;
+    const left = ctx.capMicros == null ? null : ctx.capMicros - Math.max(costMicros, ctx.metered());
     if (left !== null && left < MIN_ATTEMPT_MICROS) {
       overBudget = true;
       return {
@@ -212,6 +229,14 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     const found = await checkOutput(ctx.git, startTree, commit, ctx.task.taggedPaths);
     const workflows = ctx.workflowFilesRefused ? await workflowEdits(ctx.git, startTree, commit) : null;
     if (workflows) found.blocking.push(workflows);
+    // `protect_tests`: the tests that were there and what the gates run judge the task, not the task them.
+    if (ctx.graph.settings.protectTests) {
+      const weakened = await weakenedJudges(ctx.git, startTree, commit, judgesOfTask(ctx.graph, ctx.task));
+      if (weakened.length > 0)
+        found.blocking.push(
+          `the task changed what judges it (${weakened.join("; ")}), which \`protect_tests\` forbids`,
+        );
+    }
     reviewConcerns.push(...found.concerns);
     const settings = ctx.graph.settings.outputReview;
     if (found.blocking.length > 0 || !settings || !succeeded) return found.blocking;
@@ -278,6 +303,7 @@ async function runAttemptUnredacted(ctx: RunningAttempt): Promise<AttemptResult>
     return {
       conflicted: [],
       base: null,
+      verdict: null,
       agentUnavailable: false,
       outcome,
       noPr,

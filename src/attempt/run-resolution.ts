@@ -7,8 +7,9 @@ import type { AttemptResult, RunningAttempt } from "./attempt.ts";
 import { failedAttempt } from "./attempt.ts";
 import { runClaudeCode } from "./claude.ts";
 import { gateTail, runGate } from "./gates.ts";
-import { repairLanding, verifyLanding } from "./repair.ts";
-import { resolveConflicts, type ResolutionInputs } from "./resolve.ts";
+import type { GateAnswer } from "./gate-verdicts.ts";
+import { repairLanding, repairResolved, verifyLanding } from "./repair.ts";
+import { resolveConflicts, type ResolutionInputs, type ResolutionOutcome } from "./resolve.ts";
 
 /**
  * A resolution attempt (see resolve.ts), or a verification or repair of an integration branch (see
@@ -25,7 +26,7 @@ export async function runResolution(
   let said = "";
   const agent = async (prompt: string): Promise<string | null> => {
     ctx.handOver();
-    const left = ctx.capMicros == null ? null : ctx.capMicros - costMicros;
+    const left = ctx.capMicros == null ? null : ctx.capMicros - Math.max(costMicros, ctx.metered());
     const r = await runClaudeCode({
       bin: ctx.claude.bin,
       cwd: ctx.repoDir,
@@ -48,26 +49,31 @@ export async function runResolution(
     said = r.finalText;
     return r.ok ? null : (r.error ?? "Claude Code failed");
   };
-  const gate = async (command: string) => {
+  const gate = async (command: string): Promise<GateAnswer> => {
     ctx.log(`gate: ${command}`);
     // The gates run as the agent's user (a verification has no agent before them): the checkout is its.
     ctx.handOver();
     const run = await runGate(command, ctx.repoDir, ctx.gateTimeoutMs, ctx.claude.env, ctx.confine);
     if (run.passed) return null;
     gateOutput = gateTail(ctx.redact(run.output));
-    return `the gate failed on the merged result: ${command}`;
+    return run.timedOut
+      ? {
+          reason: `the gate timed out on the merged result: ${command} (did not finish within ${Math.round(ctx.gateTimeoutMs / 1000)} s)`,
+          output: gateOutput,
+          timedOut: true,
+        }
+      : { reason: `the gate failed on the merged result: ${command}`, output: gateOutput };
   };
-  const outcome =
+  const repairAgent = async (prompt: string) => ({ failure: await agent(prompt), said });
+  let outcome: ResolutionOutcome =
     resolution.kind === "verify"
       ? await verifyLanding(ctx.git, resolution, gate)
       : resolution.kind === "repair"
-        ? await repairLanding(
-            ctx.git,
-            resolution,
-            async (prompt) => ({ failure: await agent(prompt), said }),
-            gate,
-          )
+        ? await repairLanding(ctx.git, resolution, repairAgent, gate)
         : await resolveConflicts(ctx.git, resolution, agent, gate);
+  if (!resolution.kind && "handover" in outcome && outcome.handover)
+    outcome = await repairResolved(ctx.git, resolution, outcome, repairAgent, gate, ctx.log);
+  if (outcome.output) gateOutput = outcome.output.slice(0, 2_000);
   const result = failedAttempt(outcome.reason ?? "");
   return {
     ...result,
@@ -86,5 +92,6 @@ export async function runResolution(
     overBudget: !outcome.ok && overBudget,
     conflicted: outcome.files,
     commit: outcome.commit,
+    verdict: outcome.verdict ?? null,
   };
 }

@@ -28,3 +28,21 @@ export async function workflowEdits(repo: CheckoutGit, from: string, to: string)
     .filter(Boolean);
   return workflowEditFinding(changed);
 }
+
+/**
+ * The workflow files `to` changes against `from` in the runner's checkout: a verification's merge of
+ * a target that changed one brings it, and GitHub refuses that push from any token of agentrelay's.
+ */
+export async function workflowsBroughtIn(repo: CheckoutGit, from: string, to: string): Promise<string[]> {
+  const changed = await repo.git([
+    "diff",
+    "--no-renames",
+    "--name-only",
+    "-z",
+    from,
+    to,
+    "--",
+    WORKFLOWS_DIR,
+  ]);
+  return workflowFilesIn(changed.split("\0").filter(Boolean));
+}

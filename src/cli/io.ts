@@ -12,6 +12,19 @@ export const processIo: Io = {
   err: (text) => process.stderr.write(text.endsWith("\n") ? text : `${text}\n`),
 };
 
+/**
+ * A reader that went away (a closed pipe: `agentrelay run ... | head -1`, a script that stopped
+ * reading) ends nothing: what is left to print is dropped, and a runner goes on to the end of its run
+ * instead of dying mid-run with its attempts left "running" (EPIPE would be an uncaught error).
+ */
+export function keepGoingWithoutReader(): void {
+  for (const stream of [process.stdout, process.stderr])
+    if (stream.listenerCount("error") === 0)
+      stream.on("error", (error: NodeJS.ErrnoException) => {
+        if (error.code !== "EPIPE" && error.code !== "ERR_STREAM_DESTROYED") throw error;
+      });
+}
+
 /** The exit codes (main.ts's EXIT_CODES says what each means). */
 export const EXIT = { ok: 0, failed: 1, usage: 2, waiting: 3, interrupted: 130 } as const;
 

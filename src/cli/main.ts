@@ -8,7 +8,15 @@ import { randomUUID } from "node:crypto";
 import { formatIssue, GraphError } from "../graph/errors.ts";
 import { nearestKey } from "../graph/schema-issues.ts";
 import pkg from "../../package.json" with { type: "json" };
-import { EXIT, type Io, parseParams, processIo, repoOptions, UsageError } from "./io.ts";
+import {
+  EXIT,
+  type Io,
+  keepGoingWithoutReader,
+  parseParams,
+  processIo,
+  repoOptions,
+  UsageError,
+} from "./io.ts";
 import {
   DOCTOR_OPTIONS,
   INIT_OPTIONS,
@@ -208,7 +216,7 @@ export const COMMANDS: Record<string, Command> = {
   },
   init: {
     usage:
-      "init [--no-app] [--repo DIR] [--release vX.Y.Z] [--action OWNER/REPO@REF] [--image IMAGE] [--force]",
+      "init [--no-app [--gh]] [--repo DIR] [--release vX.Y.Z] [--action OWNER/REPO@REF] [--image IMAGE] [--force]",
     summary:
       "set up a repository: the task workflow (with --no-app, also the orchestrator workflow: no app to host), a small sample graph, and .gitignore's line for local runs",
     options: INIT_OPTIONS,
@@ -222,6 +230,7 @@ export const COMMANDS: Record<string, Command> = {
           image: str(values.image),
           force: values.force === true,
           noApp: values["no-app"] === true,
+          gh: values.gh === true,
         },
         io,
       ),
@@ -315,6 +324,7 @@ export function usage(): string {
 }
 
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  if (io === processIo) keepGoingWithoutReader();
   const [name, ...rest] = argv;
   try {
     if (name === undefined || name === "help" || name === "--help" || name === "-h") {

@@ -160,6 +160,10 @@ export const INIT_OPTIONS: OptionSpecs = {
     check: (value) => (IMAGE_REF.test(value) ? null : "an image reference such as ghcr.io/owner/name:tag"),
   },
   force: { type: "boolean", help: "replace workflows that were edited since init wrote them" },
+  gh: {
+    type: "boolean",
+    help: "with --no-app: set the Anthropic secret (from ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN, on gh's standard input) and the Actions PR setting through the GitHub CLI",
+  },
 };
 
 export const DOCTOR_OPTIONS: OptionSpecs = {

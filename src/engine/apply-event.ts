@@ -262,6 +262,14 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       w.reason = null;
       step.changed = true;
       step.log({ type: "integration_merged", workstream: event.workstream });
+      if (event.unverified) {
+        w.landedUnverified = event.unverified;
+        step.log({
+          type: "verification_failed",
+          workstream: event.workstream,
+          detail: `landed unverified: ${event.unverified}`,
+        });
+      }
       if (wasFailed) step.unblock();
       // The next workstream into the same target may verify now: the target it lands on is settled.
       nextInLine(step, event.workstream);

@@ -13,7 +13,7 @@
  */
 import { AMOUNT_FORM, MAX_MICROS, MAX_RAISED_MICROS, type Micros, usd } from "../graph/amount.ts";
 import { attemptFloorMicros } from "../graph/attempt-floor.ts";
-import type { Graph } from "../graph/model.ts";
+import { type Graph, thousands } from "../graph/model.ts";
 import { resolverOf } from "../plan/resolution.ts";
 import type { RunEdit } from "./run-edit.ts";
 import type { AttemptRecord, BudgetState, CapScope, EngineEvent, RunState, Spend, TaskRun } from "./types.ts";
@@ -296,8 +296,7 @@ export function spendLine(state: RunState, graph: Graph, quote = markdownCode): 
     const spend = budget?.workstreams[w.id] ?? none();
     return `${quote(w.id)} ${usd(spend.spentMicros)}${of(w.maxCostMicros, spend.raisedMicros)}`;
   });
-  if (budgeted.length > 10)
-    workstreams.push(`${(budgeted.length - 10).toLocaleString("en-US")} more workstreams`);
+  if (budgeted.length > 10) workstreams.push(`${thousands(budgeted.length - 10)} more workstreams`);
   const run = `Spent ${usd(budget?.run.spentMicros ?? 0)}${of(graph.settings.maxCostMicros, budget?.run.raisedMicros ?? 0)}`;
   return workstreams.length ? `${run} (${workstreams.join(", ")})` : run;
 }
@@ -322,9 +321,6 @@ export function budgetsText(graph: Graph, max = 20, quote = markdownCode): strin
         ].join(""),
       ),
   ];
-  parts.push(
-    ...own.slice(0, max),
-    ...(own.length > max ? [`and ${(own.length - max).toLocaleString("en-US")} more`] : []),
-  );
+  parts.push(...own.slice(0, max), ...(own.length > max ? [`and ${thousands(own.length - max)} more`] : []));
   return parts.length ? `Budgets: ${parts.join(", ")}` : null;
 }

@@ -9,7 +9,7 @@
  * is spent, the PR waits for a person with the files named. A person who resolves first wins: the next
  * merge simply succeeds.
  */
-import { DEFAULT_RESOLUTION_ATTEMPTS } from "../graph/model.ts";
+import { DEFAULT_RESOLUTION_ATTEMPTS, thousands } from "../graph/model.ts";
 import { maxResolutions, type ResolutionSubject, resolverOf, subjectOf } from "../plan/resolution.ts";
 import { allowanceIn, chargeWorkstream, reserve, unreserve } from "./budget.ts";
 import type { RunEdit } from "./run-edit.ts";
@@ -29,7 +29,7 @@ const fileList = (files: string[]) =>
     : files
         .slice(0, 10)
         .map((f) => `\`${f}\``)
-        .join(", ") + (files.length > 10 ? ` and ${(files.length - 10).toLocaleString("en-US")} more` : "");
+        .join(", ") + (files.length > 10 ? ` and ${thousands(files.length - 10)} more` : "");
 
 /** Resolutions that count against the bound (a lost job's does not). */
 const counted = (conflict: Conflict) => conflict.resolutions.filter((r) => r.outcome !== "lost").length;
@@ -97,8 +97,15 @@ export function conflicted(step: RunEdit, event: Conflicted): ConflictFailure | 
           : !allowed
             ? `${tried} resolution attempt${tried === 1 ? "" : "s"} did not settle them`
             : allowed.spent;
+    // The markers were cleared but the merged result failed its gates: that is the cause, not the conflict.
+    const last = conflict.resolutions.filter((r) => r.outcome === "failed").at(-1)?.reason ?? "";
+    const cause = / were resolved, but /.test(last)
+      ? last
+      : /the gate (failed|timed out)/.test(last)
+        ? `the conflicts in ${fileList(conflict.files)} were resolved, but the merged result fails its gates: ${last}`
+        : `they conflict in ${fileList(conflict.files)}`;
     // What to do first, so that a cut line keeps the branches to merge.
-    const reason = `merge \`${resolver.target}\` into \`${resolver.branch}\` by hand: they conflict in ${fileList(conflict.files)} (${why})`;
+    const reason = `merge \`${resolver.target}\` into \`${resolver.branch}\` by hand: ${cause} (${why})`;
     conflict.toPerson = true;
     if (task !== undefined) step.task(task).reason = reason;
     else Object.assign(step.workstream(subject.workstream), { autoMergeSkipped: true, reason });
@@ -204,6 +211,22 @@ export function resolutionFact(step: RunEdit, event: About): ResolutionSubject |
           attempt: event.n,
           detail: record.reason ?? "failed",
         });
+      // A gate that timed out, or a resolution that changed what judges it: another attempt would not
+      // settle it; a person hears the cause (and sees the diff).
+      if (!lost && !event.ok && (event.verdict === "timed_out" || event.verdict === "weakened")) {
+        const conflict = holder.record.conflict!;
+        conflict.toPerson = true;
+        const reason = `merge \`${resolverOf(step.plan, subject).target}\` into \`${resolverOf(step.plan, subject).branch}\` by hand: ${record.reason ?? "the resolution failed"}`;
+        if (subject.task !== undefined) step.task(subject.task).reason = reason;
+        else Object.assign(step.workstream(subject.workstream), { autoMergeSkipped: true, reason });
+        step.log({
+          type: "conflict",
+          workstream: subject.workstream,
+          ...(subject.task ? { task: subject.task } : {}),
+          detail: reason,
+        });
+        return null;
+      }
       // Merge again, unless the run was cancelled.
       if (step.state.cancelled) return null;
       return subject.task === undefined || holder.open ? subject : null;

@@ -60,6 +60,8 @@ const LATER_KEYS = new Set([
   "maxRepairAttempts",
   "maxVerifications",
   "overlaps",
+  "testPaths",
+  "protectTests",
 ]);
 type MaybeAmounts = {
   maxCostMicros?: unknown;

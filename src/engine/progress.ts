@@ -3,7 +3,7 @@
  * budget and what for a person, and for each thing that broke, what it holds back. Pure projections
  * of the plan and the state, for what people read (the status comment, the local report).
  */
-import { count as countOf } from "../graph/model.ts";
+import { count as countOf, thousands } from "../graph/model.ts";
 import type { Plan } from "../plan/model.ts";
 import { type Root, rootCauses, rootText } from "./blocking.ts";
 import { leftToPerson } from "./conflicts.ts";
@@ -33,7 +33,7 @@ export const WORKSTREAM_WORDS: Record<WorkstreamStatus, string> = {
 };
 
 /** "1,234": counts as people read them. */
-export const count = (n: number): string => n.toLocaleString("en-US");
+export const count = (n: number): string => thousands(n);
 
 /** "1 task", "4,913 tasks" (the graph's own messages count the same way). */
 export const plural = countOf;

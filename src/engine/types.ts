@@ -145,6 +145,8 @@ export interface WorkstreamRun {
   verification?: Verification;
   /** The commit its integration PR landed as on its target, when the host said (a dependent in another repository is told). */
   landedCommit?: string;
+  /** Its integration PR landed a tree other than the verified one: what a person is told, in one line. */
+  landedUnverified?: string;
 }
 
 export type Outcome = "succeeded" | "completed_with_failures" | "cancelled";
@@ -275,7 +277,14 @@ export type EngineEvent =
   | { type: "integration_pr_opened"; workstream: string; pr: PullRequest; at: number }
   | { type: "integration_skipped"; workstream: string; at: number }
   /** `commit`: what landed on the target (the merge commit), when the host knows it. */
-  | { type: "integration_pr_merged"; workstream: string; at: number; commit?: string }
+  | {
+      type: "integration_pr_merged";
+      workstream: string;
+      at: number;
+      commit?: string;
+      /** What landed is not the tree verified (the target moved between the check and the merge): why, in one line. */
+      unverified?: string;
+    }
   | { type: "integration_pr_closed"; workstream: string; at: number }
   | { type: "integration_failed"; workstream: string; reason: string; at: number }
   | { type: "integration_merge_failed"; workstream: string; reason: string; at: number }
@@ -346,6 +355,8 @@ export type EngineEvent =
       head?: string | null;
       /** The end of the failing gates' output. */
       output?: string | null;
+      /** Why it failed, told apart (a flaky gate: it passed on a rerun), see protocol/report.ts. */
+      verdict?: "break" | "flaky" | "timed_out" | "weakened";
       at: number;
     }
   /** The merge found the target (or the branch) moved since it was verified: it is verified again. */

@@ -40,7 +40,7 @@ export const maxRepairs = (plan: Plan, wsId: string): number =>
   plan.graph.settings.maxRepairAttempts ??
   DEFAULT_REPAIR_ATTEMPTS;
 
-/** Records that count against a bound (a lost job's does not). */
+/** Verifications that count against their bound (a lost job's does not). */
 const counted = (records: ResolutionRecord[]) => records.filter((r) => r.outcome !== "lost").length;
 
 /** A verification or repair of the workstream running now. */
@@ -179,7 +179,8 @@ function repair(step: RunEdit, wsId: string): void {
   const { plan } = step;
   const v = verificationOf(step.workstream(wsId));
   const max = maxRepairs(plan, wsId);
-  const tried = counted(v.repairs);
+  // Every repair that ended counts, a lost one too (see landingFact).
+  const tried = v.repairs.filter((r) => r.outcome !== null).length;
   const resolver = resolverOf(plan, { workstream: wsId });
   const readOnly = resolver.agentTask.primaryAgent.isolation.tokenTier === "read_only";
   const allowed = tried >= max || readOnly ? null : allowanceIn(step, wsId, null);
@@ -239,8 +240,14 @@ export function landingFact(step: RunEdit, event: Landing): void {
   step.changed = true;
   if (event.kind === "repair") unreserve(step, wsId, record);
   if (event.type === "resolution_lost") {
-    // Its job vanished: it does not count, and the landing is asked again.
+    // Its job vanished, and the landing is asked again. A verification's does not count; a repair's
+    // agent may have spent all it could before its runner went (a runner killed again and again would
+    // repair without bound): it counts against max_repair_attempts and is charged its cap.
     Object.assign(record, { outcome: "lost", reason: event.reason });
+    if (event.kind === "repair" && record.capMicros != null) {
+      record.costMicros = record.capMicros;
+      chargeWorkstream(step, wsId, record.capMicros);
+    }
     if (!step.state.cancelled) maybeAutoMerge(step, wsId);
     return;
   }
@@ -262,11 +269,13 @@ export function landingFact(step: RunEdit, event: Landing): void {
   if (passed) {
     v.passed = passed;
     v.failure = null;
+    // A flaky gate lands on its pass, and a person is told of it (the summary says which).
+    const flaky = event.verdict === "flaky" ? `; ${event.summary ?? "a gate is flaky"}` : "";
     step.log({
       type: "verified",
       workstream: wsId,
       attempt: event.n,
-      detail: `${event.kind === "repair" ? "repaired" : "verified"} at ${passed.head.slice(0, 7)} with ${passed.base.slice(0, 7)}`,
+      detail: `${event.kind === "repair" ? "repaired" : "verified"} at ${passed.head.slice(0, 7)} with ${passed.base.slice(0, 7)}${flaky}`,
     });
     maybeAutoMerge(step, wsId);
     return;
@@ -277,7 +286,17 @@ export function landingFact(step: RunEdit, event: Landing): void {
     attempt: event.n,
     detail: record.reason ?? "failed",
   });
-  if (event.kind === "verify" && event.files?.length) {
+  if (event.verdict === "timed_out" || event.verdict === "weakened") {
+    // Not a break: a repair cannot speed a gate up, and a change to what judges the tree is a person's call.
+    if (event.output) v.failure = event.output;
+    toPerson(
+      step,
+      wsId,
+      event.verdict === "timed_out"
+        ? `${record.reason ?? "a gate timed out"}: a timeout, not a failure, so nothing was repaired (raise the gate's time limit or make it faster, then retry)`
+        : `${record.reason ?? "a repair changed what judges it"} (its diff is below)`,
+    );
+  } else if (event.kind === "verify" && event.files?.length) {
     // The target moved and now conflicts: a resolution merges it (and runs the gates on the result).
     // An integration PR's conflict fails no task: there is no failure to apply.
     conflicted(step, {

@@ -24,6 +24,8 @@ export interface BranchPolicy {
   requiredChecks: string[];
   /** What the repository allows, for messages. */
   allowed: Record<MergeMethod, boolean>;
+  /** A ruleset requires a merge queue: PRs join it and its `merge_group` checks decide. */
+  mergeQueue?: boolean;
 }
 
 interface Rule {
@@ -69,7 +71,8 @@ export function policyOf(
       ),
     ]),
   ];
-  return { methods, linearHistory, requiredChecks, allowed };
+  const mergeQueue = rules.some((r) => r.type === "merge_queue");
+  return { methods, linearHistory, requiredChecks, allowed, ...(mergeQueue ? { mergeQueue } : {}) };
 }
 
 /** Why nothing can merge into `branch`, in one line with the fix, or null when a method can. */
@@ -104,9 +107,10 @@ export async function readBranchPolicy(
     };
   const [repoData, rules, protection] = await Promise.all([
     repository ?? octokit.rest.repos.get({ owner, repo }).then((r) => r.data as RepositorySettings),
+    // Every page: a branch may have more rules than the 30 of the first.
     octokit
-      .request("GET /repos/{owner}/{repo}/rules/branches/{branch}", { owner, repo, branch })
-      .then((r) => r.data as Rule[])
+      .paginate("GET /repos/{owner}/{repo}/rules/branches/{branch}", { owner, repo, branch, per_page: 100 })
+      .then((data) => data as Rule[])
       .catch(tolerate<Rule[]>([])),
     !withProtection
       ? Promise.resolve([] as string[])

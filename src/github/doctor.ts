@@ -34,6 +34,10 @@ export interface RepoFacts {
   variables: string[] | null;
   /** "Allow GitHub Actions to create and approve pull requests" (null: not readable). */
   actionsCanCreatePullRequests: boolean | null;
+  /** Whether Actions runs here, and which actions may (null: not readable). */
+  actions?: { enabled: boolean; allowedActions: string } | null;
+  /** An organisation owns the repository: its policies can turn settings off and grey them out here. */
+  organization?: boolean;
 }
 
 /** Upload-artifact versions that run on Node 20, which GitHub replaced with Node 24 for actions. */
@@ -59,6 +63,14 @@ export function findings(facts: RepoFacts): string[] {
   ] as const) {
     const none = noMethodReason(branch, policy);
     if (none) out.push(none);
+    // A merge queue merges what its `merge_group` checks pass: CI that never runs on the group stalls it.
+    if (
+      policy.mergeQueue &&
+      !facts.workflows.some((w) => !AGENTRELAY_WORKFLOWS.includes(w.path) && "merge_group" in w.on)
+    )
+      out.push(
+        `${branch} requires a merge queue, and no CI workflow runs on \`merge_group\`, so its required checks never report on a merge group: add \`merge_group:\` to the \`on:\` of your CI workflow (docs/github.md, Merge queues)`,
+      );
   }
   if (facts.integrationPolicy.linearHistory)
     out.push(
@@ -82,13 +94,33 @@ export function findings(facts: RepoFacts): string[] {
         out.push(
           `the required check ${check} on ${branch} comes from no workflow that runs on PRs into it, so ${prs} would wait for it forever: make a workflow that runs on those PRs report it (a check from another CI app counts too), or stop requiring it there`,
         );
+  // GitHub creates the pull_request runs of a PR GITHUB_TOKEN opens or pushes to waiting for a person's
+  // approval (Triggering a workflow from a workflow): each push agentrelay makes needs a click.
+  const held = (checks: string[], branch: string, prs: string) =>
+    `${prs} are opened and pushed to with GITHUB_TOKEN, whose pull_request runs GitHub holds until a person with write access presses "Approve workflows to run", so the required check ${checks.join(", ")} on ${branch} needs that click for every push agentrelay makes (retries, bringing a PR up to date, verifications, repairs): register an app (docs/github.md, Tokens), whose PRs run CI by themselves`;
   if (orchestrator && facts.token === "github_token" && facts.integrationPolicy.requiredChecks.length > 0)
     out.push(
-      `task PRs are opened with GITHUB_TOKEN, for which GitHub runs no workflow (or holds it until a person approves), so the required check ${facts.integrationPolicy.requiredChecks.join(", ")} on ${integration} never reports by itself: register an app (docs/github.md, Tokens), or stop requiring it on \`agentrelay/**\``,
+      `${held(facts.integrationPolicy.requiredChecks, integration, "task PRs")}, or stop requiring it on \`agentrelay/**\``,
     );
+  if (orchestrator && facts.token === "github_token" && facts.defaultPolicy.requiredChecks.length > 0)
+    out.push(held(facts.defaultPolicy.requiredChecks, facts.defaultBranch, "integration PRs"));
+  // An organisation's policy overrides these settings and greys them out in each repository
+  // (https://docs.github.com/en/organizations/managing-organization-settings/disabling-or-limiting-github-actions-for-your-organization).
+  const greyed = (what: string) =>
+    facts.organization
+      ? `; if it is greyed out, the organisation's policy decides: an owner changes it in the organisation's Settings, Actions, General${what ? `, ${what}` : ""}`
+      : "";
   if (orchestrator && facts.token === "github_token" && facts.actionsCanCreatePullRequests === false)
     out.push(
-      `GitHub refuses the PRs the orchestrator opens with GITHUB_TOKEN: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests" (or register an app)`,
+      `GitHub refuses the PRs the orchestrator opens with GITHUB_TOKEN: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests" (or register an app)${greyed("Workflow permissions")}`,
+    );
+  if (facts.actions && !facts.actions.enabled)
+    out.push(
+      `GitHub Actions is turned off for this repository, so no task job runs: turn it on in Settings, Actions, General${greyed("Policies")}`,
+    );
+  else if (facts.actions && facts.actions.allowedActions !== "all")
+    out.push(
+      `only ${facts.actions.allowedActions === "local_only" ? "this repository's own" : "selected"} actions may run here, so agentrelay's Action and the actions its workflows use (actions/upload-artifact${orchestrator ? ", actions/create-github-app-token" : ""}) may be refused: allow them in Settings, Actions, General${greyed("Policies")}`,
     );
   if (
     facts.secrets &&
@@ -136,6 +168,11 @@ function outdated(facts: RepoFacts, byPath: Map<string, Workflow>, taskCi: Workf
     out.push(
       `${FILE(ORCHESTRATOR)} does not start when a task job ends: its workflow_run branches leave out ${facts.defaultBranch}, where task jobs run, so every step waits for the 15-minute schedule: add ${facts.defaultBranch} to them (${again(true)})`,
     );
+  const task = byPath.get(TASK);
+  if (task && !handsOver(task))
+    out.push(
+      `${FILE(TASK)} does not hand over to the orchestrator when a task job ends (GitHub documents no workflow_run for runs GITHUB_TOKEN dispatched), so every step may wait for the 15-minute schedule: ${again(true)}`,
+    );
   const listens = orchestratorListens(orchestrator);
   // `workflow_run.workflows` entries are glob patterns over workflow names.
   const deaf = taskCi.filter((w) => !matchesFilter(listens, w.name));
@@ -144,6 +181,11 @@ function outdated(facts: RepoFacts, byPath: Map<string, Workflow>, taskCi: Workf
       `${FILE(ORCHESTRATOR)} does not start when ${deaf.map((w) => FILE(w.path)).join(", ")} finishes on a task PR, so merges wait for the 15-minute schedule: add ${deaf.map((w) => JSON.stringify(w.name)).join(", ")} to its workflow_run workflows (${again(true)})`,
     );
   return out;
+}
+
+/** Whether a no-app task workflow's last job dispatches the orchestrator workflow (what init writes). */
+function handsOver(task: Workflow): boolean {
+  return /^\s+run: gh workflow run agentrelay\.yml\b.*-f task-run=/m.test(task.text);
 }
 
 /** Lines that say how the repository will be merged into (not problems). */
@@ -221,7 +263,7 @@ export async function readRepoFacts(
       const { data } = await octokit.request(route, { owner, repo, per_page: 100 });
       return ((data as Record<string, { name: string }[]>)[key] ?? []).map((s) => s.name);
     });
-  const [secrets, orgSecrets, variables, permissions] = options.settings
+  const [secrets, orgSecrets, variables, permissions, actions] = options.settings
     ? await Promise.all([
         names("GET /repos/{owner}/{repo}/actions/secrets", "secrets"),
         names("GET /repos/{owner}/{repo}/actions/organization-secrets", "secrets"),
@@ -231,8 +273,16 @@ export async function readRepoFacts(
             (await octokit.request("GET /repos/{owner}/{repo}/actions/permissions/workflow", { owner, repo }))
               .data as { can_approve_pull_request_reviews?: boolean },
         ),
+        maybe(
+          async () =>
+            (await octokit.request("GET /repos/{owner}/{repo}/actions/permissions", { owner, repo }))
+              .data as {
+              enabled: boolean;
+              allowed_actions?: string;
+            },
+        ),
       ])
-    : [null, null, null, null];
+    : [null, null, null, null, null];
   const workflows = files.map(parseWorkflow);
   const token =
     options.token ??
@@ -246,5 +296,7 @@ export async function readRepoFacts(
     secrets: secrets === null ? null : [...secrets, ...(orgSecrets ?? [])],
     variables,
     actionsCanCreatePullRequests: permissions?.can_approve_pull_request_reviews ?? null,
+    actions: actions ? { enabled: actions.enabled, allowedActions: actions.allowed_actions ?? "all" } : null,
+    organization: (repository.owner as { type?: string } | undefined)?.type === "Organization",
   };
 }

@@ -155,8 +155,22 @@ export class GitHubEffects {
           verified?.head,
         );
         this.waited(run, { workstream: effect.workstream }, merged);
-        if (merged === "merged")
-          return [{ type: "integration_pr_merged", workstream: effect.workstream, at }];
+        if (merged === "merged") {
+          const landed = this.merges.mergedInto.get(target);
+          // Never silently: a target that moved between the check and the merge is said, at once.
+          const unverified =
+            verified && landed && !(await this.merges.landedAsVerified(landed, verified))
+              ? `${target} moved between the check and the merge: ${landed.slice(0, 7)} holds a tree nobody verified (the gates passed with ${target} at ${verified.base.slice(0, 7)}); run the gates on ${target}`
+              : undefined;
+          return [
+            {
+              type: "integration_pr_merged",
+              workstream: effect.workstream,
+              at,
+              ...(unverified ? { unverified } : {}),
+            },
+          ];
+        }
         if (merged === "moved")
           return [
             {

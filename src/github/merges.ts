@@ -22,6 +22,8 @@ const CHECK_EXPECTED = /Required status checks? "?([^"]*)"? (?:is|are) expected/
 const CHECK_FAILING = /Required status checks? "?([^"]*)"? (?:is|are) failing/i;
 /** GitHub's refusal of a change to `.github/workflows/` by a token without the `workflows` permission. */
 const WORKFLOWS_REFUSED = /create or update workflow `?([^`\s]+)`?/i;
+/** GitHub's 405 for a branch whose rules require a merge queue. */
+const MERGE_QUEUE = /must be made through the merge queue/i;
 /** The conclusions of a check run that passes (what GitHub's required checks accept). */
 const PASSED = new Set(["success", "neutral", "skipped"]);
 
@@ -174,6 +176,7 @@ export class Merges {
         const status = statusOf(error);
         if (status !== 405 && status !== 409) throw error;
         const message = messageOf(error);
+        if (MERGE_QUEUE.test(message)) return this.enqueue(pr, base);
         // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked.
         if (BASE_MOVED.test(message) && tries < MERGE_TRIES) {
           await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * tries));
@@ -252,6 +255,56 @@ export class Merges {
           .join("\n"),
       )
       .join("\n\n");
+  }
+
+  /**
+   * A PR into a branch that requires a merge queue joins the queue, as a person's "Merge when ready"
+   * does (https://docs.github.com/en/graphql/reference/mutations#enqueuepullrequest): the queue's
+   * `merge_group` checks stand in for the merge, and the PR's closing event says it landed.
+   */
+  private async enqueue(pr: PullRequest, base: string): Promise<Merged> {
+    const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
+    if (data.merged) return "merged";
+    try {
+      await this.ctx.octokit.graphql(
+        `mutation($input: EnqueuePullRequestInput!) { enqueuePullRequest(input: $input) { mergeQueueEntry { position } } }`,
+        { input: { pullRequestId: data.node_id } },
+      );
+    } catch (error) {
+      // Already queued (an earlier answer lost) is where the PR should be; anything else, a person.
+      if (!/already in the merge queue/i.test(messageOf(error)))
+        return {
+          wait: {
+            person: true,
+            line: `#${pr.number} could not join ${base}'s merge queue: ${oneLine(messageOf(error))}; add it yourself`,
+          },
+        };
+    }
+    this.ctx.log(`PR #${pr.number}: enqueued in ${base}'s merge queue`);
+    return {
+      wait: {
+        person: false,
+        line: `#${pr.number} is in ${base}'s merge queue: its merge_group checks decide`,
+      },
+    };
+  }
+
+  /**
+   * Whether the commit a merge made holds exactly the tree of `verified` (the integration branch with
+   * the target it was checked with merged in). GitHub's merge pins the PR's head (`sha`) but not its
+   * base: a push to the target after the last look at it lands a tree nobody verified
+   * (https://docs.github.com/en/rest/pulls/pulls#merge-a-pull-request has no condition on the base).
+   */
+  async landedAsVerified(landed: string, verified: { base: string; head: string }): Promise<boolean> {
+    const commit = async (sha: string) =>
+      (await this.ctx.octokit.rest.git.getCommit({ ...this.repo, commit_sha: sha })).data;
+    const [made, head] = [await commit(landed), await commit(verified.head)];
+    if (made.tree.sha === head.tree.sha) return true;
+    // A verification that left the target's merge to GitHub (the target changed a workflow file, which
+    // no push of ours may bring) verified the merge of its head into that target: what a merge commit
+    // of exactly those two parents holds.
+    const parents = made.parents.map((p) => p.sha);
+    return parents.length === 2 && parents[0] === verified.base && parents[1] === verified.head;
   }
 
   /** Why GitHub does not merge a PR now, in one line: a failed required check fails it; the rest wait. */

@@ -182,6 +182,13 @@ export function taskCheckOutput(
   job: string | null,
   /** What the task waits for that only a person can end, in one line. */
   waiting?: string,
+  /**
+   * Whether the check run's "Re-run" reaches an app that retries the task: GitHub sends
+   * `check_run.rerequested` "only to the GitHub App being requested"
+   * (https://docs.github.com/en/webhooks/webhook-events-and-payloads#check_run), so without an app
+   * server it reaches nobody, and the run says what to comment instead.
+   */
+  retry: { rerun: boolean; issue: number | null } = { rerun: true, issue: null },
 ): {
   output: { title: string; summary: string };
   conclusion: (typeof CONCLUSION)[keyof typeof CONCLUSION] | "neutral";
@@ -196,6 +203,9 @@ export function taskCheckOutput(
   const summary = [
     ...(waiting ? [`**Waiting for you**: ${agentText(waiting, 1000)}`, ""] : []),
     `Attempt ${attempt.n} ${OUTCOME_WORDS[attempt.outcome]}${attempt.reason ? `: ${agentText(attempt.reason, 1000)}` : ""}.${givenBack}${t.attempt > n ? ` Attempt ${t.attempt} is running.` : ""}`,
+    ...(attempt.outcome !== "succeeded" && t.attempt === n && !attempt.givenBack
+      ? ["", retryLine(task, retry.rerun, retry.issue)]
+      : []),
     "",
     `Cost ${usd(attempt.costMicros ?? 0)}${attempt.capMicros != null ? ` of its cap ${usd(attempt.capMicros)}` : ""} (task total ${usd(taskSpent(t))}; run: ${spendLine(run, graph)}), ${plural(attempt.turns ?? 0, "turn")}${gates ? `, gate runs ${gates}` : ""}.`,
     ...(job ? ["", `[The job's log](${job})`] : []),
@@ -213,6 +223,14 @@ export function taskCheckOutput(
   };
 }
 
+/** How a person runs a task again, from its check run. */
+function retryLine(task: string, rerun: boolean, issue: number | null): string {
+  const where = issue === null ? "the run's tracking issue" : `the tracking issue #${issue}`;
+  return rerun
+    ? `To run it again: press "Re-run", or comment \`/agentrelay retry ${task}\` on ${where}.`
+    : `To run it again: comment \`/agentrelay retry ${task}\` on ${where} ("Re-run" here starts nothing without an agentrelay app: GitHub sends its event only to the app that made this check run).`;
+}
+
 /** Creates or updates the task's check run with its latest attempt's verdict. */
 export async function taskCheckRun(
   ctx: RepoContext,
@@ -225,7 +243,11 @@ export async function taskCheckRun(
 ): Promise<void> {
   const attempt = run.tasks[task]!.attempts[n - 1];
   const job = attempt?.job ? jobUrl(ctx, attempt.job) : null;
-  const checked = taskCheckOutput(run, task, n, graph, job, waiting);
+  // Without an app server (workflow mode), nothing receives the "Re-run" button's event.
+  const checked = taskCheckOutput(run, task, n, graph, job, waiting, {
+    rerun: !ctx.config.workflow,
+    issue: run.github.trackingIssue,
+  });
   if (!checked || !attempt?.outcome) return;
   const { output, conclusion } = checked;
   const repo = { owner: ctx.owner, repo: ctx.repo };

@@ -5,9 +5,10 @@
  */
 import { agentText, cut, redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
-import { integrationBranch, repositoryFullName, taskBranch, type Task } from "../graph/model.ts";
+import { integrationBranch, repositoryFullName, taskBranch, type Task, thousands } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
 import { overlapLines, overlapsOf } from "../plan/overlaps.ts";
+import { unitGatesNote } from "../plan/resolution.ts";
 import type { Plan } from "../plan/model.ts";
 import { budgetsText, usd } from "../engine/budget.ts";
 import { holdKey, waiting } from "../engine/holds.ts";
@@ -229,6 +230,8 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
       `**Overlaps** (tasks of different workstreams that may run at once and change the same paths${graph.settings.overlaps === "serialize" ? "" : "; `overlaps: serialize` orders them"}):`,
       ...overlapLines(overlaps, 10).map((line) => `- ${agentText(line, 500)}`),
     );
+  const unitOnly = unitGatesNote(plan);
+  if (unitOnly) head.push("", `**Whole-tree check**: ${agentText(unitOnly, 1_000)}.`);
   let room = budget - head.join("\n").length;
   const chart = mermaidChart(plan);
   const chartLines =
@@ -317,5 +320,5 @@ export function annotations(issues: GraphIssue[]): Annotation[] {
 export function unannotated(issues: GraphIssue[]): string | null {
   const left = issues.length - ANNOTATIONS;
   if (left <= 0) return null;
-  return `${left.toLocaleString("en-US")} of ${issues.length.toLocaleString("en-US")} problems get no annotation (GitHub takes ${ANNOTATIONS} a check run); all are listed here.`;
+  return `${thousands(left)} of ${thousands(issues.length)} problems get no annotation (GitHub takes ${ANNOTATIONS} a check run); all are listed here.`;
 }

@@ -15,6 +15,7 @@ import { leftToPerson, resolving } from "../engine/conflicts.ts";
 import { type Hold, holds } from "../engine/holds.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 import type { Plan } from "../plan/model.ts";
+import { unitGatesNote } from "../plan/resolution.ts";
 import { agentText, BODY_LIMIT, cell, statusMarker, takeLines } from "./render.ts";
 import { breakageText, holdWords, named, waitingFor } from "./waiting-lines.ts";
 import { code, duration, quoteIds } from "./words.ts";
@@ -157,6 +158,13 @@ function blockedLines(plan: Plan, breakages: Breakage[]): string[] {
   ];
 }
 
+/** Until the first integration PR opens, the word that nothing checks the whole tree (plan/resolution.ts). */
+function wholeTreeNote(plan: Plan, state: RunState): string[] {
+  if (Object.values(state.workstreams).some((w) => w.integration !== "none")) return [];
+  const note = unitGatesNote(plan);
+  return note ? ["", `> [!NOTE]`, `> ${agentText(note, 1_000)}.`] : [];
+}
+
 /** Status order of the "Other tasks" table: what is still to come first, what is done last. */
 const OTHER_ORDER: TaskRun["status"][] = ["pending", "cancelled", "merged", "completed"];
 
@@ -176,6 +184,7 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
       ? `Tracking issue #${links.trackingIssue}. Commands: \`/agentrelay status\`, \`retry TASK\`, \`cancel [TASK]\`, \`reset TASK\`, \`budget +USD\`.`
       : "Commands: `/agentrelay status`, `retry TASK`, `cancel [TASK]`, `reset TASK`, `budget +USD`.",
     ...(links.notice ? ["", `> [!NOTE]`, `> ${links.notice}`] : []),
+    ...wholeTreeNote(plan, state),
   ];
   const stateBranch = `the full state is on the ${code(`agentrelay-state/${state.graph}`)} branch`;
   let budget = BODY_LIMIT - 500 - head.join("\n").length;

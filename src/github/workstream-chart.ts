@@ -124,6 +124,8 @@ export function workstreamState(
         `its PR ${prLink(ws.pr)} ${landing.stage === "in_turn" ? "waits its turn to be verified" : `is in ${landing.job}`}${then ? `, then waits for you: ${mergeByWords(plan, state, wsId, then)}` : ""}`,
       );
   }
+  if (ws.landedUnverified)
+    parts.push(`${WORKSTREAM_WORDS[ws.status]}, unverified: ${cell(agentText(ws.landedUnverified, max))}`);
   return parts.length ? parts.join("; ") : WORKSTREAM_WORDS[ws.status];
 }
 

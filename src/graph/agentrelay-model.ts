@@ -186,6 +186,9 @@ export function agentrelayGraph(yaml: LoadedYaml, file: GraphFile): Graph {
       verifyIntegration: file.verify_integration ?? null,
       maxRepairAttempts: file.max_repair_attempts ?? null,
       maxVerifications: file.max_verifications ?? null,
+      integrationGate: file.integration_gate ?? null,
+      testPaths: file.test_paths ?? null,
+      protectTests: file.protect_tests ?? null,
       overlaps: file.overlaps === "serialize" ? "serialize" : null,
       outputReview:
         file.output_review === true

@@ -36,10 +36,15 @@ const PRICES: { model: RegExp; input: number; output: number }[] = [
 ];
 const SONNET = PRICES.at(-1)!;
 
+/** The list prices of `model` (an unknown one is priced as Sonnet), micro-dollars per thousand tokens. */
+export function modelPrices(model: string | null): { input: number; output: number } {
+  const name = model?.toLowerCase() ?? "";
+  return PRICES.find((p) => p.model.test(name)) ?? SONNET;
+}
+
 /** What a realistic turn of `model` costs (null: Claude Code's default model, Sonnet). */
 export function turnPriceMicros(model: string | null): Micros {
-  const name = model?.toLowerCase() ?? "";
-  const price = PRICES.find((p) => p.model.test(name)) ?? SONNET;
+  const price = modelPrices(model);
   return TURN.inputThousands * price.input + TURN.outputThousands * price.output;
 }
 

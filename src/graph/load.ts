@@ -7,6 +7,7 @@ import { compileCyberian } from "./cyberian.ts";
 import { GraphError } from "./errors.ts";
 import { detectDialect, readGraphText } from "./dialect.ts";
 import type { Graph } from "./model.ts";
+import { refuseNul } from "./nul.ts";
 import { DEFAULT_YAML_LIMITS, type LoadedYaml, loadYaml, type YamlLimits } from "./yaml.ts";
 
 export interface LoadOptions {
@@ -17,6 +18,7 @@ export { detectDialect };
 
 /** Validates a loaded YAML document as a graph of its dialect. */
 export function compileGraph(yaml: LoadedYaml): Graph {
+  refuseNul(yaml);
   const root = yaml.value;
   if (root === null || typeof root !== "object" || Array.isArray(root)) {
     throw new GraphError([yaml.issue([], "", "the graph must be a mapping (YAML object) at the top level")]);

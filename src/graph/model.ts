@@ -116,6 +116,12 @@ export interface RunSettings {
   maxRepairAttempts: number | null;
   /** Verifications of one integration branch while its target keeps moving (null: the default, 3). */
   maxVerifications: number | null;
+  /** The whole-tree gate every integration branch passes beside its workstream's own (null: none). */
+  integrationGate: string | null;
+  /** Where the tests are, files or directories (null: the usual names; attempt/landing-guards.ts). */
+  testPaths: string[] | null;
+  /** Task agents may not weaken tests they did not write, nor gate scripts or runner configuration. */
+  protectTests: boolean | null;
   /** Tasks of different workstreams that may run at once on the same paths: serialised, or (null) warned about. */
   overlaps: "serialize" | null;
   /** The output review before a push (a small model asks whether the diff strays from the task); null: off. */
@@ -196,6 +202,9 @@ export const DEFAULT_SETTINGS: RunSettings = {
   verifyIntegration: null,
   maxRepairAttempts: null,
   maxVerifications: null,
+  integrationGate: null,
+  testPaths: null,
+  protectTests: null,
   overlaps: null,
   outputReview: null,
 };
@@ -237,11 +246,21 @@ export const DEFAULT_ISOLATION: Isolation = Object.freeze({
   runtime: null,
 });
 
-/** Branch names are a contract with GitHub and with users' branch protection rules. */
+/**
+ * "10,000": a number with its thousands grouped, as `toLocaleString("en-US")` writes it, without
+ * asking ICU: its first call loads the locale data, which took longer than the rest of `agentrelay
+ * validate` together.
+ */
+export const thousands = (n: number): string =>
+  Number.isSafeInteger(n) && !Object.is(n, -0)
+    ? String(n).replace(/\B(?=(\d{3})+$)/g, ",")
+    : n.toLocaleString("en-US");
+
 /** "1 task", "10,000 tasks": a count with its noun, for whatever people read. */
 export const count = (n: number, noun: string, many = `${noun}s`): string =>
-  `${n.toLocaleString("en-US")} ${n === 1 ? noun : many}`;
+  `${thousands(n)} ${n === 1 ? noun : many}`;
 
+/** Branch names are a contract with GitHub and with users' branch protection rules. */
 export const taskBranch = (graph: string, task: string): string => `agentrelay/${graph}/${task}`;
 export const integrationBranch = (graph: string, workstream: string): string =>
   `agentrelay/${graph}/${workstream}/integration`;

@@ -8,6 +8,7 @@ import { agentrelayGraph } from "./agentrelay-model.ts";
 import { isCanonicalGraphFile } from "./canonical.ts";
 import { detectDialect, readGraphText } from "./dialect.ts";
 import type { Graph } from "./model.ts";
+import { refuseNul } from "./nul.ts";
 import { DEFAULT_YAML_LIMITS, loadYaml, type YamlLimits } from "./yaml.ts";
 
 export async function readGraphFile(file: string, limits: Partial<YamlLimits> = {}): Promise<Graph> {
@@ -20,6 +21,7 @@ export async function readGraph(
   limits: Partial<YamlLimits> = {},
 ): Promise<Graph> {
   const yaml = loadYaml(file, text, { ...DEFAULT_YAML_LIMITS, ...limits });
+  refuseNul(yaml);
   const value = yaml.value;
   const plain = value !== null && typeof value === "object" && !Array.isArray(value);
   if (plain && detectDialect(value) === "agentrelay" && isCanonicalGraphFile(value))

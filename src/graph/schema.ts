@@ -264,6 +264,18 @@ export const graphFileSchema = z
       description:
         "Agent attempts to fix an integration branch that fails its gates as it will land (default 2; 0: none).",
     }),
+    integration_gate: text().nullish().meta({
+      description:
+        "Shell command every integration branch must also pass as it will land, beside its workstream's own gates: the whole-tree check (an end-to-end suite, say).",
+    }),
+    test_paths: z.array(text(), { error: "must be a list of paths" }).nullish().meta({
+      description:
+        "Where the tests are (files or directories): what a repair or resolution may not weaken (default: the usual names, test/, *.test.*, test_*.py, ...).",
+    }),
+    protect_tests: boolean().nullish().meta({
+      description:
+        "Hold task agents to what repairs are held to: a task that edits or deletes a test it did not write, or a gate's script or the test runner's configuration, is not pushed.",
+    }),
     max_verifications: positiveInt().nullish().meta({
       description:
         "Times an integration branch is verified before it merges, when its target keeps moving (default 3).",

@@ -413,6 +413,7 @@ export class LocalHost implements RunHost {
         target: resolver.target,
         intents: intentsOf(plan, subject, state.tasks, state.workstreams),
         gates: resolver.gates,
+        testPaths: resolver.testPaths,
       },
       resultFile: join(dir, `result-${effect.n}.json`),
       processGroupsFile: processGroupsFile(dir, effect.n),

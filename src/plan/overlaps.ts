@@ -213,6 +213,40 @@ export function serialWaits(plan: Plan): Plan["serialAfter"] {
   return waits;
 }
 
+/**
+ * The waves once `overlaps: serialize` holds: a task that waits for an earlier workstream to land goes
+ * in a wave after every task of that workstream (and its dependents after it). The plan's waves
+ * otherwise follow the dependencies alone.
+ */
+export function serialWaves(plan: Plan): string[][] {
+  if (plan.serialAfter.size === 0) return plan.waves;
+  const level = new Map<string, number>();
+  plan.waves.forEach((wave, i) => wave.forEach((id) => level.set(id, i)));
+  // The order is topological: one pass settles the dependencies; a wait may lift a workstream's
+  // earlier tasks only through tasks already visited, so passes repeat until nothing moves.
+  for (let changed = true, passes = 0; changed && passes <= plan.order.length; passes++) {
+    changed = false;
+    const wsTop = new Map<string, number>();
+    for (const [id, l] of level) {
+      const ws = plan.tasks.get(id)!.workstreamId;
+      wsTop.set(ws, Math.max(wsTop.get(ws) ?? 0, l));
+    }
+    for (const id of plan.order) {
+      let l = 0;
+      for (const dep of plan.tasks.get(id)!.dependencies) l = Math.max(l, level.get(dep)! + 1);
+      for (const wait of plan.serialAfter.get(id) ?? [])
+        l = Math.max(l, (wsTop.get(wait.workstream) ?? 0) + 1);
+      if (l !== level.get(id)) {
+        level.set(id, l);
+        changed = true;
+      }
+    }
+  }
+  const waves: string[][] = [];
+  for (const id of [...plan.order].sort()) (waves[level.get(id)!] ??= []).push(id);
+  return waves.filter((wave) => wave !== undefined);
+}
+
 /** The overlaps as lines for people: the pairs, their workstreams, the paths, and what is done about them. */
 export function overlapLines(overlaps: Overlap[], limit = 20): string[] {
   const shown = overlaps.slice(0, limit).map((o) => {

@@ -5,7 +5,7 @@
 import { type Graph, NONE } from "../graph/model.ts";
 import { dependencyLevels, kahnOrder, positionsById, topology } from "../graph/topology.ts";
 import type { Plan } from "./model.ts";
-import { serialWaits } from "./overlaps.ts";
+import { serialWaits, serialWaves } from "./overlaps.ts";
 
 /** Canonical order; the graph must be acyclic (the loader guarantees it). */
 export function canonicalOrder(graph: Graph): string[] {
@@ -64,5 +64,6 @@ export function buildPlan(graph: Graph): Plan {
     serialAfter: new Map(),
   };
   plan.serialAfter = serialWaits(plan);
+  plan.waves = serialWaves(plan);
   return plan;
 }

@@ -43,6 +43,8 @@ export interface Resolver {
   agentTask: Task;
   /** What the merged result must pass. */
   gates: string[];
+  /** Where the tests are that judge it (the graph's `test_paths`; null: the usual names). */
+  testPaths: string[] | null;
 }
 
 const STRICTNESS: Record<TokenTier, number> = { read_only: 0, standard: 1, elevated: 2 };
@@ -57,6 +59,7 @@ export function resolverOf(plan: Plan, subject: ResolutionSubject): Resolver {
       target: integrationBranch(graph, ws.id),
       agentTask: task,
       gates: task.completionGate ? [task.completionGate] : [],
+      testPaths: plan.graph.settings.testPaths,
     };
   }
   const own = plan.tasksByWorkstream.get(ws.id)!.map((id) => plan.tasks.get(id)!);
@@ -68,8 +71,33 @@ export function resolverOf(plan: Plan, subject: ResolutionSubject): Resolver {
     branch: integrationBranch(graph, ws.id),
     target: ws.mergeTargetBranch,
     agentTask,
-    gates: ws.integrationGate ? [ws.integrationGate] : own.flatMap((t) => t.completionGate ?? []),
+    gates: integrationGates(plan, ws.id),
+    testPaths: plan.graph.settings.testPaths,
   };
+}
+
+/**
+ * What an integration branch must pass as it will land: the workstream's `integration_gate`, else its
+ * tasks' gates; and beside them the graph's `integration_gate`, the whole-tree check.
+ */
+export function integrationGates(plan: Plan, wsId: string): string[] {
+  const ws = plan.workstreams.get(wsId)!;
+  const own = ws.integrationGate
+    ? [ws.integrationGate]
+    : plan.tasksByWorkstream.get(wsId)!.flatMap((id) => plan.tasks.get(id)!.completionGate ?? []);
+  const whole = plan.graph.settings.integrationGate;
+  return whole && !own.includes(whole) ? [...own, whole] : own;
+}
+
+/**
+ * Whether the workstream is verified by its tasks' gates alone (no `integration_gate` of its own or
+ * of the graph): nothing checks the tree as a whole before it lands.
+ */
+export function unitGatesOnly(plan: Plan, wsId: string): boolean {
+  const ws = plan.workstreams.get(wsId)!;
+  return (
+    !ws.integrationGate && !plan.graph.settings.integrationGate && integrationGates(plan, wsId).length > 0
+  );
 }
 
 /** How many resolution attempts a conflict of this subject may have. */
@@ -81,4 +109,23 @@ export function maxResolutions(plan: Plan, subject: ResolutionSubject, fallback:
     plan.graph.settings.maxResolutionAttempts ??
     fallback
   );
+}
+
+/**
+ * Said once where a graph is planned (`agentrelay plan`, the plan comment, the first status, `doctor`):
+ * the workstreams whose landings are verified by their tasks' gates alone, with the fix. Null when
+ * every verified workstream has a whole-tree gate (its own `integration_gate` or the graph's).
+ */
+export function unitGatesNote(plan: Plan, limit = 10): string | null {
+  const { settings } = plan.graph;
+  const ids = plan.graph.workstreams
+    .filter((w) => (w.verifyIntegration ?? settings.verifyIntegration ?? true) && unitGatesOnly(plan, w.id))
+    .map((w) => w.id);
+  if (ids.length === 0) return null;
+  const named = ids.slice(0, limit).map((id) => `\`${id}\``);
+  if (ids.length > limit) named.push(`${ids.length - limit} more`);
+  const all = ids.length === plan.graph.workstreams.length;
+  const one = all || ids.length === 1;
+  const which = all ? "every workstream" : `workstream${one ? "" : "s"} ${named.join(", ")}`;
+  return `${which} ${one ? "is" : "are"} verified before landing by ${one ? "its" : "their"} tasks' gates alone, so a break only a whole-tree check shows can land: add a graph-wide \`integration_gate\` (your end-to-end check), or one per workstream`;
 }

@@ -73,6 +73,11 @@ const resultShape = z.object({
     .regex(/^[0-9a-f]{40}$/)
     .nullable()
     .default(null),
+  /**
+   * A landing job's failure told apart (attempt/gate-verdicts.ts, landing-guards.ts): its gates break,
+   * a gate is flaky (the job passed on a rerun), a gate timed out, or it changed what judges it.
+   */
+  verdict: z.enum(["break", "flaky", "timed_out", "weakened"]).nullable().default(null),
 });
 
 /**

@@ -103,6 +103,7 @@ const workstreamRunSchema = z.looseObject({
   conflict,
   verification,
   landedCommit: z.string().optional(),
+  landedUnverified: z.string().optional(),
 });
 
 /** The run's own record (its index, without the per-task maps the buckets hold). */

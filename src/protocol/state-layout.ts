@@ -13,6 +13,7 @@
  */
 import { checkIndex, checkTaskMap, parsePart, StateDamageError } from "./state-check.ts";
 import type { RunState } from "../engine/types.ts";
+import { MAX_TASKS } from "../graph/schema.ts";
 
 export const TASKS_PER_BUCKET = 32;
 
@@ -202,10 +203,13 @@ export function nextParts(
   };
 }
 
+/** The most buckets a run has: those of the largest graph (a count is kept while a run is not outgrown). */
+export const MAX_BUCKETS = bucketCount(MAX_TASKS);
+
 /** The layout an index was written in (null for a whole-state document of the earlier format). */
 export function layoutOf(text: string): { version: 2; buckets: number } | null {
   const head = text.slice(0, 80);
-  const m = /^\{"\$layout":\{"version":2,"buckets":(\d+)\}/.exec(head);
+  const m = /^\{"\$layout":\{"version":2,"buckets":(\d{1,15})\}/.exec(head);
   return m ? { version: 2, buckets: Number(m[1]) } : null;
 }
 
@@ -214,6 +218,13 @@ export function indexLayout(text: string): { version: 2; buckets: number } {
   const layout = layoutOf(text);
   if (!layout) throw new StateDamageError("run.json", "does not start with its layout ($layout, version 2)");
   if (layout.buckets < 1) throw new StateDamageError("run.json", "says the run has no task buckets");
+  // Said before any bucket is read: a damaged count (5,000,000) would have each host read, and hold,
+  // millions of buckets for minutes.
+  if (layout.buckets > MAX_BUCKETS)
+    throw new StateDamageError(
+      "run.json",
+      `says the run has ${layout.buckets} task buckets, more than a graph of ${MAX_TASKS} tasks has (${MAX_BUCKETS})`,
+    );
   return layout;
 }
 

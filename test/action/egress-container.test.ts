@@ -6,10 +6,12 @@
  */
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { AGENT_GID } from "../../src/attempt/agent-user.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
-import { namespacesHere } from "../support/namespaces.ts";
+import { NO_NETNS } from "../support/namespaces.ts";
+import { describeNeeding } from "../support/skips.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 
 const CONTAINER = [
   "ip link set lo up",
@@ -20,13 +22,13 @@ const CONTAINER = [
   "ip route add default dev eth0",
 ].join(" && ");
 
-describe.skipIf(!namespacesHere())("the Action's egress filter in its job container", () => {
+describeNeeding(NO_NETNS, "the Action's egress filter in its job container", () => {
   it("filters the agent's group only, refuses what is off the list, and the agent cannot change it", () => {
     const script = join(REPO_ROOT, "test/support/container-egress.ts");
     const run = spawnSync(
       "unshare",
       ["--net", "--", "sh", "-c", `${CONTAINER} && exec "${process.execPath}" --import tsx "${script}"`],
-      { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 },
+      { cwd: REPO_ROOT, encoding: "utf8", timeout: WAIT_MS },
     );
     expect(run.status, run.stderr).toBe(0);
     const seen = JSON.parse(run.stdout) as {
@@ -82,5 +84,5 @@ describe.skipIf(!namespacesHere())("the Action's egress filter in its job contai
     );
     // The runner takes the rules away when the attempt ends.
     expect(seen.after).not.toContain("agentrelay_egress");
-  }, 150_000);
+  });
 });

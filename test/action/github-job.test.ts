@@ -340,11 +340,10 @@ describe("the task Action", () => {
   });
 
   it("times the agent out at the attempt's wall-clock limit and reports the failure", async () => {
-    server = await startScriptedModel(sequence([bash("sleep 30")], "never"));
+    // The agent's command outlasts the test's patience: only the attempt's limit ends it.
+    server = await startScriptedModel(sequence([bash("sleep 3600")], "never"));
     const { url } = await remote();
-    const started = Date.now();
     const { outcome } = await runJob(url, 1, { "INPUT_TIMEOUT-MINUTES": "0.05" });
-    expect(Date.now() - started).toBeLessThan(25_000);
     expect(outcome.result).toMatchObject({
       outcome: "failed",
       reason: expect.stringContaining("did not finish within 3 s"),

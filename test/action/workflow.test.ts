@@ -92,11 +92,14 @@ describe("the task workflow users install", () => {
 describe("workflow-only mode (init --no-app)", () => {
   interface Job {
     if?: string;
+    needs?: string[];
+    container?: unknown;
     permissions: Record<string, string>;
     concurrency: { group: string; "cancel-in-progress": boolean };
     steps: {
       name?: string;
       uses?: string;
+      run?: string;
       if?: string;
       with?: Record<string, string>;
       env?: Record<string, string>;
@@ -118,7 +121,7 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(Object.keys(inputs)).toEqual(["run", "task", "attempt", "state-version", "credential", "tier"]);
     expect(inputs.tier!.options).toEqual(Object.keys(TIER_PERMISSIONS));
     expect(task.permissions).toEqual({});
-    expect(Object.keys(task.jobs)).toEqual(Object.keys(TIER_PERMISSIONS));
+    expect(Object.keys(task.jobs)).toEqual([...Object.keys(TIER_PERMISSIONS), "hand-over"]);
     for (const [tier, permissions] of Object.entries(TIER_PERMISSIONS)) {
       const job = task.jobs[tier]!;
       // metadata: read is every token's; a workflow does not name it.
@@ -134,17 +137,27 @@ describe("workflow-only mode (init --no-app)", () => {
     }
   });
 
+  it("hands over to the orchestrator from its last job, by a dispatch (documented for GITHUB_TOKEN), holding no secret", () => {
+    const job = task.jobs["hand-over"]!;
+    expect(job.needs).toEqual(Object.keys(TIER_PERMISSIONS));
+    expect(job.if).toBe("always()");
+    expect(job.permissions).toEqual({ actions: "write" });
+    expect(job.container).toBeUndefined();
+    expect(job.steps).toHaveLength(1);
+    const step = job.steps[0]!;
+    expect(step.run).not.toContain("${{");
+    expect(step.run).toBe(
+      'gh workflow run agentrelay.yml --ref "$DEFAULT_BRANCH" -f task-run="$GITHUB_RUN_ID"',
+    );
+    expect(JSON.stringify(step.env)).not.toContain("secrets.");
+    expect(orchestrator.on.workflow_dispatch).toEqual({
+      inputs: { "task-run": expect.objectContaining({ required: false, type: "string" }) },
+    });
+  });
+
   it("starts the orchestrator on every event that moves a run, with the permissions it needs", () => {
     expect(Object.keys(orchestrator.on).sort()).toEqual(
-      [
-        "check_run",
-        "check_suite",
-        "issue_comment",
-        "pull_request",
-        "push",
-        "workflow_dispatch",
-        "workflow_run",
-      ].sort(),
+      ["check_suite", "issue_comment", "pull_request", "push", "workflow_dispatch", "workflow_run"].sort(),
     );
     // Task jobs (dispatched on the default branch) and CI on agentrelay's branches (init names the CI).
     expect(orchestrator.on.workflow_run).toEqual({
@@ -191,10 +204,13 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("pull_request", pr("closed", "agentrelay/g/a", "User"))).toBe("agentrelay-runs");
     expect(run("pull_request", pr("opened", "feature", "User"))).toBe("agentrelay-plan-7");
     expect(run("push", {})).toBe("agentrelay-push-c0ffee");
-    expect(run("issue_comment", { comment: { id: 12, body: "/agentrelay retry a" } })).toBe(
-      "agentrelay-comment-12",
-    );
-    expect(run("check_run", { check_run: { id: 5 } })).toBe("agentrelay-rerun-5");
+    expect(
+      run("issue_comment", {
+        comment: { id: 12, body: "/agentrelay retry a", author_association: "MEMBER" },
+      }),
+    ).toBe("agentrelay-comment-12");
+    // "Re-run" on a check run reaches only the app that made it: the workflow does not listen.
+    expect(orchestrator.on).not.toHaveProperty("check_run");
     expect(run("check_suite", { check_suite: { id: 9, head_branch: "agentrelay/g/a" } })).toBe(
       "agentrelay-checks-9",
     );
@@ -206,8 +222,7 @@ describe("workflow-only mode (init --no-app)", () => {
       ["pull_request", pr("closed", "agentrelay/g/a", "User")],
       ["pull_request", pr("opened", "feature", "User")],
       ["push", {}],
-      ["issue_comment", { comment: { id: 12, body: "/agentrelay retry a" } }],
-      ["check_run", { check_run: { id: 5 } }],
+      ["issue_comment", { comment: { id: 12, body: "/agentrelay retry a", author_association: "MEMBER" } }],
       ["check_suite", { check_suite: { id: 9, head_branch: "agentrelay/g/a" } }],
     ];
     for (const [event, payload] of events)
@@ -216,6 +231,14 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(run("pull_request", pr("closed", "agentrelay/g/a", "Bot"))).toBe("skipped");
     expect(run("pull_request", pr("opened", "feature", "User", "mallory/demo"))).toBe("skipped");
     expect(run("issue_comment", { comment: { id: 13, body: "looks good" } })).toBe("skipped");
+    // A command by someone not the repository's costs no job (security case 73).
+    const stranger = {
+      id: 14,
+      body: "/agentrelay retry a",
+      author_association: "NONE",
+      user: { type: "User" },
+    };
+    expect(run("issue_comment", { comment: stranger })).toBe("skipped");
     expect(run("check_suite", { check_suite: { id: 10, head_branch: "main" } })).toBe("skipped");
     // A task workflow run not dispatched in this repository (security case 3): a fork's pull_request
     // run bearing a task's run-name, or a run from another repository.
@@ -250,8 +273,8 @@ describe("workflow-only mode (init --no-app)", () => {
       "${{ secrets.AGENTRELAY_REPORT_SECRET || secrets.ANTHROPIC_API_KEY || secrets.CLAUDE_CODE_OAUTH_TOKEN }}";
     const orchestrate = orchestrator.jobs.orchestrate.steps.find((s) => s.name === "Orchestrate")!;
     expect(orchestrate.env![REPORT_SECRET_VARIABLE]).toBe(secret);
-    for (const job of Object.values(task.jobs))
-      expect(job.steps[0]!.env![REPORT_SECRET_VARIABLE]).toBe(secret);
+    for (const tier of Object.keys(TIER_PERMISSIONS))
+      expect(task.jobs[tier]!.steps[0]!.env![REPORT_SECRET_VARIABLE]).toBe(secret);
     expect(agentEnv({ [REPORT_SECRET_VARIABLE]: "sk-ant-api03-x", PATH: "/usr/bin" })).toEqual({
       PATH: "/usr/bin",
     });

@@ -1,3 +1,4 @@
+import { isWrite } from "../../harness/fake-rate-limits.ts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type Harness,
@@ -453,13 +454,17 @@ describe("slash commands", () => {
   const comment = (body: string, login: string, type: "User" | "Bot" = "User") =>
     issueComment(h, body, login, { type, id: id++ });
 
-  it("accepts commands from writers, refuses others, ignores bots", async () => {
+  it("accepts commands from writers, ignores others (writing nothing) and bots", async () => {
     await h.pushGraph(".workflow/diamond.yaml", DIAMOND);
     await runJob(h, h.gh.dispatches[0]!, { outcome: "failed", reason: "broken" });
     h.gh.permissions.set("alice", "write");
     h.gh.permissions.set("mallory", "read");
+    // Someone without write access costs no write: no answer, no reaction (security case 73).
+    const writes = () => h.gh.calls.filter((c) => isWrite(c)).length;
+    const before = writes();
     await comment("/agentrelay retry a", "mallory");
-    expect(h.gh.reactions).toEqual([{ comment: 77, content: "-1" }]);
+    expect(writes()).toBe(before);
+    expect(h.gh.reactions).toEqual([]);
     expect(h.gh.dispatches).toHaveLength(1);
     await comment("/agentrelay retry a", "renovate[bot]", "Bot");
     expect(h.gh.dispatches).toHaveLength(1);

@@ -440,3 +440,29 @@ describe("a pushed graph past the size a run can hold", () => {
     expect(h.gh.branches.has("agentrelay-state/huge")).toBe(false);
   });
 });
+
+describe("a push of a graph of megabytes (security case 82)", () => {
+  it("is answered 202 before the graph is read, and worked after the answer", async () => {
+    const tasks = Array.from({ length: 229_717 }, (_, i) => `  - {id: t${i}, description: x}`).join("\n");
+    const before = h.gh.branches.get("main")!;
+    const after = h.gh.commit("main", { ".workflow/huge.yaml": `name: huge\ntasks:\n${tasks}\n` });
+    const status = await h.deliver(
+      "push",
+      pushPayload(h.gh, before, after, { added: [".workflow/huge.yaml"] }),
+    );
+    // Answered before any of the work: the graph is refused (its check run) only after the answer.
+    expect(status).toBe(202);
+    expect(h.gh.checkRuns).toEqual([]);
+    const end = Date.now() + 60_000;
+    while (!h.logs.some((l) => l.endsWith("(push): handled after its answer")) && Date.now() < end)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    // The handler itself answered, before it read the graph (not the 9 s timer, which cannot fire
+    // while a graph of megabytes is read).
+    expect(h.logs.filter((l) => l.endsWith("(push): handled after its answer"))).toHaveLength(1);
+    const check = h.gh.checkRuns.find((c) => c.name === "agentrelay / .workflow/huge.yaml")!;
+    expect(check.conclusion).toBe("failure");
+    expect(check.output!.summary).toContain(
+      "tasks: must contain at most 20,000 tasks (this one has 229,717)",
+    );
+  }, 180_000);
+});

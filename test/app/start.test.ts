@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { until } from "../../harness/patience.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 
 describe("npm start", () => {
@@ -24,13 +25,13 @@ describe("npm start", () => {
     });
     try {
       let page = "";
-      for (let i = 0; i < 100 && !page; i++) {
-        await new Promise((done) => setTimeout(done, 100));
+      await until(async () => {
         page = await fetch(`http://127.0.0.1:${port}/probot`).then(
           (r) => r.text(),
           () => "",
         );
-      }
+        return page !== "";
+      }, "the setup page is served");
       // The manifest the page posts to GitHub carries app.yml's events and permissions.
       const manifest = JSON.parse(
         /name="manifest" id="manifest" value='([^']*)'/
@@ -86,14 +87,14 @@ describe("npm start with credentials", () => {
     child.stderr.on("data", (d) => (output += d));
     try {
       const url = `http://127.0.0.1:${port}`;
-      for (let i = 0; i < 100; i++) {
-        const up = await fetch(`${url}/ping`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (up) break;
-        await new Promise((done) => setTimeout(done, 100));
-      }
+      await until(
+        () =>
+          fetch(`${url}/ping`).then(
+            (r) => r.ok,
+            () => false,
+          ),
+        "the app answers /ping",
+      );
       const token = `eyJhbGciOiJSUzI1NiJ9.${"e".repeat(40)}.${"s".repeat(40)}`;
       const job = await fetch(`${url}/agentrelay/token`, {
         method: "POST",
@@ -117,7 +118,10 @@ describe("npm start with credentials", () => {
       // The 200 MB body was refused before it was read: the app's peak memory stayed small.
       const peakKb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))![1]);
       expect(peakKb / 1024).toBeLessThan(200);
-      await new Promise((done) => setTimeout(done, 200));
+      await until(
+        () => output.includes("refused 400") && output.includes("POST /agentrelay/token 401"),
+        "the app logs both refusals",
+      );
       expect(output).not.toContain(token);
       expect(output).not.toContain("m".repeat(64));
       expect(output).toContain("webhook d-1 (push): refused 400: the signature does not match");
@@ -140,10 +144,8 @@ function startProcess(env: Record<string, string>, cwd = mkdtempSync(join(tmpdir
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
-  const until = async (done: () => boolean | Promise<boolean>) => {
-    for (let i = 0; i < 100 && !(await done()); i++) await new Promise((r) => setTimeout(r, 100));
-  };
-  return { url: `http://127.0.0.1:${port}`, output: () => output, until, stop: () => child.kill() };
+  const waitFor = (done: () => boolean | Promise<boolean>) => until(done, "npm start got so far");
+  return { url: `http://127.0.0.1:${port}`, output: () => output, until: waitFor, stop: () => child.kill() };
 }
 
 describe("npm start reachable by GitHub", () => {

@@ -17,7 +17,10 @@ const BRANCH = "agentrelay-state/diamond";
 const BUCKET = "run-1/tasks/000.json";
 
 /** Files to change on the state branch (null: removed), or the run key its run.json is to name instead. */
-const KINDS: [string, Record<string, string | null> | string, RegExp][] = [
+/** A change of the files, a run key for run.json to name, or a change of run.json's text. */
+type Damage = Record<string, string | null> | string | ((index: string) => string);
+
+const KINDS: [string, Damage, RegExp][] = [
   ["bad JSON", { [BUCKET]: '{"tasks":' }, /tasks\/000\.json of run diamond\/1 is not JSON/],
   ["null", { [BUCKET]: "null" }, /is not a JSON object \(it is null\)/],
   ["an array", { [BUCKET]: "[]" }, /is not a JSON object \(it is an array\)/],
@@ -37,6 +40,11 @@ const KINDS: [string, Record<string, string | null> | string, RegExp][] = [
   ],
   ["an emptied bucket", { [BUCKET]: "{}" }, /tasks\/000\.json of run diamond\/1 has no record of task 'a'/],
   ["another run's key", "diamond/7", /run\.json of run diamond\/1 names run 'diamond\/7'/],
+  [
+    "five million buckets (security case 75)",
+    (index) => index.replace(/"buckets":\d+/, '"buckets":5000000'),
+    /run\.json of run diamond\/1 says the run has 5000000 task buckets, more than a graph of 20000 tasks has \(625\)/,
+  ],
 ];
 
 describe("a damaged run state on GitHub", () => {
@@ -48,7 +56,12 @@ describe("a damaged run state on GitHub", () => {
       const run = JSON.parse(h.gh.file(BRANCH, "run-1/run.json")!) as Record<string, unknown>;
       return JSON.stringify({ ...run, runKey: key, runNumber: Number(key.split("/")[1]) });
     };
-    const files = typeof change === "string" ? { "run-1/run.json": index(change) } : change;
+    const files =
+      typeof change === "string"
+        ? { "run-1/run.json": index(change) }
+        : typeof change === "function"
+          ? { "run-1/run.json": change(h.gh.file(BRANCH, "run-1/run.json")!) }
+          : change;
     h.gh.commit(BRANCH, files, "damage");
     const damaged = h.gh.branches.get(BRANCH)!;
     const dispatched = h.gh.dispatches.length;

@@ -7,6 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Harness, issueComment, pushPayload, runJob, startApp } from "../../harness/app.ts";
 import { DIAMOND } from "../../harness/graphs.ts";
+import { answerMarker } from "../../src/app/commands.ts";
 import { WRITES_PER_HOUR, writeBudget } from "../../src/github/write-pacing.ts";
 
 const MINUTE = 60_000;
@@ -97,5 +98,41 @@ describe("work that waited for GitHub's write limit", () => {
     expect(answersTo(802).map((c) => c.body.split("\n").at(-1))).toEqual([
       "Done: `/agentrelay budget +1` was applied when it came; its answer waited for GitHub's write limit.",
     ]);
+  });
+
+  it("is stopped by nobody else's marker or reaction, nor by a thousand earlier comments (security case 72)", async () => {
+    h.gh.permissions.set("mallory", "read");
+    await h.pushGraph(".workflow/diamond.yaml", BUDGETED);
+    await runJob(h, h.gh.dispatches[0]!, { costMicros: 250_000 });
+    const issue = h.gh.issues[0]!.number;
+    // A thousand comments of the day before the command (ten pages of the sweep, read oldest first).
+    for (let i = 0; i < 1_000; i++)
+      h.gh.comments.push({
+        id: 5_000 + i,
+        issue,
+        body: "me too",
+        app: false,
+        user: { login: "mallory", type: "User" },
+        association: "NONE",
+        at: h.gh.clock.now(),
+      });
+    const budget = writeBudget(String(h.gh.installationId), h.gh.clock);
+    for (let i = 0; i < WRITES_PER_HOUR; i++) budget.record();
+    expect(await issueComment(h, "/agentrelay budget +1", "alice", { id: 9_801 })).toBe(503);
+    // A reader writes the answer's hidden marker, and reacts as the app does when it is done.
+    h.gh.comments.push({
+      id: 9_802,
+      issue,
+      body: `${answerMarker(9_801, 0)}\n${answerMarker(9_801)}\ndone, honest`,
+      app: false,
+      user: { login: "mallory", type: "User" },
+      association: "NONE",
+      at: h.gh.clock.now(),
+    });
+    h.gh.reactions.push({ comment: 9_801, content: "eyes" }, { comment: 9_801, content: "-1" });
+    h.gh.clock.advance(61 * MINUTE);
+    await sweepTwice();
+    expect(raised()).toBe(1_000_000);
+    expect(answersTo(9_801).filter((c) => c.app)).toHaveLength(1);
   });
 });

@@ -56,6 +56,35 @@ describe("the webhook endpoint", () => {
     expect(received.map((e) => e.id)).toEqual(["old"]);
   });
 
+  it("answers 202 when the handler takes longer than it may, and the handler goes on", async () => {
+    let finish = () => {};
+    const slow = { receive: () => new Promise<void>((done) => (finish = done)) };
+    const ingress = webhookIngress(slow as unknown as Probot, {
+      path: "/slow",
+      secret: "s",
+      log: () => {},
+      answerWithinMs: 50,
+    });
+    const slowServer = createServer((req, res) => void ingress(req, res));
+    await new Promise<void>((done) => slowServer.listen(0, "127.0.0.1", done));
+    try {
+      const body = JSON.stringify({ zen: "slow" });
+      const response = await fetch(`http://127.0.0.1:${(slowServer.address() as AddressInfo).port}/slow`, {
+        method: "POST",
+        headers: {
+          "x-github-event": "ping",
+          "x-github-delivery": "s",
+          "x-hub-signature-256": await sign("s", body),
+        },
+        body,
+      });
+      expect([response.status, (await response.text()).trim()]).toEqual([202, "still processing"]);
+    } finally {
+      finish();
+      await new Promise((done) => slowServer.close(done));
+    }
+  });
+
   it("passes an event the app does not handle, and answers a missing header with what is missing", async () => {
     const body = JSON.stringify({ action: "labeled", label: { name: "x" } });
     expect(

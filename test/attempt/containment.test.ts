@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { containPrefix, processLine, processStart, runBounded } from "../../src/attempt/bounded.ts";
 import { stopRecordedProcesses } from "../../src/local/run-lock.ts";
+import { until, WAIT_MS } from "../../harness/patience.ts";
 
 const running = (marker: string) =>
   spawnSync("pgrep", ["-f", marker], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean);
@@ -35,13 +36,13 @@ describe.skipIf(containPrefix().length === 0)(
         "bash",
         [
           "-c",
-          `setsid sleep 301 ${marker} </dev/null >/dev/null 2>&1 & (sh -c "sleep 302 ${marker} &" &) ; echo started`,
+          `setsid sleep 3601 ${marker} </dev/null >/dev/null 2>&1 & (sh -c "sleep 3602 ${marker} &" &) ; echo started`,
         ],
-        { cwd: tmpdir(), env: process.env, timeoutMs: 10_000 },
+        { cwd: tmpdir(), env: process.env, timeoutMs: WAIT_MS },
       );
       expect(run.output).toContain("started");
-      await new Promise((done) => setTimeout(done, 300));
-      expect(running(marker)).toEqual([]);
+      // The daemons would outlive the test's patience: they are gone only if they were stopped.
+      await until(() => running(marker).length === 0, "the command's daemons are stopped");
     });
   },
 );

@@ -9,6 +9,7 @@ import { type AddressInfo, connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type CredentialProxy, startCredentialProxy } from "../../src/attempt/credential-proxy.ts";
 import type { Trouble } from "../../src/attempt/network.ts";
+import { until } from "../../harness/patience.ts";
 
 const REAL = "sk-ant-real-credential";
 const servers: Server[] = [];
@@ -51,7 +52,10 @@ function raw(url: string, text: string): Promise<string> {
 
 describe("the credential proxy's requests", () => {
   it("forwards the model API's calls to its upstream only, whatever the request names", async () => {
-    const upstream = await recorder();
+    const upstream = await recorder((res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ model: "claude-sonnet-4-5", usage: { input_tokens: 1, output_tokens: 1 } }));
+    });
     const collector = await recorder();
     proxy = await startCredentialProxy({ kind: "api_key", key: REAL }, { upstream: upstream.url });
     const elsewhere = new URL(collector.url).host;
@@ -79,7 +83,7 @@ describe("the credential proxy's requests", () => {
       proxy.url,
       `POST /v1/messages?beta=true HTTP/1.1\r\nhost: x\r\nx-api-key: ${proxy.key}\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`,
     );
-    expect(answer).toMatch(/^HTTP\/1\.1 200 [\s\S]*ok$/);
+    expect(answer).toMatch(/^HTTP\/1\.1 200 [\s\S]*"usage"/);
     expect(upstream.heard).toMatchObject([
       { method: "POST", url: "/v1/messages?beta=true", headers: { "x-api-key": REAL } },
     ]);
@@ -139,12 +143,12 @@ describe("a model API that goes silent", () => {
     const silent = await recorder(() => {});
     const stops = await watched(silent.url);
     const answer = await post(proxy!.url, proxy!.key);
+    // Answered, where a proxy that waited on would have let the client's own timeout end the request.
     expect(answer.status).toBe(504);
-    expect(answer.ms).toBeLessThan(5_000);
     expect(JSON.parse(answer.body).error.message).toBe(
       `the model API at ${silent.url} (ANTHROPIC_BASE_URL) cannot be reached: it sent nothing for 1 s after taking a request`,
     );
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await until(() => stops.length > 0, "the proxy stops the agent after the grace");
     expect(stops).toEqual([
       {
         problem: `the model API at ${silent.url} (ANTHROPIC_BASE_URL) cannot be reached: it sent nothing for 1 s after taking a request`,
@@ -156,6 +160,9 @@ describe("a model API that goes silent", () => {
   it("leaves alone a stream that keeps sending, however long it takes", async () => {
     const slow = await recorder((res) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(
+        'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":1,"output_tokens":1}}}\n\n',
+      );
       let pings = 0;
       const timer = setInterval(() => {
         res.write('event: ping\ndata: {"type": "ping"}\n\n');

@@ -10,7 +10,9 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { internalAddress, resolveName, snapshotResolver } from "../../src/attempt/egress/resolver.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
-import { namespacesHere } from "../support/namespaces.ts";
+import { NO_NETNS } from "../support/namespaces.ts";
+import { describeNeeding } from "../support/skips.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 
 describe("the resolver's snapshot", () => {
   it("reads the hosts entries and name servers once; later changes to the files change nothing", async () => {
@@ -57,7 +59,7 @@ describe("the resolver's snapshot", () => {
   });
 });
 
-describe.skipIf(!namespacesHere())("an agent that rewrites /etc/hosts and /etc/resolv.conf", () => {
+describeNeeding(NO_NETNS, "an agent that rewrites /etc/hosts and /etc/resolv.conf", () => {
   it("steers nothing: the proxy connects where the runner's resolver says, and never to this machine", () => {
     const user = process.geteuid?.() === 0 ? [] : ["--user", "--map-root-user"];
     // A namespace of its own: its own mounts (the files are bind-mounted there), its own network.
@@ -74,7 +76,7 @@ describe.skipIf(!namespacesHere())("an agent that rewrites /etc/hosts and /etc/r
         "-c",
         `${network} && exec "${process.execPath}" --import tsx "${script}"`,
       ],
-      { cwd: REPO_ROOT, encoding: "utf8", timeout: 60_000 },
+      { cwd: REPO_ROOT, encoding: "utf8", timeout: WAIT_MS },
     );
     expect(run.status, run.stderr).toBe(0);
     const seen = JSON.parse(run.stdout) as Record<string, unknown>;

@@ -21,7 +21,8 @@ import {
   toolResults,
 } from "../../src/scripted/model-server.ts";
 import { attemptSetup } from "../support/attempt.ts";
-import { namespacesHere } from "../support/namespaces.ts";
+import { NO_NETNS } from "../support/namespaces.ts";
+import { describeNeeding } from "../support/skips.ts";
 
 let model: ScriptedModelServer | undefined;
 let registry: Server | undefined;
@@ -35,7 +36,7 @@ afterEach(async () => {
 
 const bash = (command: string) => ({ name: "Bash", input: { command, description: command.slice(0, 40) } });
 
-describe.skipIf(!namespacesHere())("an attempt's network, in a namespace of its own", () => {
+describeNeeding(NO_NETNS, "an attempt's network, in a namespace of its own", () => {
   it("refuses curl, a DNS lookup and a raw socket to hosts off the list; the model API and the registry answer", async () => {
     registry = createServer((_req, res) => res.end("registry: left-pad 1.3.0\n"));
     await new Promise<void>((resolve) => registry!.listen(0, "127.0.0.1", resolve));
@@ -97,11 +98,12 @@ tasks:
     expect(report).toMatch(/exfil\.example \(\d+ DNS lookups?\)/);
     expect(report).toMatch(/203\.0\.113\.9:443 \(1 connection\)/);
     expect(report).not.toContain(`${registryPort}`);
-  }, 90_000);
+  });
 });
 
 describe("an attempt whose network cannot be filtered", () => {
-  it.skipIf(!namespacesHere())("says the real reason in one line: here, no nft on PATH", async () => {
+  it("says the real reason in one line: here, no nft on PATH", async (context) => {
+    if (NO_NETNS) context.skip(NO_NETNS);
     const path = process.env.PATH;
     // This machine's PATH without the folders that hold `nft` (the holder inherits it).
     process.env.PATH = (path ?? "")

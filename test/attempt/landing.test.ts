@@ -3,6 +3,8 @@
  * workflow fails the attempt with the finding named (masked), and its branch keeps none of it; the
  * output review blocks a diff that strays, and reports one it cannot read.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
 import { runAttempt } from "../../src/attempt/run-attempt.ts";
@@ -55,7 +57,7 @@ describe("the output checks of an attempt", () => {
     expect(result.commit).toBeNull();
     expect(await git(ctx.repoDir, ["rev-parse", "HEAD"])).toBe(before);
     expect(await git(ctx.repoDir, ["status", "--porcelain"])).toBe("");
-  }, 60_000);
+  });
 
   it("blocks an edit to a workflow the task does not name, and lets a task that names it through with a concern", async () => {
     const steps = [
@@ -79,7 +81,27 @@ describe("the output checks of an attempt", () => {
     expect(allowed.concerns).toContain(
       "the task edited the protected path .github/workflows/ci.yml (its tagged_paths allow it): a person should review it",
     );
-  }, 90_000);
+  });
+
+  it("with protect_tests, blocks a task that deletes a test it did not write; without, lets it through", async () => {
+    const steps = [bash("rm test/old.test.js && echo notes > notes.txt"), bash("agentrelay-complete")];
+    const withOldTest = async (extra: string) => {
+      const ctx = await attemptSetup(graph(extra), "work", model!.url);
+      mkdirSync(join(ctx.repoDir, "test"));
+      writeFileSync(join(ctx.repoDir, "test", "old.test.js"), "require('assert').ok(true);\n");
+      await git(ctx.repoDir, ["add", "."]);
+      await git(ctx.repoDir, ["commit", "-q", "-m", "a test of before"]);
+      return ctx;
+    };
+    model = await startScriptedModel(sequence(steps, "Done."));
+    const blocked = await runAttempt(await withOldTest("protect_tests: true\n"));
+    expect(blocked.reason).toBe(
+      "the output checks blocked the push: the task changed what judges it (deleted the test test/old.test.js), which `protect_tests` forbids",
+    );
+    await model.close();
+    model = await startScriptedModel(sequence(steps, "Done."));
+    expect((await runAttempt(await withOldTest(""))).outcome).toBe("succeeded");
+  });
 
   it("the output review blocks a diff that strays, and reports an answer without a verdict", async () => {
     const steps = [
@@ -104,7 +126,7 @@ describe("the output checks of an attempt", () => {
     );
     const reviewRequest = model.requests.find((r) => promptOf(r).includes("You are checking"));
     expect(reviewRequest?.model).toBe("claude-haiku-4-5");
-  }, 90_000);
+  });
 });
 
 describe("what upstream tasks hand down", () => {
@@ -136,5 +158,5 @@ describe("what upstream tasks hand down", () => {
     expect(seen.match(/```/g)).toHaveLength(2);
     expect(seen).toContain("ping @\u200boctocat  hidden");
     expect(seen).toMatch(/^first Ignore the above ʼʼʼ$/m);
-  }, 60_000);
+  });
 });

@@ -205,6 +205,5 @@ describe("clean diffs from real history", () => {
       expect(new Set(changes.map((c) => c.path)).size).toBeGreaterThan(200);
       expect((await secretsInChanges(repo, changes)).findings).toEqual([]);
     },
-    60_000,
   );
 });

@@ -56,6 +56,10 @@ describe("protected paths by name", () => {
   });
 
   it.each([
+    // GitHub reads CODEOWNERS by its exact name only (security case 80).
+    "codeowners",
+    "CodeOwners",
+    "docs/codeowners",
     "tests/fixtures/CODEOWNERS",
     "src/docs/CODEOWNERS",
     "packages/app/.github/workflows/ci.yml",

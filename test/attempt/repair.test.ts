@@ -104,6 +104,25 @@ describe("repairing an integration branch", () => {
     expect(await git(repo, ["status", "--porcelain"])).toBe("");
   });
 
+  it("writes the agent's last words into the commit with no working mention, reference or closing keyword (security case 76)", async () => {
+    const { repo, checkout } = await brokenTogether();
+    const said = "Used sum. Closes #1, fixes https://github.com/o/r/issues/2, resolves o/r#3; thanks @alice";
+    const outcome = await repairLanding(
+      checkout,
+      { ...landing, failure: "TypeError: total is not a function" },
+      async () => {
+        writeFileSync(join(repo, "report.js"), "require('./lib').sum;\n");
+        return { failure: null, said };
+      },
+      gate(repo),
+    );
+    const body = await git(repo, ["log", "-1", "--format=%b", outcome.commit!]);
+    expect(body.replaceAll("\u200b", "")).toBe(said);
+    expect(body).not.toMatch(
+      /@[A-Za-z0-9]|#\d|\b(close[sd]?|fix(e[sd])?|resolve[sd]?):?\s+\S*(#|\/issues\/)/i,
+    );
+  });
+
   it.each([
     ["changes nothing", () => {}, "the repair changed nothing"],
     [

@@ -18,6 +18,7 @@ import {
   userPrompts,
 } from "../../src/scripted/model-server.ts";
 import { attemptSetup, read } from "../support/attempt.ts";
+import { until, WAIT_MS } from "../../harness/patience.ts";
 
 const GRAPH = `name: g
 tasks:
@@ -276,25 +277,21 @@ describe("a gate's deadline", () => {
 
   it("holds when a grandchild keeps the output open: the gate's exit counts, what it left behind is stopped", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agentrelay-gate-"));
-    const started = Date.now();
-    const nap = unique(20);
-    const gate = await runGate(`sleep ${nap} & echo done; exit 0`, dir, 2_000, process.env);
-    expect(Date.now() - started).toBeLessThan(1_500);
-    expect(gate).toEqual({ passed: true, output: "done\n" });
-    await new Promise((done) => setTimeout(done, 100));
-    expect(sleeping(nap)).toBe(false);
+    // The grandchild outlives any deadline: a gate that waited for its output would not pass.
+    const nap = unique(3_600);
+    const gate = await runGate(`sleep ${nap} & echo done; exit 0`, dir, WAIT_MS, process.env);
+    expect(gate).toEqual({ passed: true, output: "done\n", timedOut: false });
+    await until(() => !sleeping(nap), "what the gate left behind is stopped");
   });
 
   it("stops the whole gate at the deadline, grandchildren included", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agentrelay-gate-"));
-    const started = Date.now();
-    const nap = unique(30);
-    const gate = await runGate(`(sleep ${nap}; echo late) & sleep 30`, dir, 1_000, process.env);
-    expect(Date.now() - started).toBeLessThan(2_500);
+    // The gate itself never ends: only the deadline ends it, or the test is hung.
+    const nap = unique(3_600);
+    const gate = await runGate(`(sleep ${nap}; echo late) & sleep 3600`, dir, 1_000, process.env);
     expect(gate.passed).toBe(false);
     expect(gate.output).toContain("[agentrelay] the gate did not finish within 1 s");
-    await new Promise((done) => setTimeout(done, 100));
-    expect(sleeping(nap)).toBe(false);
+    await until(() => !sleeping(nap), "the gate's grandchildren are stopped");
   });
 });
 
@@ -313,9 +310,8 @@ describe("an attempt whose credential is refused", () => {
     try {
       const url = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}`;
       const ctx = await attemptSetup(GRAPH, "greet", url);
-      const started = Date.now();
+      // At once: Claude Code's own retries would take longer than the test's patience.
       const result = await runAttempt(ctx);
-      expect(Date.now() - started).toBeLessThan(20_000);
       // Not the task's failure: the attempt does not count (protocol/report.ts).
       expect(result).toMatchObject({
         outcome: "failed",
@@ -348,9 +344,7 @@ describe("an attempt whose model API becomes unreachable", () => {
     const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
     await new Promise((done) => closed.close(done));
     const ctx = { ...(await attemptSetup(GRAPH, "greet", url)), unreachableGraceMs: 1_000 };
-    const started = Date.now();
     const result = await runAttempt(ctx);
-    expect(Date.now() - started).toBeLessThan(15_000);
     expect(result).toMatchObject({
       outcome: "failed",
       agentUnavailable: true,
@@ -372,9 +366,7 @@ describe("an attempt whose model API goes silent", () => {
         silenceMs: 2_000,
         unreachableGraceMs: 1_000,
       };
-      const started = Date.now();
       const result = await runAttempt(ctx);
-      expect(Date.now() - started).toBeLessThan(20_000);
       expect(result).toMatchObject({
         outcome: "failed",
         agentUnavailable: true,

@@ -45,7 +45,7 @@ describe("an attempt that changes a workflow file", () => {
     expect(result.reason).toContain("AGENTRELAY_WORKFLOWS_PERMISSION=write");
     expect(result.commit).toBeNull();
     expect(await git(ctx.repoDir, ["rev-parse", "HEAD"])).toBe(before);
-  }, 90_000);
+  });
 
   it("names only workflow files, and nothing for other changes", () => {
     expect(workflowEditFinding(["src/a.ts", ".github/CODEOWNERS"])).toBeNull();

@@ -285,26 +285,6 @@ describe("agentrelay simulate", () => {
 });
 
 describe("agentrelay run", () => {
-  it("runs the embedded demo graph on a local repository with the scripted model", async () => {
-    const repo = await tempRepo();
-    const { code, stdout } = agentrelay(
-      "run",
-      join(REPO_ROOT, "examples/demo.yaml"),
-      "--repo",
-      repo,
-      "--scripted-model",
-    );
-    expect(code).toBe(0);
-    expect(stdout).toContain("Run demo-diamond/1: succeeded");
-    // The scripted model's costs are what Claude Code computes for its turns: the report says so.
-    expect(stdout).toMatch(/\nSpent \$0\.\d+ \(simulated: the scripted model charges nothing\)\n/);
-    expect(stdout).toMatch(/ws_combined\s+merged\s+merged into main/);
-    expect(stdout).toMatch(/base_calc\s+running/);
-    expect(
-      execFileSync("git", ["ls-tree", "-r", "--name-only", "main"], { cwd: repo, encoding: "utf8" }),
-    ).toContain("calc/combined.py");
-  });
-
   it("names a graph file it cannot read as validate does, in one located line", () => {
     const missing = join(dir, "missing.yaml");
     const result = agentrelay("run", missing, "--repo", dir, "--scripted-model");
@@ -382,10 +362,19 @@ describe("the cyberian example beside the demo", () => {
 });
 
 describe("the README's quick start", () => {
+  // The demo is `agentrelay run` of the embedded graph with the scripted model: run once, for both.
   it("npm run demo runs the embedded graph to the end and shows main's history", () => {
     const demo = spawnSync("npm", ["run", "demo"], { cwd: REPO_ROOT, encoding: "utf8" });
     expect(demo.stdout).toContain("Run demo-diamond/1: succeeded");
+    // The scripted model's costs are what Claude Code computes for its turns: the report says so.
+    expect(demo.stdout).toMatch(/\nSpent \$0\.\d+ \(simulated: the scripted model charges nothing\)\n/);
+    expect(demo.stdout).toMatch(/ws_combined\s+merged\s+merged into main/);
+    expect(demo.stdout).toMatch(/base_calc\s+running/);
     expect(demo.stdout).toMatch(/The work is on main in \S+:\n[\s\S]*Integrate workstream ws_combined/);
+    const repo = /^Demo repository: (\S+)$/m.exec(demo.stdout)![1]!;
+    expect(
+      execFileSync("git", ["ls-tree", "-r", "--name-only", "main"], { cwd: repo, encoding: "utf8" }),
+    ).toContain("calc/combined.py");
     expect(demo.status).toBe(0);
-  }, 120_000);
+  });
 });

@@ -38,6 +38,11 @@ function installed(gh: FakeGitHub, ci = CI): void {
 
 let gh: FakeGitHub;
 const saved = { ...process.env };
+/** Puts `variables` back as the environment, in place: later files of the worker share it. */
+function restoreEnv(variables: NodeJS.ProcessEnv): void {
+  for (const key of Object.keys(process.env)) if (!(key in variables)) delete process.env[key];
+  Object.assign(process.env, variables);
+}
 beforeEach(() => {
   nock.disableNetConnect();
   gh = new FakeGitHub();
@@ -48,7 +53,7 @@ beforeEach(() => {
 afterEach(() => {
   nock.cleanAll();
   nock.enableNetConnect();
-  process.env = { ...saved };
+  restoreEnv(saved);
   gh.expectNoViolations();
 });
 
@@ -63,6 +68,13 @@ async function doctor(...args: string[]): Promise<{ code: number; out: string; e
 }
 
 describe("agentrelay doctor", () => {
+  it("finds nothing about a merge queue whose CI runs on merge_group", async () => {
+    installed(gh, CI.replace("  pull_request:\n", "  pull_request:\n  merge_group:\n"));
+    gh.settings.mergeQueue.add("main");
+    const { out } = await doctor();
+    expect(out).toContain("octo/demo: nothing found that would stall a run");
+  });
+
   it("finds nothing in a repository set up as init leaves it, and says how merges will go", async () => {
     installed(gh);
     const { code, out } = await doctor();
@@ -92,6 +104,15 @@ describe("agentrelay doctor", () => {
       /the required check lint on `agentrelay\/…\/integration` comes from no workflow that runs on PRs into it, so task PRs would wait for it forever/,
     ],
     [
+      "a required check in the rules' second page (GitHub pages them, 30 by default)",
+      (gh) => {
+        for (let i = 0; i < 30; i++)
+          gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["test"] });
+        gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["lint"] });
+      },
+      /the required check lint on `agentrelay\/…\/integration` comes from no workflow that runs on PRs into it/,
+    ],
+    [
       "a CI workflow whose branch filter skips integration branches",
       (gh) =>
         gh.commit("main", {
@@ -106,12 +127,60 @@ describe("agentrelay doctor", () => {
       "GITHUB_TOKEN with a required check on task PRs",
       (gh) =>
         gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["test"] }),
-      /task PRs are opened with GITHUB_TOKEN, for which GitHub runs no workflow \(or holds it until a person approves\), so the required check test/,
+      /task PRs are opened and pushed to with GITHUB_TOKEN, whose pull_request runs GitHub holds until a person with write access presses "Approve workflows to run", so the required check test on `agentrelay\/…\/integration` needs that click for every push agentrelay makes .*: register an app/,
+    ],
+    [
+      "GITHUB_TOKEN with a required check on the default branch (a ruleset)",
+      (gh) =>
+        gh.settings.rules.push({ pattern: "~DEFAULT_BRANCH", source: "ruleset", requiredChecks: ["test"] }),
+      /^octo\/demo: integration PRs are opened and pushed to with GITHUB_TOKEN, whose pull_request runs GitHub holds until a person with write access presses "Approve workflows to run", so the required check test on main needs that click for every push agentrelay makes \(retries, bringing a PR up to date, verifications, repairs\): register an app \(docs\/github.md, Tokens\), whose PRs run CI by themselves$/m,
+    ],
+    [
+      "GITHUB_TOKEN with a required check on the default branch (branch protection)",
+      (gh) => gh.settings.rules.push({ pattern: "main", source: "protection", requiredChecks: ["test"] }),
+      /integration PRs are opened and pushed to with GITHUB_TOKEN, .* the required check test on main needs that click for every push/,
+    ],
+    [
+      "a task workflow from before the hand-over job",
+      (gh) =>
+        gh.commit("main", {
+          ".github/workflows/agentrelay-task.yml": template("no-app/agentrelay-task.yml").replace(
+            /\n {2}# The orchestrator learns that this run ended[\s\S]*$/,
+            "\n",
+          ),
+        }),
+      /`agentrelay-task\.yml` does not hand over to the orchestrator when a task job ends .*: run `agentrelay init --no-app --force` and push/,
     ],
     [
       "'Allow GitHub Actions to create and approve pull requests' off",
       (gh) => (gh.settings.actionsCanCreatePullRequests = false),
       /GitHub refuses the PRs the orchestrator opens with GITHUB_TOKEN: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests"/,
+    ],
+    [
+      "a merge queue required on main, and CI that does not run on merge_group",
+      (gh) => gh.settings.mergeQueue.add("main"),
+      /main requires a merge queue, and no CI workflow runs on `merge_group`, .*add `merge_group:` to the `on:` of your CI workflow/,
+    ],
+    [
+      "the Actions PR setting off in an organisation, where its policy greys it out",
+      (gh) => {
+        gh.settings.organization = true;
+        gh.settings.actionsCanCreatePullRequests = false;
+      },
+      /"Allow GitHub Actions to create and approve pull requests" \(or register an app\); if it is greyed out, the organisation's policy decides: an owner changes it in the organisation's Settings, Actions, General, Workflow permissions$/m,
+    ],
+    [
+      "only the organisation's own actions allowed",
+      (gh) => {
+        gh.settings.organization = true;
+        gh.settings.allowedActions = "local_only";
+      },
+      /only this repository's own actions may run here, so agentrelay's Action and the actions its workflows use \(actions\/upload-artifact, actions\/create-github-app-token\) may be refused: allow them in Settings, Actions, General; if it is greyed out, the organisation's policy decides/,
+    ],
+    [
+      "Actions turned off",
+      (gh) => (gh.settings.actionsEnabled = false),
+      /GitHub Actions is turned off for this repository, so no task job runs: turn it on in Settings, Actions, General$/m,
     ],
     [
       "no Anthropic secret",
@@ -160,6 +229,49 @@ describe("agentrelay doctor", () => {
     expect(code).toBe(1);
   });
 
+  it("matches required checks as GitHub names them: a matrix job's values, a reusable workflow's caller / callee", async () => {
+    const ci = `name: CI
+on:
+  pull_request:
+jobs:
+  test:
+    strategy:
+      matrix:
+        python: ["3.11", "3.12"]
+    runs-on: ubuntu-latest
+    steps:
+      - run: pytest
+  lint:
+    name: Lint \${{ matrix.tool }}
+    strategy:
+      matrix:
+        tool: [ruff]
+    runs-on: ubuntu-latest
+    steps:
+      - run: ruff .
+  shared:
+    uses: ./.github/workflows/build.yml
+`;
+    installed(gh, ci);
+    // A registered app: its PRs run CI, so only the check names are in question.
+    gh.settings.variables.set("AGENTRELAY_APP_CLIENT_ID", "Iv1.abc");
+    gh.settings.secrets.add("AGENTRELAY_APP_PRIVATE_KEY");
+    gh.settings.rules.push({
+      pattern: "agentrelay/**",
+      source: "ruleset",
+      requiredChecks: ["test (3.12)", "Lint ruff", "shared / build"],
+    });
+    const ok = await doctor();
+    expect(ok.out).toContain("octo/demo: nothing found that would stall a run");
+    expect(ok.code).toBe(0);
+    // The bare job id of a matrix job is no check GitHub makes.
+    gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["test"] });
+    const bare = await doctor();
+    expect(bare.out).toMatch(
+      /the required check test on `agentrelay\/…\/integration` comes from no workflow/,
+    );
+  });
+
   it("says in one line what to do without a token, or with a --repo that is not OWNER/NAME", async () => {
     delete process.env.GITHUB_TOKEN;
     delete process.env.GH_TOKEN;
@@ -169,7 +281,7 @@ describe("agentrelay doctor", () => {
     expect(none.err.trim()).toBe(
       "agentrelay: no GitHub token: set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`",
     );
-    process.env = { ...saved, GITHUB_TOKEN: "ghp_doctor" };
+    restoreEnv({ ...saved, GITHUB_TOKEN: "ghp_doctor" });
     let err = "";
     const code = await main(["doctor", "--repo", "not a repo"], {
       out: () => {},

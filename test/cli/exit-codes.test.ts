@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
 import { EXIT_CODES } from "../../src/cli/main.ts";
+import { until } from "../../harness/patience.ts";
 import { agentrelay, BIN, graphFile } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
@@ -122,10 +123,7 @@ describe("exit codes", () => {
     child.stdout.on("data", (chunk: Buffer) => (output += chunk));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk));
     const exit = new Promise<number | null>((done) => child.on("exit", done));
-    for (let waited = 0; !/a\s+running/.test(output); waited += 100) {
-      if (waited > 60_000) throw new Error(`the run did not start: ${output}`);
-      await new Promise((done) => setTimeout(done, 100));
-    }
+    await until(() => /a\s+running/.test(output), "the run starts");
     child.kill("SIGINT");
     expect(await exit).toBe(130);
     expect(output).toContain("interrupted; run the same command again to resume");

@@ -183,7 +183,9 @@ describe("the workflows init writes", () => {
     "%s: each agent job runs in the image its first job finds or builds, pulled with its own token",
     (name) => {
       const workflow = load(workflowText(name, built)) as Workflow;
-      const { image, ...agentJobs } = workflow.jobs;
+      // The no-app task workflow's last job runs no agent: it hands over to the orchestrator.
+      const { image, "hand-over": handOver, ...agentJobs } = workflow.jobs;
+      if (handOver) expect(handOver.container).toBeUndefined();
       expect(image!.permissions).toEqual({ packages: "write" });
       const step = image!.steps[0]!;
       expect(step.env).toMatchObject({
@@ -206,8 +208,9 @@ describe("the workflows init writes", () => {
       }
       // From a release, no image job: the published image.
       const fromRelease = load(workflowText(name, published)) as Workflow;
-      expect(Object.keys(fromRelease.jobs)).toEqual(Object.keys(agentJobs));
-      for (const job of Object.values(fromRelease.jobs))
+      const { "hand-over": _, ...releaseAgentJobs } = fromRelease.jobs;
+      expect(Object.keys(releaseAgentJobs)).toEqual(Object.keys(agentJobs));
+      for (const job of Object.values(releaseAgentJobs))
         expect(job.container!.image).toBe(`ghcr.io/agentrelay/agentrelay-agent:${RELEASE}`);
     },
   );
@@ -276,8 +279,9 @@ describe("agentrelay init", () => {
     expect(result.stdout).toContain('tick "Allow GitHub Actions to create and approve\n     pull requests"');
     expect(result.stdout).toContain("start no workflow: your CI will not run on task PRs");
     const task = readWorkflow(repo);
-    expect(Object.keys(task.jobs)).toEqual(["read_only", "standard", "elevated"]);
-    for (const job of Object.values(task.jobs)) expect(job.steps[0]!.uses).toBe("acme/agentrelay@v3");
+    expect(Object.keys(task.jobs)).toEqual(["read_only", "standard", "elevated", "hand-over"]);
+    for (const tier of ["read_only", "standard", "elevated"])
+      expect(task.jobs[tier]!.steps[0]!.uses).toBe("acme/agentrelay@v3");
     expect(readWorkflow(repo, "agentrelay.yml").jobs.orchestrate!.steps.map((s) => s.uses)).toContain(
       "acme/agentrelay/orchestrate@v3",
     );
@@ -296,7 +300,7 @@ describe("agentrelay init", () => {
     writeFileSync(join(repo, ".github/workflows/agentrelay-task.yml"), earlier);
     const result = init(repo, "--no-app", ...own);
     expect(result.code).toBe(0);
-    expect(Object.keys(readWorkflow(repo).jobs)).toEqual(["read_only", "standard", "elevated"]);
+    expect(Object.keys(readWorkflow(repo).jobs)).toEqual(["read_only", "standard", "elevated", "hand-over"]);
   });
 
   it("leaves a workflow edited since it wrote it, says so once, prints no next steps and exits 1; --force replaces it", async () => {

@@ -14,7 +14,8 @@ import { git } from "../../src/attempt/git.ts";
 import { checkAgent } from "../../src/attempt/preflight.ts";
 import { startScriptedModel } from "../../src/scripted/model-server.ts";
 import { agentrelayLive, BIN } from "../support/cli.ts";
-import { namespacesHere } from "../support/namespaces.ts";
+import { NO_NETNS } from "../support/namespaces.ts";
+import { describeNeeding } from "../support/skips.ts";
 import { agentrelayWith } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
@@ -93,8 +94,7 @@ describe("the agent check before a local run", () => {
     expect(result.stderr).toBe(
       `agentrelay: the model API at ${url} (ANTHROPIC_BASE_URL) cannot be reached: the connection was refused; check that it is up (or unset ANTHROPIC_BASE_URL), then run again\n`,
     );
-    // Not a speed target: Claude Code's own retries would take minutes; the check gives up on the first refusal.
-    expect(result.ms).toBeLessThan(60_000);
+    // Not timed: Claude Code's own retries would outlast the test's patience; the check gives up on the first refusal.
     // The merge was not even noticed: nothing was written.
     expect(await attempts(repo)).toBe(before);
   });
@@ -177,7 +177,7 @@ describe("the credentials file as a user passes it", () => {
   });
 });
 
-describe.skipIf(!namespacesHere())("the scripted model on a machine whose loopback is down", () => {
+describeNeeding(NO_NETNS, "the scripted model on a machine whose loopback is down", () => {
   it("says what is wrong (the loopback interface), not ANTHROPIC_BASE_URL, which the user never set", async () => {
     const repo = await tempRepo();
     // A network namespace of its own with `lo` left down: no route even to 127.0.0.1.
@@ -219,13 +219,11 @@ describe("checkAgent", () => {
     await new Promise<void>((done) => silent.listen(0, "127.0.0.1", done));
     try {
       const url = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
-      const started = Date.now();
       await expect(
         checkAgent({ bin: CLAUDE_BIN, env: { ...env, ANTHROPIC_BASE_URL: url }, ...hints, timeoutMs: 300 }),
       ).rejects.toThrow(
         `the model API at ${url} (ANTHROPIC_BASE_URL) cannot be reached: no answer within 0.3 s`,
       );
-      expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
       silent.close();
     }

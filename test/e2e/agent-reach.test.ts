@@ -223,7 +223,7 @@ describe.skipIf(!agentUserPossible())("an agent that reaches for the runner (nee
     );
     expect(readdirSync(signals).sort()).toEqual([".done", "summary.md"]);
     expect(standin.git("show", `main:notes/x.md`)).toBe("task x, attempt 1");
-  }, 240_000);
+  });
 
   it("a report rewritten before its upload anyway is refused by its HMAC: the attempt fails, credited with nothing it says", async () => {
     standin = await startStandin({
@@ -252,7 +252,7 @@ describe.skipIf(!agentUserPossible())("an agent that reaches for the runner (nee
     expect(task.attempts).toEqual([expect.objectContaining({ reason: refused })]);
     expect(task.attempts[0]!.costMicros ?? 0).toBe(0);
     expect(refused).not.toContain("\n");
-  }, 120_000);
+  });
 
   it("a runner whose git the agent's user could change does not start the agent, and says why in one line", async () => {
     // A git first on the runner's PATH, in a directory anyone may write (no sticky bit).
@@ -279,5 +279,5 @@ describe.skipIf(!agentUserPossible())("an agent that reaches for the runner (nee
     // The agent never started (the model was asked nothing), and the attempt does not count.
     expect(asked).toBe(0);
     expect(task.attemptBase).toBe(1);
-  }, 120_000);
+  });
 });

@@ -35,7 +35,8 @@ function expectComplete(s: Standin, attempts = ["a/1", "b/1", "c/1", "d/1"]): vo
 describe("end to end under faults", () => {
   it("duplicated and reordered webhooks", async () => {
     let n = 0;
-    const s = await runDiamond({ route: () => "duplicate", delay: () => (n++ * 37) % 150 });
+    // The app's side of the fault: jobs scripted as the Action reports (its own retries are the 5xx case's).
+    const s = await runDiamond({ jobs: "scripted", route: () => "duplicate", delay: () => (n++ * 37) % 150 });
     expectComplete(s);
     expect(s.deliveries.length).toBeGreaterThan(10);
   });
@@ -103,7 +104,7 @@ describe("end to end under faults", () => {
   });
 
   it("two app replicas serving the same deliveries", async () => {
-    const s = await runDiamond({ replicas: 2, broadcast: true });
+    const s = await runDiamond({ jobs: "scripted", replicas: 2, broadcast: true });
     expectComplete(s);
     expect(s.gh.issues).toHaveLength(1);
     expect(s.gh.pulls).toHaveLength(8);

@@ -124,5 +124,5 @@ describe("an agent that attacks the runner through git", () => {
     expect(forged.status).toBe(403);
     expect(((await forged.json()) as { error: string }).error).toContain("does not carry the report key");
     expect(JSON.stringify(standin.gh.state("hostile/1"))).toBe(before);
-  }, 180_000);
+  });
 });

@@ -28,7 +28,7 @@ async function run(
     const since = s.gh.branches.get("main")!;
     const graph = scenarioGraph(scenario, { verify: true });
     await s.push({ ...scenario.files, [`.workflow/${scenario.name}.yaml`]: graph });
-    await s.idle(240_000);
+    await s.idle();
     const state = s.gh.state(`${scenario.name}/1`) as unknown as RunState;
     check(s, state, await brokenOnTarget(s.bare, since));
   } finally {
@@ -38,7 +38,7 @@ async function run(
 
 const jobs = (s: Standin, prefix: string) => s.gh.dispatches.filter((d) => d.inputs.task!.startsWith(prefix));
 
-describe.concurrent("parallel workstreams that break together, on GitHub", { timeout: 300_000 }, () => {
+describe.concurrent("parallel workstreams that break together, on GitHub", () => {
   it.each(scenarios.filter((s) => s.repair !== null).map((s) => [s.kind, s] as const))(
     "%s: each integration PR is verified by a job before it merges, the broken one repaired by a job",
     (_kind, scenario) =>

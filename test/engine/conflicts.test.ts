@@ -101,6 +101,63 @@ describe("conflicts between an integration branch and its target", () => {
     expect(open.budget!.workstreams.right!.spentMicros).toBe(200_000);
   });
 
+  it("tells a person the real cause when the resolutions cleared the markers but the gates failed", () => {
+    const { engine, state } = withOpenPr();
+    const conflicted: EngineEvent = {
+      type: "integration_conflicted",
+      workstream: "right",
+      files: ["lib/math.js"],
+      at: 1,
+    };
+    const cause =
+      "the conflicts in lib/math.js were resolved, but the merged result fails its gates (the gate failed on the merged result: npm test); a repair did not fix it: the gate failed on the merged result: npm test";
+    for (const n of [1, 2]) {
+      engine.apply(state, { ...conflicted, resolutions: n - 1, at: n * 10 });
+      engine.apply(state, {
+        type: "resolution_finished",
+        workstream: "right",
+        n,
+        ok: false,
+        reason: cause,
+        verdict: "break",
+        at: n * 10 + 1,
+      });
+    }
+    engine.apply(state, { ...conflicted, resolutions: 2, at: 30 });
+    expect(state.workstreams.right!.reason).toBe(
+      `merge \`main\` into \`agentrelay/g/right/integration\` by hand: ${cause} (2 resolution attempts did not settle them)`,
+    );
+  });
+
+  it.each(["weakened", "timed_out"] as const)(
+    "leaves a resolution that failed as %s to a person at once",
+    (verdict) => {
+      const { engine, state } = withOpenPr();
+      engine.apply(state, {
+        type: "integration_conflicted",
+        workstream: "right",
+        files: ["t.test.js"],
+        at: 1,
+      });
+      const reason =
+        'the resolution changed what judges it (dropped "adds" from the test t.test.js): a person decides whether that holds';
+      const effects = engine.apply(state, {
+        type: "resolution_finished",
+        workstream: "right",
+        n: 1,
+        ok: false,
+        reason,
+        verdict,
+        at: 2,
+      });
+      expect(effects.filter((e) => e.type === "resolve_conflicts")).toEqual([]);
+      expect(state.workstreams.right!.conflict).toMatchObject({ toPerson: true });
+      expect(state.workstreams.right!.reason).toBe(
+        `merge \`main\` into \`agentrelay/g/right/integration\` by hand: ${reason}`,
+      );
+    },
+  );
+
   it("after a failed resolution asks for the merge again: a person who resolved first wins", () => {
     const { engine, state } = withOpenPr();
     engine.apply(state, { type: "integration_conflicted", workstream: "right", files: ["x"], at: 1 });

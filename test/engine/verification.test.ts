@@ -352,3 +352,45 @@ describe("verifying an integration branch before it lands", () => {
     expect(() => checkIndex("run.json", index)).toThrow(message);
   });
 });
+
+describe("failures told apart before a repair is spent", () => {
+  it("lands a tree whose gate was flaky on its pass, and says so in the run's history", () => {
+    const { engine, state } = withOpenPr();
+    engine.apply(state, opened);
+    const summary = "`make test` failed, then passed on the same tree with nothing changed (flaky)";
+    const effects = engine.apply(state, finished("verify", 1, true, { verdict: "flaky", summary }));
+    expect(effects.map((e) => e.type)).toContain("merge_integration_pr");
+    expect(effects.map((e) => e.type)).not.toContain("repair_integration");
+    expect(events(state, engine.plan).at(-1)?.detail).toContain(summary);
+  });
+
+  it("leaves a gate that timed out to a person as a timeout, with no repair", () => {
+    const { engine, state } = withOpenPr();
+    engine.apply(state, opened);
+    const reason = "the gate timed out on the merged result: make test (did not finish within 600 s)";
+    const effects = engine.apply(state, finished("verify", 1, false, { verdict: "timed_out", reason }));
+    expect(effects.map((e) => e.type)).not.toContain("repair_integration");
+    const ws = state.workstreams.right!;
+    expect(ws.verification).toMatchObject({ toPerson: true, repairs: [] });
+    expect(ws.reason).toBe(
+      `not verified: ${reason}: a timeout, not a failure, so nothing was repaired (raise the gate's time limit or make it faster, then retry)`,
+    );
+  });
+
+  it("leaves a repair that changed what judges it to a person, with its diff, and repairs no more", () => {
+    const { engine, state } = withOpenPr();
+    engine.apply(state, opened);
+    engine.apply(state, finished("verify", 1, false));
+    const reason =
+      "the repair changed what judges it (deleted the test test/report.test.js): a person decides whether that holds";
+    const diff = "diff --git a/test/report.test.js b/test/report.test.js\ndeleted file mode 100644";
+    const effects = engine.apply(
+      state,
+      finished("repair", 1, false, { verdict: "weakened", reason, output: diff }),
+    );
+    expect(effects.map((e) => e.type)).not.toContain("repair_integration");
+    expect(effects.map((e) => e.type)).not.toContain("merge_integration_pr");
+    expect(state.workstreams.right!.verification).toMatchObject({ toPerson: true, failure: diff });
+    expect(state.workstreams.right!.reason).toBe(`not verified: ${reason} (its diff is below)`);
+  });
+});

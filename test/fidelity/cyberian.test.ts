@@ -26,6 +26,7 @@ import { fixture } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { scriptedRun } from "../support/local-run.ts";
 import { describeNeeding, NO_FIXTURES } from "../support/skips.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 
 const workflow = (body: string) => `name: w\n${body}`;
 const errorsOf = (text: string): string[] => {
@@ -288,7 +289,7 @@ describe("success criteria, as cyberian decides them, with params as data", () =
     runCriteria({ python, script: null }, params, {
       cwd: dir,
       workflowDir: dir,
-      timeoutMs: 20_000,
+      timeoutMs: WAIT_MS,
       env: { PATH: process.env.PATH },
     });
 
@@ -468,29 +469,25 @@ describeNeeding(NO_FIXTURES, "every cyberian fixture workflow, end to end", () =
     },
     // Its abstracts are not in the fixtures: the precondition stops it before the agent runs.
     { file: "examples/tag-documents/tag-workflow.yaml", statuses: { tag_abstracts: "failed" } },
-  ])(
-    "$file",
-    async ({ file, statuses }) => {
-      const repo = await tempRepo();
-      mkdirSync(join(repo, ".workflow"));
-      const path = join(repo, ".workflow", basename(file));
-      copyFileSync(fixture("cyberian", file), path);
-      const text = readFileSync(path, "utf8");
-      const { state } = await runLocal({
-        ...scriptedRun(repo, path, text, server.url),
-        params: parseParamPairs(PARAMS),
-        attemptTimeoutMs: 120_000,
-        gateTimeoutMs: 20_000,
-      });
-      for (const [task, status] of Object.entries(statuses))
-        expect(state.tasks[task]?.status, task).toBe(status);
-      if (file.includes("tag-workflow"))
-        expect(state.tasks.tag_abstracts!.reason).toBe(
-          "precondition failed: 0 file(s) match 'abstracts/*.txt' in the checkout",
-        );
-    },
-    180_000,
-  );
+  ])("$file", async ({ file, statuses }) => {
+    const repo = await tempRepo();
+    mkdirSync(join(repo, ".workflow"));
+    const path = join(repo, ".workflow", basename(file));
+    copyFileSync(fixture("cyberian", file), path);
+    const text = readFileSync(path, "utf8");
+    const { state } = await runLocal({
+      ...scriptedRun(repo, path, text, server.url),
+      params: parseParamPairs(PARAMS),
+      attemptTimeoutMs: WAIT_MS,
+      gateTimeoutMs: WAIT_MS,
+    });
+    for (const [task, status] of Object.entries(statuses))
+      expect(state.tasks[task]?.status, task).toBe(status);
+    if (file.includes("tag-workflow"))
+      expect(state.tasks.tag_abstracts!.reason).toBe(
+        "precondition failed: 0 file(s) match 'abstracts/*.txt' in the checkout",
+      );
+  });
 
   it("a farm configuration is named for what it is, not run", () => {
     expect(errorsOf(readFileSync(fixture("cyberian", "tests/examples/test-farm.yaml"), "utf8"))).toEqual([

@@ -420,7 +420,6 @@ describe("runs at scale, as their comments say", () => {
       for (const [, word] of body.matchAll(/(\S+) …/g))
         expect(cutWords, `cut after "${word}"`).toContain(word);
     },
-    60_000,
   );
 });
 
@@ -477,7 +476,7 @@ describeNeeding(
       if (!chromium) throw new Error("Chromium is required (AGENTRELAY_REQUIRE_BROWSER) but was not found");
       mkdirSync(ARTIFACTS, { recursive: true });
       browser = await puppeteer.launch({ executablePath: chromium, args: ["--no-sandbox"], headless: true });
-    }, 60_000);
+    });
     afterAll(() => browser?.close());
 
     async function render(name: string, markdown: string): Promise<Rendered> {
@@ -581,7 +580,6 @@ describeNeeding(
           expect(status).toMatch(/```\n\n_Outlines: red, failed \(retry it\); amber, waits for you/);
         expect(closedHeight).toBeLessThan(12_000);
       },
-      120_000,
     );
   },
 );

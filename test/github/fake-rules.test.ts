@@ -7,6 +7,8 @@ import { describe, expect, it } from "vitest";
 import { startsWorkflows, workflowRunStarts } from "../../harness/fake-events.ts";
 import { FakeGitHub } from "../../harness/fake-github.ts";
 
+const DAY = 24 * 3_600_000;
+
 const repo = "/repos/octo/demo";
 
 /** A PR from a branch with one new file into main. */
@@ -123,11 +125,16 @@ describe("the fake GitHub's repository settings", () => {
 });
 
 describe("which workflows an event starts, and for whom", () => {
-  it("starts none for GITHUB_TOKEN's events but dispatches, and holds its PRs' runs where approval is on", () => {
+  it("starts none for GITHUB_TOKEN's events but dispatches, and holds its PRs' runs for approval by default", () => {
     expect(startsWorkflows("push", "github_token")).toBe("no");
-    expect(startsWorkflows("pull_request", "github_token")).toBe("no");
-    expect(startsWorkflows("pull_request", "github_token", { approvalForActionsPullRequests: true })).toBe(
-      "held",
+    // GitHub's documented rule: opened, synchronize and reopened held for approval; other types none.
+    for (const action of ["opened", "synchronize", "reopened"])
+      expect(startsWorkflows("pull_request", "github_token", { action })).toBe("held");
+    for (const action of ["closed", "labeled", "edited"])
+      expect(startsWorkflows("pull_request", "github_token", { action })).toBe("no");
+    expect(startsWorkflows("pull_request", "github_token")).toBe("held");
+    expect(startsWorkflows("pull_request", "github_token", { approvalForActionsPullRequests: false })).toBe(
+      "no",
     );
     expect(startsWorkflows("workflow_dispatch", "github_token")).toBe("yes");
     expect(startsWorkflows("pull_request", "app")).toBe("yes");
@@ -141,13 +148,103 @@ describe("which workflows an event starts, and for whom", () => {
 
   it("starts workflow_run for the named workflows, on the branches filtered, up to three levels", () => {
     const on = { workflows: ["agentrelay task", "CI"], branches: ["main", "agentrelay/**"] };
+    // The docs' example: after A (started by another event), B, C and D run; E and F do not.
+    const chain = ["A", "B", "C", "D", "E", "F"].filter((_, depth) =>
+      depth === 0
+        ? true
+        : workflowRunStarts({ workflows: ["*"] }, { workflow: "x", headBranch: "main", depth: depth - 1 }),
+    );
+    expect(chain).toEqual(["A", "B", "C", "D"]);
     expect(workflowRunStarts(on, { workflow: "CI", headBranch: "agentrelay/g/t", depth: 0 })).toBe(true);
     expect(workflowRunStarts(on, { workflow: "CI", headBranch: "feature/x", depth: 0 })).toBe(false);
     expect(workflowRunStarts(on, { workflow: "Lint", headBranch: "main", depth: 0 })).toBe(false);
     expect(workflowRunStarts(on, { workflow: "agentrelay task", headBranch: "main", depth: 1 })).toBe(true);
-    expect(workflowRunStarts(on, { workflow: "agentrelay task", headBranch: "main", depth: 2 })).toBe(false);
+    expect(workflowRunStarts(on, { workflow: "agentrelay task", headBranch: "main", depth: 2 })).toBe(true);
+    expect(workflowRunStarts(on, { workflow: "agentrelay task", headBranch: "main", depth: 3 })).toBe(false);
     expect(workflowRunStarts({ workflows: ["C*"] }, { workflow: "CI", headBranch: "x", depth: 0 })).toBe(
       true,
     );
+  });
+
+  it("starts no workflow_run for a run GITHUB_TOKEN dispatched (undocumented: the strict reading)", () => {
+    const on = { workflows: ["agentrelay task"] };
+    const run = { workflow: "agentrelay task", headBranch: "main", depth: 0 };
+    expect(workflowRunStarts(on, { ...run, actor: "github_token" })).toBe(false);
+    expect(workflowRunStarts(on, { ...run, actor: "app" })).toBe(true);
+    expect(workflowRunStarts(on, { ...run, actor: "person" })).toBe(true);
+  });
+});
+
+describe("what the fake answers to whom", () => {
+  /** A GET through the fake's in-process fetch with a token of this shape. */
+  const get = async (gh: FakeGitHub, path: string, token: string) => {
+    const response = await gh.fetch(`https://api.github.com${gh.base}${path}`, {
+      headers: { authorization: `token ${token}` },
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  it("gives the merge buttons (allow_*_merge) to a person, not to GITHUB_TOKEN or an installation", async () => {
+    const gh = new FakeGitHub();
+    for (const kind of ["github_token", "app"] as const) {
+      gh.settings.token = kind;
+      const { body } = await get(gh, "", `ghs_${"a".repeat(36)}`);
+      expect(body.default_branch).toBe("main");
+      expect(Object.keys(body).filter((k) => k.startsWith("allow_"))).toEqual([]);
+    }
+    const { body } = await get(gh, "", `ghp_${"a".repeat(36)}`);
+    expect(body).toMatchObject({
+      allow_merge_commit: true,
+      allow_squash_merge: true,
+      allow_rebase_merge: true,
+    });
+  });
+
+  it("answers the Actions settings only to an administrator's token (403 to GITHUB_TOKEN)", async () => {
+    const gh = new FakeGitHub();
+    gh.settings.token = "github_token";
+    for (const path of ["/actions/permissions/workflow", "/actions/permissions"]) {
+      expect(await get(gh, path, `ghs_${"a".repeat(36)}`)).toEqual({
+        status: 403,
+        body: { message: "Resource not accessible by integration" },
+      });
+      expect((await get(gh, path, `ghp_${"a".repeat(36)}`)).status).toBe(200);
+    }
+  });
+});
+
+describe("the 60-day disable of scheduled workflows", () => {
+  const SCHEDULED =
+    'name: s\non:\n  schedule:\n    - cron: "7 * * * *"\njobs:\n  r:\n    runs-on: ubuntu-latest\n    steps:\n      - run: "true"\n';
+  const state = async (gh: FakeGitHub) =>
+    (
+      (await (await gh.fetch(`https://api.github.com${gh.base}/actions/workflows/s.yml`)).json()) as {
+        state: string;
+      }
+    ).state;
+
+  it("disables a public repository's schedule after 60 days without a commit, until it is enabled", async () => {
+    const gh = new FakeGitHub();
+    gh.commit("main", { ".github/workflows/s.yml": SCHEDULED });
+    gh.clock.advance(59 * DAY);
+    expect(await state(gh)).toBe("active");
+    gh.clock.advance(2 * DAY);
+    expect(await state(gh)).toBe("disabled_inactivity");
+    // A commit now does not turn it back on; enabling it does.
+    gh.commit("main", { "README.md": "hello\n" });
+    expect(await state(gh)).toBe("disabled_inactivity");
+    const enabled = await gh.fetch(`https://api.github.com${gh.base}/actions/workflows/s.yml/enable`, {
+      method: "PUT",
+    });
+    expect(enabled.status).toBe(204);
+    expect(await state(gh)).toBe("active");
+  });
+
+  it("leaves a private repository's schedule on", async () => {
+    const gh = new FakeGitHub();
+    gh.settings.visibility = "private";
+    gh.commit("main", { ".github/workflows/s.yml": SCHEDULED });
+    gh.clock.advance(90 * DAY);
+    expect(await state(gh)).toBe("active");
   });
 });

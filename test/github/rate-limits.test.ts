@@ -197,7 +197,7 @@ describe("a run with GitHub's limits on", () => {
     // The minimum an attempt needs is 5 (dispatch, token, PR, merge, state); with the budget ample,
     // each success's check run is made too, and the workstreams' own writes and status edits come on top.
     expect(Number(row["writes/attempt"])).toBeLessThan(7);
-  }, 120_000);
+  });
 
   it("starts a 10,000-task graph (a pinned graph over GraphQL's 512,000 bytes) and its attempts go through, read whole", async () => {
     const graph = chainsGraph(10_000, 20);
@@ -206,7 +206,7 @@ describe("a run with GitHub's limits on", () => {
     expect(row["cold read"]).toBe("whole");
     expect(row.lost).toBe(0);
     expect(row.dispatched).toBeGreaterThanOrEqual(100);
-  }, 120_000);
+  });
 });
 
 describe("the contents API's size limits", () => {

@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { chainsGraph } from "../../harness/graphs.ts";
 import { e2eAgent } from "../../harness/e2e-agent.ts";
+import { disabledForInactivity } from "../../harness/fake-actions.ts";
 import type { TokenKind } from "../../harness/fake-repo-settings.ts";
 import { type Standin, type StandinOptions, startStandin } from "../../harness/standin.ts";
 
@@ -212,7 +213,6 @@ describe("a run without an app: checks and the Actions settings", () => {
   it("a required check on PRs GITHUB_TOKEN opens: the wait is said; held runs go once a person approves them", async () => {
     const s = await start("github_token", { ci: { workflow: "CI", check: "ci", durationMs: 180_000 } });
     s.gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["ci"] });
-    s.gh.settings.approvalForActionsPullRequests = true;
     await s.push({ ".workflow/chains.yaml": chainsGraph(2, 1) });
     await s.timeline!.run(() => s.ci.held.size > 0 && s.runs!.busy === 0, 2 * HOUR);
     const pr = s.gh.pulls[0]!;
@@ -271,6 +271,27 @@ describe("a run without an app: checks and the Actions settings", () => {
     expect(status(s)).toContain(
       "Settings: CI workflow `ci.yml` runs on PRs into main but not into `agentrelay/…/integration`, so task PRs get no CI from it: add `agentrelay/**` to its `pull_request` branches",
     );
+  });
+
+  it("says on the first status comment that a check required on main needs an approval for each push with GITHUB_TOKEN", async () => {
+    const s = await start("github_token", { ci: { workflow: "CI", check: "ci", durationMs: 180_000 } });
+    s.gh.settings.rules.push({ pattern: "~DEFAULT_BRANCH", source: "ruleset", requiredChecks: ["ci"] });
+    await s.push({ ".workflow/chains.yaml": chainsGraph(2, 1) });
+    const comment = () => s.gh.comments.find((c) => c.body.includes("agentrelay:status"));
+    await s.timeline!.run(() => comment() !== undefined, HOUR);
+    expect(comment()!.body).toContain(
+      'Settings: integration PRs are opened and pushed to with GITHUB_TOKEN, whose pull_request runs GitHub holds until a person with write access presses "Approve workflows to run", so the required check ci on main needs that click for every push agentrelay makes (retries, bringing a PR up to date, verifications, repairs): register an app (docs/github.md, Tokens), whose PRs run CI by themselves',
+    );
+  });
+
+  it("a schedule GitHub disabled after 60 quiet days is enabled again when a run starts, and the run ends", async () => {
+    const s = await start("github_token", { schedule: {} });
+    s.gh.clock.advance(61 * 24 * HOUR);
+    expect(disabledForInactivity(s.gh, "agentrelay-schedule.yml")).toBe(true);
+    await s.push({ ".workflow/chains.yaml": chainsGraph(2, 1) });
+    await s.timeline!.run(() => s.runs!.runs.some((r) => r.event === "push" && r.state === "done"), HOUR);
+    expect(s.gh.settings.inactiveWorkflows.has("agentrelay-schedule.yml")).toBe(false);
+    expect(await s.runToEnd(RUN, 12 * HOUR)).toBe("succeeded");
   });
 
   it("an idle repository runs no scheduled job: the schedule is on only while a run is", async () => {

@@ -11,6 +11,7 @@ import { FakeGitHub } from "../../harness/fake-github.ts";
 import { createEngine } from "../../src/engine/engine.ts";
 import { DEFAULT_CONFIG } from "../../src/github/client.ts";
 import { GitHubEffects } from "../../src/github/effects.ts";
+import { workstreamState } from "../../src/github/workstream-chart.ts";
 import { type HostedRun, newMeta } from "../../src/github/hosted-run.ts";
 import { graphOf } from "../support/graphs.ts";
 
@@ -30,8 +31,9 @@ function setup(engine = verifying) {
   github.branches.set(BRANCH, github.branches.get("main")!);
   github.commit(BRANCH, { "a.txt": "a\n" }, "a");
   github.openPull(9, BRANCH, "main");
+  const octokit = new Octokit({ auth: "t", request: { retries: 0 } });
   const effects = new GitHubEffects({
-    octokit: new Octokit({ auth: "t", request: { retries: 0 } }),
+    octokit,
     owner: "octo",
     repo: "demo",
     defaultBranch: "main",
@@ -51,7 +53,7 @@ function setup(engine = verifying) {
       run,
       engine,
     );
-  return { github, merge };
+  return { github, merge, octokit };
 }
 
 describe("merging a verified integration PR", () => {
@@ -69,6 +71,67 @@ describe("merging a verified integration PR", () => {
     github.commit(moved, { "b.txt": "someone else\n" }, "b");
     expect(await merge()).toEqual([{ type: "integration_unverified", workstream: "w", reason, at: 0 }]);
     expect(github.pulls.find((p) => p.number === 9)!.merged).toBe(false);
+  });
+});
+
+describe("a third party's push to the target between the check and the merge", () => {
+  it("is said at once: the run records that what landed is not the tree verified", async () => {
+    const { github, merge, octokit } = setup();
+    const before = github.branches.get("main")!;
+    // Someone pushes to main after agentrelay's last look at it, just before GitHub merges: GitHub's
+    // merge pins the head (`sha`), not the base, so it merges.
+    octokit.hook.before("request", (options) => {
+      if (options.method === "PUT" && String(options.url).endsWith("/merge"))
+        github.commit("main", { "b.txt": "a third party\n" }, "b");
+    });
+    const [fact] = await merge();
+    expect(github.pulls.find((p) => p.number === 9)!.merged).toBe(true);
+    expect(fact).toMatchObject({ type: "integration_pr_merged", workstream: "w" });
+    const landed = github.branches.get("main")!;
+    expect((fact as { unverified?: string }).unverified).toBe(
+      `main moved between the check and the merge: ${landed.slice(0, 7)} holds a tree nobody verified (the gates passed with main at ${before.slice(0, 7)}); run the gates on main`,
+    );
+    const { state } = verifying.start(0);
+    verifying.apply(state, fact!);
+    expect(state.workstreams.w!.landedUnverified).toBe((fact as { unverified: string }).unverified);
+    expect(state.timeline.at(-1)).toMatchObject({
+      type: "verification_failed",
+      workstream: "w",
+      detail: expect.stringMatching(/^landed unverified: main moved between the check and the merge/),
+    });
+    // The status comment's row of the workstream says it, for as long as the run is shown.
+    expect(workstreamState(verifying.plan, state, "w")).toMatch(
+      /^merged, unverified: main moved between the check and the merge: .*; run the gates on main$/,
+    );
+  });
+});
+
+describe("a verification that left the target's merge to GitHub (a workflow file changed on it)", () => {
+  it("lands as verified when GitHub merged the verified head into the verified target", async () => {
+    const { github, octokit } = setup();
+    github.commit("main", { ".github/workflows/ci.yml": "on: [push, merge_group]\n" }, "ci");
+    const effects = new GitHubEffects({
+      octokit,
+      owner: "octo",
+      repo: "demo",
+      defaultBranch: "main",
+      config: DEFAULT_CONFIG,
+      now: () => 0,
+      log: () => undefined,
+    });
+    const run = {
+      ...verifying.start(0).state,
+      source: { path: "g.yaml", commit: "c", branch: "main", text: "" },
+      github: newMeta(),
+    } as unknown as HostedRun;
+    // The branch was not pushed with main merged in: the verification passed on that merge locally.
+    const verified = { base: github.branches.get("main")!, head: github.branches.get(BRANCH)! };
+    const facts = await effects.repeatable(
+      { type: "merge_integration_pr", key: "k", workstream: "w", pr: { number: 9, url: "u" }, verified },
+      run,
+      verifying,
+    );
+    expect(facts).toEqual([{ type: "integration_pr_merged", workstream: "w", at: 0 }]);
   });
 });
 

@@ -24,3 +24,23 @@ describe("validation rules", () => {
     );
   });
 });
+
+describe("a NUL in a graph string (security case 77)", () => {
+  const AGENTRELAY =
+    'name: g\ntasks:\n  - id: a\n    description: writes a\n    completion_gate: "npm test\\0 --x"\n';
+  const CYBERIAN = 'name: w\nsubtasks:\n  s:\n    instructions: "do it\\0"\n';
+  it.each([
+    ["an agentrelay graph", AGENTRELAY, "5:22: tasks[0].completion_gate: may not contain a NUL character"],
+    ["a cyberian workflow", CYBERIAN, "4:19: subtasks.s.instructions: may not contain a NUL character"],
+  ])("is refused in %s at its line and field", (_, yaml, error) => {
+    expect(errorsOf(yaml)[0]).toContain(error);
+  });
+
+  it("is refused on the canonical fast path too", async () => {
+    const { readGraph } = await import("../../src/graph/read.ts");
+    const canonical = 'name: g\ntasks:\n  - id: a\n    description: "a\\0"\n';
+    await expect(readGraph("g.yaml", canonical)).rejects.toThrow(
+      "g.yaml:4:18: tasks[0].description: may not contain a NUL character",
+    );
+  });
+});

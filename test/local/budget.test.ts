@@ -3,7 +3,7 @@
  * model (whose turns cost what its token counts cost): the run stops dispatching when the budget is
  * spent, says so, and `agentrelay budget` raises it and finishes the run.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,23 +20,29 @@ function agentrelay(...args: string[]) {
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** A repository and a three-task graph whose budget its first task's attempts spend. */
+async function budgeted(): Promise<{ repo: string; graph: string }> {
+  const repo = await tempRepo();
+  const graph = join(mkdtempSync(join(tmpdir(), "agentrelay-graph-")), "g.yaml");
+  writeFileSync(
+    graph,
+    graphYaml(
+      [
+        { id: "one", ws: "w" },
+        { id: "two", deps: ["one"], ws: "w" },
+        { id: "three", deps: ["two"], ws: "w" },
+      ],
+      [{ id: "w", autoMerge: true }],
+      // The scripted model's turns cost a fraction of a cent: the floor is lowered to match.
+      "max_cost_usd: 0.005\nmin_attempt_cost_usd: 0.001",
+    ),
+  );
+  return { repo, graph };
+}
+
 describe("a local run with a budget", () => {
   it("stops when the budget is spent, says so, and goes on when it is raised", async () => {
-    const repo = await tempRepo();
-    const graph = join(mkdtempSync(join(tmpdir(), "agentrelay-graph-")), "g.yaml");
-    writeFileSync(
-      graph,
-      graphYaml(
-        [
-          { id: "one", ws: "w" },
-          { id: "two", deps: ["one"], ws: "w" },
-          { id: "three", deps: ["two"], ws: "w" },
-        ],
-        [{ id: "w", autoMerge: true }],
-        // The scripted model's turns cost a fraction of a cent: the floor is lowered to match.
-        "max_cost_usd: 0.005\nmin_attempt_cost_usd: 0.001",
-      ),
-    );
+    const { repo, graph } = await budgeted();
     const first = agentrelay("run", graph, "--repo", repo, "--scripted-model");
     expect(first.stderr).toBe("");
     // Not finished: it waits for a budget (exit code 3).
@@ -64,5 +70,29 @@ describe("a local run with a budget", () => {
     expect(done.timeline.filter((e) => e.type === "budget_raised")).toHaveLength(1);
     expect(done.budget!.run.spentMicros).toBeGreaterThan(5_000);
     expect(raised.stdout).toMatch(/Spent \$0\.\d+ of \$0\.055/);
+  });
+
+  it("raised from a script that stops reading, goes on to the end of its run (security case 81)", async () => {
+    const { repo, graph } = await budgeted();
+    expect(agentrelay("run", graph, "--repo", repo, "--scripted-model").code).toBe(3);
+    // No runner is live: `budget` resumes the run here. Its reader went away at once (`| true`).
+    const child = spawn(
+      process.execPath,
+      [BIN, "budget", graph, "+0.05", "--repo", repo, "--scripted-model"],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    const code = await new Promise<number | null>((done) => child.on("close", done));
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    const done = (await new GitRefStateStore(repo).load("g/1"))!.state;
+    expect(done.outcome).toBe("succeeded");
+    const left = Object.values(done.tasks).flatMap((t) => t.attempts.filter((a) => a.outcome === null));
+    expect(left).toEqual([]);
+    expect(done.budget!.run.reservedMicros).toBe(0);
   });
 });

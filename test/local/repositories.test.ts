@@ -17,6 +17,7 @@ import {
 import { tempRepo } from "../support/git.ts";
 import { scriptedRun } from "../support/local-run.ts";
 import { API_THEN_CLIENT } from "../support/repositories.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 
 /**
  * The demo agent, except that a task told what landed in another repository first copies what it was
@@ -51,8 +52,8 @@ describe("a local run of a graph that spans repositories", () => {
     const options = {
       ...scriptedRun(own, ".workflow/api-client.yaml", API_THEN_CLIENT, server.url),
       repositories: { api, web },
-      attemptTimeoutMs: 60_000,
-      gateTimeoutMs: 10_000,
+      attemptTimeoutMs: WAIT_MS,
+      gateTimeoutMs: WAIT_MS,
     };
     const { state, workRoot } = await runLocal(options);
     expect(state.outcome).toBe("succeeded");

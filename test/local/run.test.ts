@@ -12,6 +12,7 @@ import {
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { scriptedRun } from "../support/local-run.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -22,8 +23,8 @@ afterAll(() => server.close());
 function options(repo: string, text: string) {
   return {
     ...scriptedRun(repo, ".workflow/g.yaml", text, server.url),
-    attemptTimeoutMs: 60_000,
-    gateTimeoutMs: 10_000,
+    attemptTimeoutMs: WAIT_MS,
+    gateTimeoutMs: WAIT_MS,
   };
 }
 

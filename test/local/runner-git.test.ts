@@ -20,6 +20,7 @@ import {
 } from "../../src/scripted/model-server.ts";
 import { tempRepo } from "../support/git.ts";
 import { scriptedRun } from "../support/local-run.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 
 const markers = mkdtempSync(join(tmpdir(), "agentrelay-local-traps-"));
 
@@ -97,8 +98,8 @@ describe("local mode, with an agent that attacks the runner through git", () => 
     const repo = await tempRepo();
     const { state } = await runLocal({
       ...scriptedRun(repo, ".workflow/hostile.yaml", GRAPH, server.url),
-      attemptTimeoutMs: 60_000,
-      gateTimeoutMs: 10_000,
+      attemptTimeoutMs: WAIT_MS,
+      gateTimeoutMs: WAIT_MS,
     });
     expect(state.outcome).toBe("succeeded");
     // The traps are in place (the agent ran), and none of them ran.
@@ -122,5 +123,5 @@ describe("local mode, with an agent that attacks the runner through git", () => 
       .find((w) => w.endsWith("/only"))!;
     expect(statSync(join(worktree, ".git")).isFile()).toBe(true);
     expect(readFileSync(join(worktree, ".git"), "utf8")).toMatch(/^gitdir: .*\/worktrees\//);
-  }, 180_000);
+  });
 });

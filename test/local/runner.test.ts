@@ -12,6 +12,7 @@ import {
   toolResults,
 } from "../../src/scripted/model-server.ts";
 import { CLAUDE_BIN } from "../../harness/claude.ts";
+import { until } from "../../harness/patience.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 
@@ -76,14 +77,6 @@ function processes(command: string): number[] {
     .map((m) => Number(m[1]));
 }
 
-async function until(condition: () => boolean, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error("timed out waiting");
-    await new Promise((done) => setTimeout(done, 100));
-  }
-}
-
 async function repoWithGraph(): Promise<string> {
   const repo = await tempRepo();
   writeFileSync(join(repo, "g.yaml"), GRAPH);
@@ -98,7 +91,7 @@ describe("agentrelay run among processes", () => {
     const repo = await repoWithGraph();
     behaviour = { sleep: SLEEPS[0] };
     const first = run(repo);
-    await until(() => processes(`sleep ${SLEEPS[0]}`).length === 1);
+    await until(() => processes(`sleep ${SLEEPS[0]}`).length === 1, "the attempt's gate runs");
     first.child.kill("SIGKILL");
     await first.exit;
     // Nothing stopped the agent: it would go on writing in the worktree the next run uses.
@@ -118,7 +111,7 @@ describe("agentrelay run among processes", () => {
     const repo = await repoWithGraph();
     behaviour = { sleep: SLEEPS[1] };
     const first = run(repo);
-    await until(() => processes(`sleep ${SLEEPS[1]}`).length === 1);
+    await until(() => processes(`sleep ${SLEEPS[1]}`).length === 1, "the attempt's gate runs");
     const second = await run(repo).exit;
     expect(second.code).toBe(1);
     expect(second.output.trim()).toBe(

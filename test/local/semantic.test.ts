@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runScenarioLocally } from "../../harness/semantic-run.ts";
-import { scenarioAgent, scenarioGraph } from "../../harness/semantic-scenarios.ts";
+import { scenarioAgent, scenarioGraph, weakenedOnTarget } from "../../harness/semantic-scenarios.ts";
 import { git } from "../../src/attempt/git.ts";
 import { waitingFor } from "../../src/cli/run-report.ts";
 import { parseGraph } from "../../src/graph/load.ts";
@@ -19,10 +19,10 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const scenarios = scenariosToRun(["signature", "unrepairable"]);
+const scenarios = scenariosToRun(["signature", "unrepairable", "deleted-test"]);
 
-describe.concurrent("parallel workstreams that break together, locally", { timeout: 400_000 }, () => {
-  it.each(scenarios.filter((s) => s.repair !== null).map((s) => [s.kind, s] as const))(
+describe.concurrent("parallel workstreams that break together, locally", () => {
+  it.each(scenarios.filter((s) => s.repair !== null && !s.weakens).map((s) => [s.kind, s] as const))(
     "%s: verified before it lands, repaired, and no broken tree reaches main",
     async (_kind, scenario) => {
       const { state, repo, broken } = await runScenarioLocally(scenario, server.url, { verify: true });
@@ -30,6 +30,22 @@ describe.concurrent("parallel workstreams that break together, locally", { timeo
       const log = await git(repo, ["log", "--format=%s", "main"]);
       expect(log).toMatch(/^Repair agentrelay\/[^/]+\/[^/]+\/integration with main$/m);
       for (const w of scenario.workstreams) expect(log).toContain(`Integrate workstream ${w.id}`);
+    },
+  );
+
+  it.each(scenarios.filter((s) => s.weakens).map((s) => [s.kind, s] as const))(
+    "%s: is not pushed; the PR waits for a person with the diff, and every test is still on main",
+    async (_kind, scenario) => {
+      const { state, repo, broken } = await runScenarioLocally(scenario, server.url, { verify: true });
+      expect(broken).toEqual([]);
+      expect(await weakenedOnTarget(repo)).toEqual([]);
+      const waiting = Object.values(state.workstreams).filter((w) => w.verification?.toPerson);
+      expect(waiting).toHaveLength(1);
+      expect(waiting[0]!.reason).toMatch(
+        /^not verified: the repair changed what judges it \(.+\): a person decides/,
+      );
+      expect(waiting[0]!.verification!.failure).toContain("diff --git");
+      expect(await git(repo, ["log", "--format=%s", "main"])).not.toMatch(/^Repair /m);
     },
   );
 

@@ -105,7 +105,7 @@ describe("steering a local run", () => {
   it("cancel reaches the live runner from another terminal and stops the attempt", async () => {
     const repo = await tempRepo();
     // A duration of its own, so that another test run's gate on this machine is not counted.
-    const sleep = `sleep 120.${process.pid}`;
+    const sleep = `sleep 3600.${process.pid}`;
     const graph = graphFile(
       graphYaml([
         { id: "slow", extra: `completion_gate: "${sleep}"` },
@@ -130,12 +130,11 @@ describe("steering a local run", () => {
     );
     expect(status.stdout).not.toContain("run again");
     expect(status.code).toBe(3);
-    const startedAt = Date.now();
     const cancel = agentrelay("cancel", graph, "slow", "--repo", repo);
     expect(cancel.stdout.trim()).toBe("cancelled 'slow'");
     expect(cancel.code).toBe(0);
+    // The slow gate never ends by itself: the runner exits because the cancel stopped it.
     expect(await exited).toBe(1);
-    expect(Date.now() - startedAt).toBeLessThan(60_000);
     expect(output).toMatch(/slow\s+cancelled\s+attempts 1 .*\(cancelled\)/);
     expect(output).toMatch(/after\s+blocked/);
     // Nothing of the attempt is left running.

@@ -11,6 +11,7 @@ import { demoAgent } from "../../src/scripted/demo-agent.ts";
 import { type ScriptedModelServer, startScriptedModel } from "../../src/scripted/model-server.ts";
 import { tempRepo } from "../support/git.ts";
 import { scriptedRun } from "../support/local-run.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -23,7 +24,10 @@ const GRAPH = `name: g\nworkstreams:\n  - id: w\ntasks:\n  - id: a\n    workstre
 describe("a local run whose state ref went back", () => {
   it("takes the merge on its integration branch as done and runs nothing again", async () => {
     const repo = await tempRepo();
-    const options = { ...scriptedRun(repo, ".workflow/g.yaml", GRAPH, server.url), attemptTimeoutMs: 60_000 };
+    const options = {
+      ...scriptedRun(repo, ".workflow/g.yaml", GRAPH, server.url),
+      attemptTimeoutMs: WAIT_MS,
+    };
     const first = await runLocal(options);
     expect(first.state.tasks.a!.status).toBe("merged");
     const merges = async () =>
@@ -47,5 +51,5 @@ describe("a local run whose state ref went back", () => {
     expect(lines.filter((l) => l.includes("had gone back"))).toEqual([
       "the state of run g/1 had gone back (its ref holds an older version than the integration branches' merges): a merged already, so the run takes it as merged instead of running it again",
     ]);
-  }, 120_000);
+  });
 });

@@ -99,6 +99,16 @@ tasks:
       [["c", "d"], false], // d waiting for w2 would close a cycle: w2 waits for w1 already
     ]);
     expect(plan.serialAfter).toEqual(new Map([["b", [{ task: "a", workstream: "w1" }]]]));
+    // The waves follow: b starts after every task of w1 (a and d); without serialize all four start at once.
+    expect(plan.waves).toEqual([["a", "c", "d"], ["b"]]);
+    expect(
+      buildPlan(
+        graphOf(
+          graph.tasks.map((t) => ({ id: t.id, ws: t.workstreamId })),
+          [{ id: "w1" }, { id: "w2" }],
+        ),
+      ).waves,
+    ).toEqual([["a", "b", "c", "d"]]);
     expect(planSummary(plan)).toContain(
       "**Overlaps** (tasks of different workstreams that may run at once and change the same paths):\n- `a` (w1) and `b` (w2) both change `x.py`: `b` waits for `w1` to land\n- `c` (w2) and `d` (w1) both change `z.py`",
     );

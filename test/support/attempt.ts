@@ -9,6 +9,7 @@ import { git } from "../../src/attempt/git.ts";
 import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPO_ROOT } from "./fixtures.ts";
 import { tempRepo } from "./git.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 
 export async function attemptSetup(
   graphText: string,
@@ -55,10 +56,10 @@ export async function attemptSetup(
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       },
       maxTurns: 30,
-      timeoutMs: 60_000,
+      timeoutMs: WAIT_MS,
       allowedTools: DEFAULT_ALLOWED_TOOLS,
     },
-    gateTimeoutMs: 30_000,
+    gateTimeoutMs: WAIT_MS,
     signalEntry: join(REPO_ROOT, "bin/agentrelay.js"),
     log: (line) => lines.push(line),
     lines,

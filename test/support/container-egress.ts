@@ -10,6 +10,7 @@ import { claimAgentUser } from "../../src/attempt/agent-user.ts";
 import { runBounded } from "../../src/attempt/bounded.ts";
 import { startEgress } from "../../src/attempt/egress/egress.ts";
 import { EGRESS_TABLE, nft } from "../../src/attempt/egress/rules.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
 
 const registry = createServer((_req, res) => res.end("registry: left-pad 1.3.0\n"));
 await new Promise<void>((resolve) => registry.listen(0, "127.0.0.1", resolve));
@@ -31,7 +32,7 @@ const agent = async (command: string) =>
     await runBounded("bash", ["-c", command], {
       cwd: "/",
       env: { ...process.env, ...egress.env },
-      timeoutMs: 20_000,
+      timeoutMs: WAIT_MS,
       confine: { prefix: [...egress.prefix, ...user.prefix], endAll: user.endAll },
     })
   ).output;
@@ -39,7 +40,7 @@ const runner = (
   await runBounded("bash", ["-c", `curl -sS -m 5 http://127.0.0.1:${registryPort}/`], {
     cwd: "/",
     env: process.env,
-    timeoutMs: 20_000,
+    timeoutMs: WAIT_MS,
   })
 ).output;
 const outputs = {

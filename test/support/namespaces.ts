@@ -18,3 +18,8 @@ export function namespacesHere(): boolean {
   ]);
   return probe.status === 0;
 }
+
+/** Why the egress tests cannot run here, or null when they can (a note for describeNeeding). */
+export const NO_NETNS = namespacesHere()
+  ? null
+  : "no network namespace here: needs Linux with unshare, iproute2's ip and nftables' nft (the Debian packages)";

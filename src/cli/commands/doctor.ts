@@ -5,16 +5,67 @@
  * the repository the command runs in; the token is GITHUB_TOKEN, else GH_TOKEN, else the GitHub
  * CLI's (`gh auth token`). Exit 0 when nothing is found, 1 when something is (or it cannot read).
  */
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { Octokit } from "@octokit/rest";
+import { loadGraphFile } from "../../graph/load.ts";
+import { buildPlan } from "../../plan/plan.ts";
+import { unitGatesNote } from "../../plan/resolution.ts";
+import { MERGE_METHODS } from "../../github/branch-policy.ts";
 import { findings, mergeNotes, readRepoFacts } from "../../github/doctor.ts";
 import type { GitHubClient } from "../../github/client.ts";
 import { statusOf } from "../../github/client.ts";
-import type { WorkflowFile } from "../../github/workflow-files.ts";
+import { parseWorkflow, type WorkflowFile } from "../../github/workflow-files.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
-import { gitHubToken, remoteRepository } from "./github-remote.ts";
+import { checkoutBranch, checkoutRoot, gitHubToken, remoteRepository } from "./github-remote.ts";
+import { localWorkflowFiles } from "./orchestrator-triggers.ts";
 
 export class DoctorError extends Error {
   override name = "DoctorError";
+}
+
+/** GitHub's API could not be reached: why, in words (never a raw ENOTFOUND). */
+export class Unreachable extends Error {
+  override name = "Unreachable";
+}
+
+/** The error codes of a failed connection, in words. */
+const NETWORK_WORDS: Record<string, string> = {
+  ENOTFOUND: "its name does not resolve (offline, or no DNS)",
+  EAI_AGAIN: "its name does not resolve (offline, or no DNS)",
+  ECONNREFUSED: "nothing answers at that address",
+  ECONNRESET: "the connection was cut",
+  ETIMEDOUT: "it does not answer",
+  UND_ERR_CONNECT_TIMEOUT: "it does not answer",
+  ENETUNREACH: "no network route to it",
+  EHOSTUNREACH: "no network route to it",
+  CERT_HAS_EXPIRED: "its TLS certificate is not valid",
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: "its TLS certificate cannot be verified (a proxy?)",
+  SELF_SIGNED_CERT_IN_CHAIN: "its TLS certificate cannot be verified (a proxy?)",
+};
+
+/** Why a request never got an answer from `apiUrl`, or null when it did (an HTTP status). */
+function unreachable(error: unknown, apiUrl: string): string | null {
+  let host: string;
+  try {
+    host = new URL(apiUrl).host;
+  } catch {
+    return `the API address ${apiUrl} is not a URL`;
+  }
+  const status = statusOf(error);
+  // Octokit answers a request that got no response as status 500 with the cause attached.
+  const seen: unknown[] = [];
+  for (let e = error; e && typeof e === "object" && !seen.includes(e); e = (e as { cause?: unknown }).cause) {
+    seen.push(e);
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && NETWORK_WORDS[code]) return `${host}: ${NETWORK_WORDS[code]}`;
+    const message = (e as { message?: unknown }).message;
+    if (typeof message === "string" && /bad port|invalid url/i.test(message))
+      return `the API address ${apiUrl} is not a valid URL`;
+  }
+  if (status === undefined || (status === 500 && seen.some((e) => (e as Error).name === "TypeError")))
+    return `${host} could not be reached`;
+  return null;
 }
 
 export interface DoctorOptions {
@@ -32,6 +83,7 @@ export async function diagnose(
   octokit: GitHubClient,
   repository: string,
   workflows?: WorkflowFile[],
+  apiUrl = "https://api.github.com",
 ): Promise<{ findings: string[]; notes: string[] }> {
   const [owner, repo] = repository.split("/") as [string, string];
   try {
@@ -41,6 +93,8 @@ export async function diagnose(
     });
     return { findings: findings(facts), notes: mergeNotes(facts) };
   } catch (error) {
+    const why = unreachable(error, apiUrl);
+    if (why) throw new Unreachable(why);
     const status = statusOf(error);
     if (status === 401)
       throw new DoctorError(
@@ -49,10 +103,6 @@ export async function diagnose(
     if (status === 404 || status === 403)
       throw new DoctorError(
         `${repository}: not found, or the token may not read it: use a token with read access to it`,
-      );
-    if (status === undefined)
-      throw new DoctorError(
-        `GitHub could not be reached: ${(error as Error).message}: check your network, then run again`,
       );
     throw error;
   }
@@ -81,9 +131,73 @@ export async function doctorCommand(
   if (!token)
     throw new DoctorError("no GitHub token: set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`");
   const apiUrl = options.apiUrl ?? env.GITHUB_API_URL ?? "https://api.github.com";
-  const found = await diagnose(doctorClient(token, apiUrl), repository, options.workflows);
+  let found: { findings: string[]; notes: string[] };
+  try {
+    found = await diagnose(doctorClient(token, apiUrl), repository, options.workflows, apiUrl);
+  } catch (error) {
+    if (!(error instanceof Unreachable)) throw error;
+    // What needs no network is still checked: the checkout's workflow files.
+    const root = checkoutRoot(dir);
+    const local = root ? offlineFindings(localWorkflowFiles(root), checkoutBranch(root) ?? "main") : [];
+    io.out(
+      [
+        ...local.map((f) => `${repository} (this checkout): ${f}`),
+        `${repository}: GitHub's side was not checked (${error.message}): merge methods, rules and required checks, secrets and Actions settings; ${root ? "the checkout's workflow files were" : "nothing was"}: connect, then run doctor again`,
+      ].join("\n"),
+    );
+    return EXIT.failed;
+  }
+  found.notes.push(...graphNotes(dir));
   io.out(report(repository, found));
   return found.findings.length > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/**
+ * What the graphs under `.workflow/` of the repository at `dir` leave unchecked: one line per graph
+ * whose workstreams are verified by their tasks' gates alone (a graph that does not load is
+ * `agentrelay validate`'s to report).
+ */
+export function graphNotes(dir: string): string[] {
+  const folder = join(dir, ".workflow");
+  let files: string[];
+  try {
+    files = readdirSync(folder)
+      .filter((f) => /\.ya?ml$/.test(f))
+      .sort();
+  } catch {
+    return [];
+  }
+  return files.flatMap((file) => {
+    try {
+      const note = unitGatesNote(buildPlan(loadGraphFile(join(folder, file))));
+      return note ? [`.workflow/${file}: ${note}`] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/**
+ * What doctor finds in workflow files alone, with no network: unreadable files, CI that skips
+ * agentrelay's branches, agentrelay's own files older than init writes them.
+ */
+export function offlineFindings(workflows: WorkflowFile[], defaultBranch: string): string[] {
+  const open = {
+    methods: [...MERGE_METHODS],
+    linearHistory: false,
+    requiredChecks: [],
+    allowed: { merge: true, squash: true, rebase: true },
+  };
+  return findings({
+    defaultBranch,
+    defaultPolicy: open,
+    integrationPolicy: open,
+    workflows: workflows.map(parseWorkflow),
+    token: null,
+    secrets: null,
+    variables: null,
+    actionsCanCreatePullRequests: null,
+  });
 }
 
 /** The lines doctor prints: how merges will go, then each problem with its fix. */

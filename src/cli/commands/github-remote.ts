@@ -29,6 +29,16 @@ export function remoteRepository(dir: string): string | null {
   return url ? githubRepository(url) : null;
 }
 
+/** The top folder of the git checkout `dir` is in, or null outside one. */
+export function checkoutRoot(dir: string): string | null {
+  return run("git", ["-C", dir, "rev-parse", "--show-toplevel"]);
+}
+
+/** The branch the checkout is on (what doctor takes for the default branch offline), or null. */
+export function checkoutBranch(dir: string): string | null {
+  return run("git", ["-C", dir, "symbolic-ref", "--short", "HEAD"]);
+}
+
 /** A token to read the repository with: GITHUB_TOKEN, GH_TOKEN, or the GitHub CLI's; null when none. */
 export function gitHubToken(env: NodeJS.ProcessEnv): string | null {
   return env.GITHUB_TOKEN || env.GH_TOKEN || run("gh", ["auth", "token"]) || null;

@@ -11,7 +11,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { templatesDir } from "../../protocol/templates.ts";
-import { type Io, InputError } from "../io.ts";
+import { type Io, InputError, UsageError } from "../io.ts";
 import { gitHubToken, remoteRepository } from "./github-remote.ts";
 import { type SourceOptions, workflowSource } from "./workflow-source.ts";
 import { marked, unedited, type WorkflowSource, workflowText } from "./workflow-text.ts";
@@ -23,6 +23,8 @@ export interface InitOptions extends SourceOptions {
   force: boolean;
   /** Workflow-only mode: the orchestrator runs as a workflow, with no app to host. */
   noApp?: boolean;
+  /** With noApp: set the secret and the Actions PR setting through the GitHub CLI (init-gh.ts). */
+  gh?: boolean;
 }
 
 /** The package's own directory (the one holding templates/). */
@@ -126,7 +128,11 @@ function ignoreLocalRuns(root: string): Change | null {
 }
 
 /** What to do next: try the sample here, then on GitHub the settings init cannot make. */
-function nextSteps(source: WorkflowSource, noApp: boolean): string[] {
+function nextSteps(
+  source: WorkflowSource,
+  noApp: boolean,
+  done: { secret: boolean; setting: boolean } = { secret: false, setting: false },
+): string[] {
   const built =
     "build" in source.image
       ? "; the first task job builds the agent image from that commit's Dockerfile into this repository's packages (a few minutes, once)"
@@ -138,14 +144,24 @@ function nextSteps(source: WorkflowSource, noApp: boolean): string[] {
     "Next:",
     "  1. Try the sample here, free (the scripted model): agentrelay run .workflow/hello.yaml --repo . --scripted-model",
   ];
+  let n = 1;
   if (noApp)
     lines.push(
-      "  2. On GitHub, add the repository secret ANTHROPIC_API_KEY (or CLAUDE_CODE_OAUTH_TOKEN, from `claude setup-token`):",
-      "     Settings > Secrets and variables > Actions > New repository secret.",
-      '  3. Settings > Actions > General > Workflow permissions: tick "Allow GitHub Actions to create and approve',
-      '     pull requests" and save; without it GitHub refuses the pull requests the orchestrator opens.',
-      "  4. Commit and push to the default branch (git add .github .workflow .gitignore && git commit && git push):",
+      ...(done.secret
+        ? []
+        : [
+            `  ${++n}. On GitHub, add the repository secret ANTHROPIC_API_KEY (or CLAUDE_CODE_OAUTH_TOKEN, from \`claude setup-token\`):`,
+            "     Settings > Secrets and variables > Actions > New repository secret.",
+          ]),
+      ...(done.setting
+        ? []
+        : [
+            `  ${++n}. Settings > Actions > General > Workflow permissions: tick "Allow GitHub Actions to create and approve`,
+            '     pull requests" and save; without it GitHub refuses the pull requests the orchestrator opens.',
+          ]),
+      `  ${n + 1}. Commit and push to the default branch (git add .github .workflow .gitignore && git commit && git push):`,
       "     the sample starts a run (one small task, a few cents), followed on the run's tracking issue.",
+      "     Pushing workflow files needs a credential that may: a token with the `workflow` scope (`gh auth refresh -s workflow`).",
       "",
       "The orchestrator is a workflow: nothing to host. It acts as the workflow's GITHUB_TOKEN, and PRs it opens",
       "start no workflow: your CI will not run on task PRs. To have it run, register a GitHub App (no server;",
@@ -165,6 +181,8 @@ function nextSteps(source: WorkflowSource, noApp: boolean): string[] {
 }
 
 export async function initCommand(options: InitOptions, io: Io): Promise<number> {
+  if (options.gh && !options.noApp)
+    throw new UsageError("--gh sets up workflow-only mode's settings: use it with --no-app");
   const root = targetRepository(options.repo);
   const source = workflowSource(toolDir(), options);
   const mode = options.noApp ? "no-app" : "app";
@@ -206,7 +224,12 @@ export async function initCommand(options: InitOptions, io: Io): Promise<number>
     return 1;
   }
   // The repository holds what the mode needs: what GitHub's settings still need is said next.
-  io.out(nextSteps(source, options.noApp === true).join("\n"));
+  const viaGh =
+    options.gh && options.noApp
+      ? (await import("./init-gh.ts")).setUpWithGh(remoteRepository(root), process.env)
+      : null;
+  for (const line of viaGh?.lines ?? []) io.out(line);
+  io.out(nextSteps(source, options.noApp === true, viaGh ?? undefined).join("\n"));
   await checkSettings(root, io);
   return 0;
 }
@@ -238,6 +261,7 @@ async function checkSettings(root: string, io: Io): Promise<void> {
       doctor.doctorClient(token, api),
       repository,
       localWorkflowFiles(root),
+      api,
     );
     io.out(`\n${doctor.report(repository, found)}`);
   } catch (error) {

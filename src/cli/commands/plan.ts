@@ -4,6 +4,7 @@ import { count, integrationBranch, repositoryFullName } from "../../graph/model.
 import { mermaidDag } from "../../plan/mermaid.ts";
 import { overlapLines, overlapsOf } from "../../plan/overlaps.ts";
 import { buildPlan } from "../../plan/plan.ts";
+import { unitGatesNote } from "../../plan/resolution.ts";
 import type { Plan } from "../../plan/model.ts";
 import type { Io } from "../io.ts";
 
@@ -58,6 +59,8 @@ export function planText(plan: Plan): string {
       `Overlaps (tasks of different workstreams that may run at once and change the same paths${graph.settings.overlaps === "serialize" ? "" : "; `overlaps: serialize` orders them"}):`,
       ...overlapLines(overlaps, 50).map((line) => `  ${line}`),
     );
+  const unitOnly = unitGatesNote(plan);
+  if (unitOnly) lines.push("", `Whole-tree check: ${unitOnly}.`);
   const s = graph.settings;
   lines.push("", `Settings: max_concurrency ${s.maxConcurrency}, max_task_attempts ${s.maxTaskAttempts}`);
   const budgets = budgetsText(graph, 20, (id) => id);

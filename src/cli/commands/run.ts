@@ -84,6 +84,8 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
   const interrupt = () => stop.abort();
   process.once("SIGINT", interrupt);
   process.once("SIGTERM", interrupt);
+  // The terminal or the session that started it went away: stopped as cleanly as with Ctrl-C.
+  process.once("SIGHUP", interrupt);
   let refused = false;
   if (await uncommittedChanges(repo))
     io.err(
@@ -130,6 +132,7 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
   } finally {
     process.removeListener("SIGINT", interrupt);
     process.removeListener("SIGTERM", interrupt);
+    process.removeListener("SIGHUP", interrupt);
     await server?.close();
   }
 }

@@ -1,0 +1,89 @@
+/**
+ * A target that requires a merge queue: GitHub refuses the integration PR's direct merge (405
+ * "Changes must be made through the merge queue"), so the PR is enqueued, not left to a person; the
+ * queue's `merge_group` checks decide, and the queue merges it.
+ */
+import { Octokit } from "@octokit/rest";
+import nock from "nock";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FakeGitHub } from "../../harness/fake-github.ts";
+import { mergeGroups, settle } from "../../harness/fake-merge-queue.ts";
+import { createEngine } from "../../src/engine/engine.ts";
+import { DEFAULT_CONFIG } from "../../src/github/client.ts";
+import { GitHubEffects } from "../../src/github/effects.ts";
+import { type HostedRun, newMeta } from "../../src/github/hosted-run.ts";
+import { graphOf } from "../support/graphs.ts";
+
+beforeEach(() => nock.disableNetConnect());
+afterEach(() => {
+  nock.cleanAll();
+  nock.enableNetConnect();
+});
+
+const engine = createEngine(
+  graphOf([{ id: "a", ws: "w" }], [{ id: "w", autoMerge: true, extra: "verify_integration: false" }]),
+);
+const BRANCH = "agentrelay/g/w/integration";
+
+function setup() {
+  const github = new FakeGitHub();
+  github.mount();
+  github.commit("main", { "README.md": "hi\n" });
+  github.branches.set(BRANCH, github.branches.get("main")!);
+  github.commit(BRANCH, { "a.txt": "a\n" }, "a");
+  github.openPull(9, BRANCH, "main");
+  github.settings.mergeQueue.add("main");
+  const effects = new GitHubEffects({
+    octokit: new Octokit({ auth: "t", request: { retries: 0 } }),
+    owner: "octo",
+    repo: "demo",
+    defaultBranch: "main",
+    config: DEFAULT_CONFIG,
+    now: () => 0,
+    log: () => undefined,
+  });
+  const run = {
+    ...engine.start(0).state,
+    source: { path: "g.yaml", commit: "c", branch: "main", text: "" },
+    github: newMeta(),
+  } as unknown as HostedRun;
+  const merge = () =>
+    effects.repeatable(
+      { type: "merge_integration_pr", key: "k", workstream: "w", pr: { number: 9, url: "u" } },
+      run,
+      engine,
+    );
+  const wait = () => effects.waits.get(run.runKey)?.get("workstream:w");
+  return { github, merge, wait };
+}
+
+describe("an integration PR into a branch that requires a merge queue", () => {
+  it("is enqueued, not left to a person, and lands once its merge group's checks pass", async () => {
+    const { github, merge, wait } = setup();
+    expect(await merge()).toEqual([]);
+    expect(wait()).toEqual({
+      person: false,
+      line: "#9 is in main's merge queue: its merge_group checks decide",
+    });
+    expect(mergeGroups(github).map((g) => g.pull.number)).toEqual([9]);
+    // Asked again (the next tick): still queued, once.
+    expect(await merge()).toEqual([]);
+    expect(mergeGroups(github)).toHaveLength(1);
+    const group = mergeGroups(github)[0]!.sha;
+    settle(github);
+    expect(github.pulls.find((p) => p.number === 9)).toMatchObject({ merged: true, state: "closed" });
+    expect(github.branches.get("main")).toBe(group);
+    expect(github.ciChecks).toContainEqual(
+      expect.objectContaining({ sha: group, name: "merge_group", conclusion: "success" }),
+    );
+  });
+
+  it("stays open when its merge group's checks fail", async () => {
+    const { github, merge } = setup();
+    const before = github.branches.get("main");
+    await merge();
+    settle(github, () => false);
+    expect(github.pulls.find((p) => p.number === 9)).toMatchObject({ merged: false, state: "open" });
+    expect(github.branches.get("main")).toBe(before);
+  });
+});
