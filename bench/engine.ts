@@ -4,6 +4,8 @@
  */
 import { createEngine } from "../src/engine/engine.ts";
 import { simulate } from "../src/engine/simulate.ts";
+import { percent, unitCost } from "../src/engine/spend.ts";
+import { usd } from "../src/graph/amount.ts";
 import { parseGraph } from "../src/graph/load.ts";
 import { generateGraph } from "./graph-scale.ts";
 import { table } from "./table.ts";
@@ -62,6 +64,37 @@ function completion(tasks: number): string[] {
   ];
 }
 
+/**
+ * What each merged result cost in a simulated run with its workstreams verified before they land: each
+ * attempt spends $0.30, one task in fifty fails once, one workstream in three conflicts once with its
+ * target and one in four breaks together with what landed first (a repair fixes it).
+ */
+export function costPerResult(tasks: number): string[] {
+  const text = generateGraph(tasks)
+    .replace("max_concurrency: 8", "max_concurrency: 8\nmax_task_attempts: 2")
+    .replaceAll("    auto_merge: true", "    auto_merge: true\n    integration_gate: make test");
+  const graph = parseGraph("bench.yaml", text, LIMITS);
+  const workstreams = graph.workstreams.map((w) => w.id);
+  const result = simulate(graph, {
+    costPerAttempt: 300_000,
+    failures: new Map(graph.tasks.filter((_, i) => i % 50 === 25).map((t) => [t.id, 1])),
+    integrationConflicts: new Map(workstreams.filter((_, i) => i % 3 === 1).map((w) => [w, 1])),
+    brokenTogether: new Map(workstreams.filter((_, i) => i % 4 === 2).map((w) => [w, 1])),
+    engine: { timelineLimit: 1000 },
+  });
+  const unit = unitCost(result.state);
+  const or = (micros: number | null) => (micros === null ? "" : usd(micros));
+  return [
+    String(tasks),
+    usd(unit.spentMicros),
+    `${or(unit.perMergedTaskMicros)} (${unit.mergedTasks.toLocaleString("en-US")})`,
+    `${or(unit.perLandedWorkstreamMicros)} (${unit.landedWorkstreams.toLocaleString("en-US")})`,
+    percent(unit.shares.failed),
+    percent(unit.shares.resolutions),
+    percent(unit.shares.repairs),
+  ];
+}
+
 export function engineBench(): string {
   return [
     table(
@@ -75,5 +108,20 @@ export function engineBench(): string {
     ),
     "",
     "Target: 10,000 tasks to completion in under 2 s, memory linear in tasks (a flat 'per task' column).",
+    "",
+    table(
+      [
+        "tasks",
+        "spent",
+        "per merged task (merged)",
+        "per landed workstream (landed)",
+        "on failed work",
+        "on resolutions",
+        "on repairs",
+      ],
+      [300, 3_000].map(costPerResult),
+    ),
+    "",
+    "Cost per merged result: the run's spend over what merged; the shares are of the spend (the status comment's cost line).",
   ].join("\n");
 }

@@ -153,12 +153,17 @@ export const COMMANDS: Record<string, Command> = {
       ),
   },
   status: {
-    usage: "status FILE --repo DIR",
+    usage: "status FILE --repo DIR [--json]",
     summary: "show a local run: each task and workstream, what it waits for, whether a runner is live",
-    options: { repo: REPO },
+    options: {
+      repo: REPO,
+      json: { type: "boolean", help: "print the run's state, spend rows and cost per merged result as JSON" },
+    },
     positionals: [1, 1],
     run: async ([file], values, io) =>
-      (await import("./commands/steer.ts")).statusCommand(file!, repoOf("status", values), io),
+      (await import("./commands/steer.ts")).statusCommand(file!, repoOf("status", values), io, {
+        json: values.json === true,
+      }),
   },
   retry: steering("retry", "retry FILE TASK", "run a failed or cancelled task again", [2, 2]),
   cancel: steering("cancel", "cancel FILE [TASK]", "cancel a task, or the whole run", [1, 2]),

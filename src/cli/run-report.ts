@@ -7,11 +7,16 @@ import { AUTO_MERGE_FAILED } from "../engine/apply-event.ts";
 import { spendLine, spentBy, taskSpent, usd, waitsOnBudget } from "../engine/budget.ts";
 import { leftToPerson } from "../engine/conflicts.ts";
 import { STATUS_WORDS, WORKSTREAM_WORDS } from "../engine/progress.ts";
-import type { Conflict, RunState, Verification } from "../engine/types.ts";
+import { costLine, spendRows, unitCost } from "../engine/spend.ts";
+import type { Conflict, RunState, Verification, WorkstreamStatus } from "../engine/types.ts";
+import { landingStage } from "../engine/landing.ts";
 import { reproduce } from "../engine/verification.ts";
-import { type Graph, integrationBranch, repositoryFullName, taskBranch } from "../graph/model.ts";
+import { count, type Graph, integrationBranch, repositoryFullName, taskBranch } from "../graph/model.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { EXIT } from "./io.ts";
+
+/** Locally there is no PR: an integration branch ready to land waits to be merged into its target. */
+const LOCAL_WORDS: Partial<Record<WorkstreamStatus, string>> = { pr_open: "to merge" };
 
 /** Status columns as wide as their longest word, so that the columns after them line up. */
 const widest = (words: Record<string, string>) => Math.max(...Object.values(words).map((w) => w.length));
@@ -38,7 +43,7 @@ function verifications(v: Verification | undefined): string | null {
   const repairs = v?.repairs.filter((r) => r.outcome !== "lost") ?? [];
   if (runs.length === 0 && repairs.length === 0) return null;
   const state = v!.passed ? "verified" : v!.toPerson ? "not verified" : "verifying";
-  return `${state}: ${runs.length} verification(s), ${repairs.length} repair(s), ${usd(spentBy(repairs))}`;
+  return `${state}: ${count(runs.length, "verification")}, ${count(repairs.length, "repair")}, ${usd(spentBy(repairs))}`;
 }
 
 const indent = (text: string, prefix: string) =>
@@ -65,8 +70,11 @@ export function waitingFor(state: RunState, graph: Graph): string {
   const unverified = open.find((w) => state.workstreams[w.id]!.verification?.toPerson);
   if (unverified)
     return `waiting for you: ${integrationBranch(graph.name, unverified.id)} is ${state.workstreams[unverified.id]!.reason}; to see it: ${reproduce(buildPlan(graph), unverified.id)}; fix it there and merge it into ${unverified.mergeTargetBranch} (git merge), then run again`;
-  if (open.length === 0) return "not finished: run `agentrelay run` again to go on";
-  const merges = open.map((w) => `${integrationBranch(graph.name, w.id)} into ${w.mergeTargetBranch}`);
+  // Offered to a person only once it may land (engine/landing.ts): one still to verify is the run's to do.
+  const plan = buildPlan(graph);
+  const toMerge = open.filter((w) => landingStage(plan, state, w.id)?.stage === "merge");
+  if (toMerge.length === 0) return "not finished: run `agentrelay run` again to go on";
+  const merges = toMerge.map((w) => `${integrationBranch(graph.name, w.id)} into ${w.mergeTargetBranch}`);
   return `waiting for you: merge ${merges.join(", ")} (git merge), then run again`;
 }
 
@@ -89,7 +97,7 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
     const spent = taskSpent(t);
     cost += spent;
     lines.push(
-      `  ${id.padEnd(24)} ${STATUS_WORDS[t.status].padEnd(TASK_COLUMN)} attempts ${t.attempt}  ${usd(spent)}${t.reason ? `  (${t.reason})` : ""}`,
+      `  ${id.padEnd(24)} ${(t.status === "pr_open" ? LOCAL_WORDS.pr_open! : STATUS_WORDS[t.status]).padEnd(TASK_COLUMN)} attempts ${t.attempt}  ${usd(spent)}${t.reason ? `  (${t.reason})` : ""}`,
     );
     const gateOutput = t.status === "failed" ? t.attempts[t.attempt - 1]?.gateOutput : undefined;
     if (gateOutput) lines.push("      gate output (end):", ...indent(gateOutput, "      | "));
@@ -107,7 +115,7 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
         : integrationBranch(graph.name, ws.id)) +
       (ws.repository === undefined ? "" : ` of ${repositoryFullName(graph, ws.repository)}`);
     lines.push(
-      `  ${ws.id.padEnd(24)} ${WORKSTREAM_WORDS[w.status].padEnd(WORKSTREAM_COLUMN)} ${where}${w.reason ? `  (${w.reason})` : ""}`,
+      `  ${ws.id.padEnd(24)} ${(LOCAL_WORDS[w.status] ?? WORKSTREAM_WORDS[w.status]).padEnd(WORKSTREAM_COLUMN)} ${where}${w.reason ? `  (${w.reason})` : ""}`,
     );
     const resolved = resolutions(w.conflict);
     if (resolved) lines.push(`      ${resolved}`);
@@ -117,12 +125,58 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
       lines.push("      what fails (end):", ...indent(w.verification.failure, "      | "));
     cost += spentBy([...(w.conflict?.resolutions ?? []), ...(w.verification?.repairs ?? [])]);
   }
+  const of = costLine(state);
   lines.push(
     "",
     (state.budget ? spendLine(state, graph, (id) => id) : `Spent ${usd(cost)}`) +
       (options.scripted ? " (simulated: the scripted model charges nothing)" : ""),
+    ...(of ? [of] : []),
     `Work: task branches ${taskBranch(graph.name, "<task>")} in ${repo}${graph.repositories?.length ? ` and the clones of ${graph.repositories.map((r) => r.fullName).join(", ")}` : ""}`,
     `State: git log -p refs/agentrelay/runs/${state.runKey} (in ${repo})`,
   );
   return lines.join("\n");
+}
+
+/** Micro-dollars as the JSON's dollars (exact: a micro-dollar is 1e-6). */
+const dollars = (micros: number | null) => (micros === null ? null : micros / 1_000_000);
+
+/**
+ * `agentrelay status --json`: the run's outcome (null while it goes on), what it waits for, every task
+ * and workstream, the spend in its rows (they add up to `spentUsd`), and what each merged task and
+ * landed workstream cost, with the shares of the spend on failed work, resolutions and repairs.
+ */
+export function statusJson(state: RunState, graph: Graph, options: ReportOptions = {}): object {
+  const rows = spendRows(state);
+  const unit = unitCost(state);
+  return {
+    runKey: state.runKey,
+    outcome: state.outcome,
+    ...(state.outcome === null
+      ? { waitingFor: options.runner != null ? "a live runner" : waitingFor(state, graph) }
+      : {}),
+    spentUsd: dollars(rows.total),
+    spendRows: {
+      tasksUsd: dollars(rows.tasks),
+      failuresUsd: dollars(rows.failures),
+      resolutionsUsd: dollars(rows.resolutions),
+      repairsUsd: dollars(rows.repairs),
+      clearedUsd: dollars(rows.cleared),
+    },
+    cost: {
+      mergedTasks: unit.mergedTasks,
+      landedWorkstreams: unit.landedWorkstreams,
+      perMergedTaskUsd: dollars(unit.perMergedTaskMicros),
+      perLandedWorkstreamUsd: dollars(unit.perLandedWorkstreamMicros),
+      shares: unit.shares,
+    },
+    tasks: Object.fromEntries(
+      Object.entries(state.tasks).map(([id, t]) => [
+        id,
+        { status: t.status, attempts: t.attempt, costUsd: dollars(taskSpent(t)), reason: t.reason },
+      ]),
+    ),
+    workstreams: Object.fromEntries(
+      Object.entries(state.workstreams).map(([id, w]) => [id, { status: w.status, reason: w.reason }]),
+    ),
+  };
 }

@@ -11,7 +11,7 @@
  * more of it is dispatched: the run waits, saying so, until `budget +USD` raises it. An attempt stopped
  * by a budget other than its own per-attempt limit is given back to its task: the task waits, not fails.
  */
-import { AMOUNT_FORM, MAX_MICROS, MAX_RAISED_MICROS, type Micros, usd, usdExact } from "../graph/amount.ts";
+import { AMOUNT_FORM, MAX_MICROS, MAX_RAISED_MICROS, type Micros, usd } from "../graph/amount.ts";
 import { attemptFloorMicros } from "../graph/attempt-floor.ts";
 import { type Graph, thousands } from "../graph/model.ts";
 import { resolverOf } from "../plan/resolution.ts";
@@ -136,15 +136,20 @@ export function allowanceIn(step: RunEdit, wsId: string, id: string | null): All
 
 /**
  * Why a budget with less than an attempt's floor left holds the work: "budget spent: $3.10 of $3.00
- * for the run", or what is left against the floor, to the micro-dollar so that the amounts add up and
- * never read alike ("$2.700001 of $3.00 for the run, $0.299999 left, less than an attempt's $0.30").
+ * for the run", or what is left against the floor. Every amount is rounded as the spend line rounds
+ * it (usd), so that the first screen never shows one amount two ways; where what is left would read
+ * as the floor ("$0.30 left, less than an attempt's $0.30"), it is said as less than the floor.
  */
 function spentMessage(name: string, limit: Micros, spent: Micros, floor: Micros): string {
   if (spent >= limit) return `budget spent: ${usd(spent)} of ${usd(limit)} for ${name}`;
-  const left = `${usdExact(limit - spent)} left, less than an attempt's ${usdExact(floor)}`;
+  const rest = usd(limit - spent);
+  const left =
+    rest === usd(floor)
+      ? `less than an attempt's ${usd(floor)} left`
+      : `${rest} left, less than an attempt's ${usd(floor)}`;
   return spent === 0
     ? `budget too small: ${usd(limit)} for ${name}, ${left}`
-    : `budget nearly spent: ${usdExact(spent)} of ${usd(limit)} for ${name}, ${left}`;
+    : `budget nearly spent: ${usd(spent)} of ${usd(limit)} for ${name}, ${left}`;
 }
 
 /**

@@ -13,7 +13,8 @@
 import { ancestorsOf, type Plan } from "../plan/model.ts";
 import { isTaskTerminal } from "../plan/readiness.ts";
 import { type Root, rootCauses } from "./blocking.ts";
-import { leftToPerson, resolving } from "./conflicts.ts";
+import { leftToPerson } from "./conflicts.ts";
+import { landingWaitsForPerson } from "./landing.ts";
 import type { RunState } from "./types.ts";
 
 /** A PR a person must merge or resolve: a task's PR (its conflicts), or a workstream's integration PR. */
@@ -28,6 +29,8 @@ export type Hold =
   | { kind: "person"; pr: PersonPr }
   /** A spent budget (`run`, `workstream:<id>`, `task:<id>`). */
   | { kind: "budget"; scope: string }
+  /** A serialised overlap (`overlaps: serialize`): the earlier task's workstream landing, which moves on its own. */
+  | { kind: "overlap"; workstream: string; task: string }
   /** Its turn: it waits for work that moves on its own. */
   | { kind: "turn" };
 
@@ -41,6 +44,8 @@ export function holdKey(hold: Hold): string {
       return "task" in hold.pr ? `pr:task:${hold.pr.task}` : `pr:workstream:${hold.pr.workstream}`;
     case "budget":
       return `budget:${hold.scope}`;
+    case "overlap":
+      return `overlap:${hold.workstream}`;
     case "blocked":
       return "task" in hold.root
         ? `blocked:task:${hold.root.task}`
@@ -50,17 +55,25 @@ export function holdKey(hold: Hold): string {
   }
 }
 
-/** Of what holds a task, the one it is counted under: a person's PR, then a budget, then its turn. */
+/**
+ * Of what holds a task, the one it is counted under: a person's PR, then a budget, then a serialised
+ * overlap (named, since nothing else says why the task does not start), then its turn.
+ */
 function first(holds: Hold[]): Hold {
-  return holds.find((h) => h.kind === "person") ?? holds.find((h) => h.kind === "budget") ?? TURN;
+  return (
+    holds.find((h) => h.kind === "person") ??
+    holds.find((h) => h.kind === "budget") ??
+    holds.find((h) => h.kind === "overlap") ??
+    TURN
+  );
 }
 
-/** The integration PR of a workstream waits for a person (no auto-merge, a concern, a conflict left to one). */
-export function mergeWaitsForPerson(plan: Plan, state: RunState, wsId: string): boolean {
-  const ws = state.workstreams[wsId]!;
-  if (ws.status !== "pr_open" || resolving(ws.conflict)) return false;
-  return !plan.workstreams.get(wsId)!.autoMerge || ws.autoMergeSkipped;
-}
+/**
+ * The integration PR of a workstream waits for a person: verified and not merged by the app (no
+ * auto-merge, a concern), a conflict left to one, or a verification given up (landing.ts). A PR still to
+ * be verified waits its turn, not for a person.
+ */
+export const mergeWaitsForPerson = landingWaitsForPerson;
 
 /**
  * The workstreams in an order where each comes after those it waits for: its parent, those its tasks
@@ -158,7 +171,9 @@ export function holds(plan: Plan, state: RunState): Map<string, Hold> {
           : isTaskTerminal(state.tasks[earlier.task]!.status)
             ? null
             : (result.get(earlier.task) ?? ownHold(earlier.task) ?? TURN);
-      if (hold) found.push(hold);
+      // What moves on its own there is said as the overlap it is (a person's part stays theirs).
+      if (hold)
+        found.push(hold.kind === "at_work" || hold.kind === "turn" ? { kind: "overlap", ...earlier } : hold);
     }
     // A spent budget of its own holds it too, behind work that moves (it could not start after it);
     // with nothing at all, it waits for its turn (a free slot).

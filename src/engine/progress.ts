@@ -6,8 +6,8 @@
 import { count as countOf, thousands } from "../graph/model.ts";
 import type { Plan } from "../plan/model.ts";
 import { type Root, rootCauses, rootText } from "./blocking.ts";
-import { leftToPerson, resolving } from "./conflicts.ts";
-import { verifying } from "./verification.ts";
+import { leftToPerson } from "./conflicts.ts";
+import { landingWaitsForPerson } from "./landing.ts";
 import type { RunState, TaskStatus, WorkstreamStatus } from "./types.ts";
 
 /** Task statuses in words, in the order counts are given. */
@@ -128,13 +128,12 @@ function activity(plan: Plan, state: RunState): { moving: boolean; forYou: boole
       else moving = true; // being opened, merged, or resolved by an agent
     } else if (t.status === "failed") forYou = true;
   }
-  for (const [wsId, def] of plan.workstreams) {
+  for (const [wsId] of plan.workstreams) {
     const ws = state.workstreams[wsId]!;
     if (ws.integration === "opening" || ws.preparation === "requested") moving = true;
     if (ws.status !== "pr_open") continue;
-    if (resolving(ws.conflict) || verifying(ws.verification) || (def.autoMerge && !ws.autoMergeSkipped))
-      moving = true;
-    else forYou = true;
+    if (landingWaitsForPerson(plan, state, wsId)) forYou = true;
+    else moving = true;
   }
   return { moving, forYou };
 }

@@ -8,8 +8,9 @@
 import { type Micros, MICROS_PER_USD } from "../graph/amount.ts";
 import type { Graph } from "../graph/model.ts";
 import type { Plan } from "../plan/model.ts";
-import { usd, waitsOnBudget } from "./budget.ts";
+import { usd } from "./budget.ts";
 import { holdKey, holds } from "./holds.ts";
+import { standing } from "./progress.ts";
 import { createEngine, type EngineOptions } from "./engine.ts";
 import type { EngineEffect, EngineEvent, Outcome, PullRequest, RunState } from "./types.ts";
 
@@ -188,25 +189,39 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
   const { state, effects } = engine.start(clock);
   effects.forEach(execute);
   const limit = options.maxEvents ?? Infinity;
+  const apply = (event: EngineEvent) => {
+    eventCount++;
+    engine.apply(state, event).forEach(execute);
+  };
+  let rounds = 0;
   for (;;) {
-    while (queue.length > 0 && eventCount < limit) {
-      eventCount++;
-      engine.apply(state, queue.shift()!).forEach(execute);
-    }
-    if (state.outcome !== null || options.reviewerMerges === false || eventCount >= limit) break;
+    while (queue.length > 0 && eventCount < limit) apply(queue.shift()!);
+    if (state.outcome !== null || eventCount >= limit) break;
+    // With nothing left to answer, the clock moves as a run's does: the reconciler's periodic tick
+    // (the next landing's verification, a repair a budget held back), then what the state says is
+    // owed (a merge asked again once running attempts gave back the budget a resolution needs).
+    const before = JSON.stringify(state);
+    apply({ type: "tick", at: (clock += MINUTE) });
+    engine.pendingEffects(state).forEach(execute);
+    while (queue.length > 0 && eventCount < limit) apply(queue.shift()!);
+    if (state.outcome !== null || eventCount >= limit) break;
+    // A round that changed the state goes on (bounded: an engine that changes it forever is a bug).
+    if (JSON.stringify(state) !== before && ++rounds < 100 + 10 * engine.plan.order.length) continue;
+    if (options.reviewerMerges === false) break;
     const needed = neededIntegration(state, engine.plan.upstreamWorkstreams);
     if (needed === undefined) break;
     reviewerMerged.push(needed);
     queue.push({ type: "integration_pr_merged", workstream: needed, at: (clock += MINUTE) });
   }
-  return { plan: engine.plan, state, outcome: state.outcome ?? outcomeOf(state), eventCount, reviewerMerged };
+  return { plan: engine.plan, state, outcome: outcomeOf(engine.plan, state), eventCount, reviewerMerged };
 }
 
 /**
- * What a simulated run ended as: its outcome, or waiting while an integration PR awaits a person or
- * while a spent budget holds work back.
+ * Where a simulated run stands, as its state says it (at any `--at`): its outcome once it has one;
+ * `running` while something moves on its own (a job, a PR being merged, a verification); else what it
+ * waits for, a spent budget or a person.
  */
-export type SimulatedOutcome = Outcome | "waiting_for_review" | "waiting_for_budget";
+export type SimulatedOutcome = Outcome | "running" | "waiting_for_review" | "waiting_for_budget";
 
 /** An open integration PR that a pending task waits for, in workstream order. */
 export function neededIntegration(state: RunState, upstream: Map<string, string[]>): string | undefined {
@@ -218,18 +233,15 @@ export function neededIntegration(state: RunState, upstream: Map<string, string[
   return Object.keys(state.workstreams).find((w) => waitedFor.has(w));
 }
 
-/**
- * The outcome of a run that stopped with work left (agentrelay ignores tasks a stuck loop left
- * pending), or that waits for a person to merge an integration PR.
- */
-export function outcomeOf(state: RunState): SimulatedOutcome {
+/** The outcome the run's state holds (`SimulatedOutcome`). */
+export function outcomeOf(plan: Plan, state: RunState): SimulatedOutcome {
+  if (state.outcome !== null) return state.outcome;
+  const now = standing(plan, state);
+  if (now.moving) return "running";
+  if (now.waitsForBudget) return "waiting_for_budget";
   if (state.cancelled) return "cancelled";
-  if (state.candidates.length > 0 && waitsOnBudget(state).length > 0) return "waiting_for_budget";
-  if (
-    Object.values(state.workstreams).some((w) => w.status === "pr_open") ||
-    Object.values(state.tasks).some((t) => t.status === "pr_open")
-  )
-    return "waiting_for_review";
+  if (now.forYou) return "waiting_for_review";
+  // Nothing moves and no one is asked (a stuck loop's pending tasks are left, as agentrelay does).
   const failed =
     Object.values(state.tasks).some(
       (t) => t.status === "failed" || t.status === "blocked" || t.status === "cancelled",
@@ -240,7 +252,7 @@ export function outcomeOf(state: RunState): SimulatedOutcome {
 /**
  * The `--json` shape of `agentrelay simulate`; each task that is not done says what holds it
  * (engine/holds.ts: `failed`, `blocked:task:<root>`, `pr:task:<id>`, `pr:workstream:<id>`,
- * `budget:<scope>`, `turn`, `at_work`), as the status comment counts it.
+ * `budget:<scope>`, `overlap:<workstream>`, `turn`, `at_work`), as the status comment counts it.
  */
 export function simulationJson(result: SimulationResult): object {
   const { state } = result;

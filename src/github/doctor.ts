@@ -51,7 +51,8 @@ export function findings(facts: RepoFacts): string[] {
   const byPath = new Map(facts.workflows.map((w) => [w.path, w]));
   const orchestrator = byPath.get(ORCHESTRATOR);
   const task = byPath.get(TASK);
-  const integration = "agentrelay/…/integration";
+  // Branch patterns are code, as files are: a reader copies them into a rule or a workflow.
+  const integration = "`agentrelay/…/integration`";
   if (!task)
     out.push(
       `agentrelay is not installed on ${facts.defaultBranch} (no .github/workflows/agentrelay-task.yml): run \`agentrelay init\` (or \`init --no-app\`) and push`,
@@ -73,7 +74,7 @@ export function findings(facts: RepoFacts): string[] {
   }
   if (facts.integrationPolicy.linearHistory)
     out.push(
-      `a rule requires linear history on ${integration}: integration branches are brought up to date, and conflicts resolved, with merge commits, which it refuses: exempt agentrelay/** from the rule`,
+      `a rule requires linear history on ${integration}: integration branches are brought up to date, and conflicts resolved, with merge commits, which it refuses: exempt \`agentrelay/**\` from the rule`,
     );
   for (const w of facts.workflows.filter((w) => w.broken))
     out.push(`${FILE(w.path)} is not a readable workflow: fix its YAML`);
@@ -81,7 +82,7 @@ export function findings(facts: RepoFacts): string[] {
   for (const w of ciOn(facts.workflows, facts.defaultBranch))
     if (!taskCi.includes(w))
       out.push(
-        `CI workflow ${FILE(w.path)} runs on PRs into ${facts.defaultBranch} but not into ${integration}, so task PRs get no CI from it: add "agentrelay/**" to its pull_request branches`,
+        `CI workflow ${FILE(w.path)} runs on PRs into ${facts.defaultBranch} but not into ${integration}, so task PRs get no CI from it: add \`agentrelay/**\` to its \`pull_request\` branches`,
       );
   const required: [string, BranchPolicy, Workflow[], string][] = [
     [integration, facts.integrationPolicy, taskCi, "task PRs"],
@@ -99,7 +100,7 @@ export function findings(facts: RepoFacts): string[] {
     `${prs} are opened and pushed to with GITHUB_TOKEN, whose pull_request runs GitHub holds until a person with write access presses "Approve workflows to run", so the required check ${checks.join(", ")} on ${branch} needs that click for every push agentrelay makes (retries, bringing a PR up to date, verifications, repairs): register an app (docs/github.md, Tokens), whose PRs run CI by themselves`;
   if (orchestrator && facts.token === "github_token" && facts.integrationPolicy.requiredChecks.length > 0)
     out.push(
-      `${held(facts.integrationPolicy.requiredChecks, integration, "task PRs")}, or stop requiring it on agentrelay/**`,
+      `${held(facts.integrationPolicy.requiredChecks, integration, "task PRs")}, or stop requiring it on \`agentrelay/**\``,
     );
   if (orchestrator && facts.token === "github_token" && facts.defaultPolicy.requiredChecks.length > 0)
     out.push(held(facts.defaultPolicy.requiredChecks, facts.defaultBranch, "integration PRs"));

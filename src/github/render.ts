@@ -12,6 +12,7 @@ import { unitGatesNote } from "../plan/resolution.ts";
 import type { Plan } from "../plan/model.ts";
 import { budgetsText, usd } from "../engine/budget.ts";
 import { holdKey, waiting } from "../engine/holds.ts";
+import { concernsIn, landingStage } from "../engine/landing.ts";
 import { firstDispatches } from "../engine/preview.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 import { code, count, plural, quoteIds, verb } from "./words.ts";
@@ -100,15 +101,16 @@ export function taskPrBody(
 /** What the integration PR's reader is to do with it, and why the app does or does not merge it. */
 function mergingNote(plan: Plan, state: RunState, workstream: string): string {
   const ws = plan.workstreams.get(workstream)!;
-  const concerns = (plan.tasksByWorkstream.get(workstream) ?? []).some(
-    (id) => state.tasks[id]!.concerns.length,
-  );
+  const concerns = concernsIn(plan, state, workstream).length > 0;
   // Counted as the status comment counts them: each task to do once, under what holds it.
   const waits = waiting(plan, state).get(holdKey({ kind: "person", pr: { workstream } }))?.length ?? 0;
-  const yours = "review it, then merge it (the run goes on) or close it (the workstream fails).";
+  // Offered to a person only once it may land (engine/landing.ts): verified first where verification is on.
+  const stage = landingStage(plan, state, workstream)?.stage;
+  const first = stage === "in_turn" || stage === "verifying";
+  const yours = `${first ? "once verified, " : ""}review it, then merge it (the run goes on) or close it (the workstream fails).`;
   const note =
     ws.autoMerge && !concerns
-      ? "`auto_merge` is on: the app merges this PR once its required checks pass."
+      ? `\`auto_merge\` is on: the app merges this PR once ${first ? "it is verified and " : ""}its required checks pass.`
       : ws.autoMerge
         ? `An agent raised a design concern (below), so the app leaves this PR for you: ${yours}`
         : `\`auto_merge\` is off for this workstream, so this PR waits for you: ${yours}`;
@@ -192,12 +194,17 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   // What the engine starts at once (it is asked): ready tasks, one per workstream, at most
   // max_concurrency, as far as the budgets allow.
   const first = firstDispatches(plan);
-  const ready = (plan.waves[0] ?? []).length;
+  // A ready task a serialised overlap holds waits for another workstream to land: said as that.
+  const serialised = (plan.waves[0] ?? []).filter((id) => (plan.serialAfter.get(id) ?? []).length > 0);
+  const ready = (plan.waves[0] ?? []).length - serialised.length;
   const started = first.dispatched.length + first.held.length;
   const more =
     ready > started
       ? ` (${count(started)} of the ${plural(ready, "ready task")}: one per workstream, \`max_concurrency: ${graph.settings.maxConcurrency}\`)`
       : "";
+  const overlapHeld = serialised.length
+    ? `. Held by an overlap (\`overlaps: serialize\`): ${idList(serialised, 10, (id) => `${code(id)} until ${idList([...new Set(plan.serialAfter.get(id)!.map((e) => e.workstream))], 3)} ${plan.serialAfter.get(id)!.length > 1 ? "land" : "lands"}`)}`
+    : "";
   const capped = (d: { task: string; capMicros: number | null }) =>
     `${code(d.task)} → ${code(taskBranch(graph.name, d.task))}${d.capMicros !== null ? ` (up to ${usd(d.capMicros)})` : ""}`;
   const dispatched = first.dispatched.map((d) => d.task);
@@ -208,7 +215,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   const head = [
     `**${graph.name}** (${graph.dialect}): ${plural(graph.tasks.length, "task")} in ${plural(graph.workstreams.length, "workstream")}, ${plural(plan.waves.length, "wave")}.`,
     "",
-    `**Dispatched first**${more}: ${dispatched.length ? idList(dispatched, 20, (id) => capped(byTask.get(id)!)) : "nothing"}${held}`,
+    `**Dispatched first**${more}: ${dispatched.length ? idList(dispatched, 20, (id) => capped(byTask.get(id)!)) : "nothing"}${held}${overlapHeld}`,
   ];
   const budgets = budgetsText(graph);
   if (budgets)

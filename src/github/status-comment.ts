@@ -8,6 +8,7 @@
  * task, cut to what is left of GitHub's 65,536 characters.
  */
 import { spendLine, taskSpent, usd } from "../engine/budget.ts";
+import { costLine } from "../engine/spend.ts";
 import { type Breakage, count, plural, standing, STATUS_WORDS, statusCounts } from "../engine/progress.ts";
 import { rootCauses } from "../engine/blocking.ts";
 import { leftToPerson, resolving } from "../engine/conflicts.ts";
@@ -98,8 +99,8 @@ function failureLines(plan: Plan, state: RunState, breakages: Breakage[]): strin
     "",
     `**Failures** (${count(breakages.length)}${blocked ? `, blocking ${plural(blocked, "task")}` : ""})`,
     "",
-    "| What broke | Workstream | Why | Blocks |",
-    "|---|---|---|---|",
+    "| What broke | Workstream | Why | Blocks | Cost |",
+    "|---|---|---|---|---|",
   ];
   for (const b of breakages) {
     const what = "task" in b.root ? code(b.root.task) : `workstream ${code(b.root.workstream)}`;
@@ -110,7 +111,12 @@ function failureLines(plan: Plan, state: RunState, breakages: Breakage[]): strin
     const blocks = b.blocked.length
       ? `${plural(b.blocked.length, "task")}${across > 1 ? ` in ${count(across)} workstreams` : ""}`
       : "";
-    lines.push(`| ${what} | ${code(ws)} | ${status === "failed" ? why : `${status}: ${why}`} | ${blocks} |`);
+    // Its own attempts when it failed (a cancelled task's are in its row), and those of what it blocks.
+    const own = "task" in b.root && status === "failed" ? taskSpent(state.tasks[b.root.task]!) : 0;
+    const cost = b.blocked.reduce((sum, id) => sum + taskSpent(state.tasks[id]!), own);
+    lines.push(
+      `| ${what} | ${code(ws)} | ${status === "failed" ? why : `${status}: ${why}`} | ${blocks} | ${cost ? usd(cost) : ""} |`,
+    );
   }
   return lines;
 }
@@ -171,7 +177,7 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
     `### agentrelay run ${code(state.runKey)}: ${runHeadline(plan, state)}`,
     ...(waits.length ? ["", ...waits] : []),
     ...(state.budget || plan.graph.settings.maxCostMicros !== null
-      ? ["", `${spendLine(state, plan.graph)}.`]
+      ? ["", `${spendLine(state, plan.graph)}.`, ...[costLine(state) ?? []].flat()]
       : []),
     "",
     links.trackingIssue

@@ -8,7 +8,8 @@ import { type Hold, holds, holdKey, mergeWaitsForPerson, waiting } from "../engi
 import { type Breakage, standing } from "../engine/progress.ts";
 import { leftToPerson, resolving } from "../engine/conflicts.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
-import { reproduce, verifies, verifying } from "../engine/verification.ts";
+import { reproduce } from "../engine/verification.ts";
+import { concernsIn, type LandingStage, landingStage, type MergeBy } from "../engine/landing.ts";
 import type { Plan } from "../plan/model.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import { agentText, codeBlock } from "./render.ts";
@@ -167,7 +168,7 @@ export function waitingFor(
       const record = ws.verification?.[kind].at(-1);
       return ws.status === "pr_open" && record?.outcome === null
         ? [
-            `${prLink(ws.pr)} (${code(wsId)}): ${jobLink(`${kind === "runs" ? "verification" : "repair"} ${record.n}`, record.job)}`,
+            `${prLink(ws.pr)} (${code(wsId)}): ${jobLink(`${kind === "runs" ? "verification" : "repair"} ${record.n}`, record.job)}${thenNote(plan, state, wsId, landingStage(plan, state, wsId))}`,
           ]
         : [];
     });
@@ -186,37 +187,55 @@ export function waitingFor(
     return t.status === "pr_open" && !resolving(t.conflict) && !leftToPerson(t);
   });
   const opening = merging.filter((id) => state.tasks[id]!.pr === null);
-  const open = merging.filter((id) => state.tasks[id]!.pr !== null);
+  // A PR whose conflicts an agent resolved is merged again by the run, not held by checks or reviews.
+  const again = merging.filter(
+    (id) => state.tasks[id]!.pr !== null && state.tasks[id]!.conflict?.resolutions.length,
+  );
+  const open = merging.filter((id) => state.tasks[id]!.pr !== null && !again.includes(id));
+  if (again.length > 0)
+    lines.push(
+      `- Merging again once its conflicts were resolved: ${named(again, (id) => prLink(state.tasks[id]!.pr))}.`,
+    );
   if (opening.length > 0)
     lines.push(`- Opening ${plural(opening.length, "task PR")}: ${named(opening, code)}.`);
   if (open.length > 0)
     lines.push(
       `- Waiting for ${plural(open.length, "task PR")} to merge (required checks or reviews): ${named(open, (id) => prLink(state.tasks[id]!.pr))}.`,
     );
-  const landings = Object.entries(state.workstreams).filter(
-    ([wsId, ws]) =>
-      ws.status === "pr_open" &&
-      !resolving(ws.conflict) &&
-      !verifying(ws.verification) &&
-      !mergeWaitsForPerson(plan, state, wsId),
-  );
+  // Where each other integration PR stands (engine/landing.ts): in the queue to be verified, or merging itself.
+  const stages = plan.graph.workstreams.map((w) => [w.id, landingStage(plan, state, w.id)] as const);
+  const inTurn = stages.filter(([, st]) => st?.stage === "in_turn");
   // Landings into one target go one at a time: one not verified yet waits for the one before it.
-  const inTurn = landings.filter(([wsId, ws]) => verifies(plan, wsId) && !ws.verification?.passed);
   if (inTurn.length > 0)
     lines.push(
       `- Waiting their turn to be verified (one landing into a branch at a time): ${named(
-        inTurn.map(([, ws]) => prLink(ws.pr)),
+        inTurn.map(
+          ([wsId, st]) => `${prLink(state.workstreams[wsId]!.pr)}${thenNote(plan, state, wsId, st)}`,
+        ),
         (link) => link,
       )}.`,
     );
-  const selfMerging = landings.filter((entry) => !inTurn.includes(entry));
+  const selfMerging = stages.filter(([, st]) => st?.stage === "merging");
   if (selfMerging.length > 0)
     lines.push(
       `- Waiting for GitHub: ${named(
-        selfMerging.map(([, ws]) => prLink(ws.pr)),
+        selfMerging.map(([wsId]) => prLink(state.workstreams[wsId]!.pr)),
         (link) => link,
       )} ${verb(selfMerging.length, "merges itself", "merge themselves")} once required checks pass.`,
     );
+  // Tasks a serialised overlap holds: what they wait for to land, and why.
+  const overlaps = [...byHold].filter(([key]) => key.startsWith("overlap:"));
+  if (overlaps.length > 0) {
+    const n = overlaps.reduce((sum, [, ids]) => sum + ids.length, 0);
+    lines.push(
+      `- ${plural(n, "task")} to do ${verb(n, "waits", "wait")} for an overlapping workstream to land (\`overlaps: serialize\`): ${named(
+        overlaps.map(([key, ids]) => `${named(ids, code, 3)} for ${code(key.slice("overlap:".length))}`),
+        (x) => x,
+        NAMED,
+        "; ",
+      )}.`,
+    );
+  }
   const turn = held(holdKey({ kind: "turn" }));
   if (turn > 0)
     lines.push(
@@ -239,21 +258,38 @@ function mergeLine(plan: Plan, state: RunState, wsId: string, n: number): string
       `- **Waiting for you**: ${pr}: ${quoteIds(agentText(ws.reason ?? "not verified", 400), plan)}; to see it: ${code(agentText(reproduce(plan, wsId, "origin"), 600))}${holdsCount(n)}. Fix it on its branch, or close it to fail the workstream.`,
       ...(v.failure ? ["  What fails (end):", ...codeBlock(v.failure, 1_500).map((l) => `  ${l}`)] : []),
     ].join("\n");
-  const raisedIn = (plan.tasksByWorkstream.get(wsId) ?? []).filter(
-    (id) => state.tasks[id]!.concerns.length > 0,
-  );
-  const why = !def.autoMerge
-    ? "`auto_merge` is off for this workstream"
-    : raisedIn.length > 0
-      ? `a design concern was raised in ${named(raisedIn, code)}`
+  const stage = landingStage(plan, state, wsId);
+  const by = stage?.stage === "merge" ? stage.by : null;
+  const why =
+    by === "auto_merge_off" || by === "concern"
+      ? mergeByWords(plan, state, wsId, by)
       : quoteIds(agentText(ws.reason ?? "the automatic merge did not happen", 300), plan);
-  return `- **Waiting for you**: merge ${pr}; ${why}${holdsCount(n)}. Close it instead to fail the workstream.`;
+  const verified = ws.verification?.passed ? " (verified)" : "";
+  return `- **Waiting for you**: merge ${pr}${verified}; ${why}${holdsCount(n)}. Close it instead to fail the workstream.`;
+}
+
+/** Why a PR that may land waits for a person to merge it: "`auto_merge` is off …", "a design concern …". */
+export function mergeByWords(plan: Plan, state: RunState, wsId: string, by: MergeBy): string {
+  if (by === "auto_merge_off") return "`auto_merge` is off for this workstream";
+  if (by === "concern") return `a design concern was raised in ${named(concernsIn(plan, state, wsId), code)}`;
+  return quoteIds(
+    agentText(state.workstreams[wsId]!.reason ?? "the automatic merge did not happen", 300),
+    plan,
+  );
+}
+
+/** " (then it waits for you: …)": what will keep a PR still to be verified from merging itself. */
+function thenNote(plan: Plan, state: RunState, wsId: string, stage: LandingStage | null): string {
+  const then = stage && "then" in stage ? stage.then : null;
+  return then ? ` (then it waits for you: ${mergeByWords(plan, state, wsId, then)})` : "";
 }
 
 /** A pending task's hold in a few words, for its row: "waits for #12", "waits for budget". */
 export function holdWords(plan: Plan, state: RunState, hold: Hold | undefined): string {
   if (!hold) return "";
   if (hold.kind === "budget") return "waits for budget";
+  if (hold.kind === "overlap")
+    return `waits for ${code(hold.workstream)} to land (an overlap with ${code(hold.task)})`;
   if (hold.kind !== "person") return "";
   const pr = "task" in hold.pr ? state.tasks[hold.pr.task]!.pr : state.workstreams[hold.pr.workstream]!.pr;
   return `waits for ${prLink(pr)}`;

@@ -24,9 +24,29 @@ export function quoteIds(text: string, plan: Plan): string {
 /** "is", "are": the verb of a count. */
 export const verb = (n: number, one: string, many: string): string => (n === 1 ? one : many);
 
-/** A duration as hours, minutes and seconds, one form at every length: "0:00:42", "116:11:00". */
+/**
+ * A duration in words, its two largest units, one form at every length: "42 s", "40 min", "3 min 5 s",
+ * "4 h 11 min", "5 days 20 h", "1,234 days" (never "141:37:00", which reads as a time of day).
+ */
 export function duration(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));
-  const pad = (n: number) => String(n).padStart(2, "0");
-  return `${count(Math.floor(s / 3600))}:${pad(Math.floor((s % 3600) / 60))}:${pad(s % 60)}`;
+  const [days, hours, minutes, seconds] = [
+    Math.floor(s / 86_400),
+    Math.floor((s % 86_400) / 3600),
+    Math.floor((s % 3600) / 60),
+    s % 60,
+  ];
+  const parts: [number, string][] = [
+    [days, days === 1 ? "day" : "days"],
+    [hours, "h"],
+    [minutes, "min"],
+    [seconds, "s"],
+  ];
+  const first = parts.findIndex(([n]) => n > 0);
+  if (first === -1) return "0 s";
+  return parts
+    .slice(first, first + 2)
+    .filter(([n]) => n > 0)
+    .map(([n, unit]) => `${count(n)} ${unit}`)
+    .join(" ");
 }

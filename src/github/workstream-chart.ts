@@ -7,13 +7,14 @@
  */
 import { type Root, rootCauses } from "../engine/blocking.ts";
 import { leftToPerson } from "../engine/conflicts.ts";
-import { type Hold, holds as holdsOf, mergeWaitsForPerson } from "../engine/holds.ts";
+import { type Hold, holds as holdsOf } from "../engine/holds.ts";
+import { landingStage } from "../engine/landing.ts";
 import { STATUS_WORDS, WORKSTREAM_WORDS } from "../engine/progress.ts";
 import type { RunState, TaskStatus } from "../engine/types.ts";
 import { type Mark, type Marks, mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/model.ts";
 import { agentText, cell } from "./render.ts";
-import { named, prLink } from "./waiting-lines.ts";
+import { mergeByWords, named, prLink } from "./waiting-lines.ts";
 import { code, count, plural, quoteIds, verb } from "./words.ts";
 
 /** Says what the outlines mean, under every chart. */
@@ -46,10 +47,16 @@ function blockedBy(plan: Plan, known: Known, wsId: string): Root | null {
 /** What a person must do for a workstream, in a few words (null: nothing). */
 function forYou(plan: Plan, state: RunState, known: Known, wsId: string, short: boolean): string | null {
   const ws = state.workstreams[wsId]!;
-  if (mergeWaitsForPerson(plan, state, wsId)) {
-    if (short) return ws.conflict?.toPerson ? "its PR conflicts" : "merge waits for you";
-    return `its PR ${prLink(ws.pr)} waits for you: ${ws.conflict?.toPerson ? "it conflicts" : "merge it"}`;
-  }
+  // As the lines say it (engine/landing.ts): merge it only once it may land.
+  const landing = landingStage(plan, state, wsId);
+  if (landing?.stage === "conflict")
+    return short ? "its PR conflicts" : `its PR ${prLink(ws.pr)} waits for you: it conflicts`;
+  if (landing?.stage === "unverified")
+    return short
+      ? "not verified, waits for you"
+      : `its PR ${prLink(ws.pr)} is not verified: fix it on its branch, or close it`;
+  if (landing?.stage === "merge")
+    return short ? "merge waits for you" : `its PR ${prLink(ws.pr)} waits for you: merge it`;
   const ids = plan.tasksByWorkstream.get(wsId) ?? [];
   const conflicted = ids.filter((id) => leftToPerson(state.tasks[id]!));
   if (conflicted.length > 0)
@@ -109,6 +116,14 @@ export function workstreamState(
   }
   const person = forYou(plan, state, known, wsId, false);
   if (person) parts.push(person);
+  else {
+    const landing = landingStage(plan, state, wsId);
+    const then = landing && "then" in landing ? landing.then : null;
+    if (landing?.stage === "in_turn" || landing?.stage === "verifying")
+      parts.push(
+        `its PR ${prLink(ws.pr)} ${landing.stage === "in_turn" ? "waits its turn to be verified" : `is in ${landing.job}`}${then ? `, then waits for you: ${mergeByWords(plan, state, wsId, then)}` : ""}`,
+      );
+  }
   if (ws.landedUnverified)
     parts.push(`${WORKSTREAM_WORDS[ws.status]}, unverified: ${cell(agentText(ws.landedUnverified, max))}`);
   return parts.length ? parts.join("; ") : WORKSTREAM_WORDS[ws.status];

@@ -53,3 +53,12 @@ export async function checkRepository(
     }
   }
 }
+
+/**
+ * Whether the clone's checked-out tree has changes not committed (tracked files only): task branches
+ * start from the last commit, so a run started now leaves them out, and is told so.
+ */
+export async function uncommittedChanges(repo: string): Promise<boolean> {
+  const status = await gitRaw(repo, ["status", "--porcelain", "--untracked-files=no"]);
+  return status.code === 0 && status.stdout.trim() !== "";
+}

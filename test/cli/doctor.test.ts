@@ -95,13 +95,13 @@ describe("agentrelay doctor", () => {
     [
       "linear history required on agentrelay's branches",
       (gh) => gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", linearHistory: true }),
-      /a rule requires linear history on agentrelay\/…\/integration: .*exempt agentrelay\/\*\* from the rule/,
+      /a rule requires linear history on `agentrelay\/…\/integration`: .*exempt `agentrelay\/\*\*` from the rule/,
     ],
     [
       "a required check that no workflow reports on task PRs",
       (gh) =>
         gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["lint"] }),
-      /the required check lint on agentrelay\/…\/integration comes from no workflow that runs on PRs into it, so task PRs would wait for it forever/,
+      /the required check lint on `agentrelay\/…\/integration` comes from no workflow that runs on PRs into it, so task PRs would wait for it forever/,
     ],
     [
       "a required check in the rules' second page (GitHub pages them, 30 by default)",
@@ -110,7 +110,7 @@ describe("agentrelay doctor", () => {
           gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["test"] });
         gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["lint"] });
       },
-      /the required check lint on agentrelay\/…\/integration comes from no workflow that runs on PRs into it/,
+      /the required check lint on `agentrelay\/…\/integration` comes from no workflow that runs on PRs into it/,
     ],
     [
       "a CI workflow whose branch filter skips integration branches",
@@ -121,13 +121,13 @@ describe("agentrelay doctor", () => {
             "  pull_request:\n    branches: [main]\n",
           ),
         }),
-      /CI workflow `ci\.yml` runs on PRs into main but not into agentrelay\/…\/integration, so task PRs get no CI from it: add "agentrelay\/\*\*"/,
+      /CI workflow `ci\.yml` runs on PRs into main but not into `agentrelay\/…\/integration`, so task PRs get no CI from it: add `agentrelay\/\*\*`/,
     ],
     [
       "GITHUB_TOKEN with a required check on task PRs",
       (gh) =>
         gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["test"] }),
-      /task PRs are opened and pushed to with GITHUB_TOKEN, whose pull_request runs GitHub holds until a person with write access presses "Approve workflows to run", so the required check test on agentrelay\/…\/integration needs that click for every push agentrelay makes .*: register an app/,
+      /task PRs are opened and pushed to with GITHUB_TOKEN, whose pull_request runs GitHub holds until a person with write access presses "Approve workflows to run", so the required check test on `agentrelay\/…\/integration` needs that click for every push agentrelay makes .*: register an app/,
     ],
     [
       "GITHUB_TOKEN with a required check on the default branch (a ruleset)",
@@ -267,7 +267,9 @@ jobs:
     // The bare job id of a matrix job is no check GitHub makes.
     gh.settings.rules.push({ pattern: "agentrelay/**", source: "ruleset", requiredChecks: ["test"] });
     const bare = await doctor();
-    expect(bare.out).toMatch(/the required check test on agentrelay\/…\/integration comes from no workflow/);
+    expect(bare.out).toMatch(
+      /the required check test on `agentrelay\/…\/integration` comes from no workflow/,
+    );
   });
 
   it("says in one line what to do without a token, or with a --repo that is not OWNER/NAME", async () => {

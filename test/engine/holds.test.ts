@@ -24,7 +24,8 @@ describe("what holds a task", () => {
     );
     const { state } = engine.start(0);
     expect(state.tasks.b!.status).toBe("pending"); // b waits for w1 to land, though a slot is free
-    expect(holds(engine.plan, state).get("b")).toEqual({ kind: "turn" }); // a is at work
+    // a is at work: b waits for its workstream to land, and is told why.
+    expect(holds(engine.plan, state).get("b")).toEqual({ kind: "overlap", task: "a", workstream: "w1" });
     // a merged into w1, whose integration PR waits for a person's merge (no auto_merge): so does b.
     Object.assign(state.tasks.a!, { status: "merged" });
     Object.assign(state.workstreams.w1!, { status: "merge_ready", unfinished: 0, integration: "opening" });

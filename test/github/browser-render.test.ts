@@ -81,6 +81,8 @@ interface Rendered {
   shown: string;
   /** The text within the first screen. */
   firstScreen: string;
+  /** The widest table, code block, paragraph or list item, details open (px). */
+  widest: number;
 }
 
 /** A simulated run at scale: the graph, its plan, and the state at the end (or after `maxEvents`). */
@@ -96,6 +98,11 @@ interface ScaleCase {
   failing?: number;
   /** The state the headline must give. */
   phase: string;
+  /**
+   * Integration PRs verified before they land: `ws_2`'s branch no repair fixes, `ws_5`'s is repaired
+   * once, one in eight does not auto-merge, a task of `ws_11` raises a design concern.
+   */
+  verify?: boolean;
 }
 
 const SCALE: ScaleCase[] = [
@@ -111,6 +118,25 @@ const SCALE: ScaleCase[] = [
     phase: "running, waiting for you",
   },
   { name: "10000", tasks: 10_000, workstreams: 120, budget: 2_000, phase: "waiting for budget and for you" },
+  // Budgets that let the workstreams land, so that verification, repair and the merges left to a
+  // person are what the comment says.
+  { name: "300-verified", tasks: 300, workstreams: 12, budget: 400, verify: true, phase: "waiting for you" },
+  {
+    name: "3000-verified",
+    tasks: 3_000,
+    workstreams: 40,
+    budget: 4_000,
+    verify: true,
+    phase: "waiting for you",
+  },
+  {
+    name: "10000-verified",
+    tasks: 10_000,
+    workstreams: 120,
+    budget: 15_000,
+    verify: true,
+    phase: "waiting for you",
+  },
   {
     name: "30-workstreams",
     tasks: 300,
@@ -123,7 +149,7 @@ const SCALE: ScaleCase[] = [
 ];
 
 const caseName = (c: ScaleCase) =>
-  `${c.tasks.toLocaleString("en-US")} tasks in ${c.workstreams} workstreams${c.autoMerge === false ? " that do not auto-merge" : ""}${c.maxEvents ? ", running" : ""}`;
+  `${c.tasks.toLocaleString("en-US")} tasks in ${c.workstreams} workstreams${c.autoMerge === false ? " that do not auto-merge" : ""}${c.verify ? ", verified before landing" : ""}${c.maxEvents ? ", running" : ""}`;
 
 /** A failure reason as long as a real gate's: long enough to be cut. */
 const LONG_REASON =
@@ -145,13 +171,23 @@ function scaleRun(c: ScaleCase): Run {
   if (!runs.has(c)) {
     const graph = parseGraph(
       "scale.yaml",
-      scaleGraph(c.tasks, c.workstreams, c.budget, c.autoMerge ?? true),
+      scaleGraph(c.tasks, c.workstreams, c.budget, c.autoMerge ?? true, c.verify ?? false),
       {
         limits: { maxBytes: 64 << 20 },
       },
     );
+    const world = scaleWorld(c.tasks, c.workstreams, c.failing);
     const result = simulate(graph, {
-      ...scaleWorld(c.tasks, c.workstreams, c.failing),
+      ...world,
+      ...(c.verify
+        ? {
+            brokenTogether: new Map([
+              ["ws_2", Infinity],
+              ["ws_5", 1],
+            ]),
+            concerns: new Set([`t${graph.tasks.findIndex((t) => t.workstreamId === "ws_11")}`]),
+          }
+        : {}),
       ...(c.maxEvents ? { maxEvents: c.maxEvents } : {}),
       ...(c.autoMerge === false ? { reviewerMerges: false } : {}),
     });
@@ -368,8 +404,10 @@ describe("runs at scale, as their comments say", () => {
       for (const m of body.matchAll(/'([A-Za-z0-9][\w.-]*)'/g)) expect(ids.has(m[1]!), m[0]).toBe(false);
       expect(prose(body)).not.toMatch(/(?<![.,\d])\d{4,}/);
       expect(prose(plans)).not.toMatch(/(?<![.,\d])\d{4,}/);
-      for (const m of body.matchAll(/\| ([^|]*\d:\d\d[^|]*) \| \$/g))
-        expect(m[1]).toMatch(/^[\d,]+:\d\d:\d\d$/);
+      // Durations in words, never as a time of day.
+      expect(body).not.toMatch(/\| [\d,]+:\d\d:\d\d \|/);
+      for (const m of body.matchAll(/\| ([^|]*\d (?:days?|h|min|s)) \| \$/g))
+        expect(m[1]).toMatch(/^[\d,]+ (days?|h|min|s)( [\d,]+ (h|min|s))?$/);
       for (const row of lines.filter((l) => l.includes("| waits for you: ")))
         expect(row).toMatch(/waits for you: merge `[^`]+` into `[^`]+` by hand/);
       const tooLarge =
@@ -485,9 +523,13 @@ describeNeeding(
         const sizes = texts.map((el) => parseFloat(getComputedStyle(el).fontSize) * scale);
         return { width: box.width, height: box.height, smallestTextPx: Math.min(...sizes) };
       })`)) as Rendered["charts"];
+        // Nothing wider than the comment: a table row, a code block or a line a reader would scroll for.
+        const widest = (await tab.evaluate(
+          `Math.max(0, ...[...document.querySelectorAll(".comment table, .comment pre, .comment p, .comment li")].map((el) => el.scrollWidth))`,
+        )) as number;
         for (const [i, chart] of (await tab.$$("pre.mermaid")).entries())
           await chart.screenshot({ path: join(ARTIFACTS, `${file}-chart-${i}.png`) });
-        return { errors, charts, closedHeight, shown, firstScreen };
+        return { errors, charts, closedHeight, shown, firstScreen, widest };
       } finally {
         await tab.close();
       }
@@ -497,7 +539,8 @@ describeNeeding(
       "%s: every chart draws with text at least 10 px in the comment's width, what to do comes first, and the page stays bounded",
       async (name, c, markdown) => {
         const text = markdown();
-        const { errors, charts, closedHeight, shown, firstScreen } = await render(name, text);
+        const { errors, charts, closedHeight, shown, firstScreen, widest } = await render(name, text);
+        expect(widest).toBeLessThanOrEqual(READABLE.columnPx + 1);
         expect(errors).toEqual([]);
         if (name === "5 tasks by hand") {
           expect(shown).toContain(
@@ -516,6 +559,11 @@ describeNeeding(
         if (/blocked by \d+ failures?/.test(shown))
           expect(firstScreen).toMatch(/blocked by [\d,]+ failures?/);
         if (c?.autoMerge === false) expect(firstScreen).toMatch(/more integration PRs to merge/);
+        // Verified runs say the branch no repair fixed as not to merge, and what each merged result cost.
+        if (c?.verify) {
+          expect(shown).toMatch(/ws_2\s*into\s*main\s*\): not verified: its gates fail/);
+          expect(shown).toMatch(/Cost per merged task \$[\d.]+ \([\d,]+ merged\), per landed workstream/);
+        }
         // Running runs say what runs.
         if (c?.maxEvents) expect(firstScreen).toMatch(/Waiting for \d+ jobs?/);
         const blocks = text.split("```mermaid").length - 1;

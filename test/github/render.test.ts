@@ -448,12 +448,21 @@ describe("words and cuts", () => {
     );
   });
 
-  it("writes every duration in one form", () => {
-    expect([42_000, 40 * 60_000, 116 * 3_600_000 + 11 * 60_000, 1_234 * 3_600_000].map(duration)).toEqual([
-      "0:00:42",
-      "0:40:00",
-      "116:11:00",
-      "1,234:00:00",
+  it("writes every duration in words, in one form", () => {
+    const durations = [
+      42_000,
+      40 * 60_000,
+      185_000,
+      116 * 3_600_000 + 11 * 60_000,
+      141 * 3_600_000 + 37 * 60_000,
+    ];
+    expect([...durations, 1_234 * 86_400_000].map(duration)).toEqual([
+      "42 s",
+      "40 min",
+      "3 min 5 s",
+      "4 days 20 h",
+      "5 days 21 h",
+      "1,234 days",
     ]);
   });
 

@@ -269,7 +269,7 @@ describe("a run without an app: checks and the Actions settings", () => {
     });
     await runsThrough(s);
     expect(status(s)).toContain(
-      'Settings: CI workflow `ci.yml` runs on PRs into main but not into agentrelay/…/integration, so task PRs get no CI from it: add "agentrelay/**" to its pull_request branches',
+      "Settings: CI workflow `ci.yml` runs on PRs into main but not into `agentrelay/…/integration`, so task PRs get no CI from it: add `agentrelay/**` to its `pull_request` branches",
     );
   });
 

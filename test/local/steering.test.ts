@@ -198,7 +198,7 @@ describe("steering a local run", () => {
     expect(first.stdout).toContain(
       `Run g/1: waiting for you: 'main' is checked out at ${repo} with uncommitted changes: commit or stash them, then run again`,
     );
-    expect(first.stdout).toMatch(/x\s+PR open .*uncommitted changes: commit or stash them, then run again/);
+    expect(first.stdout).toMatch(/x\s+to merge .*uncommitted changes: commit or stash them, then run again/);
     await git(repo, ["stash", "-q"]);
     const second = agentrelay("run", graph, "--repo", repo, "--scripted-model");
     expect(second.stdout).toContain("Run g/1: succeeded");

@@ -76,7 +76,17 @@ function scaleLayout(tasks: number, workstreams: number) {
  * blocks a workstream beyond its own); the first leaves conflicts to a person; the run has a budget. With
  * `scaleWorld`, what a run of it meets.
  */
-export function scaleGraph(tasks: number, workstreams: number, budgetUsd: number, autoMerge = true): string {
+/**
+ * With `verify`, each integration PR is verified before it lands (an `integration_gate`), and one
+ * workstream in eight (`ws_8`, `ws_16`, …) does not auto-merge.
+ */
+export function scaleGraph(
+  tasks: number,
+  workstreams: number,
+  budgetUsd: number,
+  autoMerge = true,
+  verify = false,
+): string {
   const { wsOf, firstOf } = scaleLayout(tasks, workstreams);
   const lines = [
     `name: scale-${tasks}`,
@@ -88,8 +98,9 @@ export function scaleGraph(tasks: number, workstreams: number, budgetUsd: number
   for (let w = 0; w < workstreams; w++)
     lines.push(
       `  - id: ws_${w}`,
-      `    auto_merge: ${autoMerge}`,
+      `    auto_merge: ${autoMerge && !(verify && w > 0 && w % 8 === 0)}`,
       ...(w === 0 ? ["    max_resolution_attempts: 0"] : []),
+      ...(verify ? ["    integration_gate: make test"] : []),
     );
   lines.push("tasks:");
   for (let i = 0; i < tasks; i++) {

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { checkTiers, loadCredentials, selectAnthropic } from "../../local/credentials.ts";
 import { demoAgent } from "../../scripted/demo-agent.ts";
 import { runLocal } from "../../local/run.ts";
+import { uncommittedChanges } from "../../local/repository.ts";
 import { startScriptedModel } from "../../scripted/model-server.ts";
 import { SCRIPTED_MODEL_VARIABLE } from "../../attempt/network.ts";
 import type { Answer, SteeringCommand } from "../../local/inbox.ts";
@@ -86,6 +87,10 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
   // The terminal or the session that started it went away: stopped as cleanly as with Ctrl-C.
   process.once("SIGHUP", interrupt);
   let refused = false;
+  if (await uncommittedChanges(repo))
+    io.err(
+      `note: ${repo} has uncommitted changes; the run starts from its last commit (HEAD) without them: commit them first to include them`,
+    );
   try {
     const result = await runLocal({
       graph,

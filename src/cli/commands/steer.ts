@@ -13,10 +13,15 @@ import { liveRunner } from "../../local/run-lock.ts";
 import { workRootOf } from "../../local/run.ts";
 import { latestRunNumber } from "../../local/runs.ts";
 import { checkKnown, EXIT, type Io } from "../io.ts";
-import { exitOf, runReport } from "../run-report.ts";
+import { exitOf, runReport, statusJson } from "../run-report.ts";
 import { runCommand, type RunCommandOptions } from "./run.ts";
 
-export async function statusCommand(file: string, repoDir: string, io: Io): Promise<number> {
+export async function statusCommand(
+  file: string,
+  repoDir: string,
+  io: Io,
+  options: { json?: boolean } = {},
+): Promise<number> {
   const graph = loadGraphFile(file);
   const repo = resolve(repoDir);
   await checkRepository(repo, graph);
@@ -26,7 +31,11 @@ export async function statusCommand(file: string, repoDir: string, io: Io): Prom
   if (!stored)
     throw new LocalRunError(`graph '${graph.name}' has not run in ${repo}: start it with \`agentrelay run\``);
   const runner = liveRunner(workRootOf(repo, graph.name));
-  io.out(runReport(stored.state, repo, graph, { runner }).trimStart());
+  io.out(
+    options.json
+      ? JSON.stringify(statusJson(stored.state, graph, { runner }))
+      : runReport(stored.state, repo, graph, { runner }).trimStart(),
+  );
   return exitOf(stored.state);
 }
 
