@@ -55,6 +55,9 @@ describe.each(["app", "workflow"] as const)("forged task workflow runs, orchestr
           conclusion: "failure",
           created_at: new Date().toISOString(),
           html_url: `https://github.com/octo/demo/actions/runs/${String(run.id)}`,
+          // Started by a person (mallory's fork, or a dispatch by hand): GitHub fires workflow_run for it,
+          // where a run GITHUB_TOKEN dispatched starts none (the fake's reading, issue 41).
+          triggering_actor: { login: "mallory" },
           ...run,
         },
       });
