@@ -62,3 +62,17 @@ export function cut(text: string, max: number): string {
   const boundary = room.search(/\s\S*$/);
   return `${(boundary > max / 2 ? room.slice(0, boundary) : room).trimEnd()} …`;
 }
+
+/**
+ * An agent's words as GitHub shows them in a commit that lands on the target or in a PR body we write:
+ * no working mention (`@user`), issue reference (`#1`) or closing keyword (`Closes #1`,
+ * `fixes https://.../issues/1`), each broken by a zero-width space, so that the agent's words notify
+ * and close nothing when the commit lands or the PR merges.
+ * https://docs.github.com/en/issues/tracking-your-work-with-issues/using-issues/linking-a-pull-request-to-an-issue
+ */
+export function inertOnGitHub(text: string): string {
+  return text
+    .replace(/@(?=[A-Za-z0-9])/g, "@\u200b")
+    .replace(/#(?=\d)/g, "#\u200b")
+    .replace(/\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?=:?\s+\S*(?:#|\/issues\/|\/pull\/))/gi, "$1\u200b");
+}

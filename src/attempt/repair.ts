@@ -10,7 +10,7 @@
  * A target that conflicts is not theirs to resolve: they fail with the files, and the engine starts a
  * resolution. Anything short of passing gates leaves the branch as it was.
  */
-import { agentText } from "./redact.ts";
+import { agentText, inertOnGitHub } from "./redact.ts";
 import type { CheckoutGit } from "./git.ts";
 import { checkOutput } from "./output-checks.ts";
 import { agentConfigSwap } from "./protected-paths.ts";
@@ -91,19 +91,6 @@ async function sideDiff(checkout: CheckoutGit, from: string, to: string): Promis
   return diff.length > DIFF_LIMIT
     ? `${diff.slice(0, DIFF_LIMIT)}\n[... ${diff.length - DIFF_LIMIT} characters cut ...]`
     : diff || "(no changes)";
-}
-
-/**
- * An agent's words as GitHub shows them in a commit that lands on the target: no working mention
- * (`@user`), issue reference (`#1`) or closing keyword (`Closes #1`, `fixes https://.../issues/1`),
- * each broken by a zero-width space, so that the agent's last words notify and close nothing.
- * https://docs.github.com/en/issues/tracking-your-work-with-issues/using-issues/linking-a-pull-request-to-an-issue
- */
-export function inertOnGitHub(text: string): string {
-  return text
-    .replace(/@(?=[A-Za-z0-9])/g, "@\u200b")
-    .replace(/#(?=\d)/g, "#\u200b")
-    .replace(/\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?=:?\s+\S*(?:#|\/issues\/|\/pull\/))/gi, "$1\u200b");
 }
 
 /** The prompt of a repair: which branches met, what each meant and changed, and what failed. */

@@ -40,7 +40,14 @@ const markdownCode = (id: string) => `\`${id}\``;
 
 /** The run's budget record, created on first use (runs started before budgets have none). */
 export function budgetOf(state: RunState): BudgetState {
-  return (state.budget ??= { run: none(), holding: 0, workstreams: {}, raises: [], spent: {} });
+  return (state.budget ??= {
+    run: none(),
+    holding: 0,
+    workstreams: {},
+    raises: [],
+    spent: {},
+    clearedMicros: 0,
+  });
 }
 
 const workstreamSpend = (budget: BudgetState, ws: string): Spend => (budget.workstreams[ws] ??= none());
@@ -51,6 +58,42 @@ export const spentBy = (records: readonly { costMicros: Micros | null }[]): Micr
 
 /** What a task's attempts spent, and the resolutions of its PR's conflicts. */
 export const taskSpent = (t: TaskRun): Micros => spentBy([...t.attempts, ...(t.conflict?.resolutions ?? [])]);
+
+/** What the run's records say it spent: its tasks' rows and its integration PRs' resolutions and repairs. */
+export function recordedSpend(state: Pick<RunState, "tasks" | "workstreams">): Micros {
+  let sum = 0;
+  for (const t of Object.values(state.tasks)) sum += taskSpent(t);
+  for (const ws of Object.values(state.workstreams))
+    sum += spentBy([...(ws.conflict?.resolutions ?? []), ...(ws.verification?.repairs ?? [])]);
+  return sum;
+}
+
+/**
+ * The run's spend as its records say it, whatever its stored total says: the records, and what a reset
+ * or a changed graph cleared from them (itself recorded). The stored total is only a cache of that
+ * sum, so a state edited by hand is read the same by every host, and as its records say: a stored
+ * $1,000,000 over records of $0.006 is read as $0.006, a stored $0.006 under records of $1,000,000 as
+ * $1,000,000. A run stored before the cleared amount was kept counts from its records alone (what it
+ * cleared, if anything, cannot be told from an edit). Answers the stored total and the corrected one
+ * when they disagreed, else null.
+ */
+export function settleSpend(state: RunState): { stored: Micros; recorded: Micros } | null {
+  const recorded = recordedSpend(state);
+  if (!state.budget && recorded === 0) return null;
+  const budget = budgetOf(state);
+  const stored = budget.run.spentMicros;
+  const total = recorded + (budget.clearedMicros ??= 0);
+  if (total === stored) return null;
+  budget.run.spentMicros = total;
+  return { stored, recorded: total };
+}
+
+/** Notes what dropped records had spent (a reset, a changed graph): the budget keeps it spent. */
+export function noteCleared(state: RunState, micros: Micros): void {
+  if (micros <= 0) return;
+  const budget = budgetOf(state);
+  budget.clearedMicros = (budget.clearedMicros ?? 0) + micros;
+}
 
 /**
  * The attempt's cap and which limit set it; or that it waits, for running attempts to give back what

@@ -5,7 +5,7 @@
  */
 import { cancelResolutions } from "./conflicts.ts";
 import { isTaskActive, isTaskTerminal } from "../plan/readiness.ts";
-import { raiseBudget } from "./budget.ts";
+import { noteCleared, raiseBudget, spentBy } from "./budget.ts";
 import type { Step } from "./step.ts";
 import type { EngineEvent } from "./types.ts";
 
@@ -120,6 +120,7 @@ export function applyCommand(step: Step, event: Command): void {
         mergedAt: null,
       });
       Object.assign(t, { concerns: [], opsConcerns: [], summary: null, outputs: [] });
+      noteCleared(state, spentBy(t.conflict?.resolutions ?? []));
       delete t.conflict; // its PR is closed: a new one starts with no conflict
       if (wasDone) {
         ws.unfinished++;

@@ -7,6 +7,7 @@
  */
 import type { Graph } from "../graph/model.ts";
 import { childWorkstreams, type Decision, type Engine, newTaskRun } from "./engine.ts";
+import { recordedSpend } from "./budget.ts";
 import { Step } from "./step.ts";
 import type { RunState } from "./types.ts";
 
@@ -63,6 +64,10 @@ export function resumeRun(engine: Engine, graph: Graph, previous: RunState, at: 
     }
   }
   for (const id of plan.order) if (!previous.tasks[id]) drift.push(`task '${id}' is new`);
+  // Records of dropped tasks, of tasks that start again and of the fresh workstreams are gone: what they
+  // spent stays spent, as cleared (a state that added up before adds up after).
+  if (state.budget)
+    state.budget.clearedMicros = Math.max(0, state.budget.run.spentMicros - recordedSpend(state));
 
   // Rebuild the derived counters from the carried task statuses.
   state.candidates = [];

@@ -469,6 +469,11 @@ export interface BudgetState {
   raises: string[];
   /** Budgets found spent, by scope (`run`, `workstream:<id>`, `task:<id>`), with what to tell people. */
   spent: Record<string, string>;
+  /**
+   * What was spent by records a reset or a changed graph dropped: with the records, what `run.spentMicros`
+   * must add up to (absent in runs stored before it was kept; engine/budget.ts settleSpend).
+   */
+  clearedMicros?: Micros;
 }
 
 /**

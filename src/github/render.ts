@@ -3,7 +3,7 @@
  * comment, task and integration PR bodies, the plan comment and check-run outputs. Text an agent
  * wrote (summaries, concerns) is redacted and kept inside markdown that cannot run anything.
  */
-import { agentText, cut, redactor } from "../attempt/redact.ts";
+import { agentText, cut, inertOnGitHub, redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, repositoryFullName, taskBranch, type Task, thousands } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
@@ -21,6 +21,13 @@ import { code, count, plural, quoteIds, verb } from "./words.ts";
 export const BODY_LIMIT = 65_536;
 const scrub = redactor([]);
 export { agentText, cut };
+
+/**
+ * An agent's words in a PR body we write: as agentText, with its closing keywords and issue references
+ * broken as in a repair's commit (attempt/redact.ts), since a merged PR closes the issues its body
+ * says it closes ("Closes #1" in a summary would close issue 1 when the PR lands).
+ */
+const prWords = (text: string, max?: number): string => inertOnGitHub(agentText(text, max));
 
 /**
  * Output (a gate's) as a code block people can copy from: secrets masked, nothing else changed (no
@@ -84,11 +91,11 @@ export function taskPrBody(
     `> ${describe(task).replace(/\n/g, "\n> ")}`,
     "",
     "## Summary",
-    t.summary ? agentText(t.summary) : "_The agent left no summary._",
+    t.summary ? prWords(t.summary) : "_The agent left no summary._",
   ];
-  if (t.concerns.length) lines.push("", "## Concerns", ...t.concerns.map((c) => `- ${agentText(c, 500)}`));
+  if (t.concerns.length) lines.push("", "## Concerns", ...t.concerns.map((c) => `- ${prWords(c, 500)}`));
   if (t.opsConcerns.length)
-    lines.push("", "## Ops Concerns", ...t.opsConcerns.map((c) => `- ${agentText(c, 500)}`));
+    lines.push("", "## Ops Concerns", ...t.opsConcerns.map((c) => `- ${prWords(c, 500)}`));
   if (t.outputs.length)
     lines.push(
       "",
@@ -148,7 +155,7 @@ export function integrationPrBody(
     if (withAny.length === 0) continue;
     concerns.push("", `## ${title}`);
     for (const id of withAny)
-      concerns.push(`### ${id}`, ...pick(state.tasks[id]!).map((c) => `- ${agentText(c, 500)}`));
+      concerns.push(`### ${id}`, ...pick(state.tasks[id]!).map((c) => `- ${prWords(c, 500)}`));
   }
   let room = budget - head.join("\n").length;
   const shownConcerns = takeLines(
@@ -169,7 +176,7 @@ export function integrationPrBody(
     tasks.push(line);
     const summary = i < ids.length ? state.tasks[ids[i]!]!.summary : null;
     if (!summary) continue;
-    const block = `  <details><summary>Summary</summary>\n\n  ${agentText(summary, 3000).replace(/\n/g, "\n  ")}\n\n  </details>`;
+    const block = `  <details><summary>Summary</summary>\n\n  ${prWords(summary, 3000).replace(/\n/g, "\n  ")}\n\n  </details>`;
     if (block.length + 1 > room) continue;
     tasks.push(block);
     room -= block.length + 1;

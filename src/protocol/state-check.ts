@@ -135,6 +135,7 @@ export const runIndexSchema = z.looseObject({
         z.string(),
         z.looseObject({ spentMicros: micros(), reservedMicros: micros(), raisedMicros: raised }),
       ),
+      clearedMicros: micros().optional(),
     })
     .optional(),
 });

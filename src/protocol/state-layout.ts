@@ -12,6 +12,7 @@
  * their next write.
  */
 import { checkIndex, checkTaskMap, parsePart, StateDamageError } from "./state-check.ts";
+import { settleSpend } from "../engine/budget.ts";
 import type { RunState } from "../engine/types.ts";
 import { MAX_TASKS } from "../graph/schema.ts";
 
@@ -274,11 +275,13 @@ export function stateOfParts<S extends RunState>(parts: StoredParts, perTask: Pe
     const state = parsePart("the run's document", parts.index);
     checkIndex("the run's document", state);
     checkTaskMap("the run's document", "tasks", state.tasks);
+    settleSpend(state as unknown as RunState);
     return state as unknown as S;
   }
   const state = joinState<S>(parts.index, parts.bucketTexts, perTask);
   const source = (state as { source?: { text?: string } }).source;
   if (source && parts.graphText !== null) source.text = parts.graphText;
+  settleSpend(state);
   return state;
 }
 
