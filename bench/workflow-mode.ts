@@ -18,7 +18,7 @@ import { chainsGraph } from "../harness/graphs.ts";
 import { e2eAgent } from "../harness/e2e-agent.ts";
 import type { TokenKind } from "../harness/fake-repo-settings.ts";
 import { startStandin } from "../harness/standin.ts";
-import { table } from "./table.ts";
+import { perMergedTask, table } from "./table.ts";
 
 type Case = { tasks: number; workstreams: number; token: TokenKind };
 
@@ -82,6 +82,7 @@ export async function workflowModeBench(cases: Case[] = CASES): Promise<string> 
         String(refused),
         (orchestratorMinutes / tasks).toFixed(2),
         String(idleMinutes),
+        perMergedTask(gh.state("chains/1")),
         `${((performance.now() - wall) / 1000).toFixed(0)} s`,
       ]);
     } finally {
@@ -101,6 +102,7 @@ export async function workflowModeBench(cases: Case[] = CASES): Promise<string> 
       "403/429",
       "orchestrator runner-min/task",
       "idle runner-min/month",
+      "cost per merged task",
       "wall time",
     ],
     rows,
