@@ -3,6 +3,7 @@
  * directories, the graph's branches; work no other branch holds kept under an archive ref, and said).
  * A run still active or resumable is refused in one line and nothing changes.
  */
+import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { loadGraphFile } from "../../graph/load.ts";
 import { cleanedLines, CleanRefused, cleanRun, clearWorkDirs, notCleanable } from "../../local/clean.ts";
@@ -33,6 +34,7 @@ export async function cleanCommand(
   const refused = notCleanable(stored.state, liveRunner(workRoot));
   if (refused) throw new CleanRefused(`${refused}; nothing was removed`);
   // Held while cleaning: a run started meanwhile is refused rather than losing its worktrees.
+  mkdirSync(workRoot, { recursive: true });
   const lock = takeRunLock(workRoot, `graph '${graph.name}' in ${repo}`);
   try {
     for (const clone of [...Object.values(elsewhere), repo])
