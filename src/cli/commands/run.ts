@@ -88,11 +88,12 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
   // The terminal or the session that started it went away: stopped as cleanly as with Ctrl-C.
   process.once("SIGHUP", interrupt);
   let refused = false;
-  if (await uncommittedChanges(repo))
-    io.err(
-      `note: ${repo} has uncommitted changes; the run starts from its last commit (HEAD) without them: commit them first to include them`,
-    );
+  // In the try: whatever is refused (a directory that is not there), the scripted model's server closes.
   try {
+    if (await uncommittedChanges(repo))
+      io.err(
+        `note: ${repo} has uncommitted changes; the run starts from its last commit (HEAD) without them: commit them first to include them`,
+      );
     const result = await runLocal({
       graph,
       graphText,
