@@ -5,6 +5,7 @@ import { copyFileSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { history } from "./demo-history.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const repo = mkdtempSync(join(tmpdir(), "agentrelay-demo-"));
@@ -25,8 +26,6 @@ const run = spawnSync(
 );
 if (run.status === 0) {
   console.log(`\nThe work is on main in ${repo}:`);
-  console.log(
-    execFileSync("git", ["log", "--oneline", "--graph", "-12", "main"], { cwd: repo, encoding: "utf8" }),
-  );
+  console.log(history(repo, "main"));
 }
 process.exit(run.status ?? 1);

@@ -165,6 +165,17 @@ export const COMMANDS: Record<string, Command> = {
         json: values.json === true,
       }),
   },
+  clean: {
+    usage: "clean FILE --repo DIR [--repo NAME=PATH]...",
+    summary:
+      "remove what a finished local run left: worktrees, branches (unmerged work kept under an archive ref)",
+    options: { repo: RUN_OPTIONS.repo! },
+    positionals: [1, 1],
+    run: async ([file], values, io) => {
+      const { repo, repositories } = reposOf("clean", values);
+      return (await import("./commands/clean.ts")).cleanCommand(file!, repo, repositories, io);
+    },
+  },
   retry: steering("retry", "retry FILE TASK", "run a failed or cancelled task again", [2, 2]),
   cancel: steering("cancel", "cancel FILE [TASK]", "cancel a task, or the whole run", [1, 2]),
   reset: steering("reset", "reset FILE TASK", "undo the tip task of a workstream and run it afresh", [2, 2]),

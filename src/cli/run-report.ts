@@ -18,6 +18,9 @@ import { EXIT } from "./io.ts";
 /** Locally there is no PR: an integration branch ready to land waits to be merged into its target. */
 const LOCAL_WORDS: Partial<Record<WorkstreamStatus, string>> = { pr_open: "to merge" };
 
+/** An attempt's word that its network was not filtered, and why (attempt/egress/egress.ts). */
+const isNetworkLine = (concern: string) => concern.startsWith("network: not filtered");
+
 /** Status columns as wide as their longest word, so that the columns after them line up. */
 const widest = (words: Record<string, string>) => Math.max(...Object.values(words).map((w) => w.length));
 const TASK_COLUMN = widest(STATUS_WORDS);
@@ -91,7 +94,12 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
     (options.runner != null
       ? `running (a runner is live, pid ${options.runner}; retry, cancel and reset go to it)`
       : waitingFor(state, graph));
-  const lines = ["", `Run ${state.runKey}: ${headline}`, ""];
+  const lines = ["", `Run ${state.runKey}: ${headline}`];
+  // How the attempts' network ran is the machine's, not a task's: said once for the run.
+  const network = [
+    ...new Set(Object.values(state.tasks).flatMap((t) => t.opsConcerns.filter(isNetworkLine))),
+  ];
+  lines.push(...network, "");
   let cost = 0;
   for (const [id, t] of Object.entries(state.tasks)) {
     const spent = taskSpent(t);
@@ -102,7 +110,7 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
     const gateOutput = t.status === "failed" ? t.attempts[t.attempt - 1]?.gateOutput : undefined;
     if (gateOutput) lines.push("      gate output (end):", ...indent(gateOutput, "      | "));
     for (const c of t.concerns) lines.push(`      design concern: ${c}`);
-    for (const c of t.opsConcerns) lines.push(`      ops concern: ${c}`);
+    for (const c of t.opsConcerns) if (!isNetworkLine(c)) lines.push(`      ops concern: ${c}`);
     const resolved = resolutions(t.conflict);
     if (resolved) lines.push(`      ${resolved}`);
   }

@@ -53,11 +53,14 @@ export function resumeRun(engine: Engine, graph: Graph, previous: RunState, at: 
         );
     } else {
       // Pending, failed, blocked or cancelled: it runs again, with a fresh attempt budget.
+      // Its attempts are kept, and so is what they said of how they ran (a network not filtered, with
+      // its reason): the resumed run's report would otherwise drop it.
       Object.assign(task, newTaskRun(task.waitingOn), {
         attempt: old.attempt,
         attemptBase: old.attempt,
         attempts: old.attempts,
         pr: old.pr,
+        opsConcerns: [...old.opsConcerns],
       });
       if (old.status === "failed" || old.status === "cancelled")
         drift.push(`task '${id}' (${old.status}) will run again`);

@@ -59,6 +59,8 @@ export async function checkRepository(
  * start from the last commit, so a run started now leaves them out, and is told so.
  */
 export async function uncommittedChanges(repo: string): Promise<boolean> {
+  // No such directory: the run's own check says so, with what to do.
+  if (!existsSync(repo) || !statSync(repo).isDirectory()) return false;
   const status = await gitRaw(repo, ["status", "--porcelain", "--untracked-files=no"]);
   return status.code === 0 && status.stdout.trim() !== "";
 }

@@ -24,6 +24,7 @@ import { adoptionFacts, mergedLocally, wentBack } from "./merge-record.ts";
 import { answer, type Answer, type SteeringCommand, take } from "./inbox.ts";
 import { checkRepositories } from "./repositories.ts";
 import { checkRepository } from "./repository.ts";
+import { removeWorktrees } from "./clean.ts";
 import { takeRunLock } from "./run-lock.ts";
 import { latestRunNumber, startOver } from "./runs.ts";
 
@@ -69,6 +70,8 @@ export interface LocalRunResult {
   /** What changed since an earlier run of the same graph. */
   drift: string[];
   workRoot: string;
+  /** The run had finished: its worktrees were removed (in every clone), how many. */
+  cleanedWorktrees: number | null;
 }
 
 /** Where a graph's local runs keep worktrees and work directories: `<repo>/.agentrelay/<graph>/`. */
@@ -338,5 +341,14 @@ async function runLocked(
     await chain;
   } while (inFlight.size > 0);
   clearInterval(inboxTimer);
-  return { state: (await store.load(runKey))?.state ?? state!, drift, workRoot };
+  const final = (await store.load(runKey))?.state ?? state!;
+  // Finished, nothing is left to resume: the worktrees go (each holds a task branch checked out, which
+  // `git branch -d` would refuse to delete); the branches stay, with the work (`agentrelay clean`).
+  let cleanedWorktrees: number | null = null;
+  if (final.outcome !== null && !options.signal?.aborted) {
+    cleanedWorktrees = 0;
+    for (const clone of [...Object.values(elsewhere), repo])
+      cleanedWorktrees += await removeWorktrees(clone, workRoot);
+  }
+  return { state: final, drift, workRoot, cleanedWorktrees };
 }

@@ -82,4 +82,15 @@ describe("the local run's report", () => {
     expect(json.cost.shares.failed).toBeCloseTo(1 / 3, 9);
     expect(json.cost.shares.resolutions).toBeCloseTo(1 / 3, 9);
   });
+
+  it("says once, under its headline, that the attempts' network was not filtered, and why", () => {
+    const { state } = simulate(graph, {});
+    const unfiltered =
+      "network: not filtered: this machine gives the attempt no network namespace (nft was not found on PATH)";
+    for (const t of Object.values(state.tasks)) t.opsConcerns = [unfiltered, "npm install took 4 minutes"];
+    const report = runReport(state, "/repo", graph);
+    expect(report.split(unfiltered)).toHaveLength(2);
+    expect(report).toContain(`Run g/1: succeeded\n${unfiltered}\n\n`);
+    expect(report.split("      ops concern: npm install took 4 minutes")).toHaveLength(3);
+  });
 });

@@ -52,4 +52,22 @@ describe("resuming a run with a changed graph", () => {
     expect(state.outcome).toBeNull();
     expect(state.seq).toBeGreaterThan(first.seq);
   });
+
+  it("keeps what a task's earlier attempts said of their network (not filtered, and why) when it runs again", () => {
+    const said = structuredClone(first);
+    const unfiltered =
+      "network: not filtered: this machine gives the attempt no network namespace (nft was not found on PATH)";
+    said.tasks.b!.opsConcerns = [unfiltered];
+    const changed = graphOf(
+      [
+        { id: "a", ws: "x" },
+        { id: "b", ws: "y", extra: "completion_gate: make check" },
+      ],
+      [{ id: "x" }, { id: "y" }],
+      "max_concurrency: 2",
+    );
+    const { state, drift } = resumeRun(createEngine(changed), changed, said, 1_000_000);
+    expect(drift).toContain("task 'b' (failed) will run again");
+    expect(state.tasks.b!.opsConcerns).toEqual([unfiltered]);
+  });
 });

@@ -96,10 +96,17 @@ tasks:
 describe("local mode, with an agent that attacks the runner through git", () => {
   it("runs none of the hooks, filters, drivers or fsmonitor it planted, and puts its worktree's .git back", async () => {
     const repo = await tempRepo();
+    // The worktree's .git once task b merged (the finished run removes its worktrees).
+    const link = join(repo, ".agentrelay", "hostile", "workstreams", "only", ".git");
+    let linked: { file: boolean; text: string } | null = null;
     const { state } = await runLocal({
       ...scriptedRun(repo, ".workflow/hostile.yaml", GRAPH, server.url),
       attemptTimeoutMs: WAIT_MS,
       gateTimeoutMs: WAIT_MS,
+      onState: (s) => {
+        if (linked === null && s.tasks.b?.status === "merged" && existsSync(link))
+          linked = { file: statSync(link).isFile(), text: readFileSync(link, "utf8") };
+      },
     });
     expect(state.outcome).toBe("succeeded");
     // The traps are in place (the agent ran), and none of them ran.
@@ -116,12 +123,6 @@ describe("local mode, with an agent that attacks the runner through git", () => 
     const main = await git(repo, ["ls-tree", "-r", "--name-only", "main"]);
     expect(main.split("\n")).toEqual(expect.arrayContaining([".gitattributes", "notes/a.md", "notes/b.md"]));
     // Task b's checkout found the worktree's .git replaced and put the link back.
-    const worktree = (await git(repo, ["worktree", "list", "--porcelain"]))
-      .split("\n")
-      .filter((l) => l.startsWith("worktree "))
-      .map((l) => l.slice("worktree ".length))
-      .find((w) => w.endsWith("/only"))!;
-    expect(statSync(join(worktree, ".git")).isFile()).toBe(true);
-    expect(readFileSync(join(worktree, ".git"), "utf8")).toMatch(/^gitdir: .*\/worktrees\//);
+    expect(linked).toMatchObject({ file: true, text: expect.stringMatching(/^gitdir: .*\/worktrees\//) });
   });
 });

@@ -5,6 +5,7 @@ import { checkTiers, loadCredentials, selectAnthropic } from "../../local/creden
 import { demoAgent } from "../../scripted/demo-agent.ts";
 import { runLocal } from "../../local/run.ts";
 import { uncommittedChanges } from "../../local/repository.ts";
+import { cleanedLine } from "../../local/clean.ts";
 import { startScriptedModel } from "../../scripted/model-server.ts";
 import { SCRIPTED_MODEL_VARIABLE } from "../../attempt/network.ts";
 import type { Answer, SteeringCommand } from "../../local/inbox.ts";
@@ -87,11 +88,12 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
   // The terminal or the session that started it went away: stopped as cleanly as with Ctrl-C.
   process.once("SIGHUP", interrupt);
   let refused = false;
-  if (await uncommittedChanges(repo))
-    io.err(
-      `note: ${repo} has uncommitted changes; the run starts from its last commit (HEAD) without them: commit them first to include them`,
-    );
+  // In the try: whatever is refused (a directory that is not there), the scripted model's server closes.
   try {
+    if (await uncommittedChanges(repo))
+      io.err(
+        `note: ${repo} has uncommitted changes; the run starts from its last commit (HEAD) without them: commit them first to include them`,
+      );
     const result = await runLocal({
       graph,
       graphText,
@@ -128,6 +130,7 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
     }
     for (const line of result.drift) io.out(`drift: ${line}`);
     io.out(runReport(result.state, repo, graph, { scripted: options.scriptedModel }));
+    if (result.cleanedWorktrees !== null) io.out(cleanedLine(file, repo));
     return refused ? EXIT.failed : exitOf(result.state);
   } finally {
     process.removeListener("SIGINT", interrupt);
