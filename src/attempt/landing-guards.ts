@@ -211,12 +211,11 @@ export async function resolutionWeakens(
 }
 
 /** The diff a person is shown with what a landing did to its judges: the files named, cut to `max`. */
-export async function judgesDiff(
-  checkout: CheckoutGit,
-  from: string,
-  to: string,
-  max = 1_800,
-): Promise<string> {
+export const judgesDiff = (checkout: CheckoutGit, from: string, to: string, max = 1_800): Promise<string> =>
+  diffCut(checkout, [from, to], max);
+
+/** `git diff` of `revisions` (stat and patch, no external drivers), cut to `max` characters. */
+export async function diffCut(checkout: CheckoutGit, revisions: string[], max: number): Promise<string> {
   const diff = await checkout.git([
     "diff",
     "--no-color",
@@ -224,8 +223,7 @@ export async function judgesDiff(
     "--no-textconv",
     "--stat",
     "-p",
-    from,
-    to,
+    ...revisions,
   ]);
   return diff.length > max ? `${diff.slice(0, max)}\n[... ${diff.length - max} characters cut ...]` : diff;
 }

@@ -15,7 +15,7 @@ import type { CheckoutGit } from "./git.ts";
 import { checkOutput } from "./output-checks.ts";
 import { agentConfigSwap } from "./protected-paths.ts";
 import { flakyNote, type GateAnswer, judgeGates } from "./gate-verdicts.ts";
-import { judgesDiff, weakenedJudges } from "./landing-guards.ts";
+import { diffCut, judgesDiff, weakenedJudges } from "./landing-guards.ts";
 import { type ResolutionInputs, type ResolutionOutcome, startMerge } from "./resolve.ts";
 
 /** At most this much of each diff goes into a repair's prompt. */
@@ -78,20 +78,8 @@ export async function verifyLanding(
 }
 
 /** The diff of a side since the two parted, cut to a length a prompt can hold. */
-async function sideDiff(checkout: CheckoutGit, from: string, to: string): Promise<string> {
-  const diff = await checkout.git([
-    "diff",
-    "--no-color",
-    "--no-ext-diff",
-    "--no-textconv",
-    "--stat",
-    "-p",
-    `${from}...${to}`,
-  ]);
-  return diff.length > DIFF_LIMIT
-    ? `${diff.slice(0, DIFF_LIMIT)}\n[... ${diff.length - DIFF_LIMIT} characters cut ...]`
-    : diff || "(no changes)";
-}
+const sideDiff = async (checkout: CheckoutGit, from: string, to: string): Promise<string> =>
+  (await diffCut(checkout, [`${from}...${to}`], DIFF_LIMIT)) || "(no changes)";
 
 /** The prompt of a repair: which branches met, what each meant and changed, and what failed. */
 export function repairPrompt(
