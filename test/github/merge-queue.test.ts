@@ -3,16 +3,12 @@
  * "Changes must be made through the merge queue"), so the PR is enqueued, not left to a person; the
  * queue's `merge_group` checks decide, and the queue merges it.
  */
-import { Octokit } from "@octokit/rest";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeGitHub } from "../../harness/fake-github.ts";
 import { mergeGroups, settle } from "../../harness/fake-merge-queue.ts";
 import { createEngine } from "../../src/engine/engine.ts";
-import { DEFAULT_CONFIG } from "../../src/github/client.ts";
-import { GitHubEffects } from "../../src/github/effects.ts";
-import { type HostedRun, newMeta } from "../../src/github/hosted-run.ts";
 import { graphOf } from "../support/graphs.ts";
+import { integrationPrOnFake } from "../support/integration-pr.ts";
 
 beforeEach(() => nock.disableNetConnect());
 afterEach(() => {
@@ -23,39 +19,12 @@ afterEach(() => {
 const engine = createEngine(
   graphOf([{ id: "a", ws: "w" }], [{ id: "w", autoMerge: true, extra: "verify_integration: false" }]),
 );
-const BRANCH = "agentrelay/g/w/integration";
 
-function setup() {
-  const github = new FakeGitHub();
-  github.mount();
-  github.commit("main", { "README.md": "hi\n" });
-  github.branches.set(BRANCH, github.branches.get("main")!);
-  github.commit(BRANCH, { "a.txt": "a\n" }, "a");
-  github.openPull(9, BRANCH, "main");
-  github.settings.mergeQueue.add("main");
-  const effects = new GitHubEffects({
-    octokit: new Octokit({ auth: "t", request: { retries: 0 } }),
-    owner: "octo",
-    repo: "demo",
-    defaultBranch: "main",
-    config: DEFAULT_CONFIG,
-    now: () => 0,
-    log: () => undefined,
+const setup = () =>
+  integrationPrOnFake(engine, {
+    prepare: (github) => github.settings.mergeQueue.add("main"),
+    verified: false,
   });
-  const run = {
-    ...engine.start(0).state,
-    source: { path: "g.yaml", commit: "c", branch: "main", text: "" },
-    github: newMeta(),
-  } as unknown as HostedRun;
-  const merge = () =>
-    effects.repeatable(
-      { type: "merge_integration_pr", key: "k", workstream: "w", pr: { number: 9, url: "u" } },
-      run,
-      engine,
-    );
-  const wait = () => effects.waits.get(run.runKey)?.get("workstream:w");
-  return { github, merge, wait };
-}
 
 describe("an integration PR into a branch that requires a merge queue", () => {
   it("is enqueued, not left to a person, and lands once its merge group's checks pass", async () => {

@@ -4,16 +4,12 @@
  * (GitHub's `sha`); otherwise the branch is verified again. Required checks that failed on the head
  * are repaired, the repair told what they said.
  */
-import { Octokit } from "@octokit/rest";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeGitHub } from "../../harness/fake-github.ts";
 import { createEngine } from "../../src/engine/engine.ts";
-import { DEFAULT_CONFIG } from "../../src/github/client.ts";
-import { GitHubEffects } from "../../src/github/effects.ts";
 import { workstreamState } from "../../src/github/workstream-chart.ts";
-import { type HostedRun, newMeta } from "../../src/github/hosted-run.ts";
 import { graphOf } from "../support/graphs.ts";
+import { INTEGRATION_BRANCH, integrationPrOnFake } from "../support/integration-pr.ts";
 
 beforeEach(() => nock.disableNetConnect());
 afterEach(() => {
@@ -22,39 +18,9 @@ afterEach(() => {
 });
 
 const verifying = createEngine(graphOf([{ id: "a", ws: "w" }], [{ id: "w", autoMerge: true }]));
-const BRANCH = "agentrelay/g/w/integration";
+const BRANCH = INTEGRATION_BRANCH;
 
-function setup(engine = verifying) {
-  const github = new FakeGitHub();
-  github.mount();
-  github.commit("main", { "README.md": "hi\n" });
-  github.branches.set(BRANCH, github.branches.get("main")!);
-  github.commit(BRANCH, { "a.txt": "a\n" }, "a");
-  github.openPull(9, BRANCH, "main");
-  const octokit = new Octokit({ auth: "t", request: { retries: 0 } });
-  const effects = new GitHubEffects({
-    octokit,
-    owner: "octo",
-    repo: "demo",
-    defaultBranch: "main",
-    config: DEFAULT_CONFIG,
-    now: () => 0,
-    log: () => undefined,
-  });
-  const run = {
-    ...engine.start(0).state,
-    source: { path: "g.yaml", commit: "c", branch: "main", text: "" },
-    github: newMeta(),
-  } as unknown as HostedRun;
-  const verified = { base: github.branches.get("main")!, head: github.branches.get(BRANCH)! };
-  const merge = () =>
-    effects.repeatable(
-      { type: "merge_integration_pr", key: "k", workstream: "w", pr: { number: 9, url: "u" }, verified },
-      run,
-      engine,
-    );
-  return { github, merge, octokit };
-}
+const setup = (engine = verifying) => integrationPrOnFake(engine);
 
 describe("merging a verified integration PR", () => {
   it("merges while the target and the head are the verified ones", async () => {
@@ -108,29 +74,10 @@ describe("a third party's push to the target between the check and the merge", (
 
 describe("a verification that left the target's merge to GitHub (a workflow file changed on it)", () => {
   it("lands as verified when GitHub merged the verified head into the verified target", async () => {
-    const { github, octokit } = setup();
+    const { github, merge, verifiedNow } = setup();
     github.commit("main", { ".github/workflows/ci.yml": "on: [push, merge_group]\n" }, "ci");
-    const effects = new GitHubEffects({
-      octokit,
-      owner: "octo",
-      repo: "demo",
-      defaultBranch: "main",
-      config: DEFAULT_CONFIG,
-      now: () => 0,
-      log: () => undefined,
-    });
-    const run = {
-      ...verifying.start(0).state,
-      source: { path: "g.yaml", commit: "c", branch: "main", text: "" },
-      github: newMeta(),
-    } as unknown as HostedRun;
     // The branch was not pushed with main merged in: the verification passed on that merge locally.
-    const verified = { base: github.branches.get("main")!, head: github.branches.get(BRANCH)! };
-    const facts = await effects.repeatable(
-      { type: "merge_integration_pr", key: "k", workstream: "w", pr: { number: 9, url: "u" }, verified },
-      run,
-      verifying,
-    );
+    const facts = await merge(verifiedNow());
     expect(facts).toEqual([{ type: "integration_pr_merged", workstream: "w", at: 0 }]);
   });
 });
