@@ -83,6 +83,8 @@ export class FakeRepositories {
   readonly repositories = new Map<string, FakeGitHub>();
   readonly installations: FakeInstallation[] = [];
   private readonly minted = new Map<string, Minted>();
+  /** A person's tokens with a reach of their own (a fine-grained token's Repository access). */
+  private readonly personal = new Map<string, { repositories: Set<string>; access: "read" | "write" }>();
 
   /** Starts with `first` (the graph's repository), the app installed on it as `first.installationId`. */
   constructor(readonly first: FakeGitHub = new FakeGitHub()) {
@@ -120,6 +122,15 @@ export class FakeRepositories {
     for (const installation of this.installations) installation.repositories.delete(key(fullName));
   }
 
+  /**
+   * A person's token that reaches only `repositories`, reading or also writing (a fine-grained token):
+   * elsewhere 404, and its writes refused 403 where it only reads; `GET /repos/{owner}/{repo}` says
+   * which in `permissions`, as GitHub answers an authenticated user.
+   */
+  grant(token: string, repositories: string[], access: "read" | "write"): void {
+    this.personal.set(token, { repositories: new Set(repositories.map(key)), access });
+  }
+
   /** The fake of `OWNER/NAME`. */
   get(fullName: string): FakeGitHub {
     const gh = this.repositories.get(key(fullName));
@@ -150,6 +161,16 @@ export class FakeRepositories {
     if (!gh || (scope && !scope.repositories.has(key(fullName)))) {
       this.first.calls.push({ method, path: url, body, status: 404 });
       return [404, { message: "Not Found" }];
+    }
+    const person = this.personal.get(token);
+    if (person && fullName) {
+      if (!gh || !person.repositories.has(key(fullName))) return [404, { message: "Not Found" }];
+      if (method !== "GET" && person.access === "read")
+        return [403, { message: "Resource not accessible by personal access token" }];
+      const reply = await gh.serve(method, url, body, accept, authorization);
+      if (method !== "GET" || place?.[3] !== undefined || reply[0] !== 200) return reply;
+      const push = person.access === "write";
+      return [200, { ...(reply[1] as object), permissions: { admin: false, push, pull: true } }, reply[2]];
     }
     if (scope && place) {
       const [permission, level] = permissionOf(method, place[3] ?? "");
