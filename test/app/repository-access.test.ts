@@ -4,7 +4,7 @@
  * with the fix, on the push's check run (harness/fake-repositories.ts scopes the tokens as GitHub does).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { type Harness, startApp } from "../../harness/app.ts";
+import { type Harness, repository, startApp, user } from "../../harness/app.ts";
 import type { AppConfig } from "../../src/github/client.ts";
 import { API_THEN_CLIENT } from "../support/repositories.ts";
 
@@ -28,7 +28,7 @@ function nothingWritten(harness: Harness) {
   expect(harness.gh.dispatches).toEqual([]);
   expect([...harness.gh.branches].map(([b]) => b).filter((b) => b.startsWith("agentrelay"))).toEqual([]);
   for (const gh of harness.github.repositories.values())
-    expect([...gh.branches].map(([b]) => b)).toEqual(["main"]);
+    if (gh !== harness.gh) expect([...gh.branches].map(([b]) => b)).toEqual(["main"]);
 }
 
 describe("access to a graph's repositories, checked at plan time", () => {
@@ -84,5 +84,37 @@ describe("access to a graph's repositories, checked at plan time", () => {
     // Each was asked about once, with the installation's token.
     expect(h!.github.get("octo/api").log(/^GET \/repos\/octo\/api$/)).toHaveLength(1);
     expect(h!.github.get("octo/web").log(/^GET \/repos\/octo\/web$/)).toHaveLength(1);
+  });
+
+  it("says the same in a pull request's plan check, before the graph is merged", async () => {
+    h = await startApp({}, "nock", Infinity, [
+      { fullName: "octo/api", installation: 42 },
+      { fullName: "octo/web", installation: null },
+    ]);
+    const gh = h.gh;
+    gh.branches.set("feature", gh.branches.get("main")!);
+    const head = gh.commit("feature", { ".workflow/api-client.yaml": API_THEN_CLIENT });
+    gh.openPull(5, "feature");
+    const pull_request = {
+      number: 5,
+      html_url: "https://github.com/octo/demo/pull/5",
+      merged: false,
+      head: { ref: "feature", sha: head, repo: { full_name: "octo/demo" } },
+      base: { ref: "main" },
+    };
+    const event = {
+      action: "opened",
+      number: 5,
+      pull_request,
+      repository: repository(gh),
+      sender: user("alice"),
+    };
+    expect(await h.deliver("pull_request", event)).toBe(200);
+    const check = gh.checkRuns.find((c) => c.name === "agentrelay / plan")!;
+    expect(check.conclusion).toBe("failure");
+    expect(check.output?.summary).toContain(
+      "line 4: `repositories.web`: octo/web: the app is not installed on it",
+    );
+    nothingWritten(h);
   });
 });
