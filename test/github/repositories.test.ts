@@ -87,6 +87,10 @@ describe("a run across repositories on GitHub", () => {
       "agentrelay/api-client/server/integration -> main merged",
     ]);
     expect(demo.pulls).toEqual([]);
+    // The status comment, in the graph's repository, names each PR's repository beside its number.
+    const status = demo.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+    const taskPr = api.pulls[0]!.number;
+    expect(status).toContain(`[octo/api#${taskPr}](https://github.com/octo/api/pull/${taskPr})`);
 
     // Only now is the client's task dispatched, in octo/web, and it is told what landed in octo/api.
     expect(web.dispatches.map((d) => d.inputs.task)).toEqual(["use-endpoint"]);
