@@ -327,10 +327,12 @@ class GitHubHost implements RunHost<HostedRun> {
     for (const key of Object.keys(waits)) {
       const [kind, id] = [key.slice(0, key.indexOf(":")), key.slice(key.indexOf(":") + 1)];
       const ws = run.workstreams[id];
+      // A repository the installation lost stays said until an effect there reaches it again.
       const open =
-        kind === "task"
+        kind === "repository" ||
+        (kind === "task"
           ? run.tasks[id]?.status === "pr_open"
-          : ws?.status === "pr_open" || ws?.integration === "opening";
+          : ws?.status === "pr_open" || ws?.integration === "opening");
       if (!open) delete waits[key];
     }
     if (Object.keys(waits).length > 0) run.github.waits = waits;

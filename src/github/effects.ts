@@ -13,11 +13,12 @@ import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts"
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, repositoryFullName, taskBranch } from "../graph/model.ts";
 import { isAttemptRun } from "./attempt-runs.ts";
-import { jobUrl, messageOf, type RepoContext, statusOf, validationDetails } from "./client.ts";
+import { jobUrl, messageOf, type RepoContext, statusOf } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
-import { type Merged, Merges, oneLine, refusal, type Wait, waitKey } from "./merges.ts";
+import { type Merged, Merges, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
+import { openPr } from "./open-pr.ts";
 import { startChecksOfRetry } from "./retry-checks.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
 
@@ -39,6 +40,8 @@ export class GitHubEffects {
   private readonly elsewhere = new Map<string, GitHubEffects>();
   /** Another repository's default branch, where its task workflow runs from (read once). */
   private defaultBranch: string | null = null;
+  /** Why the installation cannot reach this repository (null: it can; undefined: not read yet). */
+  private lost: string | null | undefined;
 
   constructor(
     private readonly ctx: RepoContext,
@@ -75,10 +78,37 @@ export class GitHubEffects {
     return effects;
   }
 
+  /**
+   * Whether the installation reaches this repository now, read once per handler (always, for the
+   * graph's own). When it does not (a person took the repository out of the app's installation mid-run),
+   * the run keeps one line saying so, and the effects wait: they are owed still, and carried out by
+   * the next handler or the reconciler once access returns, so nothing is lost.
+   */
+  private async reachable(run: HostedRun): Promise<boolean> {
+    if (this.own) return true;
+    if (this.lost === undefined) {
+      try {
+        this.defaultBranch = (await this.ctx.octokit.rest.repos.get(this.repo)).data.default_branch;
+        this.lost = null;
+      } catch (error) {
+        const status = statusOf(error);
+        if (status !== 404 && status !== 403) throw error;
+        this.lost = `${this.ctx.owner}/${this.ctx.repo}: the app can no longer reach it (GitHub answered ${status}): add it back to the app's installation; its work waits and goes on by itself`;
+      }
+    }
+    let waits = this.waits.get(run.runKey);
+    if (!waits) this.waits.set(run.runKey, (waits = new Map()));
+    waits.set(
+      `repository:${this.ctx.owner}/${this.ctx.repo}`,
+      this.lost ? { person: true, line: this.lost } : null,
+    );
+    return this.lost === null;
+  }
+
   /** A repeatable effect (the engine driver's REPEATABLE), on the run state being decided. */
   async repeatable(effect: EngineEffect, run: HostedRun, engine: Engine): Facts {
     const where = this.at(engine, effect);
-    if (where !== this) return where.repeatable(effect, run, engine);
+    if (where !== this) return (await where.reachable(run)) ? where.repeatable(effect, run, engine) : [];
     const at = this.ctx.now();
     const graph = run.graph;
     switch (effect.type) {
@@ -106,7 +136,8 @@ export class GitHubEffects {
       }
       case "open_task_pr": {
         const task = engine.plan.tasks.get(effect.task)!;
-        const opened = await this.openPr(
+        const opened = await openPr(
+          this.ctx,
           taskBranch(graph, task.id),
           integrationBranch(graph, task.workstreamId),
           taskPrTitle(task),
@@ -147,7 +178,8 @@ export class GitHubEffects {
         const ws = engine.plan.workstreams.get(effect.workstream)!;
         const head = integrationBranch(graph, ws.id);
         const behind = await this.merges.bringUpToDate(head, ws.mergeTargetBranch);
-        const opened = await this.openPr(
+        const opened = await openPr(
+          this.ctx,
           head,
           ws.mergeTargetBranch,
           integrationPrTitle(ws.id),
@@ -424,51 +456,6 @@ export class GitHubEffects {
         ws.integration === "merged" && engine.plan.workstreams.get(id)?.mergeTargetBranch === base,
     );
     return mergedIntoBase ? null : run.source.commit;
-  }
-
-  private async openPr(
-    head: string,
-    base: string,
-    title: string,
-    body: string,
-  ): Promise<PullRequest | "empty" | { reason: string } | { wait: Wait }> {
-    try {
-      const { data } = await this.ctx.octokit.rest.pulls.create({
-        ...this.repo,
-        head,
-        base,
-        title,
-        body,
-        maintainer_can_modify: false,
-      });
-      return { number: data.number, url: data.html_url };
-    } catch (error) {
-      const refused = refusal(error, this.ctx);
-      if (refused) {
-        const setting = /not permitted to create or approve pull requests/i.test(messageOf(error));
-        return {
-          wait: {
-            person: true,
-            line: setting
-              ? `GitHub refuses the PR from ${head} into ${base}: the orchestrator acts as GITHUB_TOKEN, and the repository does not let it open PRs: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests" (the run goes on by itself)`
-              : `GitHub refuses the PR from ${head} into ${base}: ${oneLine(messageOf(error))}`,
-          },
-        };
-      }
-      if (statusOf(error) !== 422) throw error;
-      // A retried create (or an earlier attempt's PR): the open PR of this branch is the one; a
-      // merged one means the merge happened and its answer was lost (a crash between the two).
-      const { data } = await this.ctx.octokit.rest.pulls.list({
-        ...this.repo,
-        head: `${this.ctx.owner}:${head}`,
-        base,
-        state: "all",
-      });
-      const found = data.find((p) => p.state === "open") ?? data.find((p) => p.merged_at !== null);
-      if (found) return { number: found.number, url: found.html_url };
-      if (/no commits between/i.test(validationDetails(error))) return "empty";
-      return { reason: `could not open a PR from ${head} into ${base}: ${messageOf(error)}` };
-    }
   }
 
   /** Why the target is no longer the commit a branch was verified with, or null. */

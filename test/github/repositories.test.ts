@@ -106,4 +106,51 @@ describe("a run across repositories on GitHub", () => {
       tasks: [{ id: "add-endpoint", summary: "Added GET /v2/items" }],
     });
   });
+
+  it("waits with one line while the installation lost a repository mid-run, and goes on once it is back", async () => {
+    const [demo, api, web] = ["octo/demo", "octo/api", "octo/web"].map((r) => github.get(r)) as [
+      ReturnType<FakeRepositories["get"]>,
+      ReturnType<FakeRepositories["get"]>,
+      ReturnType<FakeRepositories["get"]>,
+    ];
+    const path = ".workflow/api-client.yaml";
+    const commit = demo.commit("main", { [path]: API_THEN_CLIENT });
+    const source = { path, commit, branch: "main", text: API_THEN_CLIENT };
+    const driver = new RunDriver(await appContext());
+    const { runKey } = await driver.startOrResume(source, parseRunGraph(source));
+    const branch = "agentrelay/api-client/add-endpoint";
+    api.branches.set(branch, api.branch("agentrelay/api-client/server/integration"));
+    api.commit(branch, { "src/items.ts": "export const items = '/v2/items';\n" });
+
+    // A person takes octo/web out of the app's installation while the API's task runs.
+    github.uninstall("octo/web");
+    const at = Date.now();
+    await driver.drive(runKey, [
+      { type: "job_started", task: "add-endpoint", attempt: 1, at },
+      { type: "job_succeeded", task: "add-endpoint", attempt: 1, at, summary: "Added GET /v2/items" },
+    ]);
+    await driver.drive(runKey, [], { pending: true });
+    expect(api.file("main", "src/items.ts")).toContain("/v2/items");
+    expect(web.dispatches).toEqual([]);
+    expect([...web.branches].map(([b]) => b)).toEqual(["main"]);
+    const line =
+      "octo/web: the app can no longer reach it (GitHub answered 404): add it back to the app's installation; its work waits and goes on by itself";
+    const statusBody = () => demo.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+    expect(statusBody()).toContain(`**Waiting for you**: ${line}`);
+    let state = demo.state(runKey) as unknown as {
+      outcome: string | null;
+      workstreams: Record<string, { status: string }>;
+    };
+    expect(state.outcome).toBeNull();
+    expect(state.workstreams.client!.status).not.toBe("failed");
+
+    // Back in the installation: the next pass prepares the client's workstream and starts its task.
+    github.install(42, "octo", ["octo/web"]);
+    // The next handler (here the reconciler's pass) reads the repository afresh.
+    await new RunDriver(await appContext()).drive(runKey, [], { pending: true });
+    expect(web.dispatches.map((d) => d.inputs.task)).toEqual(["use-endpoint"]);
+    expect(statusBody()).not.toContain(line);
+    state = demo.state(runKey) as unknown as typeof state;
+    expect(state.outcome).toBeNull();
+  });
 });
