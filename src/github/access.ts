@@ -46,7 +46,7 @@ export async function reachOfRepositories(
       const problem = (line: string) => ({ name, fullName, problem: `${fullName}: ${line}` });
       if (credentials === "github_token")
         return problem(
-          `the workflow's GITHUB_TOKEN reaches ${own} only: give the orchestrator a registered GitHub App's token (init --no-app --app-slug, the app installed on both) or a fine-grained token with access to ${fullName}`,
+          `the workflow's GITHUB_TOKEN reaches ${own} only: give the orchestrator a registered GitHub App's token (the variable AGENTRELAY_APP_CLIENT_ID and the secret AGENTRELAY_APP_PRIVATE_KEY, docs/github.md), the app installed on ${fullName} too`,
         );
       const [owner, repo] = fullName.split("/") as [string, string];
       try {
