@@ -41,3 +41,24 @@ describe("agentrelay run in a clone with uncommitted changes", () => {
     expect(result.code).toBe(3); // waiting (main.ts's EXIT_CODES)
   });
 });
+
+describe("agentrelay run after agentrelay clean", () => {
+  it("starts a new run, saying so in one line, instead of showing the cleaned one again", async () => {
+    const repo = await tempRepo();
+    const graph = graphFile(ONE_TASK);
+    expect(agentrelay("run", graph, "--repo", repo, "--scripted-model").stdout).toContain(
+      "Run g/1: succeeded",
+    );
+    expect(agentrelay("clean", graph, "--repo", repo).code).toBe(0);
+
+    const again = agentrelay("run", graph, "--repo", repo, "--scripted-model");
+    expect(again.stdout).toContain("note: run g/1 had finished and was cleaned, so this is a new run, g/2\n");
+    expect(again.stdout).toContain("Run g/2: succeeded");
+    expect(again.code).toBe(0);
+    expect(await git(repo, ["rev-parse", "--verify", "refs/agentrelay/runs/g/2"])).toMatch(/^[0-9a-f]{40}$/);
+    // Without a clean between them, running again resumes (and shows) the finished run, as before.
+    const resumed = agentrelay("run", graph, "--repo", repo, "--scripted-model");
+    expect(resumed.stdout).toContain("Run g/2: succeeded");
+    expect(resumed.stdout).not.toContain("note: ");
+  });
+});
