@@ -3,7 +3,7 @@
  * comment, task and integration PR bodies, the plan comment and check-run outputs. Text an agent
  * wrote (summaries, concerns) is redacted and kept inside markdown that cannot run anything.
  */
-import { agentText, cut, inertOnGitHub, redactor } from "../attempt/redact.ts";
+import { agentText, cut, cutClauses, inertOnGitHub, redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, repositoryFullName, taskBranch, type Task, thousands } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
@@ -21,6 +21,13 @@ import { code, count, plural, quoteIds, verb } from "./words.ts";
 export const BODY_LIMIT = 65_536;
 const scrub = redactor([]);
 export { agentText, cut };
+
+/**
+ * A reason that says what a person must do ("merge `x` into `y` by hand: they conflict in …"), within
+ * `max` characters: cut only where a clause ends (redact.ts's cutClauses), never inside its list of
+ * files or a code span, so that what to do and why stay whole or go whole.
+ */
+export const reasonText = (reason: string, max: number): string => cutClauses(agentText(reason), max);
 
 /**
  * An agent's words in a PR body we write: as agentText, with its closing keywords and issue references

@@ -16,7 +16,7 @@ import { type Hold, holds } from "../engine/holds.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 import type { Plan } from "../plan/model.ts";
 import { unitGatesNote } from "../plan/resolution.ts";
-import { agentText, BODY_LIMIT, cell, statusMarker, takeLines } from "./render.ts";
+import { agentText, BODY_LIMIT, cell, reasonText, statusMarker, takeLines } from "./render.ts";
 import { breakageText, holdWords, named, waitingFor } from "./waiting-lines.ts";
 import { code, duration, quoteIds } from "./words.ts";
 import { workstreamChart, workstreamState } from "./workstream-chart.ts";
@@ -64,8 +64,9 @@ function statusCell(ctx: RowContext, id: string, t: TaskRun): string {
   const reason = (max: number) => cell(quoteIds(agentText(t.reason ?? "", max), ctx.plan));
   if (t.status === "pr_open") {
     if (resolving(t.conflict)) return "resolving conflicts";
-    // The reason begins with what to do ("merge `x` into `y` by hand"): a cut keeps it.
-    if (leftToPerson(t)) return `waits for you: ${reason(200)}`;
+    // The reason begins with what to do ("merge `x` into `y` by hand"): a cut keeps it, and keeps or
+    // drops each clause after it whole.
+    if (leftToPerson(t)) return `waits for you: ${cell(quoteIds(reasonText(t.reason ?? "", 300), ctx.plan))}`;
     return t.pr === null ? "opening its PR" : STATUS_WORDS.pr_open;
   }
   if ((t.status === "failed" || t.status === "blocked") && t.reason)
