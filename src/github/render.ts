@@ -272,12 +272,16 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
     [
       "",
       ...(folded ? [`<details><summary>Workstreams (${count(graph.workstreams.length)})</summary>`, ""] : []),
+      // The integration branch is named once, by its pattern: in a column it repeated each id and
+      // made a table of long ids wider than the comment (issue 44).
+      `Each workstream's tasks merge into its integration branch, ${code(integrationBranch(graph.name, "<workstream>"))}.`,
+      "",
       // A graph that spans repositories says where each workstream lives; others read as before.
-      `| Workstream |${several ? " Repository |" : ""} Integration branch | From | Into | Auto-merge | Tasks |`,
-      `|---|${several ? "---|" : ""}---|---|---|---|---|`,
+      `| Workstream |${several ? " Repository |" : ""} From | Into | Auto-merge | Tasks |`,
+      `|---|${several ? "---|" : ""}---|---|---|---|`,
       ...graph.workstreams.map(
         (w) =>
-          `| ${code(w.id)} |${several ? ` ${repositoryCell(w.repository)} |` : ""} ${code(integrationBranch(graph.name, w.id))} | ${code(w.baseBranch)} | ${code(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
+          `| ${code(w.id)} |${several ? ` ${repositoryCell(w.repository)} |` : ""} ${code(w.baseBranch)} | ${code(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
       ),
     ],
     room / 2,

@@ -41,14 +41,27 @@ export function runHeadline(plan: Plan, state: RunState): string {
   return `${standing(plan, state).phase} (${statusCounts(state)})`;
 }
 
-/** A task table: under a workstream's heading, or with a workstream column. */
-const tableHead = (withWorkstream: boolean) =>
-  withWorkstream
-    ? [
-        "| Task | Workstream | Status | Attempt | PR | Duration | Cost | Concerns |",
-        "|---|---|---|---|---|---|---|---|",
-      ]
-    : ["| Task | Status | Attempt | PR | Duration | Cost | Concerns |", "|---|---|---|---|---|---|---|"];
+/** A task table's columns: under a workstream's heading, or with a workstream column. */
+const COLUMNS = ["Task", "Workstream", "Status", "Attempt", "PR", "Duration", "Cost", "Concerns"] as const;
+/** Columns a table leaves out when no row of it has anything in them. */
+const OPTIONAL = new Set(["Attempt", "PR", "Duration", "Cost", "Concerns"]);
+
+/**
+ * A task table of `rows` (each a row's cells, in COLUMNS order): its head and its rows, without the
+ * columns no row fills, so that a table of tasks still to do, with long workstream ids, keeps within
+ * the comment's 806 px instead of scrolling sideways for eight mostly empty columns (issue 44).
+ */
+function taskTable(rows: string[][], withWorkstream: boolean): { head: string[]; rows: string[] } {
+  const kept = COLUMNS.flatMap((name, i) =>
+    (name === "Workstream" && !withWorkstream) || (OPTIONAL.has(name) && rows.every((r) => r[i] === ""))
+      ? []
+      : [i],
+  );
+  return {
+    head: [`| ${kept.map((i) => COLUMNS[i]).join(" | ")} |`, `|${kept.map(() => "---|").join("")}`],
+    rows: rows.map((r) => `| ${kept.map((i) => r[i]).join(" | ")} |`),
+  };
+}
 
 /** What a run's rows need besides the task: links, the time, the plan, what holds each task. */
 interface RowContext {
@@ -78,7 +91,8 @@ function statusCell(ctx: RowContext, id: string, t: TaskRun): string {
   return STATUS_WORDS[t.status];
 }
 
-function taskRow(ctx: RowContext, id: string, workstream?: string): string {
+/** A task's row, as cells in COLUMNS order (its workstream's empty under its workstream's heading). */
+function taskCells(ctx: RowContext, id: string, workstream?: string): string[] {
   const t = ctx.state.tasks[id]!;
   const first = t.attempts[0];
   const end = t.mergedAt ?? (t.status === "running" || t.status === "pr_open" ? ctx.now : null);
@@ -87,9 +101,18 @@ function taskRow(ctx: RowContext, id: string, workstream?: string): string {
   const pr = t.pr ? `[#${t.pr.number}](${t.pr.url})` : "";
   const job = t.attempts.at(-1)?.job;
   const attempt =
-    t.attempt && job && ctx.links.job ? `[${t.attempt}](${ctx.links.job(job)})` : t.attempt || "";
+    t.attempt && job && ctx.links.job ? `[${t.attempt}](${ctx.links.job(job)})` : String(t.attempt || "");
   const concerns = t.concerns.length + t.opsConcerns.length;
-  return `| ${code(id)} |${workstream ? ` ${code(workstream)} |` : ""} ${statusCell(ctx, id, t)} | ${attempt} | ${pr} | ${time} | ${cost ? usd(cost) : ""} | ${concerns || ""} |`;
+  return [
+    code(id),
+    workstream ? code(workstream) : "",
+    statusCell(ctx, id, t),
+    attempt,
+    pr,
+    time,
+    cost ? usd(cost) : "",
+    concerns ? String(concerns) : "",
+  ];
 }
 
 /** The failures, the most blocking first, with what each blocks. */
@@ -130,13 +153,17 @@ function activeLines(ctx: RowContext): string[] {
   for (const [wsId, ids] of plan.tasksByWorkstream) {
     const rows = ids.filter((id) => ACTIVE.has(state.tasks[id]!.status));
     if (rows.length === 0) continue;
+    const table = taskTable(
+      rows.map((id) => taskCells(ctx, id)),
+      false,
+    );
     lines.push(
       "",
       `**${code(wsId)}** (${workstreamState(plan, state, wsId, { roots, holds: ctx.holds })})`,
       "",
-      ...tableHead(false),
+      ...table.head,
+      ...table.rows,
     );
-    for (const id of rows) lines.push(taskRow(ctx, id));
   }
   return lines;
 }
@@ -220,17 +247,17 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
     const counts = [...rest].map(([w, k]) => `${count(k)} ${w}`).join(", ");
     return `\n… and ${plural(n, "more task")} (${counts}; ${stateBranch}).`;
   };
+  const otherTable = taskTable(
+    others.map((id) => taskCells(ctx, id, plan.tasks.get(id)!.workstreamId)),
+    true,
+  );
   const otherLines = others.length
     ? [
         "",
         `<details><summary>${attention.length ? "Other tasks" : "Tasks"} (${count(others.length)})</summary>`,
         "",
-        ...tableHead(true),
-        ...takeLines(
-          others.map((id) => taskRow(ctx, id, plan.tasks.get(id)!.workstreamId)),
-          budget - 200,
-          left,
-        ),
+        ...otherTable.head,
+        ...takeLines(otherTable.rows, budget - 200, left),
         "",
         "</details>",
       ]

@@ -456,6 +456,24 @@ const CASES: [string, ScaleCase | null, () => string][] = [
       return `${statusComment(plan, state, 90_000)}\n\n---\n\n${PLAN_MARKER}\n${planSummary(plan)}`;
     },
   ],
+  [
+    "72 tasks in 6 workstreams named in capitals",
+    null,
+    () => {
+      // Ids in capitals are a third wider than lowercase: a chart sized by a flat width a character
+      // drew its text at 9.5 px (issue 44, item 6).
+      const text = workstreamsGraph(6, 12, "caps").replace(
+        /\bws_(\d+)\b/g,
+        (_, n: string) => `PAYMENTS_AND_MOBILE_WALLET_MIGRATION_${n.padStart(2, "0")}`,
+      );
+      const { plan, state } = runAt(text, {
+        w0_t0: { status: "merged" },
+        w1_t0: { status: "failed", reason: "Completion gate failed: pytest -q exited 1" },
+        w2_t0: { status: "running" },
+      });
+      return `${statusComment(plan, state, 90_000)}\n\n---\n\n${PLAN_MARKER}\n${planSummary(plan)}`;
+    },
+  ],
   ...SCALE.map((c): [string, ScaleCase, () => string] => [
     caseName(c),
     c,
