@@ -77,9 +77,9 @@ function statusCell(ctx: RowContext, id: string, t: TaskRun): string {
   const reason = (max: number) => cell(quoteIds(agentText(t.reason ?? "", max), ctx.plan));
   if (t.status === "pr_open") {
     if (resolving(t.conflict)) return "resolving conflicts";
-    // The reason begins with what to do ("merge `x` into `y` by hand"): a cut keeps it, and keeps or
-    // drops each clause after it whole.
-    if (leftToPerson(t)) return `waits for you: ${cell(quoteIds(reasonText(t.reason ?? "", 300), ctx.plan))}`;
+    // What to do is said under the table (byHandLines): its branch names are code that cannot wrap,
+    // and in a cell they made the row wider than the comment.
+    if (leftToPerson(t)) return "waits for you: merge by hand, as said under this table";
     return t.pr === null ? "opening its PR" : STATUS_WORDS.pr_open;
   }
   if ((t.status === "failed" || t.status === "blocked") && t.reason)
@@ -113,6 +113,24 @@ function taskCells(ctx: RowContext, id: string, workstream?: string): string[] {
     cost ? usd(cost) : "",
     concerns ? String(concerns) : "",
   ];
+}
+
+/**
+ * What to do for each task of `ids` whose PR's conflict waits for a person, under its table: the
+ * reason begins with it ("merge `x` into `y` by hand"), and a cut keeps or drops each clause after it
+ * whole.
+ */
+function byHandLines(ctx: RowContext, ids: string[]): string[] {
+  const byHand = ids.filter((id) => leftToPerson(ctx.state.tasks[id]!));
+  return byHand.length
+    ? [
+        "",
+        ...byHand.map(
+          (id) =>
+            `- ${code(id)} waits for you: ${quoteIds(reasonText(ctx.state.tasks[id]!.reason ?? "", 400), ctx.plan)}.`,
+        ),
+      ]
+    : [];
 }
 
 /** The failures, the most blocking first, with what each blocks. */
@@ -163,6 +181,7 @@ function activeLines(ctx: RowContext): string[] {
       "",
       ...table.head,
       ...table.rows,
+      ...byHandLines(ctx, rows),
     );
   }
   return lines;

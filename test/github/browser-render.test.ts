@@ -408,8 +408,14 @@ describe("runs at scale, as their comments say", () => {
       expect(body).not.toMatch(/\| [\d,]+:\d\d:\d\d \|/);
       for (const m of body.matchAll(/\| ([^|]*\d (?:days?|h|min|s)) \| \$/g))
         expect(m[1]).toMatch(/^[\d,]+ (days?|h|min|s)( [\d,]+ (h|min|s))?$/);
-      for (const row of lines.filter((l) => l.includes("| waits for you: ")))
-        expect(row).toMatch(/waits for you: merge `[^`]+` into `[^`]+` by hand/);
+      // A conflict's row points under its table, where what to do is said whole.
+      for (const row of lines.filter((l) => l.includes("| waits for you: "))) {
+        expect(row).toContain("| waits for you: merge by hand, as said under this table |");
+        const id = /^\| (`[^`]+`) \|/.exec(row)![1]!;
+        expect(lines.find((l) => l.startsWith(`- ${id} waits for you: `))).toMatch(
+          /waits for you: merge `[^`]+` into `[^`]+` by hand/,
+        );
+      }
       const tooLarge =
         plan.order.length > CHART_LIMITS.tasks.nodes || plan.waves.length > CHART_LIMITS.tasks.depth;
       if (!tooLarge) expect(body + plans).not.toContain("too large to draw task by task");
@@ -461,7 +467,8 @@ const CASES: [string, ScaleCase | null, () => string][] = [
     null,
     () => {
       // Ids in capitals are a third wider than lowercase: a chart sized by a flat width a character
-      // drew its text at 9.5 px (issue 44, item 6).
+      // drew its text at 8.7 px (issue 44, item 6), and tables of them were wider than the comment
+      // (item 8).
       const text = workstreamsGraph(6, 12, "caps").replace(
         /\bws_(\d+)\b/g,
         (_, n: string) => `PAYMENTS_AND_MOBILE_WALLET_MIGRATION_${n.padStart(2, "0")}`,
@@ -470,6 +477,19 @@ const CASES: [string, ScaleCase | null, () => string][] = [
         w0_t0: { status: "merged" },
         w1_t0: { status: "failed", reason: "Completion gate failed: pytest -q exited 1" },
         w2_t0: { status: "running" },
+        w3_t0: { status: "pr_open" },
+      });
+      // And a task PR whose conflict waits for a person: what to do names two long branches (in its
+      // row, they made it 866 px wide).
+      const ws3 = "PAYMENTS_AND_MOBILE_WALLET_MIGRATION_03";
+      Object.assign(state.tasks.w3_t0!, {
+        pr: { number: 31, url: "https://github.com/o/r/pull/31" },
+        reason: `merge \`agentrelay/caps/${ws3}/integration\` into \`agentrelay/caps/w3_t0\` by hand: they conflict in \`src/payments/mobile_wallet/migrations/0042_settlement_accounts.py\` (2 resolution attempts did not settle them)`,
+        conflict: {
+          files: ["src/payments/mobile_wallet/migrations/0042_settlement_accounts.py"],
+          resolutions: [],
+          toPerson: true,
+        },
       });
       return `${statusComment(plan, state, 90_000)}\n\n---\n\n${PLAN_MARKER}\n${planSummary(plan)}`;
     },

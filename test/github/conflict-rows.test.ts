@@ -42,8 +42,8 @@ describe("a conflict left to a person, with many long file names", () => {
 
   it("is said in whole sentences in the status comment's lines and rows", () => {
     const body = statusComment(plan, state, 10_000_000);
-    const lines = body.split("\n").filter((l) => l.includes("by hand"));
-    // The task PR's line, the integration PR's line, and the task's row.
+    const lines = body.split("\n").filter((l) => l.includes("by hand:"));
+    // The task PR's line, the integration PR's line, and the line under the task's table.
     expect(lines).toHaveLength(3);
     for (const line of lines) {
       expect(line).toContain(
@@ -53,8 +53,9 @@ describe("a conflict left to a person, with many long file names", () => {
       expect(line).not.toContain("…");
       expect(balanced(line)).toBe(true);
     }
-    expect(lines.find((l) => l.startsWith("| `b` |"))).toMatch(
-      /\| waits for you: merge `[^`]+` into `[^`]+` by hand: /,
+    expect(body).toContain("| `b` | waits for you: merge by hand, as said under this table |");
+    expect(lines.find((l) => l.startsWith("- `b` waits for you: "))).toMatch(
+      /merge `[^`]+` into `[^`]+` by hand: /,
     );
   });
 
@@ -67,14 +68,14 @@ describe("a conflict left to a person, with many long file names", () => {
     );
   });
 
-  it("whose resolution's gates failed at length: the row keeps what to do and drops whole clauses, marked", () => {
+  it("whose resolution's gates failed at length: the line keeps what to do and drops whole clauses, marked", () => {
     const gate = `the conflicts in \`${FILES[0]}\` were resolved, but the merged result fails its gates: the gate failed: pytest -q exited 1; ${"AssertionError: expected the merged module to keep its exports, ".repeat(6)}`;
     const long = structuredClone(state);
     long.tasks.b!.reason = `merge \`agentrelay/g/right/integration\` into \`agentrelay/g/b\` by hand: ${gate} ${WHY}`;
-    const row = statusComment(plan, long, 10_000_000)
+    const line = statusComment(plan, long, 10_000_000)
       .split("\n")
-      .find((l) => l.startsWith("| `b` |"))!;
-    const status = row.split(" | ")[1]!;
+      .find((l) => l.startsWith("- `b` waits for you: "))!;
+    const status = line.slice("- `b` ".length, -".".length);
     expect(status).toMatch(
       /^waits for you: merge `agentrelay\/g\/right\/integration` into `agentrelay\/g\/b` by hand: .* …$/,
     );
