@@ -11,6 +11,8 @@ import { MICROS_PER_USD, roundedParts, usd, usdStep } from "../../src/graph/amou
 import { graphOf } from "../support/graphs.ts";
 
 /** The micro-dollars an amount as shown stands for. */
+/** The micro-dollars of an amount as written ("1,234.5678", without its "$"). */
+const shownOf = (text: string) => Math.round(Number(text.replace(/,/g, "")) * MICROS_PER_USD);
 const shown = (micros: number) => Math.round(Number(usd(micros).replace(/[$,]/g, "")) * MICROS_PER_USD);
 
 describe("the parts of a spend, rounded", () => {
@@ -29,6 +31,46 @@ describe("the parts of a spend, rounded", () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+
+  it("in simulated runs' reports: the amounts after 'Of it:' add up to the amount after 'Spent'", () => {
+    const graph = graphOf(
+      [
+        { id: "a", ws: "left", extra: "completion_gate: make test" },
+        { id: "b", ws: "right", extra: "completion_gate: make test" },
+        { id: "c", ws: "right", deps: ["b"] },
+      ],
+      [
+        { id: "left", autoMerge: true },
+        { id: "right", autoMerge: true },
+      ],
+      "max_concurrency: 2",
+    );
+    const amounts = (text: string) => [...text.matchAll(/\$([\d,]+\.\d+)/g)].map((m) => shownOf(m[1]!));
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 3 * MICROS_PER_USD }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 0, max: 2 }),
+        fc.integer({ min: 0, max: 2 }),
+        (costPerAttempt, failsA, conflictsB, repairs) => {
+          const { state } = simulate(graph, {
+            costPerAttempt,
+            failures: new Map([["a", failsA]]),
+            taskConflicts: new Map([["b", conflictsB]]),
+            brokenTogether: new Map([["right", repairs]]),
+          });
+          const report = runReport(state, "/repo", graph);
+          const spent = amounts(/\nSpent (\$[\d,.]+)/.exec(report)![1]!)[0]!;
+          const of = /\nOf it: (.*?)\. Cost/.exec(report)![1]!;
+          expect(
+            amounts(of).reduce((a, b) => a + b, 0),
+            `${report}`,
+          ).toBe(spent);
+        },
+      ),
+      { numRuns: 60 },
     );
   });
 
