@@ -103,6 +103,8 @@ interface ScaleCase {
    * once, one in eight does not auto-merge, a task of `ws_11` raises a design concern.
    */
   verify?: boolean;
+  /** Conflicts are in many files with long names, some not ASCII (default: one, `simulated.txt`). */
+  manyFiles?: boolean;
 }
 
 const SCALE: ScaleCase[] = [
@@ -127,6 +129,7 @@ const SCALE: ScaleCase[] = [
     workstreams: 40,
     budget: 4_000,
     verify: true,
+    manyFiles: true,
     phase: "waiting for you",
   },
   {
@@ -149,7 +152,13 @@ const SCALE: ScaleCase[] = [
 ];
 
 const caseName = (c: ScaleCase) =>
-  `${c.tasks.toLocaleString("en-US")} tasks in ${c.workstreams} workstreams${c.autoMerge === false ? " that do not auto-merge" : ""}${c.verify ? ", verified before landing" : ""}${c.maxEvents ? ", running" : ""}`;
+  `${c.tasks.toLocaleString("en-US")} tasks in ${c.workstreams} workstreams${c.autoMerge === false ? " that do not auto-merge" : ""}${c.verify ? ", verified before landing" : ""}${c.manyFiles ? ", conflicts in 40 files" : ""}${c.maxEvents ? ", running" : ""}`;
+
+/** The files of a conflict in 40 files with long names, some not ASCII. */
+const MANY_FILES = Array.from(
+  { length: 40 },
+  (_, i) => `src/paquetes/módulo_${i}/componentes/ComponenteConUnNombreMuyLargo${i}.tsx`,
+);
 
 /** A failure reason as long as a real gate's: long enough to be cut. */
 const LONG_REASON =
@@ -189,6 +198,7 @@ function scaleRun(c: ScaleCase): Run {
           }
         : {}),
       ...(c.maxEvents ? { maxEvents: c.maxEvents } : {}),
+      ...(c.manyFiles ? { conflictFiles: MANY_FILES } : {}),
       ...(c.autoMerge === false ? { reviewerMerges: false } : {}),
     });
     for (const t of Object.values(result.state.tasks)) if (t.status === "failed") t.reason = LONG_REASON;
@@ -421,6 +431,11 @@ describe("runs at scale, as their comments say", () => {
       if (!tooLarge) expect(body + plans).not.toContain("too large to draw task by task");
       if (state.outcome) expect(body).not.toContain("Waiting for you");
       expect(body).not.toMatch(/\bpr_open\b|\bmerge_ready\b|\bpending\b/);
+      // A conflict in many long-named files is said whole: what to do, the files it names, why.
+      if (c.manyFiles)
+        expect(body).toContain(
+          "by hand: they conflict in `src/paquetes/módulo_0/componentes/ComponenteConUnNombreMuyLargo0.tsx` and 39 more (resolution is off, `max_resolution_attempts: 0`)",
+        );
       // Cuts end on a whole word of the text they cut, with a marker.
       const cutWords = wordsOf(plan, state);
       for (const [, word] of body.matchAll(/(\S+) …/g))
