@@ -167,7 +167,13 @@ export async function repairOnTop(
     return { ok: true, reason: null, commit: mergedHead, files: [], summary: note, verdict: "flaky" };
   }
   // The tests and the gates' commands judge the repair: changing them is not the repair's to decide.
-  const weakened = await weakenedJudges(checkout, mergedHead, tree, landing);
+  const weakened = await weakenedJudges(
+    checkout,
+    mergedHead,
+    tree,
+    landing,
+    await sidesOf(checkout, landing),
+  );
   if (weakened.length > 0) {
     const output = await judgesDiff(checkout, mergedHead, tree);
     return fail(
@@ -201,6 +207,17 @@ export async function repairOnTop(
     summary,
     ...(judged.verdict === "flaky" ? { verdict: "flaky" as const } : {}),
   };
+}
+
+/**
+ * The two sides that met in the merged tree (HEAD): its parents, or, when the branch already had the
+ * target (no merge was needed), the branch and the target. Where they agree is not the repair's.
+ */
+async function sidesOf(checkout: CheckoutGit, landing: ResolutionInputs): Promise<[string, string]> {
+  const [head, ours, theirs] = (await checkout.git(["rev-list", "--parents", "-n", "1", "HEAD"])).split(" ");
+  return ours && theirs
+    ? [ours, theirs]
+    : [head!, await checkout.git(["rev-parse", `${landing.target}^{commit}`])];
 }
 
 /**
