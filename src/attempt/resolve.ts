@@ -42,7 +42,7 @@ export interface ResolutionInputs {
  * flaky gate (it passed on a rerun: `ok` with this verdict), a timeout, or a change to what judges it
  * (landing-guards.ts), which goes to a person.
  */
-export type LandingVerdict = "break" | "flaky" | "timed_out" | "weakened";
+export type LandingVerdict = "break" | "flaky" | "timed_out" | "weakened" | "workflows";
 
 export interface ResolutionOutcome {
   ok: boolean;
