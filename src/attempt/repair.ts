@@ -15,6 +15,8 @@ import type { CheckoutGit } from "./git.ts";
 import { checkOutput } from "./output-checks.ts";
 import { agentConfigSwap } from "./protected-paths.ts";
 import { flakyNote, type GateAnswer, judgeGates } from "./gate-verdicts.ts";
+import { addedAloneDecide } from "./added-alone.ts";
+import { settleIgnored, snapshotIgnored } from "./ignored-files.ts";
 import { diffCut, judgesDiff, weakenedJudges } from "./landing-guards.ts";
 import { type ResolutionInputs, type ResolutionOutcome, startMerge } from "./resolve.ts";
 
@@ -153,9 +155,20 @@ export async function repairOnTop(
   };
   // The agent runs with the default branch's configuration; what is committed keeps the branch's.
   const config = landing.agentConfig && (await agentConfigSwap(checkout, landing.agentConfig.from, []));
+  const ignored = await snapshotIgnored(checkout);
   await config?.swap();
   const answer = await agent(repairPrompt(branch, landing, diffs)).finally(() => config?.back());
   if (answer.failure) return fail(answer.failure);
+  // What git ignores does not land, but the gates would run with it (ignored-files.ts).
+  const hidden = await settleIgnored(checkout, ignored);
+  if (hidden.length > 0)
+    return fail(
+      `the repair changed what judges it (${hidden.join("; ")}): a person decides whether that holds`,
+      {
+        verdict: "weakened",
+        output: hidden.join("\n"),
+      },
+    );
   await checkout.git(["add", "--all"]);
   // The fix as the agent left it (not what the gates write while they run, such as caches).
   const tree = await checkout.git(["write-tree"]);
@@ -184,6 +197,13 @@ export async function repairOnTop(
       },
     );
   }
+  // What it added may decide the verdict rather than fix the code (added-alone.ts).
+  const alone = await addedAloneDecide(checkout, mergedHead, tree, landing.gates, gate);
+  if (alone)
+    return fail(`the repair changed what judges it (${alone}): a person decides whether that holds`, {
+      verdict: "weakened",
+      output: await judgesDiff(checkout, mergedHead, tree),
+    });
   const judged = await judgeGates(landing.gates, gate);
   if (judged.verdict === "break" || judged.verdict === "timed_out")
     return fail(judged.reason!, { verdict: judged.verdict, output: judged.output });
