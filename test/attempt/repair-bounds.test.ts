@@ -236,6 +236,14 @@ describe("of the files a side changed, a repair may not weaken what judges the t
       /skipped checks in report\/check\.go/,
     ],
     [
+      "a new setup file an unchanged runner configuration names, where there was none",
+      { "vitest.config.ts": "export default { test: { setupFiles: ['./support/local.ts'] } };\n" },
+      RENAME.ours,
+      { "support/local.ts": "process.exit(0);\n" },
+      { gates: ["npx vitest run"] },
+      /added the gate's file support\/local\.ts/,
+    ],
+    [
       "a new sitecustomize.py, which Python loads before any test",
       {},
       RENAME.ours,
