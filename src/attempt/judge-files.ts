@@ -154,7 +154,11 @@ export async function judgeFilesOf(
     frontier.forEach((judge, i) => {
       const text = texts[i];
       if (text == null || text.length > MAX_JUDGE_BYTES) return;
-      const judging = judgedPart(judge, text) ?? text;
+      // Source code a judge runs is a judge, but what it imports is the code it tests, not followed.
+      if (SOURCE.test(judge) && !isRunnerConfig(judge)) return;
+      const judging = PACKAGE_JSON.test(judge)
+        ? scriptsRun(text, judges.gates)
+        : (judgedPart(judge, text) ?? text);
       // The files it names, and what it runs as a command would (`make`: the Makefile).
       const names = new Set([...namedIn(judging, posix.dirname(judge)), ...gateFiles([judging])]);
       for (const path of names) {
@@ -170,6 +174,40 @@ export async function judgeFilesOf(
     frontier = next;
   }
   return found;
+}
+
+/** A program in a language with imports (what it names is code, unless it is a runner's configuration). */
+const SOURCE = /\.([cm]?[jt]sx?|py|rb|php)$/;
+
+/**
+ * What of a package.json the gates run: the scripts `npm test` or `npm run x` (yarn, pnpm, bun) starts,
+ * with their pre- and post-scripts and the scripts those run, and the runners' settings. Every script,
+ * when a gate runs the package manager in a way not read here.
+ */
+function scriptsRun(text: string, gates: readonly string[]): string {
+  let json: Record<string, unknown>;
+  try {
+    json = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return "";
+  }
+  const scripts = (json.scripts ?? {}) as Record<string, unknown>;
+  const runners = PACKAGE_KEYS.filter((k) => k !== "scripts").map((k) => JSON.stringify(json[k] ?? null));
+  const RUN = /\b(?:npm|yarn|pnpm|bun)(?:\s+--?[\w-]+)*\s+(?:run(?:-script)?\s+)?([\w:.-]+)/g;
+  const wanted = new Set<string>();
+  const visit = (command: string) => {
+    for (const m of command.matchAll(RUN)) {
+      const name = m[1] === "t" || m[1] === "tst" ? "test" : m[1]!;
+      for (const script of [`pre${name}`, name, `post${name}`]) {
+        if (wanted.has(script) || typeof scripts[script] !== "string") continue;
+        wanted.add(script);
+        visit(scripts[script]);
+      }
+    }
+  };
+  gates.forEach(visit);
+  const run = wanted.size > 0 ? [...wanted] : Object.keys(scripts);
+  return [...run.map((k) => String(scripts[k])), ...runners].join("\n");
 }
 
 /** The repository paths a text names, read from its directory and from the root. */

@@ -311,6 +311,26 @@ describe("a resolution of a file that judges the tree only through another", () 
   });
 });
 
+describe("what judges a tree is followed only as far as the gates run", () => {
+  it("a script no gate runs, and the code a runner imports, are the repair's to fix", async () => {
+    const base = {
+      ...MATH,
+      "package.json": PACKAGE({ test: "node ci/run.js", start: "node src/server.js" }),
+      "ci/run.js": "require('../src/app');\n",
+      "src/app.js": "exports.app = () => 1;\n",
+      "src/server.js": "require('./app');\n",
+    };
+    const ours = {
+      ...RENAME.ours,
+      "src/app.js": "exports.app = () => 2;\n",
+      "src/server.js": "require('./app');\n// v2\n",
+    };
+    const { repair } = await meet(base, ours, [RENAME.theirs]);
+    const fix = { "src/app.js": "exports.app = () => 3;\n", "src/server.js": "require('./app');\n// v3\n" };
+    expect(await repair(fix, npmTest)).toEqual([]);
+  });
+});
+
 /**
  * A scenario's workstreams met in one order: all but `branch` landed on main one after another, and
  * `branch` (checked out) merged main in.
