@@ -15,15 +15,15 @@ import { overLimit } from "./fake-limits.ts";
 import { pullRoutes } from "./fake-pull-routes.ts";
 import { appRoutes, recordRoutes } from "./fake-records.ts";
 import { answerMissing, Redirect, type Reply, type Route } from "./fake-reply.ts";
-import { FakeGitHubState, requesterOf } from "./fake-state.ts";
+import { FakeGitHubState, type RepositoryPlace, requesterOf } from "./fake-state.ts";
 import { checkRequest } from "./openapi.ts";
 import { MemoryStore, type RepoStore } from "./repo-store.ts";
 
 export class FakeGitHub extends FakeGitHubState {
   private readonly routes: [string, RegExp, Route][] = [];
 
-  constructor(store: RepoStore = new MemoryStore()) {
-    super(store);
+  constructor(store: RepoStore = new MemoryStore(), place: RepositoryPlace = {}) {
+    super(store, place);
     const route = this.route.bind(this);
     recordRoutes(this, route);
     appRoutes(this, route);
