@@ -123,6 +123,10 @@ export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
   );
   route("PATCH", "REPO\\/git\\/refs\\/heads\\/(.+)", (m, body) => {
     if (!gh.branches.has(m[1]!)) return [422, { message: "Reference does not exist" }];
+    // Without `force` (false by default), a move that is not a fast-forward is refused: 422 "Update
+    // is not a fast forward" (https://docs.github.com/en/rest/git/refs#update-a-reference).
+    if (body.force !== true && gh.store.aheadBy(String(body.sha), gh.branches.get(m[1]!)!) > 0)
+      return [422, { message: "Update is not a fast forward" }];
     const workflows = gh.settings.workflowsPermission
       ? []
       : gh.workflowsChanged(gh.branches.get(m[1]!)!, String(body.sha));

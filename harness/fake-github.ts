@@ -14,6 +14,7 @@ import { issueRoutes } from "./fake-issue-routes.ts";
 import { overLimit } from "./fake-limits.ts";
 import { pullRoutes } from "./fake-pull-routes.ts";
 import { appRoutes, recordRoutes } from "./fake-records.ts";
+import { rulesetRoutes } from "./fake-rulesets.ts";
 import { answerMissing, Redirect, type Reply, type Route } from "./fake-reply.ts";
 import { FakeGitHubState, requesterOf } from "./fake-state.ts";
 import { checkRequest } from "./openapi.ts";
@@ -35,6 +36,7 @@ export class FakeGitHub extends FakeGitHubState {
       answerGraphql(this, body as { query: string; variables: Record<string, unknown> }),
     );
     actionsRoutes(this, route);
+    rulesetRoutes(this, route);
   }
 
   handle(method: string, url: string, body: unknown, accept = "", authorization = ""): Reply {
@@ -48,7 +50,8 @@ export class FakeGitHub extends FakeGitHubState {
       return faulted;
     }
     const [status, data, headers] = this.answer(method, url, call, search, accept);
-    return [status, data, { ...(this.limits.rate ? this.rateLimits.headers() : {}), ...headers }];
+    // GitHub tells the rate limit on every answer, whether or not a test holds the fake to it.
+    return [status, data, { ...this.rateLimits.headers(), ...headers }];
   }
 
   private answer(

@@ -6,7 +6,7 @@
  * merging a branch into another.
  */
 import { ACTIONS_MAY_NOT_OPEN_PRS, type MergeMethod, workflowsRefusal } from "./fake-repo-settings.ts";
-import { MERGE_QUEUE_REQUIRED } from "./fake-merge-queue.ts";
+import { dequeue, MERGE_QUEUE_REQUIRED } from "./fake-merge-queue.ts";
 import type { AddRoute } from "./fake-reply.ts";
 import type { FakeGitHubState, FakePull } from "./fake-state.ts";
 
@@ -70,7 +70,10 @@ export function pullRoutes(gh: FakeGitHubState, route: AddRoute): void {
   });
   route("PATCH", "REPO\\/pulls\\/(\\d+)", (m, body) => {
     const p = gh.pull(m[1]);
-    if (body.state === "closed" && !p.merged) p.state = "closed";
+    if (body.state === "closed" && !p.merged) {
+      p.state = "closed";
+      dequeue(gh, p);
+    }
     return [200, gh.pr(p)];
   });
   route("PUT", "REPO\\/pulls\\/(\\d+)\\/merge", (m, body) => {
