@@ -1,0 +1,178 @@
+/**
+ * The conformance suite (src/github/conformance/) against the fake GitHub. `agentrelay conformance`
+ * runs end to end against the stand-in served over HTTP, exactly as against api.github.com (its
+ * base URL aside): every case the API shows is observed as documented, its table printed, its scratch
+ * removed. The fake may never be more permissive than a case: loosened on one rule, the suite says
+ * so. The event cases, which need Actions, are held against the fake's event rules.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { startsWorkflows, workflowRunStarts } from "../../harness/fake-events.ts";
+import { FakeGitHub } from "../../harness/fake-github.ts";
+import { type Standin, startStandin } from "../../harness/standin.ts";
+import { e2eAgent } from "../../harness/e2e-agent.ts";
+import { main } from "../../src/cli/main.ts";
+import type { GitHubClient } from "../../src/github/client.ts";
+import { conformanceClient } from "../../src/github/conformance/client.ts";
+import { EVENT_CASES } from "../../src/github/conformance/event-cases.ts";
+import { CASES, departures, runConformance } from "../../src/github/conformance/runner.ts";
+import { REPO_ROOT } from "../support/fixtures.ts";
+
+/** The suite's client, answered in process by the fake, pacing its writes on the fake's clock. */
+const client = (gh: FakeGitHub, token: string): GitHubClient =>
+  conformanceClient(token, "https://api.github.com", {
+    budget: token,
+    clock: { now: gh.clock.now, sleep: gh.clock.sleep },
+    fetch: gh.fetch,
+    throttle: false,
+  });
+
+let standin: Standin | null = null;
+afterEach(async () => {
+  const closing = standin;
+  standin = null;
+  await closing?.close();
+});
+
+describe("agentrelay conformance against the stand-in over HTTP", () => {
+  it("observes every case the API shows as documented, prints the table and removes its scratch", async () => {
+    standin = await startStandin({
+      script: e2eAgent(),
+      orchestrator: "workflow",
+      jobs: "scripted",
+      memory: true,
+    });
+    const gh = standin.gh;
+    // A server with no rate limits, which says so (AGENTRELAY_GITHUB_PACING=off) as the stand-in's
+    // orchestrator runs do; the pacing under GitHub's limits is the in-process case's below.
+    gh.limits.rate = false;
+    const branches = new Set([...gh.branches].map(([name]) => name));
+    const out: string[] = [];
+    const err: string[] = [];
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      GITHUB_TOKEN: "gho_person-token-never-printed",
+      AGENTRELAY_CONFORMANCE_SERVER_TOKEN: `ghs_${"s".repeat(36)}`,
+      AGENTRELAY_GITHUB_PACING: "off",
+    });
+    let code: number;
+    try {
+      code = await main(["conformance", "--repo", "octo/demo", "--api-url", standin.url], {
+        out: (t) => out.push(t),
+        err: (t) => err.push(t),
+      });
+    } finally {
+      for (const key of ["GITHUB_TOKEN", "AGENTRELAY_CONFORMANCE_SERVER_TOKEN", "AGENTRELAY_GITHUB_PACING"])
+        if (saved[key] === undefined) delete process.env[key];
+        else process.env[key] = saved[key];
+    }
+    const text = out.join("\n");
+    console.log(text);
+    expect(err.join("\n")).not.toMatch(/error|not cleaned/i);
+    expect(code).toBe(0);
+    // One row per case, each API case observed as expected, the event cases said to need Actions.
+    const rows = text.split("\n").filter((l) => /^\| [a-z]+\./.test(l));
+    expect(rows).toHaveLength(CASES.length);
+    for (const c of CASES)
+      expect(rows.find((r) => r.startsWith(`| ${c.id} |`))).toMatch(
+        c.run ? /\| as expected: [^|]+\|$/ : /\| not run: needs Actions minutes/,
+      );
+    expect(text).toMatch(
+      new RegExp(
+        `${CASES.filter((c) => c.run).length} of ${CASES.length} cases observed on octo/demo: \\d+ as documented; \\d+ not run`,
+      ),
+    );
+    expect(`${text}\n${err.join("\n")}`).not.toContain("person-token-never-printed");
+    // The scratch is gone: no branch, rule or open PR left; the default branch untouched.
+    expect([...gh.branches].map(([name]) => name).filter((b) => !branches.has(b))).toEqual([]);
+    expect(gh.settings.rules).toEqual([]);
+    expect(gh.pulls.filter((p) => p.state === "open")).toEqual([]);
+    expect(gh.history.filter((h) => h.branch === "main").map((h) => h.message)).toEqual([
+      "initial",
+      "Install agentrelay",
+    ]);
+    // The over-limit requests were the suite's own, on purpose: what GitHub refuses, refused.
+    expect(gh.violations.every((v) => /too long|more than 65535|more than 50 items/.test(v))).toBe(true);
+    gh.violations.length = 0;
+  });
+});
+
+describe("the fake is never more permissive than the suite", () => {
+  it("paces its writes under GitHub's limits and finds the fake as documented", async () => {
+    const gh = new FakeGitHub();
+    gh.settings.token = "github_token";
+    const { rows } = await runConformance({
+      person: client(gh, "ghp_person"),
+      server: client(gh, "ghs_server"),
+      repository: "octo/demo",
+      id: "paced",
+      only: (c) => c.area === "settings" || c.area === "merges",
+    });
+    expect(departures(rows).map((r) => r.case.id)).toEqual([]);
+    expect(rows.length).toBeGreaterThan(8);
+  });
+
+  it("says so when one of the fake's rules is loosened (workflow files changed without the permission)", async () => {
+    const gh = new FakeGitHub();
+    gh.settings.token = "github_token";
+    gh.settings.workflowsPermission = true; // as if GITHUB_TOKEN could hold `workflows`
+    const { rows } = await runConformance({
+      person: client(gh, "ghp_person"),
+      server: client(gh, "ghs_server"),
+      repository: "octo/demo",
+      id: "loose",
+      only: (c) => c.id.startsWith("settings.workflows"),
+    });
+    expect(
+      departures(rows).map((r) => [r.case.id, "verdict" in r.observation && r.observation.verdict]),
+    ).toEqual([
+      ["settings.workflows.ref-update", "more permissive"],
+      ["settings.workflows.merge", "more permissive"],
+    ]);
+  });
+
+  it("holds the fake's event rules to each event case", () => {
+    const seen: string[] = [];
+    for (const c of EVENT_CASES) {
+      for (const p of c.starts ?? []) {
+        const options = {
+          ...(p.action ? { action: p.action } : {}),
+          ...(p.checkSuiteApp ? { checkSuiteApp: p.checkSuiteApp } : {}),
+        };
+        seen.push(
+          `${c.id} ${p.event}.${p.action ?? ""} by ${p.actor}: ${startsWorkflows(p.event, p.actor, options)}`,
+        );
+        expect(
+          startsWorkflows(p.event, p.actor, options),
+          `${c.id}: ${p.event} ${p.action ?? ""} by ${p.actor}`,
+        ).toBe(p.expect);
+      }
+      for (const p of c.chain ?? [])
+        expect(
+          workflowRunStarts(
+            { workflows: ["A"] },
+            { workflow: "A", headBranch: "main", depth: p.depth, actor: p.actor },
+          ),
+          `${c.id}: a run ${p.depth} levels deep by ${p.actor}`,
+        ).toBe(p.expect);
+    }
+    expect(seen.length).toBeGreaterThan(10);
+  });
+
+  it("is listed case by case in docs/github.md, with what has been observed on github.com", () => {
+    const docs = readFileSync(join(REPO_ROOT, "docs/github.md"), "utf8");
+    const listed = new Set([...docs.matchAll(/^- `([a-z-]+\.[a-z.-]+)` \(/gm)].map((m) => m[1]));
+    expect(CASES.filter((c) => !listed.has(c.id)).map((c) => c.id)).toEqual([]);
+  });
+
+  it("gives every case an id of its own, a rule, an expectation and a citation", () => {
+    expect(new Set(CASES.map((c) => c.id)).size).toBe(CASES.length);
+    for (const c of CASES) {
+      expect(c.rule.length, c.id).toBeGreaterThan(20);
+      expect(c.expected, c.id).not.toBe("");
+      expect(c.citation, c.id).toMatch(/https:\/\/|#\d+|github-audit/);
+      expect(Boolean(c.run) || c.needs.includes("actions"), c.id).toBe(true);
+    }
+  });
+});
