@@ -6,6 +6,8 @@
  * so. The event cases, which need Actions, are held against the fake's event rules.
  */
 import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startsWorkflows, workflowRunStarts } from "../../harness/fake-events.ts";
@@ -32,7 +34,12 @@ let standin: Standin | null = null;
 afterEach(async () => {
   const closing = standin;
   standin = null;
-  await closing?.close();
+  if (!closing) return;
+  // The over-limit requests are the suite's own, on purpose: what GitHub refuses, refused.
+  const { violations } = closing.gh;
+  expect(violations.filter((v) => !/too long|more than 65535|more than 50 items/.test(v))).toEqual([]);
+  violations.length = 0;
+  await closing.close();
 });
 
 describe("agentrelay conformance against the stand-in over HTTP", () => {
@@ -92,9 +99,78 @@ describe("agentrelay conformance against the stand-in over HTTP", () => {
       "initial",
       "Install agentrelay",
     ]);
-    // The over-limit requests were the suite's own, on purpose: what GitHub refuses, refused.
-    expect(gh.violations.every((v) => /too long|more than 65535|more than 50 items/.test(v))).toBe(true);
-    gh.violations.length = 0;
+  });
+});
+
+/** `agentrelay conformance` with a person's and a server token, against `url`; its exit code and output. */
+async function conformance(url: string, env: Record<string, string> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const values: Record<string, string> = {
+    GITHUB_TOKEN: "gho_person-token-never-printed",
+    AGENTRELAY_CONFORMANCE_SERVER_TOKEN: `ghs_${"s".repeat(36)}`,
+    AGENTRELAY_GITHUB_PACING: "off",
+    ...env,
+  };
+  const saved = Object.fromEntries(Object.keys(values).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, values);
+  try {
+    const code = await main(["conformance", "--repo", "octo/demo", "--api-url", url], {
+      out: (t) => out.push(t),
+      err: (t) => err.push(t),
+    });
+    return { code, out: out.join("\n"), err: err.join("\n") };
+  } finally {
+    for (const [key, value] of Object.entries(saved))
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+  }
+}
+
+describe("agentrelay conformance when something fails", () => {
+  it("removes its scratch all the same and says in one line what to do", async () => {
+    standin = await startStandin({
+      script: e2eAgent(),
+      orchestrator: "workflow",
+      jobs: "scripted",
+      memory: true,
+    });
+    const gh = standin.gh;
+    gh.limits.rate = false;
+    const before = [...gh.branches].map(([name]) => name);
+    // The token is revoked half-way: GitHub answers 401 from the fifth pull request on.
+    let pulls = 0;
+    gh.fault = (call) =>
+      call.method === "POST" && call.path === "/repos/octo/demo/pulls" && ++pulls >= 5
+        ? [401, { message: "Bad credentials" }]
+        : null;
+    const { code, out, err } = await conformance(standin.url);
+    expect(code).toBe(1);
+    expect(out).toBe("");
+    expect(err.split("\n").at(-1)).toBe(
+      "agentrelay: GitHub refused the token (401): set a valid GITHUB_TOKEN, or run `gh auth login`",
+    );
+    expect([...gh.branches].map(([name]) => name)).toEqual(before);
+    expect(gh.settings.rules).toEqual([]);
+    expect(gh.pulls.filter((p) => p.state === "open")).toEqual([]);
+  });
+
+  it("says in one line that it needs a person's token, or GitHub, and makes nothing", async () => {
+    const server = await conformance("http://127.0.0.1:9", { GITHUB_TOKEN: `ghs_${"t".repeat(36)}` });
+    expect(server.code).toBe(1);
+    expect(server.err).toMatch(
+      /^agentrelay: the token is a server-to-server one \(ghs_\): give a person's token/m,
+    );
+    // A port nothing listens on.
+    const closed = createServer();
+    await new Promise<void>((done) => closed.listen(0, "127.0.0.1", done));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((done) => closed.close(done));
+    const offline = await conformance(`http://127.0.0.1:${port}`);
+    expect(offline.code).toBe(1);
+    expect(offline.err.split("\n").at(-1)).toBe(
+      `agentrelay: GitHub could not be reached (127.0.0.1:${port}: nothing answers at that address): connect, then run it again`,
+    );
   });
 });
 

@@ -72,9 +72,9 @@ export async function conformanceCommand(
     });
   } catch (error) {
     const left = error instanceof ConformanceFailure ? error.leftOver : [];
-    const why = unreachable(error instanceof ConformanceFailure ? error.cause : error, apiUrl);
-    const cause = (error instanceof ConformanceFailure ? error.cause : error) as { cause?: unknown };
-    const status = statusOf(cause.cause ?? cause);
+    const cause = error instanceof ConformanceFailure ? error.cause : error;
+    const why = unreachable(cause, apiUrl);
+    const status = statusOf(cause);
     const fix =
       why !== null
         ? `GitHub could not be reached (${why}): connect, then run it again`

@@ -42,7 +42,8 @@ export async function runConformance(options: {
   progress?: (row: Row) => void;
 }): Promise<ConformanceRun> {
   const [owner, repo] = options.repository.split("/") as [string, string];
-  const { data } = await options.person.rest.repos.get({ owner, repo });
+  // Asked once: a GitHub that cannot be reached is said at once, not after the retries of a 5xx.
+  const { data } = await options.person.rest.repos.get({ owner, repo, request: { retries: 0 } });
   const scratch = new Scratch(options.person, owner, repo, data.default_branch, options.id);
   const probe = {
     owner,
@@ -56,7 +57,7 @@ export async function runConformance(options: {
     ruleset: (name: string, rules: object[]) => scratch.ruleset(name, rules),
   };
   const rows: Row[] = [];
-  let failure: Error | null = null;
+  let failure: { id: string; error: unknown } | null = null;
   for (const c of CASES.filter(options.only ?? (() => true))) {
     let observation: Row["observation"];
     if (!c.run) {
@@ -67,7 +68,7 @@ export async function runConformance(options: {
         observation = await c.run(probe);
       } catch (error) {
         if (!(error instanceof NotObservable)) {
-          failure = new Error(`${c.id}: ${messageOf(error)}`, { cause: error });
+          failure = { id: c.id, error };
           break;
         }
         observation = { notRun: error.message };
@@ -79,7 +80,10 @@ export async function runConformance(options: {
   }
   // Whatever happened, the scratch goes.
   const leftOver = await scratch.cleanUp();
-  if (failure) throw new ConformanceFailure(failure.message, leftOver, { cause: failure });
+  if (failure)
+    throw new ConformanceFailure(`${failure.id}: ${messageOf(failure.error)}`, leftOver, {
+      cause: failure.error,
+    });
   return { rows, leftOver };
 }
 
