@@ -15,6 +15,7 @@ import { overLimit } from "./fake-limits.ts";
 import { pullRoutes } from "./fake-pull-routes.ts";
 import { appRoutes, recordRoutes } from "./fake-records.ts";
 import { rulesetRoutes } from "./fake-rulesets.ts";
+import { runByTriggers } from "./fake-workflows.ts";
 import { answerMissing, Redirect, type Reply, type Route } from "./fake-reply.ts";
 import { FakeGitHubState, requesterOf } from "./fake-state.ts";
 import { checkRequest } from "./openapi.ts";
@@ -37,6 +38,8 @@ export class FakeGitHub extends FakeGitHubState {
     );
     actionsRoutes(this, route);
     rulesetRoutes(this, route);
+    // Other workflows of the default branch run by their triggers (the stand-in runs agentrelay's).
+    this.onOtherDispatch = (workflow) => runByTriggers(this, workflow, this.requester);
   }
 
   handle(method: string, url: string, body: unknown, accept = "", authorization = ""): Reply {

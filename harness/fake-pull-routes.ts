@@ -89,7 +89,7 @@ export function pullRoutes(gh: FakeGitHubState, route: AddRoute): void {
     if (refused) return [405, { message: refused }];
     const checks = gh.requiredChecksRefusal(p);
     if (checks) return [405, { message: checks }];
-    const workflows = gh.settings.workflowsPermission
+    const workflows = gh.mayChangeWorkflows()
       ? []
       : gh.workflowsChangedBy(gh.branches.get(p.base), gh.branches.get(p.head));
     if (workflows.length > 0) return workflowsRefusal(workflows[0]!);
@@ -117,7 +117,7 @@ export function pullRoutes(gh: FakeGitHubState, route: AddRoute): void {
     const [base, head] = [String(body.base), String(body.head)];
     if (!gh.branches.has(base) || !gh.branches.has(head)) return [404, { message: "Not Found" }];
     if (gh.store.aheadBy(gh.branches.get(base)!, gh.branches.get(head)!) === 0) return [204];
-    const workflows = gh.settings.workflowsPermission
+    const workflows = gh.mayChangeWorkflows()
       ? []
       : gh.workflowsChangedBy(gh.branches.get(base), gh.branches.get(head));
     if (workflows.length > 0) return workflowsRefusal(workflows[0]!);
