@@ -18,6 +18,7 @@ import {
   UsageError,
 } from "./io.ts";
 import {
+  CONFORMANCE_OPTIONS,
   DOCTOR_OPTIONS,
   INIT_OPTIONS,
   NEW_RUN,
@@ -259,14 +260,14 @@ export const COMMANDS: Record<string, Command> = {
       ),
   },
   conformance: {
-    usage: "conformance [--repo OWNER/NAME] [--api-url URL]",
+    usage: "conformance [--repo OWNER/NAME] [--api-url URL] [--actions]",
     summary:
       "check, on scratch branches of a repository you administer, each GitHub rule agentrelay relies on, and print what GitHub documents beside what it does (token: GITHUB_TOKEN, GH_TOKEN or `gh auth token`)",
-    options: DOCTOR_OPTIONS,
+    options: CONFORMANCE_OPTIONS,
     positionals: [0, 0],
     run: async (_, values, io) =>
       (await import("./commands/conformance.ts")).conformanceCommand(
-        { repo: str(values.repo), apiUrl: str(values["api-url"]) },
+        { repo: str(values.repo), apiUrl: str(values["api-url"]), actions: values.actions === true },
         io,
       ),
   },

@@ -42,68 +42,8 @@ afterEach(async () => {
   await closing.close();
 });
 
-describe("agentrelay conformance against the stand-in over HTTP", () => {
-  it("observes every case the API shows as documented, prints the table and removes its scratch", async () => {
-    standin = await startStandin({
-      script: e2eAgent(),
-      orchestrator: "workflow",
-      jobs: "scripted",
-      memory: true,
-    });
-    const gh = standin.gh;
-    // A server with no rate limits, which says so (AGENTRELAY_GITHUB_PACING=off) as the stand-in's
-    // orchestrator runs do; the pacing under GitHub's limits is the in-process case's below.
-    gh.limits.rate = false;
-    const branches = new Set([...gh.branches].map(([name]) => name));
-    const out: string[] = [];
-    const err: string[] = [];
-    const saved = { ...process.env };
-    Object.assign(process.env, {
-      GITHUB_TOKEN: "gho_person-token-never-printed",
-      AGENTRELAY_CONFORMANCE_SERVER_TOKEN: `ghs_${"s".repeat(36)}`,
-      AGENTRELAY_GITHUB_PACING: "off",
-    });
-    let code: number;
-    try {
-      code = await main(["conformance", "--repo", "octo/demo", "--api-url", standin.url], {
-        out: (t) => out.push(t),
-        err: (t) => err.push(t),
-      });
-    } finally {
-      for (const key of ["GITHUB_TOKEN", "AGENTRELAY_CONFORMANCE_SERVER_TOKEN", "AGENTRELAY_GITHUB_PACING"])
-        if (saved[key] === undefined) delete process.env[key];
-        else process.env[key] = saved[key];
-    }
-    const text = out.join("\n");
-    console.log(text);
-    expect(err.join("\n")).not.toMatch(/error|not cleaned/i);
-    expect(code).toBe(0);
-    // One row per case, each API case observed as expected, the event cases said to need Actions.
-    const rows = text.split("\n").filter((l) => /^\| [a-z]+\./.test(l));
-    expect(rows).toHaveLength(CASES.length);
-    for (const c of CASES)
-      expect(rows.find((r) => r.startsWith(`| ${c.id} |`))).toMatch(
-        c.run ? /\| as expected: [^|]+\|$/ : /\| not run: needs Actions minutes/,
-      );
-    expect(text).toMatch(
-      new RegExp(
-        `${CASES.filter((c) => c.run).length} of ${CASES.length} cases observed on octo/demo: \\d+ as documented; \\d+ not run`,
-      ),
-    );
-    expect(`${text}\n${err.join("\n")}`).not.toContain("person-token-never-printed");
-    // The scratch is gone: no branch, rule or open PR left; the default branch untouched.
-    expect([...gh.branches].map(([name]) => name).filter((b) => !branches.has(b))).toEqual([]);
-    expect(gh.settings.rules).toEqual([]);
-    expect(gh.pulls.filter((p) => p.state === "open")).toEqual([]);
-    expect(gh.history.filter((h) => h.branch === "main").map((h) => h.message)).toEqual([
-      "initial",
-      "Install agentrelay",
-    ]);
-  });
-});
-
 /** `agentrelay conformance` with a person's and a server token, against `url`; its exit code and output. */
-async function conformance(url: string, env: Record<string, string> = {}) {
+async function conformance(url: string, env: Record<string, string> = {}, args: string[] = []) {
   const out: string[] = [];
   const err: string[] = [];
   const values: Record<string, string> = {
@@ -115,7 +55,7 @@ async function conformance(url: string, env: Record<string, string> = {}) {
   const saved = Object.fromEntries(Object.keys(values).map((k) => [k, process.env[k]]));
   Object.assign(process.env, values);
   try {
-    const code = await main(["conformance", "--repo", "octo/demo", "--api-url", url], {
+    const code = await main(["conformance", "--repo", "octo/demo", "--api-url", url, ...args], {
       out: (t) => out.push(t),
       err: (t) => err.push(t),
     });
@@ -126,6 +66,64 @@ async function conformance(url: string, env: Record<string, string> = {}) {
       else process.env[key] = value;
   }
 }
+
+describe("agentrelay conformance against the stand-in over HTTP", () => {
+  it("observes every case it can as documented, prints the table and removes its scratch", async () => {
+    standin = await startStandin({
+      script: e2eAgent(),
+      orchestrator: "workflow",
+      jobs: "scripted",
+      memory: true,
+    });
+    const gh = standin.gh;
+    // A server with no rate limits, which says so (AGENTRELAY_GITHUB_PACING=off) as the stand-in's
+    // orchestrator runs do; the pacing under GitHub's limits is the in-process case's below.
+    gh.limits.rate = false;
+    const branches = new Set([...gh.branches].map(([name]) => name));
+    const files = gh.store.files(gh.branches.get("main")!);
+    const { code, out: text, err } = await conformance(standin.url, {}, ["--actions"]);
+    console.log(text, err);
+    expect(err).not.toMatch(/error|not cleaned/i);
+    expect(code).toBe(0);
+    // One row per case: each observed as expected but those only a person can observe.
+    const rows = text.split("\n").filter((l) => /^\| [a-z]+\./.test(l));
+    expect(rows).toHaveLength(CASES.length);
+    for (const c of CASES)
+      expect(rows.find((r) => r.startsWith(`| ${c.id} |`))).toMatch(
+        c.run ? /\| as expected: [^|]+\|$/ : /\| not run: needs Actions minutes[^|]+by hand/,
+      );
+    expect(text).toMatch(
+      new RegExp(
+        `${CASES.filter((c) => c.run).length} of ${CASES.length} cases observed on octo/demo: \\d+ as documented; \\d+ not run`,
+      ),
+    );
+    expect(`${text}\n${err}`).not.toContain("person-token-never-printed");
+    // The scratch is gone: no branch, rule or open PR left; the default branch's files as they were.
+    expect([...gh.branches].map(([name]) => name).filter((b) => !branches.has(b))).toEqual([]);
+    expect(gh.settings.rules).toEqual([]);
+    expect(gh.pulls.filter((p) => p.state === "open")).toEqual([]);
+    expect(gh.store.files(gh.branches.get("main")!)).toEqual(files);
+  });
+
+  it("leaves the default branch alone without --actions, and says how to opt in", async () => {
+    standin = await startStandin({
+      script: e2eAgent(),
+      orchestrator: "workflow",
+      jobs: "scripted",
+      memory: true,
+    });
+    const gh = standin.gh;
+    gh.limits.rate = false;
+    const main = gh.branches.get("main");
+    const { code, out } = await conformance(standin.url);
+    expect(code).toBe(0);
+    expect(out).toMatch(
+      /^\| events\.workflow-run-depth \|.*\| not run: needs Actions minutes[^|]+opt in with --actions \|$/m,
+    );
+    expect(gh.branches.get("main")).toBe(main);
+    expect(gh.workflowRuns.size).toBe(0);
+  });
+});
 
 describe("agentrelay conformance when something fails", () => {
   it("removes its scratch all the same and says in one line what to do", async () => {

@@ -6,7 +6,9 @@
  * branch, and removes them at the end whatever happened. The token is a person's (GITHUB_TOKEN,
  * GH_TOKEN or `gh auth token`, never printed); AGENTRELAY_CONFORMANCE_SERVER_TOKEN adds a
  * server-to-server one (an installation's, or a workflow's GITHUB_TOKEN) for the cases about such
- * tokens. Exit 0 when every case observed is as documented, 1 when one is not (or it cannot run).
+ * tokens. `--actions` also runs the event cases that Actions shows: workflow files committed to the
+ * default branch for the run's length, and a few runner minutes.
+ * Exit 0 when every case observed is as documented, 1 when one is not (or it cannot run).
  */
 import { statusOf } from "../../github/client.ts";
 import { conformanceClient } from "../../github/conformance/client.ts";
@@ -16,6 +18,7 @@ import {
   departures,
   runConformance,
 } from "../../github/conformance/runner.ts";
+import { ACTIONS_TIMING, type ActionsTiming } from "../../github/conformance/actions.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { unreachable } from "./doctor.ts";
 import { gitHubToken, remoteRepository } from "./github-remote.ts";
@@ -26,9 +29,18 @@ export class ConformanceError extends Error {
 
 export const SERVER_TOKEN_VARIABLE = "AGENTRELAY_CONFORMANCE_SERVER_TOKEN";
 
+/**
+ * How the Actions session waits for runs: GitHub's pace, or a server's that runs at once (the
+ * stand-in's, which says AGENTRELAY_GITHUB_PACING=off).
+ */
+const actionsTiming = (env: NodeJS.ProcessEnv): ActionsTiming =>
+  env.AGENTRELAY_GITHUB_PACING === "off" ? { pollMs: 50, timeoutMs: 10_000, settleMs: 0 } : ACTIONS_TIMING;
+
 export interface ConformanceOptions {
   repo?: string | undefined;
   apiUrl?: string | undefined;
+  /** Also the event cases, with workflow files on the default branch (opt-in). */
+  actions?: boolean;
   dir?: string;
 }
 
@@ -58,7 +70,7 @@ export async function conformanceCommand(
   const paced = env.AGENTRELAY_GITHUB_PACING !== "off";
   const id = Date.now().toString(36);
   io.err(
-    `agentrelay conformance: ${repository} through ${apiUrl}, on scratch branches agentrelay-conformance/${id}/… (removed at the end)${serverToken ? "" : `; no ${SERVER_TOKEN_VARIABLE}: the cases about server-to-server tokens are not run`}`,
+    `agentrelay conformance: ${repository} through ${apiUrl}, on scratch branches agentrelay-conformance/${id}/…${options.actions ? " and workflow files on the default branch" : ""} (removed at the end)${serverToken ? "" : `; no ${SERVER_TOKEN_VARIABLE}: the cases about server-to-server tokens are not run`}`,
   );
   let run: Awaited<ReturnType<typeof runConformance>>;
   try {
@@ -69,6 +81,7 @@ export async function conformanceCommand(
         : null,
       repository,
       id,
+      ...(options.actions ? { actions: actionsTiming(env) } : {}),
     });
   } catch (error) {
     const left = error instanceof ConformanceFailure ? error.leftOver : [];

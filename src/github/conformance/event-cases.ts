@@ -4,7 +4,25 @@
  * what the fake's event rules (harness/fake-events.ts) must answer, which the tests check, so that
  * the fake is never more permissive than the case.
  */
-import type { ConformanceCase } from "./model.ts";
+import { CHAIN } from "./actions.ts";
+import { type ConformanceCase, NotObservable, type Probe } from "./model.ts";
+
+/** The chain's runs in words: "B, C and D ran; E did not". */
+const said = (ran: Record<string, boolean>, letters: readonly string[]) => {
+  const [yes, no] = [letters.filter((l) => ran[l]), letters.filter((l) => !ran[l])];
+  const up = (ls: string[]) => ls.map((l) => l.toUpperCase()).join(", ");
+  return [yes.length ? `${up(yes)} ran` : "", no.length ? `${up(no)} did not` : ""]
+    .filter(Boolean)
+    .join("; ");
+};
+
+/** The session's observations with T dispatched by a server-to-server token, or NotObservable. */
+async function withServer(probe: Probe) {
+  const observed = await probe.actions();
+  if (!observed.serverDispatched)
+    throw new NotObservable("needs a server-to-server token (AGENTRELAY_CONFORMANCE_SERVER_TOKEN)");
+  return observed;
+}
 
 const EVENTS =
   "https://docs.github.com/en/actions/reference/workflows-and-actions/events-that-trigger-workflows";
@@ -62,7 +80,13 @@ export const EVENT_CASES: EventCase[] = [
     expected: "a run",
     documentation: "documented",
     citation: `${TOKEN}; ${TRIGGER}`,
-    needs: [...ACTIONS],
+    needs: [...ACTIONS, "server-token"],
+    async run(probe) {
+      const { ran } = await withServer(probe);
+      return ran.t
+        ? { observed: "T, dispatched with the server-to-server token, ran", verdict: "as documented" }
+        : { observed: "T, dispatched with the server-to-server token, did not run", verdict: "stricter" };
+    },
     starts: [
       { event: "workflow_dispatch", actor: "github_token", expect: "yes" },
       { event: "repository_dispatch", actor: "github_token", expect: "yes" },
@@ -92,6 +116,12 @@ export const EVENT_CASES: EventCase[] = [
     documentation: "documented",
     citation: `${EVENTS}#workflow_run`,
     needs: [...ACTIONS],
+    async run(probe) {
+      const { ran } = await probe.actions();
+      const observed = said(ran, CHAIN.slice(1));
+      if (ran.e) return { observed, verdict: "more permissive" };
+      return { observed, verdict: ran.b && ran.c && ran.d ? "as documented" : "stricter" };
+    },
     chain: [
       { depth: 0, actor: "person", expect: true },
       { depth: 1, actor: "person", expect: true },
@@ -106,7 +136,14 @@ export const EVENT_CASES: EventCase[] = [
     expected: "the strict reading: no workflow_run",
     documentation: "undocumented",
     citation: `${TOKEN} (silent on workflow_run of dispatched runs); shared/reference/github-audit-2.md, rule 2`,
-    needs: [...ACTIONS],
+    needs: [...ACTIONS, "server-token"],
+    async run(probe) {
+      const { ran } = await withServer(probe);
+      if (!ran.t) throw new NotObservable("T did not run");
+      return ran.u
+        ? { observed: "U ran on workflow_run of T", verdict: "more permissive" }
+        : { observed: "U did not run", verdict: "as documented" };
+    },
     chain: [{ depth: 0, actor: "github_token", expect: false }],
   },
   {

@@ -62,10 +62,22 @@ export interface Probe {
   base(): Promise<string>;
   /** A new pull request into the scratch base: a branch with one commit of `files` (path → text). */
   pull(name: string, files?: Record<string, string>): Promise<ScratchPull>;
-  /** A commit on top of the scratch base's head with `files`, on no branch. */
-  commit(files: Record<string, string>, parent?: string): Promise<string>;
+  /** A commit on top of the scratch base's head (or `parent`) with `files` (null deletes one), on no branch. */
+  commit(files: Record<string, string | null>, parent?: string): Promise<string>;
+  /** Something to undo when the suite ends, whatever happened. */
+  undo(what: string, run: () => Promise<unknown>): void;
+  /** The Actions session's observations (opt-in: made once, on first use). */
+  actions(): Promise<ActionsObserved>;
   /** An active ruleset on the scratch base with `rules`; the function removes it (the end does too). */
   ruleset(name: string, rules: object[]): Promise<() => Promise<void>>;
+}
+
+/** What the Actions session (actions.ts) saw. */
+export interface ActionsObserved {
+  /** Which of its workflows ran, by letter. */
+  ran: Record<string, boolean>;
+  /** Whether T was dispatched (a server-to-server token was given). */
+  serverDispatched: boolean;
 }
 
 /** A case that cannot be observed here (a token not given, a feature the repository lacks): why. */

@@ -5,9 +5,16 @@
  */
 import type { GitHubClient } from "../client.ts";
 import { messageOf } from "../client.ts";
+import { type ActionsTiming, observeActions } from "./actions.ts";
 import { EVENT_CASES } from "./event-cases.ts";
 import { MERGE_CASES } from "./merge-cases.ts";
-import { type ConformanceCase, type Need, NotObservable, type Observation } from "./model.ts";
+import {
+  type ActionsObserved,
+  type ConformanceCase,
+  type Need,
+  NotObservable,
+  type Observation,
+} from "./model.ts";
 import { Scratch } from "./scratch.ts";
 import { SETTINGS_CASES } from "./settings-cases.ts";
 
@@ -28,6 +35,7 @@ export interface ConformanceRun {
 
 const NEEDS_WORDS: Partial<Record<Need, string>> = {
   actions: "Actions minutes and workflow files on the default branch",
+  "default-branch": "",
 };
 
 export async function runConformance(options: {
@@ -40,6 +48,8 @@ export async function runConformance(options: {
   only?: (c: ConformanceCase) => boolean;
   /** Told as each case ends. */
   progress?: (row: Row) => void;
+  /** Runs the cases that need Actions minutes and a commit on the default branch (opt-in), so timed. */
+  actions?: ActionsTiming;
 }): Promise<ConformanceRun> {
   const [owner, repo] = options.repository.split("/") as [string, string];
   // Asked once: a GitHub that cannot be reached is said at once, not after the retries of a 5xx.
@@ -53,9 +63,12 @@ export async function runConformance(options: {
     server: options.server,
     base: () => scratch.base(),
     pull: (name: string, files?: Record<string, string>) => scratch.pull(name, files),
-    commit: (files: Record<string, string>, parent?: string) => scratch.commit(files, parent),
+    commit: (files: Record<string, string | null>, parent?: string) => scratch.commit(files, parent),
     ruleset: (name: string, rules: object[]) => scratch.ruleset(name, rules),
+    undo: (what: string, run: () => Promise<unknown>) => scratch.undo(what, run),
+    actions: (): Promise<ActionsObserved> => (session ??= observeActions(probe, options.actions!)),
   };
+  let session: Promise<ActionsObserved> | null = null;
   const rows: Row[] = [];
   let failure: { id: string; error: unknown } | null = null;
   for (const c of CASES.filter(options.only ?? (() => true))) {
@@ -63,6 +76,8 @@ export async function runConformance(options: {
     if (!c.run) {
       const needs = c.needs.map((n) => NEEDS_WORDS[n]).filter(Boolean);
       observation = { notRun: `needs ${needs.join(", ") || "Actions"}: observe by hand (docs/github.md)` };
+    } else if (c.needs.includes("actions") && !options.actions) {
+      observation = { notRun: `needs ${NEEDS_WORDS.actions}: opt in with --actions` };
     } else {
       try {
         observation = await c.run(probe);

@@ -8,11 +8,11 @@ import type { GitHubClient } from "../client.ts";
 import { messageOf, statusOf } from "../client.ts";
 import { NotObservable, type Probe, type ScratchPull } from "./model.ts";
 
-export class Scratch implements Pick<Probe, "base" | "pull" | "commit" | "ruleset"> {
+export class Scratch implements Pick<Probe, "base" | "pull" | "commit" | "ruleset" | "undo"> {
   /** The branch prefix of this run's scratch: agentrelay-conformance/<id>/. */
   readonly prefix: string;
   private baseBranch: Promise<string> | null = null;
-  private readonly undo: { what: string; run: () => Promise<unknown> }[] = [];
+  private readonly steps: { what: string; run: () => Promise<unknown> }[] = [];
 
   constructor(
     private readonly client: GitHubClient,
@@ -42,14 +42,18 @@ export class Scratch implements Pick<Probe, "base" | "pull" | "commit" | "rulese
   private async branch(name: string, sha: string): Promise<string> {
     const branch = `${this.prefix}/${name}`;
     await this.client.rest.git.createRef({ ...this.repository, ref: `refs/heads/${branch}`, sha });
-    this.undo.push({
+    this.steps.push({
       what: `branch ${branch}`,
       run: () => this.client.rest.git.deleteRef({ ...this.repository, ref: `heads/${branch}` }),
     });
     return branch;
   }
 
-  async commit(files: Record<string, string>, parent?: string): Promise<string> {
+  undo(what: string, run: () => Promise<unknown>): void {
+    this.steps.push({ what, run });
+  }
+
+  async commit(files: Record<string, string | null>, parent?: string): Promise<string> {
     const from =
       parent ??
       (await this.client.rest.git.getRef({ ...this.repository, ref: `heads/${await this.base()}` })).data
@@ -61,7 +65,11 @@ export class Scratch implements Pick<Probe, "base" | "pull" | "commit" | "rulese
     const { data: tree } = await this.client.rest.git.createTree({
       ...this.repository,
       base_tree: parentCommit.tree.sha,
-      tree: Object.entries(files).map(([path, content]) => ({ path, mode: "100644", type: "blob", content })),
+      tree: Object.entries(files).map(([path, content]) =>
+        content === null
+          ? { path, mode: "100644" as const, type: "blob" as const, sha: null }
+          : { path, mode: "100644" as const, type: "blob" as const, content },
+      ),
     });
     const { data } = await this.client.rest.git.createCommit({
       ...this.repository,
@@ -83,7 +91,7 @@ export class Scratch implements Pick<Probe, "base" | "pull" | "commit" | "rulese
       title: `agentrelay conformance: ${name} (scratch, closed when the suite ends)`,
       body: "Opened by `agentrelay conformance` on a scratch branch; it is closed and its branch deleted when the suite ends.",
     });
-    this.undo.push({
+    this.steps.push({
       what: `pull request #${data.number}`,
       run: () =>
         this.client.rest.pulls.update({ ...this.repository, pull_number: data.number, state: "closed" }),
@@ -120,14 +128,14 @@ export class Scratch implements Pick<Probe, "base" | "pull" | "commit" | "rulese
         ruleset_id: id,
       });
     };
-    this.undo.push({ what: `ruleset ${id}`, run: remove });
+    this.steps.push({ what: `ruleset ${id}`, run: remove });
     return remove;
   }
 
   /** Undoes everything, latest first; returns what could not be undone, one line each. */
   async cleanUp(): Promise<string[]> {
     const left: string[] = [];
-    for (const step of this.undo.splice(0).reverse()) {
+    for (const step of this.steps.splice(0).reverse()) {
       try {
         await step.run();
       } catch (error) {
