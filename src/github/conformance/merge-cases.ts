@@ -237,6 +237,45 @@ export const MERGE_CASES: ConformanceCase[] = [
     },
   },
   {
+    id: "shapes.check-runs",
+    area: "shapes",
+    rule: "A commit's latest check runs list each one's name, status, conclusion and output (title, summary): what the product reads of a required check that runs or failed, and tells a repair",
+    expected: "the check run as created, with those fields",
+    documentation: "documented",
+    citation: `${REST}/checks/runs#list-check-runs-for-a-git-reference`,
+    needs: ["server-token"],
+    async run(probe) {
+      const server = serverOf(probe);
+      const pull = await probe.pull("check-runs");
+      const made = await ask(server, "POST /repos/{owner}/{repo}/check-runs", {
+        owner: probe.owner,
+        repo: probe.repo,
+        name: CHECK,
+        head_sha: pull.headSha,
+        status: "completed",
+        conclusion: "failure",
+        output: { title: "agentrelay conformance", summary: "a failure on purpose" },
+      });
+      if (made.status >= 300) return { observed: `creating one refused ${said(made)}`, verdict: "stricter" };
+      const { data } = await probe.person.rest.checks.listForRef({
+        owner: probe.owner,
+        repo: probe.repo,
+        ref: pull.headSha,
+        filter: "latest",
+        per_page: 100,
+      });
+      const run = data.check_runs.find((c) => c.name === CHECK);
+      const ok =
+        run?.status === "completed" &&
+        run.conclusion === "failure" &&
+        run.output?.title === "agentrelay conformance" &&
+        run.output?.summary === "a failure on purpose";
+      return ok
+        ? { observed: "listed with its fields", verdict: "as documented" }
+        : { observed: run ? "listed without all its fields" : "not listed", verdict: "differs" };
+    },
+  },
+  {
     id: "shapes.pull-exists",
     area: "shapes",
     rule: "Opening a PR that is already open for the same branches answers 422, which the product answers by finding the open one",
