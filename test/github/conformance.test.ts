@@ -106,20 +106,18 @@ describe("agentrelay conformance against the stand-in over HTTP", () => {
   });
 
   it("leaves the default branch alone without --actions, and says how to opt in", async () => {
-    standin = await startStandin({
-      script: e2eAgent(),
-      orchestrator: "workflow",
-      jobs: "scripted",
-      memory: true,
-    });
-    const gh = standin.gh;
-    gh.limits.rate = false;
+    const gh = new FakeGitHub();
     const main = gh.branches.get("main");
-    const { code, out } = await conformance(standin.url);
-    expect(code).toBe(0);
-    expect(out).toMatch(
-      /^\| events\.workflow-run-depth \|.*\| not run: needs Actions minutes[^|]+opt in with --actions \|$/m,
-    );
+    const { rows } = await runConformance({
+      person: client(gh, "ghp_person"),
+      server: client(gh, "ghs_server"),
+      repository: "octo/demo",
+      id: "no-actions",
+      only: (c) => c.area === "events",
+    });
+    const why = rows.map((r) => ("notRun" in r.observation ? r.observation.notRun : "run"));
+    expect(why.filter((w) => /opt in with --actions$/.test(w))).toHaveLength(3);
+    expect(why.filter((w) => /observe by hand/.test(w))).toHaveLength(rows.length - 3);
     expect(gh.branches.get("main")).toBe(main);
     expect(gh.workflowRuns.size).toBe(0);
   });
@@ -204,6 +202,34 @@ describe("the fake is never more permissive than the suite", () => {
       ["settings.workflows.ref-update", "more permissive"],
       ["settings.workflows.merge", "more permissive"],
     ]);
+  });
+
+  it("names the workflow scope a person's token lacks, and goes on without the Actions cases", async () => {
+    const gh = new FakeGitHub();
+    gh.settings.token = "github_token";
+    // GitHub refuses a person's token without the `workflow` scope a commit of workflow files to main.
+    gh.fault = (call) =>
+      call.method === "PATCH" && call.path.endsWith("/git/refs/heads/main")
+        ? [404, { message: "Not Found" }]
+        : null;
+    const main = gh.branches.get("main");
+    const { rows, leftOver } = await runConformance({
+      person: client(gh, "ghp_person"),
+      server: client(gh, "ghs_server"),
+      repository: "octo/demo",
+      id: "scope",
+      only: (c) => c.needs.includes("actions") && c.run !== undefined,
+      actions: { pollMs: 0, timeoutMs: 1_000, settleMs: 0 },
+    });
+    expect(rows.map((r) => "notRun" in r.observation && r.observation.notRun)).toEqual(
+      rows.map(
+        () =>
+          "the person's token may not push workflow files: add the workflow scope (`gh auth refresh -s workflow`)",
+      ),
+    );
+    expect(rows.length).toBe(3);
+    expect(leftOver).toEqual([]);
+    expect(gh.branches.get("main")).toBe(main);
   });
 
   it("holds the fake's event rules to each event case", () => {

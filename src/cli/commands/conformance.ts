@@ -81,6 +81,11 @@ export async function conformanceCommand(
         : null,
       repository,
       id,
+      // A run takes minutes on GitHub: each case says when it ends.
+      progress: ({ case: c, observation }) =>
+        io.err(
+          `agentrelay conformance: ${c.id}: ${"notRun" in observation ? "not run" : observation.verdict}`,
+        ),
       ...(options.actions ? { actions: actionsTiming(env) } : {}),
     });
   } catch (error) {

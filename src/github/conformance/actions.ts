@@ -10,7 +10,7 @@
  *   workflow), and U on `workflow_run` of T: whether U runs is the undocumented point the product
  *   does not rely on.
  */
-import type { ActionsObserved, Probe } from "./model.ts";
+import { type ActionsObserved, type Probe, withWorkflowScope } from "./model.ts";
 
 export const CHAIN = ["a", "b", "c", "d", "e"] as const;
 const file = (letter: string) => `agentrelay-conformance-${letter}.yml`;
@@ -50,7 +50,7 @@ export async function observeActions(probe: Probe, timing: ActionsTiming): Promi
   const head = (await person.rest.git.getRef({ owner, repo, ref })).data.object.sha;
   const files = actionsWorkflows();
   const sha = await probe.commit(files, head);
-  await person.rest.git.updateRef({ owner, repo, ref, sha, force: false });
+  await withWorkflowScope(() => person.rest.git.updateRef({ owner, repo, ref, sha, force: false }));
   probe.undo(`the workflow files on ${defaultBranch}`, async () => {
     const now = (await person.rest.git.getRef({ owner, repo, ref })).data.object.sha;
     const gone = await probe.commit(Object.fromEntries(Object.keys(files).map((path) => [path, null])), now);

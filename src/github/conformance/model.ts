@@ -141,6 +141,22 @@ export function refused(a: Answer, status: number, words: RegExp): Observation {
   return { observed: `refused ${said(a)}`, verdict };
 }
 
+/**
+ * `write`, or NotObservable when GitHub refuses the person's token a change to workflow files (a token
+ * without the `workflow` scope): the case cannot be set up here, and the rest of the suite goes on.
+ */
+export async function withWorkflowScope<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (statusOf(error) === 403 || statusOf(error) === 404)
+      throw new NotObservable(
+        "the person's token may not push workflow files: add the workflow scope (`gh auth refresh -s workflow`)",
+      );
+    throw error;
+  }
+}
+
 /** The server-to-server client, or NotObservable when none was given. */
 export function serverOf(probe: Probe): GitHubClient {
   if (!probe.server)

@@ -6,7 +6,15 @@
 import { readBranchPolicy } from "../branch-policy.ts";
 import { fit, LIMITS } from "../limits.ts";
 import { WORKFLOWS_REFUSED } from "../merges.ts";
-import { ask, type ConformanceCase, NotObservable, type Probe, refused, said, serverOf } from "./model.ts";
+import {
+  ask,
+  type ConformanceCase,
+  NotObservable,
+  refused,
+  said,
+  serverOf,
+  withWorkflowScope,
+} from "./model.ts";
 
 const MERGE_FIELDS = ["allow_merge_commit", "allow_squash_merge", "allow_rebase_merge"] as const;
 const REST = "https://docs.github.com/en/rest";
@@ -130,7 +138,7 @@ export const SETTINGS_CASES: ConformanceCase[] = [
     needs: ["server-token"],
     async run(probe) {
       const server = serverOf(probe);
-      const pull = await probe.pull("workflows-merge", SCRATCH_WORKFLOW);
+      const pull = await withWorkflowScope(() => probe.pull("workflows-merge", SCRATCH_WORKFLOW));
       const a = await ask(server, "PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge", {
         owner: probe.owner,
         repo: probe.repo,
@@ -290,5 +298,3 @@ export const SETTINGS_CASES: ConformanceCase[] = [
     },
   },
 ];
-
-export type { Probe };
