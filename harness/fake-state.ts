@@ -118,7 +118,7 @@ export class FakeGitHubState {
   /** The app's installation on this repository (fake-repositories.ts says which cover several). */
   readonly installationId: number;
   /** Trees created through the API, until a commit uses them. */
-  readonly trees = new Map<string, Record<string, string>>();
+  readonly trees = new Map<string, Record<string, string | null>>();
   readonly pulls: FakePull[] = [];
   readonly issues: { number: number; title: string; body: string; state: string }[] = [];
   readonly comments: {
@@ -157,6 +157,7 @@ export class FakeGitHubState {
       path?: string;
       event?: string;
       head_branch?: string;
+      head_sha?: string;
       head_repository?: { full_name: string };
       created_at?: string;
       /** Who started it, as GitHub names them (a workflow's GITHUB_TOKEN: github-actions[bot]). */
@@ -202,6 +203,16 @@ export class FakeGitHubState {
   /** Return a reply to fail a request on purpose (5xx, rate limits); null lets it through. */
   fault: (call: { method: string; path: string; body: unknown }) => Reply | null = () => null;
   private nextId = 1000;
+
+  /**
+   * Whether the request's token may create or change workflow files: a server-to-server token only with
+   * the `workflows` permission (GITHUB_TOKEN never), a person's as one with the `workflow` scope
+   * (https://docs.github.com/en/apps/oauth-apps/building-oauth-apps/scopes-for-oauth-apps: "Grants
+   * the ability to add and update GitHub Actions workflow files"), which `gh auth login` asks for.
+   */
+  mayChangeWorkflows(): boolean {
+    return this.requester === "person" || this.settings.workflowsPermission;
+  }
 
   /** A fresh id for something the fake creates (a run, a comment, a tree). */
   newId(): number {

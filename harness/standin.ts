@@ -139,13 +139,17 @@ export class Standin {
       );
     };
     // The orchestrator workflow dispatched (a task run's hand-over, or a person): GitHub runs it on
-    // the default branch, where its workflow file says whether it listens to workflow_dispatch.
+    // the default branch, where its workflow file says whether it listens to workflow_dispatch; any
+    // other workflow there runs by its triggers alone (fake-workflows.ts).
+    const byTriggers = this.gh.onOtherDispatch;
     this.gh.onOtherDispatch = (workflow, inputs) =>
-      this.runs?.dispatched(workflow, inputs, {
+      (this.runs?.dispatched(workflow, inputs, {
         sender: user("github-actions[bot]", "Bot"),
         installation: { id: this.gh.installationId },
         repository: repository(this.gh),
-      }) ?? false;
+      }) ??
+        false) ||
+      byTriggers(workflow, inputs);
     if (options.fault) this.gh.fault = options.fault;
     this.gh.onCancel = (runId) => this.taskJobs.jobs.get(runId)?.kill("SIGTERM");
     // What the orchestrator workflow does with GITHUB_TOKEN starts no workflow.

@@ -46,7 +46,7 @@ const NETWORK_WORDS: Record<string, string> = {
 };
 
 /** Why a request never got an answer from `apiUrl`, or null when it did (an HTTP status). */
-function unreachable(error: unknown, apiUrl: string): string | null {
+export function unreachable(error: unknown, apiUrl: string): string | null {
   let host: string;
   try {
     host = new URL(apiUrl).host;
