@@ -38,6 +38,8 @@ export class GitHubEffects {
    * them with the run, for the status comment and the check runs.
    */
   readonly waits = new Map<string, Map<string, Wait | null>>();
+  /** Look for a PR before opening it: a held report comes again, and a refused create costs a write. */
+  lookBeforeOpening = false;
 
   constructor(private readonly ctx: RepoContext) {
     this.merges = new Merges(ctx);
@@ -46,6 +48,9 @@ export class GitHubEffects {
   private get repo() {
     return { owner: this.ctx.owner, repo: this.ctx.repo };
   }
+
+  /** Whether this handler found the merge of PR `number` waiting only for required checks still running. */
+  waitsOnRunningChecks = (number: number): boolean => this.merges.checksRunning.has(number);
 
   /** A repeatable effect (the engine driver's REPEATABLE), on the run state being decided. */
   async repeatable(effect: EngineEffect, run: HostedRun, engine: Engine): Facts {
@@ -389,6 +394,10 @@ export class GitHubEffects {
     title: string,
     body: string,
   ): Promise<PullRequest | "empty" | { reason: string } | { wait: Wait }> {
+    if (this.lookBeforeOpening) {
+      const found = await this.openPrOf(head, base);
+      if (found) return found;
+    }
     try {
       const { data } = await this.ctx.octokit.rest.pulls.create({
         ...this.repo,
@@ -415,17 +424,23 @@ export class GitHubEffects {
       if (statusOf(error) !== 422) throw error;
       // A retried create (or an earlier attempt's PR): the open PR of this branch is the one; a
       // merged one means the merge happened and its answer was lost (a crash between the two).
-      const { data } = await this.ctx.octokit.rest.pulls.list({
-        ...this.repo,
-        head: `${this.ctx.owner}:${head}`,
-        base,
-        state: "all",
-      });
-      const found = data.find((p) => p.state === "open") ?? data.find((p) => p.merged_at !== null);
-      if (found) return { number: found.number, url: found.html_url };
+      const found = await this.openPrOf(head, base);
+      if (found) return found;
       if (/no commits between/i.test(validationDetails(error))) return "empty";
       return { reason: `could not open a PR from ${head} into ${base}: ${messageOf(error)}` };
     }
+  }
+
+  /** The open PR of a branch, or the merged one (its merge's answer was lost), if there is one. */
+  private async openPrOf(head: string, base: string): Promise<PullRequest | null> {
+    const { data } = await this.ctx.octokit.rest.pulls.list({
+      ...this.repo,
+      head: `${this.ctx.owner}:${head}`,
+      base,
+      state: "all",
+    });
+    const found = data.find((p) => p.state === "open") ?? data.find((p) => p.merged_at !== null);
+    return found ? { number: found.number, url: found.html_url } : null;
   }
 
   /** Why the target is no longer the commit a branch was verified with, or null. */

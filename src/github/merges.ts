@@ -54,6 +54,8 @@ export function refusal(error: unknown, ctx: Pick<RepoContext, "now">): unknown 
 export class Merges {
   /** Commits this handler's merges made, by the branch merged into: a new branch starts from them. */
   readonly mergedInto = new Map<string, string>();
+  /** PRs whose merge waits only for required checks GitHub is running now (they end by themselves). */
+  readonly checksRunning = new Set<number>();
   /** What the branches merged into allow, read once per handler. */
   private readonly policies = new Map<string, Promise<BranchPolicy>>();
   private repository?: Promise<{
@@ -147,7 +149,10 @@ export class Merges {
     const none = noMethodReason(base, policy);
     if (none) return { wait: { person: true, line: `#${pr.number} cannot merge: ${none}` } };
     const running = await this.requiredRunning(head, policy.requiredChecks);
-    if (running) return this.notYet(pr, `Required status check "${running}" is expected.`);
+    if (running) {
+      this.checksRunning.add(pr.number);
+      return this.notYet(pr, `Required status check "${running}" is expected.`);
+    }
     const methods = [...policy.methods];
     for (let tries = 1; ; tries++) {
       try {
