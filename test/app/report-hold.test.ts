@@ -59,6 +59,16 @@ describe("a report held while required checks run", () => {
     expect(stateWrites()).toBe(before + 1);
   });
 
+  it("holds only for the app a required check is bound to: a same-named check of another app does not count", async () => {
+    // The rule takes ci only from app 4242; GitHub Actions' ci runs (onPullOpened) and counts for nothing.
+    h.gh.settings.rules[0]!.checkApps = { ci: 4242 };
+    const dispatch = h.gh.dispatches[0]!;
+    const started = await startJob(h, dispatch);
+    const answer = await finishJob(h, dispatch, started, { hold: true });
+    expect(answer.body).toMatchObject({ ok: true, status: "pr_open" });
+    expect(answer.body.held).toBeUndefined();
+  });
+
   it("does not hold for a required check that is not running: it may never come", async () => {
     h.gh.onPullOpened = () => undefined;
     const dispatch = h.gh.dispatches[0]!;
