@@ -88,8 +88,13 @@ export async function semanticBench(args: string[] = []): Promise<string> {
         for (const o of outcomes) {
           for (const line of o.summary?.waiting ?? [])
             notes.push(`- ${where}, ${mode}: waiting: ${line.slice(0, 320)}`);
-          for (const line of [...(o.broken ?? []), ...(o.weakened ?? [])])
-            notes.push(`- ${where}, ${mode}: ${o.scenario.name}: on the target: ${line}`);
+          // A break the scenario means to land (no gate of its graph sees it) is said as such.
+          const meant =
+            verify && o.scenario.expect?.broken ? " (expected: no gate of its graph sees it)" : "";
+          for (const line of o.broken ?? [])
+            notes.push(`- ${where}, ${mode}: ${o.scenario.name}: broken on the target: ${line}${meant}`);
+          for (const line of o.weakened ?? [])
+            notes.push(`- ${where}, ${mode}: ${o.scenario.name}: weakened on the target: ${line}`);
           for (const line of o.unmet ?? [])
             notes.push(`- ${where}, ${mode}: ${o.scenario.name}: unexpected: ${line}`);
         }

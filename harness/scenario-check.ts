@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
-import { git } from "../src/attempt/git.ts";
+import { git, gitRaw } from "../src/attempt/git.ts";
 import type { RunState } from "../src/engine/types.ts";
 import type { Scenario } from "./scenario-file.ts";
 
@@ -44,16 +44,14 @@ const testPrefixes = (s: Scenario) => s.check.tests ?? ["tests/"];
 const isTest = (s: Scenario, path: string) => testPrefixes(s).some((p) => path.startsWith(p));
 
 /**
- * The test files the base and each workstream's tasks wrote, every version of each: the base's, then
- * each workstream's tasks replayed in order on a copy of the base (a task's command as its agent runs it).
+ * The test files each workstream's line holds once its tasks are done, by workstream (its tasks
+ * replayed in order on a copy of the base, each command as its agent runs it), and the base's own
+ * (under `""`). A test a workstream rewrote is held to its rewrite: the base's version is superseded.
  */
-export async function pristineTests(s: Scenario): Promise<Map<string, Set<string>>> {
-  const versions = new Map<string, Set<string>>();
-  const note = (files: Record<string, string>) => {
-    for (const [path, text] of Object.entries(files))
-      if (isTest(s, path)) versions.set(path, (versions.get(path) ?? new Set()).add(text));
-  };
-  note(s.files);
+export async function pristineTests(s: Scenario): Promise<Map<string, Record<string, string>>> {
+  const tests = (files: Record<string, string>) =>
+    Object.fromEntries(Object.entries(files).filter(([path]) => isTest(s, path)));
+  const lines = new Map<string, Record<string, string>>([["", tests(s.files)]]);
   for (const w of s.workstreams) {
     const dir = mkdtempSync(join(tmpdir(), `scenario-${s.name}-`));
     try {
@@ -61,15 +59,13 @@ export async function pristineTests(s: Scenario): Promise<Map<string, Set<string
       await git(dir, ["init", "-q", "-b", "main"]);
       await git(dir, ["add", "--all"]);
       await git(dir, ["-c", "user.name=s", "-c", "user.email=s@example.com", "commit", "-qm", "base"]);
-      for (const t of w.tasks) {
-        run(t.agent, dir);
-        note(readAll(dir));
-      }
+      for (const t of w.tasks) run(`set -e\n${t.agent}`, dir);
+      lines.set(w.id, tests(readAll(dir)));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   }
-  return versions;
+  return lines;
 }
 
 /** A commit's tree in a temporary directory, with `over` laid on it; removed after `work`. */
@@ -116,34 +112,45 @@ export async function brokenTrees(
 }
 
 /**
- * The test files the base and the workstreams wrote that are gone from the target's tip (unless a
- * person removed them: the scenario's `check.removed`, or a third party's push) or that fail there,
- * run one at a time as their writers wrote them, with the pristine files laid over the tree.
+ * The test files the base and the workstreams that landed wrote (`landed`: their ids) that are gone
+ * from the target's tip (unless a person removed them: the scenario's `check.removed`, or a hook's
+ * push), or that were changed there and fail as their writers wrote them (run one at a time with the
+ * pristine files laid over the tree). A test kept as written that fails is a broken tree, not a weakened one.
  */
 export async function weakenedTests(
   s: Scenario,
   repo: string,
-  pristine: Map<string, Set<string>>,
+  pristine: Map<string, Record<string, string>>,
+  landed: string[],
   target = "main",
 ): Promise<string[]> {
   const removedByPeople = new Set([
     ...(s.check.removed ?? []),
     ...(s.hooks ?? []).flatMap((h) => Object.entries(h.push).flatMap(([p, t]) => (t === null ? [p] : []))),
   ]);
-  const onTarget = new Set((await git(repo, ["ls-tree", "-r", "--name-only", target])).split("\n"));
+  const base = pristine.get("") ?? {};
+  // Each path's versions: those of the workstreams that landed, the base's where none rewrote it.
+  const versions = new Map<string, Set<string>>();
+  for (const id of landed)
+    for (const [path, text] of Object.entries(pristine.get(id) ?? {}))
+      if (base[path] !== text) versions.set(path, (versions.get(path) ?? new Set()).add(text));
+  for (const [path, text] of Object.entries(base))
+    if (!versions.has(path)) versions.set(path, new Set([text]));
   const command = s.check.test_command ?? "node {file}";
   const weakened: string[] = [];
-  for (const [path, versions] of [...pristine].sort(([a], [b]) => a.localeCompare(b))) {
-    if (!onTarget.has(path)) {
+  for (const [path, texts] of [...versions].sort(([a], [b]) => a.localeCompare(b))) {
+    const now = await gitRaw(repo, ["show", `${target}:${path}`]);
+    if (now.code !== 0) {
       if (!removedByPeople.has(path)) weakened.push(`${path} is gone`);
       continue;
     }
-    for (const text of versions) {
+    if (texts.has(now.stdout)) continue;
+    for (const text of texts) {
       const ok = await withTree(repo, target, { ...pristineFiles(s), [path]: text }, (dir) =>
         run(command.replaceAll("{file}", `'${path.replace(/'/g, "'\\''")}'`), dir),
       );
       if (!ok) {
-        weakened.push(`${path} fails as written`);
+        weakened.push(`${path} was changed and fails as written`);
         break;
       }
     }
@@ -172,7 +179,13 @@ export function summarize(state: RunState): RunSummary {
   const workstreams = Object.entries(state.workstreams);
   const repairs = workstreams.flatMap(([, w]) => w.verification?.repairs ?? []);
   const waiting = workstreams.filter(([, w]) => w.status === "pr_open");
-  const details = state.timeline.map((e) => `${e.type} ${"detail" in e ? String(e.detail) : ""}`);
+  // One entry per gate verdict (a verification or a repair that passed on a rerun; a gate stopped).
+  const verdicts = (types: string[], pattern: RegExp) =>
+    new Set(
+      state.timeline
+        .filter((e) => types.includes(e.type) && pattern.test(e.detail ?? ""))
+        .map((e) => `${e.type} ${e.workstream ?? ""} ${e.task ?? ""} ${e.attempt ?? ""}`),
+    ).size;
   // Every record's spend (attempts, resolutions, verifications, repairs): the budget's sum exists only
   // where a budget applies.
   let spent = 0;
@@ -191,17 +204,36 @@ export function summarize(state: RunState): RunSummary {
     repairs: repairs.length,
     repairsFixed: repairs.filter((r) => r.outcome === "succeeded").length,
     verifications: workstreams.reduce((n, [, w]) => n + (w.verification?.runs.length ?? 0), 0),
-    flaky: details.filter((d) => /flaky/.test(d)).length,
-    timedOut: details.filter((d) => /timed out/.test(d)).length,
+    flaky: verdicts(["verified", "task_succeeded"], /flaky/),
+    timedOut: verdicts(
+      ["verification_failed", "repair_failed", "resolution_failed", "task_failed"],
+      /timed out/,
+    ),
     costUsd: spent / 1e6,
     waiting: waiting.map(([id, w]) => `${state.graph}/${id}: ${w.reason ?? ""}`),
   };
 }
 
-/** What of the scenario's `expect` the run did not show, one line each (empty: all of it). */
-export function unmet(s: Scenario, summary: RunSummary): string[] {
+/**
+ * What of the scenario's `expect` the run did not show, one line each (empty: all of it). Nothing
+ * broken and nothing weakened on the target is expected unless `expect.broken` says otherwise.
+ */
+export function unmet(
+  s: Scenario,
+  summary: RunSummary,
+  found: { broken: string[]; weakened: string[]; planNote: string | null },
+): string[] {
   const e = s.expect ?? {};
   const misses: string[] = [];
+  if (found.broken.length !== (e.broken ?? 0))
+    misses.push(`${found.broken.length} broken trees on the target, not ${e.broken ?? 0}`);
+  if (found.weakened.length > 0) misses.push(`weakened on the target: ${found.weakened.join(", ")}`);
+  if (e.plan && !new RegExp(e.plan).test(found.planNote ?? ""))
+    misses.push(`the plan says ${JSON.stringify(found.planNote)}, which does not match /${e.plan}/`);
+  if (e.flaky !== undefined && summary.flaky < e.flaky)
+    misses.push(`${summary.flaky} flaky gates, not ${e.flaky} or more`);
+  if (e.timed_out !== undefined && summary.timedOut < e.timed_out)
+    misses.push(`${summary.timedOut} gates timed out, not ${e.timed_out} or more`);
   if (e.outcome && summary.outcome !== e.outcome) misses.push(`ended ${summary.outcome}, not ${e.outcome}`);
   if (e.to_person !== undefined && summary.toPerson !== e.to_person)
     misses.push(`${summary.toPerson} waiting for a person, not ${e.to_person}`);

@@ -77,6 +77,14 @@ const expectation = z.strictObject({
   repairs: z.number().int().min(0).optional(),
   /** A pattern the reason of a waiting workstream matches. */
   reason: z.string().min(1).optional(),
+  /** Trees the check finds broken on the target, on purpose (a break no gate of the graph sees): 0 by default. */
+  broken: z.number().int().min(0).optional(),
+  /** A pattern what the plan says of the graph matches (its note on workstreams no whole-tree gate verifies). */
+  plan: z.string().min(1).optional(),
+  /** At least this many gates found flaky over the run. */
+  flaky: z.number().int().min(0).optional(),
+  /** At least this many gates stopped as timed out. */
+  timed_out: z.number().int().min(0).optional(),
 });
 
 export const scenarioSchema = z.strictObject({

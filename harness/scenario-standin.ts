@@ -61,7 +61,9 @@ export async function runScenarioOnStandin(
     fault: (call) => {
       const merging = /\/pulls\/(\d+)\/merge$/.exec(call.path);
       const pull =
-        merging && call.method === "PUT" && started_.standin?.gh.pulls.find((p) => p.number === Number(merging[1]));
+        merging &&
+        call.method === "PUT" &&
+        started_.standin?.gh.pulls.find((p) => p.number === Number(merging[1]));
       const workstream = pull ? /^agentrelay\/[^/]+\/([^/]+)\/integration$/.exec(pull.head)?.[1] : undefined;
       if (workstream) fire(dueBeforeMerge(pending, workstream));
       return null;

@@ -10,7 +10,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { git } from "../src/attempt/git.ts";
 import type { EngineEffect, RunState } from "../src/engine/types.ts";
+import { parseGraph } from "../src/graph/load.ts";
 import { runLocal } from "../src/local/run.ts";
+import { buildPlan } from "../src/plan/plan.ts";
+import { unitGatesNote } from "../src/plan/resolution.ts";
 import { scriptedRun } from "./local-run.ts";
 import {
   brokenTrees,
@@ -96,13 +99,17 @@ export async function judge(
   started: number,
 ): Promise<ScenarioOutcome> {
   const summary = summarize(state);
+  const broken = await brokenTrees(scenario, repo, since);
+  const landed = Object.entries(state.workstreams).flatMap(([id, w]) => (w.status === "merged" ? [id] : []));
+  const weakened = await weakenedTests(scenario, repo, await pristineTests(scenario), landed);
+  const planNote = unitGatesNote(buildPlan(parseGraph("g.yaml", scenarioGraph(scenario, { verify }))));
   return {
     state,
     repo,
-    broken: await brokenTrees(scenario, repo, since),
-    weakened: await weakenedTests(scenario, repo, await pristineTests(scenario)),
+    broken,
+    weakened,
     summary,
-    unmet: verify ? unmet(scenario, summary) : [],
+    unmet: verify ? unmet(scenario, summary, { broken, weakened, planNote }) : [],
     ms: Date.now() - started,
   };
 }

@@ -112,27 +112,35 @@ describe("the independent check", () => {
   const s = readScenario(join(root, "small.yaml"));
 
   it("knows the tests the base and the workstreams wrote, replayed from the scenario", async () => {
-    expect([...(await pristineTests(s)).keys()].sort()).toEqual(["tests/a.test.js", "tests/b.test.js"]);
+    const lines = await pristineTests(s);
+    expect(Object.keys(lines.get("")!)).toEqual(["tests/a.test.js"]);
+    expect(Object.keys(lines.get("w")!).sort()).toEqual(["tests/a.test.js", "tests/b.test.js"]);
   });
 
   it("counts a deleted test and an edited expectation as weakened, and a neutered runner as broken", async () => {
     const pristine = await pristineTests(s);
     const broken = { "a.js": "exports.a = 2;\n" };
     const deleted = await landed(s, { ...broken, "tests/a.test.js": null });
-    expect(await weakenedTests(s, deleted.repo, pristine)).toEqual([
+    expect(await weakenedTests(s, deleted.repo, pristine, ["w"])).toEqual([
       "tests/a.test.js is gone",
       "tests/b.test.js is gone",
     ]);
     const edited = await landed(s, { ...broken, "tests/a.test.js": "// fine\n", "tests/b.test.js": "\n" });
-    expect(await weakenedTests(s, edited.repo, pristine)).toEqual(["tests/a.test.js fails as written"]);
+    expect(await weakenedTests(s, edited.repo, pristine, ["w"])).toEqual([
+      "tests/a.test.js was changed and fails as written",
+    ]);
     const neutered = await landed(s, { ...broken, "test.js": "process.exit(0);\n" });
     expect(await brokenTrees(s, neutered.repo, neutered.since)).toEqual([expect.stringMatching(/ landed$/)]);
   });
 
-  it("does not count a test a person removed, nor a whole tree", async () => {
+  it("counts only the tests of workstreams that landed, and not those a person removed", async () => {
+    // Workstream w's tests/b.test.js is not on the target.
+    const without = await landed(s, { "a.js": "exports.a = 1; // touched\n" });
+    const pristine = await pristineTests(s);
+    expect(await weakenedTests(s, without.repo, pristine, ["w"])).toEqual(["tests/b.test.js is gone"]);
+    expect(await weakenedTests(s, without.repo, pristine, [])).toEqual([]);
     const person = { ...s, check: { ...s.check, removed: ["tests/b.test.js"] } };
-    const fine = await landed(person, { "tests/b.test.js": "require('assert').ok(1);\n" });
-    expect(await weakenedTests(person, fine.repo, await pristineTests(person))).toEqual([]);
-    expect(await brokenTrees(person, fine.repo, fine.since)).toEqual([]);
+    expect(await weakenedTests(person, without.repo, pristine, ["w"])).toEqual([]);
+    expect(await brokenTrees(s, without.repo, without.since)).toEqual([]);
   });
 });
