@@ -90,13 +90,28 @@ export async function runScenarioOnStandin(
     const key = `${scenario.name}/1`;
     const state = () => s.gh.state(key) as unknown as RunState | undefined;
     const deadline = Date.now() + 600_000;
+    // Idle is not the end: a job's report may still be on its way to the app, and a queued PR waits
+    // for the queue's CI. Done once nothing changed over a quiet spell.
+    let seen = -1;
     for (;;) {
       await s.idle(600_000);
       // The merge queue's CI: each group's check decides; the app hears of the merges it makes.
       const groups = mergeGroups(s.gh);
-      if (groups.length === 0 || Date.now() > deadline) break;
-      const verdicts = new Map(groups.map((g) => [g.pull.number, checkPasses(scenario, s.bare, g.sha)]));
-      settle(s.gh, (pull) => verdicts.get(pull.number) ?? false);
+      if (groups.length > 0) {
+        const verdicts = new Map(groups.map((g) => [g.pull.number, checkPasses(scenario, s.bare, g.sha)]));
+        settle(s.gh, (pull) => verdicts.get(pull.number) ?? false);
+        // The app ignores a closed PR's event sent as itself (the fake sends the queue's merge so); its
+        // reconciler, which asks a queued PR on each tick, sees the merge.
+        await s.reconcile();
+        continue;
+      }
+      const now = state();
+      if (now?.outcome != null || Date.now() > deadline) break;
+      if (now && now.seq === seen) break;
+      seen = now?.seq ?? -1;
+      // A quiet spell, then a reconciler tick (the app's schedule), before it is taken as the end.
+      await new Promise((done) => setTimeout(done, 3000));
+      await s.reconcile();
     }
     return await judge(scenario, state()!, s.bare, since, options.verify, started);
   } finally {
