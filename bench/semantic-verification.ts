@@ -95,6 +95,9 @@ export async function semanticBench(args: string[] = []): Promise<string> {
             notes.push(`- ${where}, ${mode}: ${o.scenario.name}: broken on the target: ${line}${meant}`);
           for (const line of o.weakened ?? [])
             notes.push(`- ${where}, ${mode}: ${o.scenario.name}: weakened on the target: ${line}`);
+          // A run that spent far more than its agents' few turns (a repair charged its whole cap, say).
+          if ((o.summary?.costUsd ?? 0) > 0.25)
+            notes.push(`- ${where}, ${mode}: ${o.scenario.name}: spent $${o.summary!.costUsd.toFixed(2)}`);
           for (const line of o.unmet ?? [])
             notes.push(`- ${where}, ${mode}: ${o.scenario.name}: unexpected: ${line}`);
         }
