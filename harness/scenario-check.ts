@@ -183,7 +183,11 @@ export function summarize(state: RunState): RunSummary {
   const verdicts = (types: string[], pattern: RegExp) =>
     new Set(
       state.timeline
-        .filter((e) => types.includes(e.type) && pattern.test(e.detail ?? ""))
+        // "not verified: …" repeats, for the person, a verdict already counted.
+        .filter(
+          (e) =>
+            types.includes(e.type) && pattern.test(e.detail ?? "") && !/^not verified:/.test(e.detail ?? ""),
+        )
         .map((e) => `${e.type} ${e.workstream ?? ""} ${e.task ?? ""} ${e.attempt ?? ""}`),
     ).size;
   // Every record's spend (attempts, resolutions, verifications, repairs): the budget's sum exists only
