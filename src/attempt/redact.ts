@@ -64,6 +64,34 @@ export function cut(text: string, max: number): string {
 }
 
 /**
+ * `text` within `max` characters, cut where a clause ends (before ": ", "; ", ". " or " (" outside
+ * code and parentheses), never inside a list or a code span, and marked with " …": what a line says
+ * first (what to do) stays whole, what it cannot hold goes whole. A first clause longer than `max` is
+ * cut at a word, outside code.
+ */
+export function cutClauses(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let depth = 0;
+  let inCode = false;
+  let end = -1;
+  for (let i = 0; i + 2 <= max - 2 && i < text.length; i++) {
+    const ch = text[i]!;
+    if (ch === "`") inCode = !inCode;
+    if (inCode) continue;
+    if (ch === "(") depth++;
+    if (ch === ")") depth = Math.max(0, depth - 1);
+    if (depth > 0) continue;
+    const two = text.slice(i, i + 2);
+    if (two === ": " || two === "; " || two === ". ") end = i + (two === ". " ? 1 : 0);
+    else if (two === " (") end = i;
+  }
+  if (end > 0) return `${text.slice(0, end)} …`;
+  const word = cut(text, max);
+  const ticks = (word.match(/`/g) ?? []).length;
+  return ticks % 2 === 0 ? word : `${word.slice(0, word.lastIndexOf("`")).trimEnd()} …`;
+}
+
+/**
  * An agent's words as GitHub shows them in a commit that lands on the target or in a PR body we write:
  * no working mention (`@user`), issue reference (`#1`) or closing keyword (`Closes #1`,
  * `fixes https://.../issues/1`), each broken by a zero-width space, so that the agent's words notify

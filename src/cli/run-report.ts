@@ -21,6 +21,9 @@ const LOCAL_WORDS: Partial<Record<WorkstreamStatus, string>> = { pr_open: "to me
 /** An attempt's word that its network was not filtered, and why (attempt/egress/egress.ts). */
 const isNetworkLine = (concern: string) => concern.startsWith("network: not filtered");
 
+/** What a scripted run's spend is: metered as a real one, with nothing charged. */
+export const SCRIPTED_SPEND = "metered: the scripted model's tokens at list price; no money was charged";
+
 /** Status columns as wide as their longest word, so that the columns after them line up. */
 const widest = (words: Record<string, string>) => Math.max(...Object.values(words).map((w) => w.length));
 const TASK_COLUMN = widest(STATUS_WORDS);
@@ -84,7 +87,10 @@ export function waitingFor(state: RunState, graph: Graph): string {
 export interface ReportOptions {
   /** The pid of the live runner, when one is (for `status`): the run is going on, not waiting. */
   runner?: number | null;
-  /** The run's model was the scripted one: its costs are what Claude Code computed, not money spent. */
+  /**
+   * The run's model was the scripted one: its costs are the tokens its answers report, priced at the
+   * model's list price as every call is metered (attempt/model-meter.ts), but no money was charged.
+   */
   scripted?: boolean;
 }
 
@@ -137,7 +143,7 @@ export function runReport(state: RunState, repo: string, graph: Graph, options: 
   lines.push(
     "",
     (state.budget ? spendLine(state, graph, (id) => id) : `Spent ${usd(cost)}`) +
-      (options.scripted ? " (simulated: the scripted model charges nothing)" : ""),
+      (options.scripted ? ` (${SCRIPTED_SPEND})` : ""),
     ...(of ? [of] : []),
     `Work: task branches ${taskBranch(graph.name, "<task>")} in ${repo}${graph.repositories?.length ? ` and the clones of ${graph.repositories.map((r) => r.fullName).join(", ")}` : ""}`,
     `State: git log -p refs/agentrelay/runs/${state.runKey} (in ${repo})`,

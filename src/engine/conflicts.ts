@@ -22,14 +22,27 @@ type About = Extract<
   { type: "resolution_dispatched" | "resolution_started" | "resolution_lost" | "resolution_finished" }
 >;
 
-/** The files of a conflict, as code: "`a.py`, `b.py`", the first ten named. */
-const fileList = (files: string[]) =>
-  files.length === 0
-    ? "its files"
-    : files
-        .slice(0, 10)
-        .map((f) => `\`${f}\``)
-        .join(", ") + (files.length > 10 ? ` and ${thousands(files.length - 10)} more` : "");
+/** How long a conflict's list of files may run in its reason: the sentence after it must fit a line. */
+const FILE_LIST_CHARS = 120;
+
+/**
+ * The files of a conflict, as code: "`a.py`, `b.py` and 12 more", as many named as fit in
+ * FILE_LIST_CHARS (the first always, at most ten), so that a reason stays a sentence a line can hold
+ * whole, whatever the files' number and length: the clone, or the PR's files tab, has the rest.
+ */
+const fileList = (files: string[]) => {
+  if (files.length === 0) return "its files";
+  const named: string[] = [];
+  let length = 0;
+  for (const f of files.slice(0, 10)) {
+    const shown = `\`${f}\``;
+    if (named.length > 0 && length + shown.length + 2 > FILE_LIST_CHARS) break;
+    named.push(shown);
+    length += shown.length + 2;
+  }
+  const more = files.length - named.length;
+  return named.join(", ") + (more > 0 ? ` and ${thousands(more)} more` : "");
+};
 
 /** Resolutions that count against the bound (a lost job's does not). */
 const counted = (conflict: Conflict) => conflict.resolutions.filter((r) => r.outcome !== "lost").length;

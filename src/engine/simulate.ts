@@ -29,6 +29,8 @@ export interface SimulateOptions {
   integrationConflicts?: Map<string, number>;
   /** Task id -> number of first merges of its PR that conflict with the integration branch. */
   taskConflicts?: Map<string, number>;
+  /** The files a conflict is in (default one, `simulated.txt`). */
+  conflictFiles?: string[];
   /**
    * Workstream id -> repairs its integration branch needs before its gates pass with its target (it
    * merges cleanly but breaks together with what landed first; Infinity: no repair fixes it).
@@ -71,6 +73,7 @@ export function simulatedResponse(
     integrationConflicts?: Map<string, number> | undefined;
     /** Task -> resolutions its branch needs before its PR merges cleanly. */
     taskConflicts?: Map<string, number> | undefined;
+    conflictFiles?: string[] | undefined;
     /** Workstream -> repairs its branch needs before its gates pass as it will land. */
     brokenTogether?: Map<string, number> | undefined;
     /** Workstream -> repairs run so far (the world's own count). */
@@ -104,7 +107,9 @@ export function simulatedResponse(
     case "merge_task_pr": {
       const { task, resolutions = 0 } = effect;
       if (resolutions < (world.taskConflicts?.get(task) ?? 0))
-        return [{ type: "task_conflicted", task, files: ["simulated.txt"], resolutions, at }];
+        return [
+          { type: "task_conflicted", task, files: world.conflictFiles ?? ["simulated.txt"], resolutions, at },
+        ];
       return [{ type: "task_pr_merged", task, pr: effect.pr, at }];
     }
     case "open_integration_pr":
@@ -115,7 +120,15 @@ export function simulatedResponse(
       // The branch conflicts until it has had that many resolutions: the first N merges conflict.
       const { workstream, resolutions = 0 } = effect;
       if (resolutions < (world.integrationConflicts?.get(workstream) ?? 0)) {
-        return [{ type: "integration_conflicted", workstream, files: ["simulated.txt"], resolutions, at }];
+        return [
+          {
+            type: "integration_conflicted",
+            workstream,
+            files: world.conflictFiles ?? ["simulated.txt"],
+            resolutions,
+            at,
+          },
+        ];
       }
       return [{ type: "integration_pr_merged", workstream, at }];
     }
@@ -170,6 +183,7 @@ export function simulate(graph: Graph, options: SimulateOptions = {}): Simulatio
     costPerAttempt: options.costPerAttempt,
     integrationConflicts: options.integrationConflicts,
     taskConflicts: options.taskConflicts,
+    conflictFiles: options.conflictFiles,
     brokenTogether: options.brokenTogether,
     repaired: new Map<string, number>(),
   };

@@ -7,7 +7,7 @@
  * result cost: the run's spend divided over the tasks that merged and the workstreams that landed,
  * with the shares that went to failed work, resolutions and repairs.
  */
-import type { Micros } from "../graph/amount.ts";
+import { type Micros, roundedParts } from "../graph/amount.ts";
 import { spentBy, taskSpent, usd } from "./budget.ts";
 import type { RunState, TaskRun } from "./types.ts";
 
@@ -107,12 +107,20 @@ export function costLine(state: RunState): string | null {
   const rows = spendRows(state);
   if (rows.total === 0) return null;
   const unit = unitCost(state);
+  // Rounded together, so that the amounts shown add up to the spend shown, to the cent.
+  const [tasks, failures, resolved, repaired, cleared] = roundedParts(rows.total, [
+    rows.tasks,
+    rows.failures,
+    rows.resolutions,
+    rows.repairs,
+    rows.cleared,
+  ]) as [Micros, Micros, Micros, Micros, Micros];
   const parts = [
-    `${usd(rows.tasks)} in the tasks' rows`,
-    rows.failures ? `${usd(rows.failures)} on failed work` : "",
-    rows.resolutions ? `${usd(rows.resolutions)} on resolving integration PRs' conflicts` : "",
-    rows.repairs ? `${usd(rows.repairs)} on repairs` : "",
-    rows.cleared ? `${usd(rows.cleared)} cleared by a reset` : "",
+    `${usd(tasks)} in the tasks' rows`,
+    rows.failures ? `${usd(failures)} on failed work` : "",
+    rows.resolutions ? `${usd(resolved)} on resolving integration PRs' conflicts` : "",
+    rows.repairs ? `${usd(repaired)} on repairs` : "",
+    rows.cleared ? `${usd(cleared)} cleared by a reset` : "",
   ].filter(Boolean);
   const merged = (n: number, word: string) => `${n.toLocaleString("en-US")} ${word}`;
   const perTask =

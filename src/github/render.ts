@@ -3,7 +3,7 @@
  * comment, task and integration PR bodies, the plan comment and check-run outputs. Text an agent
  * wrote (summaries, concerns) is redacted and kept inside markdown that cannot run anything.
  */
-import { agentText, cut, inertOnGitHub, redactor } from "../attempt/redact.ts";
+import { agentText, cut, cutClauses, inertOnGitHub, redactor } from "../attempt/redact.ts";
 import { type GraphIssue, printable } from "../graph/errors.ts";
 import { integrationBranch, repositoryFullName, taskBranch, type Task, thousands } from "../graph/model.ts";
 import { mermaidChart } from "../plan/mermaid.ts";
@@ -21,6 +21,13 @@ import { code, count, plural, quoteIds, verb } from "./words.ts";
 export const BODY_LIMIT = 65_536;
 const scrub = redactor([]);
 export { agentText, cut };
+
+/**
+ * A reason that says what a person must do ("merge `x` into `y` by hand: they conflict in …"), within
+ * `max` characters: cut only where a clause ends (redact.ts's cutClauses), never inside its list of
+ * files or a code span, so that what to do and why stay whole or go whole.
+ */
+export const reasonText = (reason: string, max: number): string => cutClauses(agentText(reason), max);
 
 /**
  * An agent's words in a PR body we write: as agentText, with its closing keywords and issue references
@@ -265,12 +272,16 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
     [
       "",
       ...(folded ? [`<details><summary>Workstreams (${count(graph.workstreams.length)})</summary>`, ""] : []),
+      // The integration branch is named once, by its pattern: in a column it repeated each id and
+      // made a table of long ids wider than the comment (issue 44).
+      `Each workstream's tasks merge into its integration branch, ${code(integrationBranch(graph.name, "<workstream>"))}.`,
+      "",
       // A graph that spans repositories says where each workstream lives; others read as before.
-      `| Workstream |${several ? " Repository |" : ""} Integration branch | From | Into | Auto-merge | Tasks |`,
-      `|---|${several ? "---|" : ""}---|---|---|---|---|`,
+      `| Workstream |${several ? " Repository |" : ""} From | Into | Auto-merge | Tasks |`,
+      `|---|${several ? "---|" : ""}---|---|---|---|`,
       ...graph.workstreams.map(
         (w) =>
-          `| ${code(w.id)} |${several ? ` ${repositoryCell(w.repository)} |` : ""} ${code(integrationBranch(graph.name, w.id))} | ${code(w.baseBranch)} | ${code(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
+          `| ${code(w.id)} |${several ? ` ${repositoryCell(w.repository)} |` : ""} ${code(w.baseBranch)} | ${code(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
       ),
     ],
     room / 2,

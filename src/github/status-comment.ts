@@ -16,7 +16,7 @@ import { type Hold, holds } from "../engine/holds.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 import type { Plan } from "../plan/model.ts";
 import { unitGatesNote } from "../plan/resolution.ts";
-import { agentText, BODY_LIMIT, cell, statusMarker, takeLines } from "./render.ts";
+import { agentText, BODY_LIMIT, cell, reasonText, statusMarker, takeLines } from "./render.ts";
 import { breakageText, holdWords, named, waitingFor } from "./waiting-lines.ts";
 import { code, duration, quoteIds } from "./words.ts";
 import { workstreamChart, workstreamState } from "./workstream-chart.ts";
@@ -41,14 +41,27 @@ export function runHeadline(plan: Plan, state: RunState): string {
   return `${standing(plan, state).phase} (${statusCounts(state)})`;
 }
 
-/** A task table: under a workstream's heading, or with a workstream column. */
-const tableHead = (withWorkstream: boolean) =>
-  withWorkstream
-    ? [
-        "| Task | Workstream | Status | Attempt | PR | Duration | Cost | Concerns |",
-        "|---|---|---|---|---|---|---|---|",
-      ]
-    : ["| Task | Status | Attempt | PR | Duration | Cost | Concerns |", "|---|---|---|---|---|---|---|"];
+/** A task table's columns: under a workstream's heading, or with a workstream column. */
+const COLUMNS = ["Task", "Workstream", "Status", "Attempt", "PR", "Duration", "Cost", "Concerns"] as const;
+/** Columns a table leaves out when no row of it has anything in them. */
+const OPTIONAL = new Set(["Attempt", "PR", "Duration", "Cost", "Concerns"]);
+
+/**
+ * A task table of `rows` (each a row's cells, in COLUMNS order): its head and its rows, without the
+ * columns no row fills, so that a table of tasks still to do, with long workstream ids, keeps within
+ * the comment's 806 px instead of scrolling sideways for eight mostly empty columns (issue 44).
+ */
+function taskTable(rows: string[][], withWorkstream: boolean): { head: string[]; rows: string[] } {
+  const kept = COLUMNS.flatMap((name, i) =>
+    (name === "Workstream" && !withWorkstream) || (OPTIONAL.has(name) && rows.every((r) => r[i] === ""))
+      ? []
+      : [i],
+  );
+  return {
+    head: [`| ${kept.map((i) => COLUMNS[i]).join(" | ")} |`, `|${kept.map(() => "---|").join("")}`],
+    rows: rows.map((r) => `| ${kept.map((i) => r[i]).join(" | ")} |`),
+  };
+}
 
 /** What a run's rows need besides the task: links, the time, the plan, what holds each task. */
 interface RowContext {
@@ -64,8 +77,9 @@ function statusCell(ctx: RowContext, id: string, t: TaskRun): string {
   const reason = (max: number) => cell(quoteIds(agentText(t.reason ?? "", max), ctx.plan));
   if (t.status === "pr_open") {
     if (resolving(t.conflict)) return "resolving conflicts";
-    // The reason begins with what to do ("merge `x` into `y` by hand"): a cut keeps it.
-    if (leftToPerson(t)) return `waits for you: ${reason(200)}`;
+    // What to do is said under the table (byHandLines): its branch names are code that cannot wrap,
+    // and in a cell they made the row wider than the comment.
+    if (leftToPerson(t)) return "waits for you: merge by hand, as said under this table";
     return t.pr === null ? "opening its PR" : STATUS_WORDS.pr_open;
   }
   if ((t.status === "failed" || t.status === "blocked") && t.reason)
@@ -77,7 +91,8 @@ function statusCell(ctx: RowContext, id: string, t: TaskRun): string {
   return STATUS_WORDS[t.status];
 }
 
-function taskRow(ctx: RowContext, id: string, workstream?: string): string {
+/** A task's row, as cells in COLUMNS order (its workstream's empty under its workstream's heading). */
+function taskCells(ctx: RowContext, id: string, workstream?: string): string[] {
   const t = ctx.state.tasks[id]!;
   const first = t.attempts[0];
   const end = t.mergedAt ?? (t.status === "running" || t.status === "pr_open" ? ctx.now : null);
@@ -86,9 +101,36 @@ function taskRow(ctx: RowContext, id: string, workstream?: string): string {
   const pr = t.pr ? `[#${t.pr.number}](${t.pr.url})` : "";
   const job = t.attempts.at(-1)?.job;
   const attempt =
-    t.attempt && job && ctx.links.job ? `[${t.attempt}](${ctx.links.job(job)})` : t.attempt || "";
+    t.attempt && job && ctx.links.job ? `[${t.attempt}](${ctx.links.job(job)})` : String(t.attempt || "");
   const concerns = t.concerns.length + t.opsConcerns.length;
-  return `| ${code(id)} |${workstream ? ` ${code(workstream)} |` : ""} ${statusCell(ctx, id, t)} | ${attempt} | ${pr} | ${time} | ${cost ? usd(cost) : ""} | ${concerns || ""} |`;
+  return [
+    code(id),
+    workstream ? code(workstream) : "",
+    statusCell(ctx, id, t),
+    attempt,
+    pr,
+    time,
+    cost ? usd(cost) : "",
+    concerns ? String(concerns) : "",
+  ];
+}
+
+/**
+ * What to do for each task of `ids` whose PR's conflict waits for a person, under its table: the
+ * reason begins with it ("merge `x` into `y` by hand"), and a cut keeps or drops each clause after it
+ * whole.
+ */
+function byHandLines(ctx: RowContext, ids: string[]): string[] {
+  const byHand = ids.filter((id) => leftToPerson(ctx.state.tasks[id]!));
+  return byHand.length
+    ? [
+        "",
+        ...byHand.map(
+          (id) =>
+            `- ${code(id)} waits for you: ${quoteIds(reasonText(ctx.state.tasks[id]!.reason ?? "", 400), ctx.plan)}.`,
+        ),
+      ]
+    : [];
 }
 
 /** The failures, the most blocking first, with what each blocks. */
@@ -129,13 +171,18 @@ function activeLines(ctx: RowContext): string[] {
   for (const [wsId, ids] of plan.tasksByWorkstream) {
     const rows = ids.filter((id) => ACTIVE.has(state.tasks[id]!.status));
     if (rows.length === 0) continue;
+    const table = taskTable(
+      rows.map((id) => taskCells(ctx, id)),
+      false,
+    );
     lines.push(
       "",
       `**${code(wsId)}** (${workstreamState(plan, state, wsId, { roots, holds: ctx.holds })})`,
       "",
-      ...tableHead(false),
+      ...table.head,
+      ...table.rows,
+      ...byHandLines(ctx, rows),
     );
-    for (const id of rows) lines.push(taskRow(ctx, id));
   }
   return lines;
 }
@@ -219,17 +266,17 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
     const counts = [...rest].map(([w, k]) => `${count(k)} ${w}`).join(", ");
     return `\n… and ${plural(n, "more task")} (${counts}; ${stateBranch}).`;
   };
+  const otherTable = taskTable(
+    others.map((id) => taskCells(ctx, id, plan.tasks.get(id)!.workstreamId)),
+    true,
+  );
   const otherLines = others.length
     ? [
         "",
         `<details><summary>${attention.length ? "Other tasks" : "Tasks"} (${count(others.length)})</summary>`,
         "",
-        ...tableHead(true),
-        ...takeLines(
-          others.map((id) => taskRow(ctx, id, plan.tasks.get(id)!.workstreamId)),
-          budget - 200,
-          left,
-        ),
+        ...otherTable.head,
+        ...takeLines(otherTable.rows, budget - 200, left),
         "",
         "</details>",
       ]

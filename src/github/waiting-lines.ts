@@ -12,7 +12,7 @@ import { reproduce } from "../engine/verification.ts";
 import { concernsIn, type LandingStage, landingStage, type MergeBy } from "../engine/landing.ts";
 import type { Plan } from "../plan/model.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
-import { agentText, codeBlock } from "./render.ts";
+import { agentText, codeBlock, reasonText } from "./render.ts";
 import { code, count, plural, quoteIds, verb } from "./words.ts";
 
 export interface WaitingLinks {
@@ -107,7 +107,7 @@ export function waitingFor(
     const t = state.tasks[id]!;
     const n = held(`pr:task:${id}`);
     lines.push(
-      `- **Waiting for you**: ${prLink(t.pr)} (${code(id)}): ${quoteIds(agentText(t.reason ?? "it has conflicts", 400), plan)}${holdsCount(n)}.`,
+      `- **Waiting for you**: ${prLink(t.pr)} (${code(id)}): ${quoteIds(reasonText(t.reason ?? "it has conflicts", 400), plan)}${holdsCount(n)}.`,
     );
   }
   if (conflicted.length > NAMED) {
@@ -250,7 +250,7 @@ function mergeLine(plan: Plan, state: RunState, wsId: string, n: number): string
   const def = plan.workstreams.get(wsId)!;
   const pr = `${prLink(ws.pr)} (${code(wsId)} into ${code(def.mergeTargetBranch)})`;
   if (ws.conflict?.toPerson)
-    return `- **Waiting for you**: ${pr}: ${quoteIds(agentText(ws.reason ?? "it has conflicts", 400), plan)}${holdsCount(n)}.`;
+    return `- **Waiting for you**: ${pr}: ${quoteIds(reasonText(ws.reason ?? "it has conflicts", 400), plan)}${holdsCount(n)}.`;
   // Verified and repaired in vain: why, how to see it, and the end of what fails.
   const v = ws.verification;
   if (v?.toPerson)

@@ -86,6 +86,29 @@ function fixed(micros: Micros, decimals: number): { whole: number; fraction: str
   };
 }
 
+/** The step `usd` shows an amount to: a cent from a dollar up, else a hundredth of a cent (micro-dollars). */
+export const usdStep = (micros: Micros): Micros => (micros >= MICROS_PER_USD - 50 ? 10_000 : 100);
+
+/**
+ * Parts of `total` (they add up to it) rounded to the step `usd(total)` shows, so that the amounts
+ * shown add up to the total shown: each part goes down to a step, and the steps left go to the parts
+ * that lost the most (largest remainders; the earlier part first on a tie). `usd` rounds half up, and
+ * so does the total here.
+ */
+export function roundedParts(total: Micros, parts: Micros[]): Micros[] {
+  const step = usdStep(total);
+  const steps = Math.floor((total + step / 2) / step);
+  const down = parts.map((p) => Math.floor(p / step));
+  let left = steps - down.reduce((a, b) => a + b, 0);
+  const order = parts.map((p, i) => [p % step, i] as const).sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+  for (const [, i] of order) {
+    if (left <= 0) break;
+    down[i]!++;
+    left--;
+  }
+  return down.map((n) => n * step);
+}
+
 /**
  * Dollars as people read them: cents, and tenths and hundredths of a cent below a dollar where an
  * amount has them ($0.25, $0.0025, $2,000.00).

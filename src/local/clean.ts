@@ -90,6 +90,25 @@ export async function cleanRun(
   return cleaned;
 }
 
+/**
+ * The key of a stored run that finished and whose branches are gone (`agentrelay clean` took them),
+ * or null: a run with nothing left in the clone but its record.
+ */
+export async function cleanedAway(
+  repo: string,
+  graph: string,
+  stored: { state: RunState } | null,
+): Promise<string | null> {
+  if (!stored || stored.state.outcome === null) return null;
+  const branches = await git(repo, [
+    "for-each-ref",
+    "--count=1",
+    "--format=%(refname)",
+    `refs/heads/agentrelay/${graph}/`,
+  ]);
+  return branches === "" ? stored.state.runKey : null;
+}
+
 /** Removes the graph's work directories (after every clone's worktrees went). */
 export function clearWorkDirs(workRoot: string): void {
   for (const dir of ["workstreams", "resolutions", "tasks", "inbox", "replies", "home"])

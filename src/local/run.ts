@@ -24,7 +24,7 @@ import { adoptionFacts, mergedLocally, wentBack } from "./merge-record.ts";
 import { answer, type Answer, type SteeringCommand, take } from "./inbox.ts";
 import { checkRepositories } from "./repositories.ts";
 import { checkRepository } from "./repository.ts";
-import { removeWorktrees } from "./clean.ts";
+import { cleanedAway, removeWorktrees } from "./clean.ts";
 import { takeRunLock } from "./run-lock.ts";
 import { latestRunNumber, startOver } from "./runs.ts";
 
@@ -72,6 +72,8 @@ export interface LocalRunResult {
   workRoot: string;
   /** The run had finished: its worktrees were removed (in every clone), how many. */
   cleanedWorktrees: number | null;
+  /** The latest run had finished and was cleaned away, so this is a new one: the cleaned run's key. */
+  afterCleaned: string | null;
 }
 
 /** Where a graph's local runs keep worktrees and work directories: `<repo>/.agentrelay/<graph>/`. */
@@ -92,15 +94,22 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const lock = takeRunLock(workRoot, `graph '${graph.name}' in ${repo}`);
   try {
     const latest = await latestRunNumber(repo, graph.name);
-    const runNumber = options.newRun ? (latest ?? 0) + 1 : (latest ?? 1);
+    // A finished run that `agentrelay clean` took away has nothing left to resume or show but its
+    // record: running the graph again is a new run, as `--new-run` would start.
+    const afterCleaned =
+      !options.newRun && !options.command && latest !== null
+        ? await cleanedAway(repo, graph.name, await store.load(`${graph.name}/${latest}`))
+        : null;
+    const newRun = Boolean(options.newRun) || afterCleaned !== null;
+    const runNumber = newRun ? (latest ?? 0) + 1 : (latest ?? 1);
     const engine: Engine = createEngine(graph, {
       attemptTimeoutMs: options.attemptTimeoutMs ?? 60 * 60_000,
       timelineLimit: 2000,
       runNumber,
     });
     const runKey = `${graph.name}/${runNumber}`;
-    const startOverFrom = options.newRun ? latest : null;
-    return await runLocked(options, {
+    const startOverFrom = newRun ? latest : null;
+    const result = await runLocked(options, {
       repo,
       elsewhere,
       engine,
@@ -110,6 +119,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       runKey,
       startOverFrom,
     });
+    return { ...result, afterCleaned };
   } finally {
     lock.release();
   }
@@ -137,7 +147,7 @@ async function runLocked(
     /** `--new-run`: the run whose branches are archived once every check passed (null: none). */
     startOverFrom: number | null;
   },
-): Promise<LocalRunResult> {
+): Promise<Omit<LocalRunResult, "afterCleaned">> {
   const { graph } = options;
   const exclude = join(gitDir, "info", "exclude");
   mkdirSync(dirname(exclude), { recursive: true });

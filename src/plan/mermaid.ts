@@ -26,13 +26,43 @@ export const CHART_LIMITS = {
  * timeline's avatar column (56 px, `ml-md-6 pl-md-3`), the comment's border (2 x 1 px) and its body's
  * padding (2 x 16 px). A chart is drawn only if its text stays at least 10 px high there, so at most
  * 806 x 16 / 10 = 1,289 px wide as mermaid lays it out. Widths are estimated from the labels as
- * mermaid 11 draws them in Chromium (a node is 66 px plus 6.6 px a character of its longest line;
- * counted at 8 px, to be safe), 50 px between nodes, 16 px around the chart and 24 px more for each
- * workstream's box; the render tests measure the text as drawn, in Chromium, at that width.
+ * mermaid 11 draws them in Chromium (a node is 66 px plus its longest line), 50 px between nodes, 16
+ * px around the chart and 24 px more for each workstream's box; the render tests measure the text as
+ * drawn, in Chromium, at that width. A line is as wide as its characters (CHAR_WIDTHS): a flat width
+ * a character, right for lowercase, let ids in capitals ("PAYMENTS_MIGRATION") through 30% too
+ * narrow, and their charts drew text at 9.5 px.
  */
 export const READABLE = { fontPx: 16, minPx: 10, columnPx: 806 } as const;
 const MAX_WIDTH = (READABLE.columnPx * READABLE.fontPx) / READABLE.minPx;
-const CHAR_PX = 8;
+/**
+ * Advance widths of Arial (Helvetica's metrics, the widest of mermaid's usual fonts but Verdana) in
+ * thousandths of an em, by character; another ASCII character counts as a digit, any other as a whole
+ * em (CJK is; accented letters are less). Chromium here draws lowercase labels narrower (6.6 px a
+ * character at 16 px, against 8 by this table): the room keeps a reader's wider fonts readable.
+ */
+const CHAR_WIDTHS: [string, number][] = [
+  ["'", 191],
+  ["ijl", 222],
+  [" !,./:;I[\\]ft·", 278],
+  ["()-`r{}", 333],
+  ['"', 355],
+  ["Jcksvxyz", 500],
+  ["+<=>|^", 584],
+  ["FTZ", 611],
+  ["&ABEKPSVXY", 667],
+  ["CDHNRUw", 722],
+  ["GOQ", 778],
+  ["Mm", 833],
+  ["%", 889],
+  ["W", 944],
+  ["@", 1015],
+];
+const WIDTH_OF = new Map(CHAR_WIDTHS.flatMap(([chars, width]) => [...chars].map((c) => [c, width] as const)));
+/** How wide `text` is drawn at mermaid's 16 px, as CHAR_WIDTHS estimates it. */
+export const textPx = (text: string): number =>
+  ([...text].reduce((sum, c) => sum + (WIDTH_OF.get(c) ?? (c.charCodeAt(0) < 128 ? 556 : 1000)), 0) *
+    READABLE.fontPx) /
+  1000;
 const NODE_PADDING = 66;
 const CHART_PADDING = 16;
 const NODE_GAP = 50;
@@ -65,7 +95,7 @@ const colours = (plan: Plan) =>
     (_, i) => `  classDef ws${i} fill:${PALETTE[i % PALETTE.length]},stroke:#475569,color:#0f172a`,
   );
 
-const nodeWidth = (lines: string[]) => Math.max(...lines.map((l) => l.length)) * CHAR_PX + NODE_PADDING;
+const nodeWidth = (lines: string[]) => Math.max(...lines.map(textPx)) + NODE_PADDING;
 
 /** The rank of each node: the longest path to it (as mermaid's layout ranks a top-down chart). */
 function ranks(nodes: string[], edges: { from: string; to: string }[]): Map<string, number> {

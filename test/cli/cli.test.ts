@@ -369,8 +369,10 @@ describe("the README's quick start", () => {
   it("npm run demo runs the embedded graph to the end and shows main's history", async () => {
     const demo = spawnSync("npm", ["run", "demo"], { cwd: REPO_ROOT, encoding: "utf8" });
     expect(demo.stdout).toContain("Run demo-diamond/1: succeeded");
-    // The scripted model's costs are what Claude Code computes for its turns: the report says so.
-    expect(demo.stdout).toMatch(/\nSpent \$0\.\d+ \(simulated: the scripted model charges nothing\)\n/);
+    // The scripted model's tokens are metered at list price, and nothing is charged: the report says so.
+    expect(demo.stdout).toMatch(
+      /\nSpent \$0\.\d+ \(metered: the scripted model's tokens at list price; no money was charged\)\n/,
+    );
     expect(demo.stdout).toMatch(/ws_combined\s+merged\s+merged into main/);
     expect(demo.stdout).toMatch(/base_calc\s+running/);
     expect(demo.stdout).toMatch(/The work is on main in \S+:\n[\s\S]*Integrate workstream ws_combined/);

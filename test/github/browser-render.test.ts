@@ -103,6 +103,8 @@ interface ScaleCase {
    * once, one in eight does not auto-merge, a task of `ws_11` raises a design concern.
    */
   verify?: boolean;
+  /** Conflicts are in many files with long names, some not ASCII (default: one, `simulated.txt`). */
+  manyFiles?: boolean;
 }
 
 const SCALE: ScaleCase[] = [
@@ -127,6 +129,7 @@ const SCALE: ScaleCase[] = [
     workstreams: 40,
     budget: 4_000,
     verify: true,
+    manyFiles: true,
     phase: "waiting for you",
   },
   {
@@ -149,7 +152,13 @@ const SCALE: ScaleCase[] = [
 ];
 
 const caseName = (c: ScaleCase) =>
-  `${c.tasks.toLocaleString("en-US")} tasks in ${c.workstreams} workstreams${c.autoMerge === false ? " that do not auto-merge" : ""}${c.verify ? ", verified before landing" : ""}${c.maxEvents ? ", running" : ""}`;
+  `${c.tasks.toLocaleString("en-US")} tasks in ${c.workstreams} workstreams${c.autoMerge === false ? " that do not auto-merge" : ""}${c.verify ? ", verified before landing" : ""}${c.manyFiles ? ", conflicts in 40 files" : ""}${c.maxEvents ? ", running" : ""}`;
+
+/** The files of a conflict in 40 files with long names, some not ASCII. */
+const MANY_FILES = Array.from(
+  { length: 40 },
+  (_, i) => `src/paquetes/módulo_${i}/componentes/ComponenteConUnNombreMuyLargo${i}.tsx`,
+);
 
 /** A failure reason as long as a real gate's: long enough to be cut. */
 const LONG_REASON =
@@ -189,6 +198,7 @@ function scaleRun(c: ScaleCase): Run {
           }
         : {}),
       ...(c.maxEvents ? { maxEvents: c.maxEvents } : {}),
+      ...(c.manyFiles ? { conflictFiles: MANY_FILES } : {}),
       ...(c.autoMerge === false ? { reviewerMerges: false } : {}),
     });
     for (const t of Object.values(result.state.tasks)) if (t.status === "failed") t.reason = LONG_REASON;
@@ -408,13 +418,24 @@ describe("runs at scale, as their comments say", () => {
       expect(body).not.toMatch(/\| [\d,]+:\d\d:\d\d \|/);
       for (const m of body.matchAll(/\| ([^|]*\d (?:days?|h|min|s)) \| \$/g))
         expect(m[1]).toMatch(/^[\d,]+ (days?|h|min|s)( [\d,]+ (h|min|s))?$/);
-      for (const row of lines.filter((l) => l.includes("| waits for you: ")))
-        expect(row).toMatch(/waits for you: merge `[^`]+` into `[^`]+` by hand/);
+      // A conflict's row points under its table, where what to do is said whole.
+      for (const row of lines.filter((l) => l.includes("| waits for you: "))) {
+        expect(row).toContain("| waits for you: merge by hand, as said under this table |");
+        const id = /^\| (`[^`]+`) \|/.exec(row)![1]!;
+        expect(lines.find((l) => l.startsWith(`- ${id} waits for you: `))).toMatch(
+          /waits for you: merge `[^`]+` into `[^`]+` by hand/,
+        );
+      }
       const tooLarge =
         plan.order.length > CHART_LIMITS.tasks.nodes || plan.waves.length > CHART_LIMITS.tasks.depth;
       if (!tooLarge) expect(body + plans).not.toContain("too large to draw task by task");
       if (state.outcome) expect(body).not.toContain("Waiting for you");
       expect(body).not.toMatch(/\bpr_open\b|\bmerge_ready\b|\bpending\b/);
+      // A conflict in many long-named files is said whole: what to do, the files it names, why.
+      if (c.manyFiles)
+        expect(body).toContain(
+          "by hand: they conflict in `src/paquetes/módulo_0/componentes/ComponenteConUnNombreMuyLargo0.tsx` and 39 more (resolution is off, `max_resolution_attempts: 0`)",
+        );
       // Cuts end on a whole word of the text they cut, with a marker.
       const cutWords = wordsOf(plan, state);
       for (const [, word] of body.matchAll(/(\S+) …/g))
@@ -451,6 +472,38 @@ const CASES: [string, ScaleCase | null, () => string][] = [
           resolutions: [
             { n: 1, dispatchedAt: 0, job: "77", outcome: null, reason: null, costMicros: null, turns: null },
           ],
+        },
+      });
+      return `${statusComment(plan, state, 90_000)}\n\n---\n\n${PLAN_MARKER}\n${planSummary(plan)}`;
+    },
+  ],
+  [
+    "72 tasks in 6 workstreams named in capitals",
+    null,
+    () => {
+      // Ids in capitals are a third wider than lowercase: a chart sized by a flat width a character
+      // drew its text at 8.7 px (issue 44, item 6), and tables of them were wider than the comment
+      // (item 8).
+      const text = workstreamsGraph(6, 12, "caps").replace(
+        /\bws_(\d+)\b/g,
+        (_, n: string) => `PAYMENTS_AND_MOBILE_WALLET_MIGRATION_${n.padStart(2, "0")}`,
+      );
+      const { plan, state } = runAt(text, {
+        w0_t0: { status: "merged" },
+        w1_t0: { status: "failed", reason: "Completion gate failed: pytest -q exited 1" },
+        w2_t0: { status: "running" },
+        w3_t0: { status: "pr_open" },
+      });
+      // And a task PR whose conflict waits for a person: what to do names two long branches (in its
+      // row, they made it 866 px wide).
+      const ws3 = "PAYMENTS_AND_MOBILE_WALLET_MIGRATION_03";
+      Object.assign(state.tasks.w3_t0!, {
+        pr: { number: 31, url: "https://github.com/o/r/pull/31" },
+        reason: `merge \`agentrelay/caps/${ws3}/integration\` into \`agentrelay/caps/w3_t0\` by hand: they conflict in \`src/payments/mobile_wallet/migrations/0042_settlement_accounts.py\` (2 resolution attempts did not settle them)`,
+        conflict: {
+          files: ["src/payments/mobile_wallet/migrations/0042_settlement_accounts.py"],
+          resolutions: [],
+          toPerson: true,
         },
       });
       return `${statusComment(plan, state, 90_000)}\n\n---\n\n${PLAN_MARKER}\n${planSummary(plan)}`;

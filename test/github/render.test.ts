@@ -130,9 +130,11 @@ describe("the status comment", () => {
       `- **Waiting for you**: [#${state.tasks.b!.pr!.number}](${state.tasks.b!.pr!.url}) (\`b\`): merge \`agentrelay/g/right/integration\` into \`agentrelay/g/b\` by hand: they conflict in \`simulated.txt\` (2 resolution attempts did not settle them).`,
     );
     expect(waits.join("\n")).not.toMatch(/Waiting for GitHub|task PR to merge/);
-    // The row says what to do first: a cut keeps the branch to merge.
-    expect(statusComment(plan, state, 5, links)).toContain(
-      "| `b` | waits for you: merge `agentrelay/g/right/integration` into `agentrelay/g/b` by hand: they conflict in `simulated.txt` (2 resolution attempts did not settle them) |",
+    // The row points under its table, where what to do comes first: a cut keeps the branch to merge.
+    const comment = statusComment(plan, state, 5, links);
+    expect(comment).toContain("| `b` | waits for you: merge by hand, as said under this table |");
+    expect(comment).toContain(
+      "\n- `b` waits for you: merge `agentrelay/g/right/integration` into `agentrelay/g/b` by hand: they conflict in `simulated.txt` (2 resolution attempts did not settle them).\n",
     );
     // An agent is at work: the run is running, not waiting for review.
     Object.assign(state.tasks.b!, { status: "merged" });

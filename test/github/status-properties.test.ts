@@ -95,24 +95,27 @@ function scenario(run: Run) {
   return { graph, options };
 }
 
-/** The dollars of a table's Cost column (the cell before the last for task rows; the last for failures). */
+/** Dollars as a Cost cell shows them, in micro-dollars. */
 const dollars = (text: string) => Math.round(Number(text.replace(/[$,]/g, "")) * 1_000_000);
 
+/** The dollars of the tables' Cost columns, found by their heads (a table leaves out empty columns). */
 function costColumns(comment: string): { tasks: number; failures: number } {
   let tasks = 0;
   let failures = 0;
   let table: "tasks" | "failures" | null = null;
+  let column = -1;
   for (const line of comment.split("\n")) {
-    if (line.startsWith("| Task |")) table = "tasks";
-    else if (line.startsWith("| What broke |")) table = "failures";
-    else if (!line.startsWith("|")) table = null;
-    if (!table || line.startsWith("|---") || line.startsWith("| Task |") || line.startsWith("| What broke |"))
+    if (!line.startsWith("|")) table = null;
+    if (line.startsWith("| Task |") || line.startsWith("| What broke |")) {
+      table = line.startsWith("| Task |") ? "tasks" : "failures";
+      column = line.split(" | ").findIndex((c) => c.replace(/ \|$/, "") === "Cost");
       continue;
-    const cells = line.split(" | ");
-    const cost = table === "tasks" ? cells.at(-2)! : cells.at(-1)!.replace(/ \|$/, "");
-    if (cost.trim().startsWith("$")) {
-      if (table === "tasks") tasks += dollars(cost.trim());
-      else failures += dollars(cost.trim());
+    }
+    if (!table || line.startsWith("|---") || column < 0) continue;
+    const cost = line.split(" | ")[column]!.replace(/ \|$/, "").trim();
+    if (cost.startsWith("$")) {
+      if (table === "tasks") tasks += dollars(cost);
+      else failures += dollars(cost);
     }
   }
   return { tasks, failures };

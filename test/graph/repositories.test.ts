@@ -170,11 +170,12 @@ describe("graphs that span repositories", () => {
       ],
     });
     const comment = planSummary(plan);
-    expect(comment).toContain("| Workstream | Repository | Integration branch |");
-    expect(comment).toContain("| `server` | `octo/api` | `agentrelay/api-client/server/integration` |");
+    expect(comment).toContain("| Workstream | Repository | From |");
+    expect(comment).toContain("| `server` | `octo/api` | `main` |");
+    expect(comment).toContain("integration branch, `agentrelay/api-client/<workstream>/integration`.");
     // A graph in one repository keeps its table as it was.
     const single = planSummary(buildPlan(parseGraph("g.yaml", `name: g\n${WS("  - id: a")}${TASKS("a")}`)));
-    expect(single).toContain("| Workstream | Integration branch |");
+    expect(single).toContain("| Workstream | From | Into |");
   });
 
   it("is refused on GitHub for now, at its repositories key, with the way to run it locally", () => {

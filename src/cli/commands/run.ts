@@ -128,6 +128,10 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
       io.err("\ninterrupted; run the same command again to resume");
       return EXIT.interrupted;
     }
+    if (result.afterCleaned)
+      io.out(
+        `note: run ${result.afterCleaned} had finished and was cleaned, so this is a new run, ${result.state.runKey}`,
+      );
     for (const line of result.drift) io.out(`drift: ${line}`);
     io.out(runReport(result.state, repo, graph, { scripted: options.scriptedModel }));
     if (result.cleanedWorktrees !== null) io.out(cleanedLine(file, repo));
