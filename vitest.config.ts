@@ -31,7 +31,11 @@ export default defineConfig({
     // importing the app, Octokit and zod again for each file; what a file could leave behind for the
     // next (environment, clock, nock) is put back after it (test/support/worker-setup.ts).
     isolate: false,
-    setupFiles: ["./test/support/worker-setup.ts"],
+    setupFiles: [
+      "./test/support/worker-setup.ts",
+      // AGENTRELAY_CPU_METER=FILE: each file's CPU-seconds, the forked processes' included, appended to FILE.
+      ...(process.env.AGENTRELAY_CPU_METER ? ["./test/support/cpu-meter.ts"] : []),
+    ],
     // Most test files wait on processes (Claude Code, git, loopback servers) far more than they
     // compute: three at a time keep two cores busy, where vitest's default (cores - 1) runs one.
     maxWorkers: 3,

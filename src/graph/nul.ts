@@ -15,6 +15,7 @@ const pathText = (path: readonly PathSegment[]): string =>
 /** Each string of the loaded graph that holds a NUL, at its file, line and field. */
 export function nulIssues(yaml: LoadedYaml): GraphIssue[] {
   const issues: GraphIssue[] = [];
+  if (!yaml.mayHoldNul) return issues;
   const message = "may not contain a NUL character (no command, argument or environment can hold one)";
   const visit = (value: unknown, path: PathSegment[]): void => {
     if (issues.length >= MAX_NAMED) return;

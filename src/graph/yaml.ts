@@ -52,6 +52,11 @@ export interface LoadedYaml {
   keyIsText(path: readonly PathSegment[]): boolean;
   /** Builds an issue located at `path`. */
   issue(path: readonly PathSegment[], pathText: string, message: string, which?: "value" | "key"): GraphIssue;
+  /**
+   * Whether a key or a string may hold a NUL: the text has one, or a double-quoted scalar's escape
+   * wrote one. When neither, nul.ts need not walk every string of the document to find none.
+   */
+  mayHoldNul: boolean;
 }
 
 /**
@@ -144,6 +149,7 @@ export function loadYaml(file: string, text: string, limits: YamlLimits = DEFAUL
   return {
     file,
     value: loaded.value,
+    mayHoldNul: loaded.mayHoldNul,
     locate: (path, which) => withPositions().locate(path, which),
     keyOrder: (path) => withPositions().keyOrder(path),
     keyIsText: (path) => withPositions().keyIsText(path),
@@ -182,6 +188,8 @@ function loadDocument(file: string, text: string, limits: YamlLimits, positions:
   let aliasCount = 0;
   /** Offsets of mapping keys written as numbers, booleans or null. */
   const nonTextKeys = new Set<number>();
+  // Only a double-quoted scalar's escapes (\0, \x00, \u0000) make a NUL the text does not hold.
+  let mayHoldNul = text.includes("\0");
 
   const tagOf = (event: { tagStart: number; tagEnd: number }): string | null => {
     if (event.tagStart < 0) return null;
@@ -195,6 +203,7 @@ function loadDocument(file: string, text: string, limits: YamlLimits, positions:
 
   const scalar = (event: ScalarEvent): unknown => {
     const source = getScalarValue(text, event);
+    if (event.style === SCALAR_STYLE_DOUBLE_QUOTED && !mayHoldNul) mayHoldNul = source.includes("\0");
     const tag = tagOf(event);
     if (tag === null) return event.style === SCALAR_STYLE_PLAIN ? resolvePlain(source) : source;
     const definition = STANDARD_SCALAR_TAGS.get(tag);
@@ -382,6 +391,7 @@ function loadDocument(file: string, text: string, limits: YamlLimits, positions:
   return {
     file,
     value: root,
+    mayHoldNul,
     locate,
     keyOrder: (path) => {
       const mapping = walk(path);

@@ -7,6 +7,7 @@ import { agentrelay } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { graphYaml } from "../support/graphs.ts";
+import { GitRefStateStore } from "../../src/local/git-store.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "agentrelay-cli-"));
 const write = (name: string, text: string) => {
@@ -363,8 +364,9 @@ describe("the cyberian example beside the demo", () => {
 });
 
 describe("the README's quick start", () => {
-  // The demo is `agentrelay run` of the embedded graph with the scripted model: run once, for both.
-  it("npm run demo runs the embedded graph to the end and shows main's history", () => {
+  // The demo is `agentrelay run` of the embedded graph with the scripted model: run once, for the
+  // README and for what a local run of the diamond must do (it was a second whole run in local/run).
+  it("npm run demo runs the embedded graph to the end and shows main's history", async () => {
     const demo = spawnSync("npm", ["run", "demo"], { cwd: REPO_ROOT, encoding: "utf8" });
     expect(demo.stdout).toContain("Run demo-diamond/1: succeeded");
     // The scripted model's tokens are metered at list price, and nothing is charged: the report says so.
@@ -375,9 +377,28 @@ describe("the README's quick start", () => {
     expect(demo.stdout).toMatch(/base_calc\s+running/);
     expect(demo.stdout).toMatch(/The work is on main in \S+:\n[\s\S]*Integrate workstream ws_combined/);
     const repo = /^Demo repository: (\S+)$/m.exec(demo.stdout)![1]!;
-    expect(
-      execFileSync("git", ["ls-tree", "-r", "--name-only", "main"], { cwd: repo, encoding: "utf8" }),
-    ).toContain("calc/combined.py");
+    const git = (...args: string[]) => execFileSync("git", args, { cwd: repo, encoding: "utf8" }).trim();
+    expect(git("ls-tree", "-r", "--name-only", "main")).toContain("calc/combined.py");
     expect(demo.status).toBe(0);
+
+    // Task merges into integration branches, integration into main.
+    const { state } = (await new GitRefStateStore(repo).load("demo-diamond/1"))!;
+    expect(state.outcome).toBe("succeeded");
+    expect(Object.values(state.tasks).map((t) => t.status)).toEqual(["merged", "merged", "merged", "merged"]);
+    const subjects = git("log", "--format=%s", "main").split("\n");
+    expect(subjects.filter((s) => s.startsWith("Integrate workstream"))).toHaveLength(4);
+    expect(subjects.filter((s) => s.startsWith("Merge task"))).toHaveLength(4);
+    // double_calc and square_calc started only after ws_base merged into main.
+    const timeline = state.timeline.map((e) => `${e.type}:${e.task ?? e.workstream}`);
+    expect(timeline.indexOf("dispatch:double_calc")).toBeGreaterThan(
+      timeline.indexOf("integration_merged:ws_base"),
+    );
+    // The run is recorded on its state ref; running again finds it finished and changes nothing.
+    const ref = git("rev-parse", "refs/agentrelay/runs/demo-diamond/1");
+    const again = agentrelay("run", join(repo, ".workflow/demo.yaml"), "--repo", repo, "--scripted-model");
+    expect(again.stdout).toContain("Run demo-diamond/1: succeeded");
+    expect(again.code).toBe(0);
+    expect(git("rev-parse", "refs/agentrelay/runs/demo-diamond/1")).toBe(ref);
+    expect(git("status", "--porcelain")).toBe("");
   });
 });

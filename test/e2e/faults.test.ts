@@ -42,19 +42,24 @@ describe("end to end under faults", () => {
   });
 
   it("a dropped webhook is repaired by the reconciler", async () => {
-    // The runner of a's first attempt dies, and the workflow_run event that says so never arrives.
+    // The runner of a's first attempt dies once it has taken its token (the run ends failed, without
+    // a report), and the workflow_run event that says so never arrives. The repair is the app's:
+    // scripted jobs, which take their token and report as the Action does.
     standin = await startStandin({
-      script: e2eAgent((task, attempt) => (task === "a" && attempt === 1 ? "slow" : "complete")),
+      script: e2eAgent(),
+      jobs: "scripted",
+      hold: async ({ task, attempt }, runId) => {
+        if (task !== "a" || attempt !== "1") return;
+        Object.assign(standin!.gh.workflowRuns.get(runId)!, { status: "completed", conclusion: "failure" });
+        throw new Error("the runner of a/1 died (on purpose)");
+      },
       route: (d) => (d.name === "workflow_run" ? "drop" : "deliver"),
     });
     await standin.push({ ".workflow/diamond.yaml": `max_task_attempts: 2\n${DIAMOND}` });
-    await standin.until(() =>
-      Boolean(
-        (standin!.gh.state("diamond/1").tasks.a as { attempts?: { job?: string }[] }).attempts?.[0]?.job,
-      ),
-    );
-    standin.taskJobs.jobs.get(standin.gh.dispatches[0]!.runId)!.kill("SIGKILL");
     await standin.idle();
+    expect(
+      (standin.gh.state("diamond/1").tasks.a as { attempts?: { job?: string }[] }).attempts?.[0]?.job,
+    ).toBeTruthy(); // the job took its token: the app knows it started
     expect(standin.gh.state("diamond/1").tasks.a!.status).toBe("running"); // nobody told the app
     await standin.reconcile();
     await standin.idle();

@@ -18,8 +18,11 @@ afterEach(async () => {
 const status = (s: Standin) => s.gh.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
 
 describe("end-to-end scenarios", () => {
+  // What the app decides needs no agent: these run scripted jobs (each commits its task's note and
+  // reports as the Action does); the Action with the real Claude Code is kept below for gates,
+  // concerns, cancelling a running job and resolutions, which only a real job shows.
   it("parent and child workstreams: the child starts once the parent's integration PR is open", async () => {
-    standin = await startStandin({ script: e2eAgent() });
+    standin = await startStandin({ script: e2eAgent(), jobs: "scripted" });
     await standin.push({
       ".workflow/family.yaml": `name: family
 workstreams:
@@ -83,7 +86,9 @@ tasks:
 
   it("a failure blocks its dependents while an unrelated workstream finishes", async () => {
     standin = await startStandin({
-      script: e2eAgent((task) => (task === "broken" ? "give-up" : "complete")),
+      script: e2eAgent(),
+      jobs: "scripted",
+      scriptedOutcome: (task) => (task === "broken" ? "failed" : "succeeded"),
     });
     await standin.push({
       ".workflow/mixed.yaml": `name: mixed
@@ -114,9 +119,7 @@ tasks:
     expect(state.tasks.fine!.status).toBe("merged");
     expect(standin.git("show", "main:notes/fine.md")).toBe("task fine, attempt 1");
     expect(standin.gh.dispatches.map((d) => d.inputs.task).sort()).toEqual(["broken", "fine"]);
-    expect(status(standin)).toContain(
-      "`broken` failed (the agent gave up: cannot be done as specified), blocking 1",
-    );
+    expect(status(standin)).toContain("`broken` failed (scripted failure), blocking 1");
   });
 
   it("a design concern leaves the integration PR open for review", async () => {

@@ -36,6 +36,24 @@ describe("a NUL in a graph string (security case 77)", () => {
     expect(errorsOf(yaml)[0]).toContain(error);
   });
 
+  // The loader looks for NULs only where one can be (an escape of a double-quoted scalar): each escape, in a key too.
+  it.each([
+    ["\\x00", "description", "4:18: tasks[0].description"],
+    ["\\u0000", "description", "4:18: tasks[0].description"],
+    ["\\U00000000", "description", "4:18: tasks[0].description"],
+  ])("is found written as %s", async (escape, field, where) => {
+    const { readGraph } = await import("../../src/graph/read.ts");
+    const text = `name: g\ntasks:\n  - id: a\n    ${field}: "a${escape}"\n`;
+    await expect(readGraph("g.yaml", text)).rejects.toThrow(
+      `g.yaml:${where}: may not contain a NUL character`,
+    );
+  });
+
+  it("is found in a quoted key", () => {
+    const text = 'name: g\ntasks:\n  - id: a\n    description: x\n    "k\\0": 1\n';
+    expect(errorsOf(text).join("\n")).toContain("may not contain a NUL character");
+  });
+
   it("is refused on the canonical fast path too", async () => {
     const { readGraph } = await import("../../src/graph/read.ts");
     const canonical = 'name: g\ntasks:\n  - id: a\n    description: "a\\0"\n';

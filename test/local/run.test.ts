@@ -1,5 +1,3 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoAgent } from "../../src/scripted/demo-agent.ts";
 import { git } from "../../src/attempt/git.ts";
@@ -9,7 +7,6 @@ import {
   startScriptedModel,
   userPrompts,
 } from "../../src/scripted/model-server.ts";
-import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { scriptedRun } from "../support/local-run.ts";
 import { WAIT_MS } from "../../harness/patience.ts";
@@ -29,28 +26,8 @@ function options(repo: string, text: string) {
 }
 
 describe("local mode", () => {
-  it("runs the demo diamond to completion: task merges into integration branches, integration into main", async () => {
-    const repo = await tempRepo();
-    const text = readFileSync(join(REPO_ROOT, "examples/demo.yaml"), "utf8");
-    const { state } = await runLocal(options(repo, text));
-    expect(state.outcome).toBe("succeeded");
-    expect(Object.values(state.tasks).map((t) => t.status)).toEqual(["merged", "merged", "merged", "merged"]);
-    expect(await git(repo, ["ls-tree", "-r", "--name-only", "main"])).toContain("calc/combined.py");
-    const subjects = (await git(repo, ["log", "--format=%s", "main"])).split("\n");
-    expect(subjects.filter((s) => s.startsWith("Integrate workstream"))).toHaveLength(4);
-    expect(subjects.filter((s) => s.startsWith("Merge task"))).toHaveLength(4);
-    // double_calc and square_calc started only after ws_base merged into main.
-    const timeline = state.timeline.map((e) => `${e.type}:${e.task ?? e.workstream}`);
-    expect(timeline.indexOf("dispatch:double_calc")).toBeGreaterThan(
-      timeline.indexOf("integration_merged:ws_base"),
-    );
-    // The run is recorded on its state ref; running again finds it finished and changes nothing.
-    const ref = await git(repo, ["rev-parse", "refs/agentrelay/runs/demo-diamond/1"]);
-    const again = await runLocal(options(repo, text));
-    expect(again.drift).toEqual([]);
-    expect(await git(repo, ["rev-parse", "refs/agentrelay/runs/demo-diamond/1"])).toBe(ref);
-    expect(await git(repo, ["status", "--porcelain"])).toBe("");
-  });
+  // The demo diamond's whole run (task merges, integrations, the order, running again changing
+  // nothing) is checked once, on `npm run demo` (test/cli/cli.test.ts).
 
   it("resumes with a changed graph: a failed task runs again and the run completes", async () => {
     const repo = await tempRepo();

@@ -41,6 +41,34 @@ describe("overlaps at plan time", () => {
     ]);
   });
 
+  it("reads a description's paths as splitting it into all its words would, without splitting it", () => {
+    // The reading by words, as it was before only the words holding '/' or '.' were looked at.
+    const byWords = (text: string) => {
+      const found = new Set<string>();
+      for (const raw of text.split(/[\s`'"()[\]{},;<>]+/)) {
+        const token = raw.replace(/[.:!?]+$/, "").replace(/^\.\//, "");
+        if (!token || token.includes("://") || !/^(?:\.?[\w-][\w.-]*\/)*(?:\.?[\w-][\w.-]*)?$/.test(token))
+          continue;
+        if (!token.includes("/") && !/[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,7}$/.test(token)) continue;
+        if (/^\d+(\.\d+)+$/.test(token)) continue;
+        found.add(token.replace(/\/+$/, ""));
+      }
+      return [...found];
+    };
+    const text = fc.array(fc.constantFrom(..."ab1_-./:!?` '\"()[]{},;<>\n\tsrc.py/docs/".split("")), {
+      maxLength: 60,
+    });
+    fc.assert(
+      fc.property(
+        text.map((chars) => chars.join("")),
+        (t) => {
+          expect(pathsInDescription(t)).toEqual(byWords(t));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
   it("reads the paths a description names where the graph gives none", () => {
     expect(
       pathsInDescription(
