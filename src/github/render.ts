@@ -15,7 +15,7 @@ import { holdKey, waiting } from "../engine/holds.ts";
 import { concernsIn, landingStage } from "../engine/landing.ts";
 import { firstDispatches } from "../engine/preview.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
-import { code, count, plural, quoteIds, verb } from "./words.ts";
+import { cellCode, code, count, plural, quoteIds, verb } from "./words.ts";
 
 /** GitHub refuses comment and check-run bodies over 65,536 characters. */
 export const BODY_LIMIT = 65_536;
@@ -267,7 +267,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   const folded = graph.workstreams.length > 20;
   const several = (graph.repositories?.length ?? 0) > 0;
   const repositoryCell = (name: string | undefined) =>
-    name === undefined ? "this one" : code(repositoryFullName(graph, name) ?? name);
+    name === undefined ? "this one" : cellCode(repositoryFullName(graph, name) ?? name);
   const workstreams = takeLines(
     [
       "",
@@ -281,7 +281,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
       `|---|${several ? "---|" : ""}---|---|---|---|`,
       ...graph.workstreams.map(
         (w) =>
-          `| ${code(w.id)} |${several ? ` ${repositoryCell(w.repository)} |` : ""} ${code(w.baseBranch)} | ${code(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
+          `| ${cellCode(w.id)} |${several ? ` ${repositoryCell(w.repository)} |` : ""} ${cellCode(w.baseBranch)} | ${cellCode(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
       ),
     ],
     room / 2,

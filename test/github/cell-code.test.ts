@@ -1,0 +1,46 @@
+/**
+ * Long ids and branches in table cells (github/words.ts's cellCode): written as `<code>` with `<wbr>`
+ * so that a table of 80-character ids keeps within the 806 px comment (drawn in browser-render), and
+ * read back by markdown as exactly the text they stand for, whatever a branch name holds.
+ */
+import { marked } from "marked";
+import { describe, expect, it } from "vitest";
+import { cellCode } from "../../src/github/words.ts";
+
+/** The one cell of a one-row table holding `markdown`, as HTML. */
+const cellHtml = (markdown: string): string => {
+  const html = marked.parse(`| a |\n|---|\n| ${markdown} |\n`, { gfm: true, async: false }) as string;
+  return /<td>([\s\S]*?)<\/td>/.exec(html)![1]!;
+};
+
+/** The text a reader sees and copies: tags gone, references decoded. */
+const text = (html: string): string =>
+  html
+    .replace(/<[^>]+>/g, "")
+    .replace(/&#(\d+);/g, (_, n: string) => String.fromCodePoint(Number(n)))
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&amp;/g, "&");
+
+describe("an id or a branch as code in a table cell", () => {
+  it("stays a code span while short", () => {
+    expect(cellCode("w0_t12")).toBe("`w0_t12`");
+  });
+
+  it.each([
+    [
+      "an 80-character id in capitals",
+      `${"RECONCILE_LEDGER_ENTRIES_WITH_BANK_STATEMENTS_".repeat(2)}`.slice(0, 80),
+    ],
+    ["an 80-character id with no separator", "A".repeat(80)],
+    ["a branch markdown and HTML would read", "feature/a|b<c>&d_*x*_`y`~z~[l](u)\\_émile/ö𝔘_end"],
+  ])("%s: breakable code, read back as the same text", (_, id) => {
+    const html = cellHtml(cellCode(id));
+    expect(html).toMatch(/^<code>[\s\S]*<\/code>$/);
+    expect(html).not.toMatch(/<(em|strong|del|a)\b/);
+    expect(text(html)).toBe(id);
+    // A break opportunity at least every 17 characters, so no piece is wider than about 120 px.
+    for (const piece of html.split("<wbr>")) expect(text(piece).length).toBeLessThanOrEqual(17);
+  });
+});
