@@ -30,6 +30,14 @@ export { agentText, cut };
 export const reasonText = (reason: string, max: number): string => cutClauses(agentText(reason), max);
 
 /**
+ * Why a task or a workstream failed, in a table row, within `max` characters: cut where a clause ends,
+ * as a conflict's reason is, when that keeps at least half of `max` ("…: `npm test` exited 1 …", not
+ * "…; the last lines said AssertionError: …"); cut at a word when the clauses that fit are shorter
+ * (a bare "Completion gate failed …" would drop the command that failed). Never inside a code span.
+ */
+export const rowReason = (reason: string, max: number): string => cutClauses(agentText(reason), max, max / 2);
+
+/**
  * An agent's words in a PR body we write: as agentText, with its closing keywords and issue references
  * broken as in a repair's commit (attempt/redact.ts), since a merged PR closes the issues its body
  * says it closes ("Closes #1" in a summary would close issue 1 when the PR lands).

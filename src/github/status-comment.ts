@@ -16,7 +16,7 @@ import { type Hold, holds } from "../engine/holds.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 import type { Plan } from "../plan/model.ts";
 import { unitGatesNote } from "../plan/resolution.ts";
-import { agentText, BODY_LIMIT, cell, reasonText, statusMarker, takeLines } from "./render.ts";
+import { agentText, BODY_LIMIT, cell, reasonText, rowReason, statusMarker, takeLines } from "./render.ts";
 import { breakageText, holdWords, named, waitingFor } from "./waiting-lines.ts";
 import { cellCode, code, duration, quoteIds } from "./words.ts";
 import { workstreamChart, workstreamState } from "./workstream-chart.ts";
@@ -74,7 +74,7 @@ interface RowContext {
 
 /** A task's status in its row: what it does, or why it stops and what to do about it. */
 function statusCell(ctx: RowContext, id: string, t: TaskRun): string {
-  const reason = (max: number) => cell(quoteIds(agentText(t.reason ?? "", max), ctx.plan, cellCode));
+  const reason = (max: number) => cell(quoteIds(rowReason(t.reason ?? "", max), ctx.plan, cellCode));
   if (t.status === "pr_open") {
     if (resolving(t.conflict)) return "resolving conflicts";
     // What to do is said under the table (byHandLines): its branch names are code that cannot wrap,
@@ -148,7 +148,7 @@ function failureLines(plan: Plan, state: RunState, breakages: Breakage[]): strin
     const what = "task" in b.root ? cellCode(b.root.task) : `workstream ${cellCode(b.root.workstream)}`;
     const ws = "task" in b.root ? plan.tasks.get(b.root.task)!.workstreamId : b.root.workstream;
     const status = "task" in b.root ? STATUS_WORDS[state.tasks[b.root.task]!.status] : "failed";
-    const why = cell(quoteIds(agentText(b.reason ?? status, 160), plan, cellCode));
+    const why = cell(quoteIds(rowReason(b.reason ?? status, 160), plan, cellCode));
     const across = new Set(b.blocked.map((id) => plan.tasks.get(id)!.workstreamId)).size;
     const blocks = b.blocked.length
       ? `${plural(b.blocked.length, "task")}${across > 1 ? ` in ${count(across)} workstreams` : ""}`

@@ -13,7 +13,7 @@ import { STATUS_WORDS, WORKSTREAM_WORDS } from "../engine/progress.ts";
 import type { RunState, TaskStatus } from "../engine/types.ts";
 import { type Mark, type Marks, mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/model.ts";
-import { agentText, cell } from "./render.ts";
+import { agentText, cell, rowReason } from "./render.ts";
 import { mergeByWords, named, prLink } from "./waiting-lines.ts";
 import { cellCode, count, plural, quoteIds, verb } from "./words.ts";
 
@@ -94,7 +94,7 @@ export function workstreamState(
   const parts: string[] = [];
   const other = blockedBy(plan, known, wsId);
   if (ws.failedItself)
-    parts.push(`failed: ${cell(quoteIds(agentText(ws.reason ?? "", max), plan, cellCode))}`);
+    parts.push(`failed: ${cell(quoteIds(rowReason(ws.reason ?? "", max), plan, cellCode))}`);
   else if (other)
     parts.push(
       "task" in other

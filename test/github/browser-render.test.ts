@@ -242,7 +242,7 @@ function rootByReasons(state: RunState, id: string): string {
   }
 }
 
-/** Every word a cut can end on: the words of the texts the comment quotes. */
+/** Every word a cut can end on: the words of the texts the comment quotes, as a clause ends them too. */
 function wordsOf(plan: Plan, state: RunState): Set<string> {
   const texts = [
     ...plan.graph.tasks.map((t) => t.description ?? ""),
@@ -250,7 +250,10 @@ function wordsOf(plan: Plan, state: RunState): Set<string> {
     ...Object.values(state.workstreams).map((w) => w.reason ?? ""),
     ...Object.values(state.budget?.spent ?? {}),
   ];
-  return new Set(texts.flatMap((t) => t.replace(/'/g, "`").split(/\s+/)));
+  // A cut where a clause ends keeps the word before its ":" or ";".
+  return new Set(
+    texts.flatMap((t) => t.replace(/'/g, "`").split(/\s+/)).flatMap((w) => [w, w.replace(/[:;.]$/, "")]),
+  );
 }
 
 const num = (text: string) => Number(text.replace(/,/g, ""));
