@@ -19,6 +19,7 @@ import { parseRunGraph, type RunSource } from "../src/protocol/run-source.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
 import { FakeGitHub } from "./fake-github.ts";
+import { FakeRepositories } from "./fake-repositories.ts";
 import { WAIT_MS } from "./patience.ts";
 
 export const WEBHOOK_SECRET = "webhook-secret-for-tests";
@@ -26,6 +27,8 @@ const ISSUER = "https://oidc.agentrelay.test";
 
 export interface Harness {
   gh: FakeGitHub;
+  /** Every repository GitHub holds here (the graph's, `gh`, first) and the app's installations. */
+  github: FakeRepositories;
   url: string;
   logs: string[];
   deliver(
@@ -56,11 +59,16 @@ export async function startApp(
   transport: "nock" | "fetch" = "nock",
   /** How long the app's writes wait for GitHub's limits (simulated time; as long as needed by default). */
   maxWaitMs = Infinity,
+  /** Repositories besides the graph's, each on an installation of the app (42 is the graph's) or none. */
+  repositories: { fullName: string; installation: number | null }[] = [],
 ): Promise<Harness> {
   nock.disableNetConnect();
   nock.enableNetConnect("127.0.0.1");
   const gh = new FakeGitHub();
-  if (transport === "nock") gh.mount();
+  const github = new FakeRepositories(gh);
+  for (const { fullName, installation } of repositories) github.add(fullName, installation);
+  // With one repository, tokens are answered as the one-repository fake answers them.
+  if (transport === "nock") (repositories.length > 0 ? github : gh).mount();
   const { publicKey: jwtPublic, privateKey: jwtPrivate } = await generateKeyPair("RS256");
   const jwk = { ...(await exportJWK(jwtPublic)), kid: "test-key", alg: "RS256", use: "sig" };
   nock(ISSUER)
@@ -110,6 +118,7 @@ export async function startApp(
 
   const harness: Harness = {
     gh,
+    github,
     url,
     logs,
     async pushGraph(path, text, extra = {}) {

@@ -200,10 +200,15 @@ export function workflowRunRoutes(gh: FakeGitHubState, route: AddRoute): void {
         ]
       : [204];
   });
-  route("GET", "REPO\\/actions\\/workflows\\/([^/]+)\\/runs", () => [
-    200,
-    { total_count: gh.workflowRuns.size, workflow_runs: [...gh.workflowRuns.values()].reverse() },
-  ]);
+  // A workflow's runs, newest first, of the commit `head_sha` names (runs the fake made without a
+  // path are the task workflow's).
+  route("GET", "REPO\\/actions\\/workflows\\/([^/]+)\\/runs", (m, _b, q) => {
+    const runs = [...gh.workflowRuns.values()]
+      .filter((r) => (r.path ?? `.github/workflows/${gh.taskWorkflow}`) === `.github/workflows/${m[1]}`)
+      .filter((r) => !q.get("head_sha") || r.head_sha === q.get("head_sha"))
+      .reverse();
+    return [200, { total_count: runs.length, workflow_runs: runs }];
+  });
   route("GET", "REPO\\/actions\\/runs\\/(\\d+)", (m) => {
     const run = gh.workflowRuns.get(Number(m[1]));
     return run ? [200, run] : [404, { message: "Not Found" }];

@@ -92,7 +92,11 @@ export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
   });
   route("POST", "REPO\\/git\\/trees", (_m, body) => {
     const files = Object.fromEntries(
-      (body.tree as { path: string; content: string }[]).map((t) => [t.path, t.content]),
+      // `sha: null` deletes the path (https://docs.github.com/en/rest/git/trees#create-a-tree).
+      (body.tree as { path: string; content?: string; sha?: string | null }[]).map((t) => [
+        t.path,
+        t.sha === null ? null : (t.content ?? ""),
+      ]),
     );
     const sha = `tree${gh.newId()}`;
     gh.trees.set(sha, files);
@@ -123,7 +127,11 @@ export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
   );
   route("PATCH", "REPO\\/git\\/refs\\/heads\\/(.+)", (m, body) => {
     if (!gh.branches.has(m[1]!)) return [422, { message: "Reference does not exist" }];
-    const workflows = gh.settings.workflowsPermission
+    // Without `force` (false by default), a move that is not a fast-forward is refused: 422 "Update
+    // is not a fast forward" (https://docs.github.com/en/rest/git/refs#update-a-reference).
+    if (body.force !== true && gh.store.aheadBy(String(body.sha), gh.branches.get(m[1]!)!) > 0)
+      return [422, { message: "Update is not a fast forward" }];
+    const workflows = gh.mayChangeWorkflows()
       ? []
       : gh.workflowsChanged(gh.branches.get(m[1]!)!, String(body.sha));
     if (workflows.length > 0) return workflowsRefusal(workflows[0]!);

@@ -14,16 +14,18 @@ import { issueRoutes } from "./fake-issue-routes.ts";
 import { overLimit } from "./fake-limits.ts";
 import { pullRoutes } from "./fake-pull-routes.ts";
 import { appRoutes, recordRoutes } from "./fake-records.ts";
+import { rulesetRoutes } from "./fake-rulesets.ts";
+import { runByTriggers } from "./fake-workflows.ts";
 import { answerMissing, Redirect, type Reply, type Route } from "./fake-reply.ts";
-import { FakeGitHubState, requesterOf } from "./fake-state.ts";
+import { FakeGitHubState, type RepositoryPlace, requesterOf } from "./fake-state.ts";
 import { checkRequest } from "./openapi.ts";
 import { MemoryStore, type RepoStore } from "./repo-store.ts";
 
 export class FakeGitHub extends FakeGitHubState {
   private readonly routes: [string, RegExp, Route][] = [];
 
-  constructor(store: RepoStore = new MemoryStore()) {
-    super(store);
+  constructor(store: RepoStore = new MemoryStore(), place: RepositoryPlace = {}) {
+    super(store, place);
     const route = this.route.bind(this);
     recordRoutes(this, route);
     appRoutes(this, route);
@@ -35,6 +37,9 @@ export class FakeGitHub extends FakeGitHubState {
       answerGraphql(this, body as { query: string; variables: Record<string, unknown> }),
     );
     actionsRoutes(this, route);
+    rulesetRoutes(this, route);
+    // Other workflows of the default branch run by their triggers (the stand-in runs agentrelay's).
+    this.onOtherDispatch = (workflow) => runByTriggers(this, workflow, this.requester);
   }
 
   handle(method: string, url: string, body: unknown, accept = "", authorization = ""): Reply {
@@ -48,7 +53,8 @@ export class FakeGitHub extends FakeGitHubState {
       return faulted;
     }
     const [status, data, headers] = this.answer(method, url, call, search, accept);
-    return [status, data, { ...(this.limits.rate ? this.rateLimits.headers() : {}), ...headers }];
+    // GitHub tells the rate limit on every answer, whether or not a test holds the fake to it.
+    return [status, data, { ...this.rateLimits.headers(), ...headers }];
   }
 
   private answer(

@@ -56,6 +56,22 @@ export function enqueue(
 }
 
 /**
+ * A PR closed while queued leaves the queue, its group branch deleted, and the groups behind it are
+ * rebuilt without it ("Removing a pull request from the merge queue", managing-a-merge-queue above).
+ */
+export function dequeue(gh: FakeGitHubState, pull: FakePull): void {
+  const queue = queues.get(gh) ?? [];
+  const at = queue.findIndex((g) => g.pull === pull);
+  if (at < 0) return;
+  const behind = queue.splice(at);
+  for (const g of behind) gh.branches.delete(g.branch);
+  for (const g of behind.slice(1)) {
+    const rebuilt = build(gh, g.pull, queue.filter((q) => q.pull.base === g.pull.base).at(-1));
+    if (rebuilt) queue.push(rebuilt);
+  }
+}
+
+/**
  * The `merge_group` CI of the first group of each base: `passes` decides; a group that passes lands
  * (the base fast-forwards to it), one that fails leaves the queue and the groups behind it are rebuilt.
  * The check names of the group's head are recorded as check runs named `merge_group`.

@@ -6,7 +6,7 @@
  * merging a branch into another.
  */
 import { ACTIONS_MAY_NOT_OPEN_PRS, type MergeMethod, workflowsRefusal } from "./fake-repo-settings.ts";
-import { MERGE_QUEUE_REQUIRED } from "./fake-merge-queue.ts";
+import { dequeue, MERGE_QUEUE_REQUIRED } from "./fake-merge-queue.ts";
 import type { AddRoute } from "./fake-reply.ts";
 import type { FakeGitHubState, FakePull } from "./fake-state.ts";
 
@@ -70,7 +70,10 @@ export function pullRoutes(gh: FakeGitHubState, route: AddRoute): void {
   });
   route("PATCH", "REPO\\/pulls\\/(\\d+)", (m, body) => {
     const p = gh.pull(m[1]);
-    if (body.state === "closed" && !p.merged) p.state = "closed";
+    if (body.state === "closed" && !p.merged) {
+      p.state = "closed";
+      dequeue(gh, p);
+    }
     return [200, gh.pr(p)];
   });
   route("PUT", "REPO\\/pulls\\/(\\d+)\\/merge", (m, body) => {
@@ -86,7 +89,7 @@ export function pullRoutes(gh: FakeGitHubState, route: AddRoute): void {
     if (refused) return [405, { message: refused }];
     const checks = gh.requiredChecksRefusal(p);
     if (checks) return [405, { message: checks }];
-    const workflows = gh.settings.workflowsPermission
+    const workflows = gh.mayChangeWorkflows()
       ? []
       : gh.workflowsChangedBy(gh.branches.get(p.base), gh.branches.get(p.head));
     if (workflows.length > 0) return workflowsRefusal(workflows[0]!);
@@ -114,7 +117,7 @@ export function pullRoutes(gh: FakeGitHubState, route: AddRoute): void {
     const [base, head] = [String(body.base), String(body.head)];
     if (!gh.branches.has(base) || !gh.branches.has(head)) return [404, { message: "Not Found" }];
     if (gh.store.aheadBy(gh.branches.get(base)!, gh.branches.get(head)!) === 0) return [204];
-    const workflows = gh.settings.workflowsPermission
+    const workflows = gh.mayChangeWorkflows()
       ? []
       : gh.workflowsChangedBy(gh.branches.get(base), gh.branches.get(head));
     if (workflows.length > 0) return workflowsRefusal(workflows[0]!);

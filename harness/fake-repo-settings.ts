@@ -41,6 +41,8 @@ export interface BranchRule {
   requiredChecks?: string[];
   /** A ruleset's pull_request rule: the merge methods it allows. */
   mergeMethods?: MergeMethod[];
+  /** The ruleset made through the API that holds the rule (fake-rulesets.ts). */
+  rulesetId?: number;
 }
 
 const METHOD_WORDS: Record<MergeMethod, string> = {

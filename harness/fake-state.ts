@@ -35,6 +35,13 @@ export interface FakePull {
   computing?: number;
 }
 
+/** Which repository a fake holds, and the installation that covers it (octo/demo, 42 by default). */
+export interface RepositoryPlace {
+  owner?: string;
+  repo?: string;
+  installationId?: number;
+}
+
 /** Who a request's token belongs to. */
 export type Requester = "person" | TokenKind;
 
@@ -82,7 +89,8 @@ export interface FakeArtifact {
 export const GRAPHQL_BLOB_TEXT_BYTES = 512_000;
 
 export class FakeGitHubState {
-  readonly owner = "octo";
+  /** The repository this fake holds (octo/demo unless a test of several repositories names another). */
+  readonly owner: string;
   /** GitHub's limits the fake enforces; a test that needs one off says so. */
   readonly limits = { blobText: true, requests: true, rate: true };
   /** The time the rate limits go by: real time, moved on by the waits of the app's pacing. */
@@ -106,10 +114,11 @@ export class FakeGitHubState {
   readonly refUpdates: { branch: string; sha: string }[] = [];
   /** Blob texts by id, as the fake has served them (for the git blobs API). */
   readonly blobs = new Map<string, string>();
-  readonly repo = "demo";
-  readonly installationId = 42;
+  readonly repo: string;
+  /** The app's installation on this repository (fake-repositories.ts says which cover several). */
+  readonly installationId: number;
   /** Trees created through the API, until a commit uses them. */
-  readonly trees = new Map<string, Record<string, string>>();
+  readonly trees = new Map<string, Record<string, string | null>>();
   readonly pulls: FakePull[] = [];
   readonly issues: { number: number; title: string; body: string; state: string }[] = [];
   readonly comments: {
@@ -148,6 +157,7 @@ export class FakeGitHubState {
       path?: string;
       event?: string;
       head_branch?: string;
+      head_sha?: string;
       head_repository?: { full_name: string };
       created_at?: string;
       /** Who started it, as GitHub names them (a workflow's GITHUB_TOKEN: github-actions[bot]). */
@@ -194,12 +204,28 @@ export class FakeGitHubState {
   fault: (call: { method: string; path: string; body: unknown }) => Reply | null = () => null;
   private nextId = 1000;
 
+  /**
+   * Whether the request's token may create or change workflow files: a server-to-server token only with
+   * the `workflows` permission (GITHUB_TOKEN never), a person's as one with the `workflow` scope
+   * (https://docs.github.com/en/apps/oauth-apps/building-oauth-apps/scopes-for-oauth-apps: "Grants
+   * the ability to add and update GitHub Actions workflow files"), which `gh auth login` asks for.
+   */
+  mayChangeWorkflows(): boolean {
+    return this.requester === "person" || this.settings.workflowsPermission;
+  }
+
   /** A fresh id for something the fake creates (a run, a comment, a tree). */
   newId(): number {
     return this.nextId++;
   }
 
-  constructor(readonly store: RepoStore = new MemoryStore()) {
+  constructor(
+    readonly store: RepoStore = new MemoryStore(),
+    place: RepositoryPlace = {},
+  ) {
+    this.owner = place.owner ?? "octo";
+    this.repo = place.repo ?? "demo";
+    this.installationId = place.installationId ?? 42;
     if (!this.branches.has("main")) this.commit("main", { "README.md": "# demo\n" }, "initial");
   }
 

@@ -32,6 +32,11 @@ export interface StandinOptions extends JobOptions {
   token?: TokenKind;
   /** The repository in memory instead of a bare git repository (scripted jobs only). */
   memory?: boolean;
+  /**
+   * Repositories besides the graph's (octo/demo), for graphs that span repositories: each on the app's
+   * installation `installation` (42 is the graph's), or on none (null: the app is not installed there).
+   */
+  repositories?: { fullName: string; installation: number | null }[];
   /** The schedule as GitHub runs it: late by `lateMs`, and run `n` dropped when `drop(n)`. */
   schedule?: { lateMs?: number; drop?: (n: number) => boolean };
 }

@@ -29,6 +29,7 @@ import {
 } from "../src/scripted/model-server.ts";
 import { pushPayload, repository, user } from "./app.ts";
 import { FakeGitHub } from "./fake-github.ts";
+import { FakeRepositories } from "./fake-repositories.ts";
 import { Redirect, type Reply } from "./fake-reply.ts";
 import { OrchestratorRuns } from "./orchestrator-runs.ts";
 import { BareRepoStore, MemoryStore } from "./repo-store.ts";
@@ -62,7 +63,10 @@ const chmodded = (path: string, mode: number): string => {
 const APP_SLUG = "agentrelay-ci";
 
 export class Standin {
+  /** The graph's repository, octo/demo. */
   readonly gh: FakeGitHub;
+  /** Every repository the stand-in holds (the graph's first) and the app's installations on them. */
+  readonly github: FakeRepositories;
   // Open to others, as a runner's work directory is: the jobs' agents run as users of their own.
   readonly root = chmodded(mkdtempSync(join(tmpdir(), "agentrelay-e2e-")), 0o755);
   readonly bare = join(this.root, "remote", "octo", "demo.git");
@@ -92,6 +96,15 @@ export class Standin {
   constructor(private readonly options: StandinOptions) {
     this.gh = new FakeGitHub(options.memory ? new MemoryStore() : BareRepoStore.create(this.bare));
     this.gh.permissions.set("alice", "admin");
+    this.github = new FakeRepositories(this.gh);
+    for (const { fullName, installation } of options.repositories ?? [])
+      this.github.add(
+        fullName,
+        installation,
+        options.memory
+          ? new MemoryStore()
+          : BareRepoStore.create(join(this.root, "remote", `${fullName}.git`)),
+      );
     this.taskJobs = new TaskJobs(this, options);
     if (this.workflowMode) {
       this.gh.settings.token = options.token ?? "github_token";
@@ -126,13 +139,17 @@ export class Standin {
       );
     };
     // The orchestrator workflow dispatched (a task run's hand-over, or a person): GitHub runs it on
-    // the default branch, where its workflow file says whether it listens to workflow_dispatch.
+    // the default branch, where its workflow file says whether it listens to workflow_dispatch; any
+    // other workflow there runs by its triggers alone (fake-workflows.ts).
+    const byTriggers = this.gh.onOtherDispatch;
     this.gh.onOtherDispatch = (workflow, inputs) =>
-      this.runs?.dispatched(workflow, inputs, {
+      (this.runs?.dispatched(workflow, inputs, {
         sender: user("github-actions[bot]", "Bot"),
         installation: { id: this.gh.installationId },
         repository: repository(this.gh),
-      }) ?? false;
+      }) ??
+        false) ||
+      byTriggers(workflow, inputs);
     if (options.fault) this.gh.fault = options.fault;
     this.gh.onCancel = (runId) => this.taskJobs.jobs.get(runId)?.kill("SIGTERM");
     // What the orchestrator workflow does with GITHUB_TOKEN starts no workflow.
@@ -324,7 +341,7 @@ export class Standin {
       const artifact = this.gh.artifacts.find((a) => a.id === Number(blob[1]));
       return artifact ? [200, Buffer.from(artifact.zip)] : [404, "no such blob"];
     }
-    return this.gh.serve(
+    return this.github.serve(
       req.method ?? "GET",
       `${url.pathname}${url.search}`,
       raw ? JSON.parse(raw) : undefined,
@@ -470,7 +487,7 @@ export class Standin {
     this.server.closeAllConnections();
     await new Promise((done) => this.server.close(done));
     await this.model.close();
-    this.gh.expectNoViolations();
+    for (const gh of this.github.repositories.values()) gh.expectNoViolations();
   }
 
   /** git in the bare repository behind the stand-in (its history is what the tests assert). */

@@ -62,6 +62,9 @@ const OPERATIONS = [
   "GET /repos/{owner}/{repo}/issues/comments",
   "GET /repos/{owner}/{repo}/issues/{issue_number}",
   "GET /repos/{owner}/{repo}/commits",
+  // The conformance suite's scratch rules (src/github/conformance/).
+  "POST /repos/{owner}/{repo}/rulesets",
+  "DELETE /repos/{owner}/{repo}/rulesets/{ruleset_id}",
 ];
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));

@@ -5,11 +5,17 @@
  * so that a person who pushed meanwhile wins (the push is refused and the engine merges again).
  * A verification or a repair of an integration branch (attempt/repair.ts) is the same job: the
  * target merged in, the gates run (a repair's agent fixing what fails first), the result pushed the
- * same way, and the report names the target commit the gates ran with.
+ * same way, and the report names the target commit the gates ran with. A target that changed a
+ * workflow file is never pushed merged in (attempt/workflow-landing.ts).
  */
 import * as core from "@actions/core";
 import { failedAttempt } from "../attempt/attempt.ts";
-import { workflowsBroughtIn } from "../attempt/workflow-files.ts";
+import {
+  mergedTree,
+  mergeItYourself,
+  targetBeforeWorkflows,
+  withoutWorkflows,
+} from "../attempt/workflow-landing.ts";
 import { recordsOf } from "../engine/conflicts.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
@@ -34,6 +40,21 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
 
   const capMicros = recordsOf(state, subject)?.[inputs.attempt - 1]?.capMicros ?? null;
   const { kind } = subject;
+  const branchHead = `origin/${resolver.branch}`;
+  const fullTarget = `origin/${resolver.target}`;
+  // A target that changed a workflow file: a resolution merges it only up to the commit before that
+  // change (attempt/workflow-landing.ts), when the conflict is already there; else a person merges it.
+  const beforeWorkflows = kind ? null : await targetBeforeWorkflows(checkout, branchHead, fullTarget);
+  if (beforeWorkflows && (await mergedTree(checkout, branchHead, beforeWorkflows.upTo)) !== null) {
+    const reason = mergeItYourself(resolver.target, resolver.branch, beforeWorkflows.file);
+    core.info(reason);
+    return finishJob(
+      job,
+      { ...failedAttempt(reason), conflicted: [], verdict: "workflows" },
+      false,
+      capMicros,
+    );
+  }
   const doing =
     kind === "verify" ? "verifying" : kind === "repair" ? "Claude Code: repairing" : "Claude Code: resolving";
   let result = await attemptInJob(job, `${doing} ${resolver.branch} with ${resolver.target}`, {
@@ -47,7 +68,7 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
       ...(kind === "repair"
         ? { failure: state.workstreams[subject.workstream]?.verification?.failure ?? "" }
         : {}),
-      target: `origin/${resolver.target}`,
+      target: beforeWorkflows?.upTo ?? fullTarget,
       intents: intentsOf(plan, subject, state.tasks, state.workstreams),
       gates: resolver.gates,
       testPaths: resolver.testPaths,
@@ -57,17 +78,27 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
   });
 
   const before = await checkout.git(["rev-parse", `origin/${resolver.branch}`]);
-  if (kind === "verify" && result.outcome === "succeeded" && result.commit && result.commit !== before) {
-    // The target changed a workflow file: GitHub refuses a push that brings that change from a token
-    // without `workflows`, which none of agentrelay's holds. The branch stays as it is, and the merged
-    // tree the gates passed on is what GitHub's merge of this head into that target makes.
-    const workflows = await workflowsBroughtIn(checkout, before, result.commit);
-    if (workflows.length > 0) {
-      core.info(
-        `${resolver.target} changed ${workflows[0]}: ${resolver.branch} is not pushed with ${resolver.target} merged in (no token of agentrelay's may push a workflow change); GitHub's merge brings ${resolver.target}`,
-      );
-      result = { ...result, commit: before };
-    }
+  if (result.outcome === "succeeded" && result.commit && result.commit !== before) {
+    // What GitHub takes from a token without `workflows` when the target changed a workflow file.
+    const landing = await withoutWorkflows(checkout, {
+      ...(kind ? { kind } : {}),
+      before,
+      commit: result.commit,
+      target: fullTarget,
+      beforeWorkflows,
+      names: resolver,
+    });
+    if (landing && "commit" in landing) {
+      core.info(landing.said);
+      result = { ...result, commit: landing.commit };
+    } else if (landing)
+      result = {
+        ...failedAttempt(landing.reason),
+        verdict: "workflows",
+        costMicros: result.costMicros,
+        turns: result.turns,
+        conflicted: result.conflicted,
+      };
   }
   // A verification of a branch that already had its target changed nothing: it stands as pushed.
   let pushed = result.commit !== null && result.commit === before;
@@ -85,6 +116,7 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
             ? `GitHub refused the push of ${resolver.branch}: ${resolver.target} changed a workflow file, and no token of agentrelay's may push a workflow change: merge ${resolver.target} into ${resolver.branch} yourself (the run goes on by itself)`
             : `pushing ${resolver.branch} failed (did someone push it meanwhile?): ${mask(push.stderr.trim())}`,
         ),
+        ...(WORKFLOWS_REFUSED.test(push.stderr) ? { verdict: "workflows" as const } : {}),
         costMicros: result.costMicros,
         turns: result.turns,
         conflicted: result.conflicted,

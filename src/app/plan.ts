@@ -6,8 +6,10 @@
 import type { Context } from "probot";
 import { GraphError, printable } from "../graph/errors.ts";
 import { buildPlan } from "../plan/plan.ts";
+import { credentialsOf, requireReach } from "../github/access.ts";
 import { type RepoContext, statusOf } from "../github/client.ts";
-import { isGraphPath, parseRunGraph } from "../protocol/run-source.ts";
+import { parseGraph } from "../graph/load.ts";
+import { isGraphPath, requireOneRepository, requireParams } from "../protocol/run-source.ts";
 import { annotations, PLAN_MARKER, planSummary, takeLines, unannotated } from "../github/render.ts";
 import { readFileAt, readParams } from "./context.ts";
 
@@ -35,7 +37,18 @@ export async function planPullRequest(
     const text = (await readFileAt(ctx, path, pr.head.sha)) ?? "";
     try {
       const params = await readParams(ctx, path, pr.head.sha);
-      const plan = buildPlan(parseRunGraph({ path, text, params }));
+      const graph = parseGraph(path, text);
+      requireParams(graph, { path, params });
+      // The repositories it names are checked as a push would check them, before it is merged.
+      await requireReach(
+        ctx.octokit,
+        graph,
+        { path, text },
+        `${ctx.owner}/${ctx.repo}`,
+        credentialsOf(ctx.config),
+      );
+      requireOneRepository(graph, { path, text });
+      const plan = buildPlan(graph);
       sections.push(`#### \`${path}\`\n\n${planSummary(plan, Math.floor(60_000 / graphs.length))}`);
     } catch (error) {
       if (!(error instanceof GraphError)) throw error;

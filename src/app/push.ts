@@ -6,6 +6,7 @@
 import type { Context } from "probot";
 import { GraphError } from "../graph/errors.ts";
 import { parseGraph } from "../graph/load.ts";
+import { credentialsOf, requireReach } from "../github/access.ts";
 import type { RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
 import { graphPathOf, requireOneRepository, requireParams, type RunSource } from "../protocol/run-source.ts";
@@ -49,6 +50,8 @@ export async function startGraph(
     };
     if (Object.keys(params).length > 0) source.params = params;
     requireParams(graph, source);
+    // Every repository the graph names must be reachable before anything is written.
+    await requireReach(ctx.octokit, graph, source, `${ctx.owner}/${ctx.repo}`, credentialsOf(ctx.config));
     requireOneRepository(graph, source);
     const result = await new RunDriver(ctx).startOrResume(source, graph);
     ctx.log(

@@ -1,25 +1,32 @@
 /**
  * What judges a landing is not the landing's to change. A repair is judged by the tests and the gate
- * commands of the tree it repairs: when it edits or deletes a test that was there, adds or changes a
- * test runner's configuration, or changes a file a gate command names (a script, `package.json`'s
- * scripts), its gates passing proves nothing, so it is not pushed: it goes to a person with the diff.
+ * commands of the tree it repairs; when it changed them, its gates passing proves nothing, so it is not
+ * pushed: it goes to a person with the diff (see docs/runs.md, "What a repair may change"):
+ * - where the two sides meet is the repair's ground: it may change only files on which the branch and
+ *   its target differ, and add files. Whatever the two sides agree on (the test runner, its setup files,
+ *   the scripts a script calls, pyproject.toml, conftest.py, a Makefile, a test neither touched: any
+ *   file, whatever its name) was verified on both and is not the repair's to change;
+ * - of the files a side changed, the judges by name and by what names them (judge-files.ts): a test
+ *   that was there, a runner's configuration, a gate's program and what it calls, package.json's
+ *   scripts, pyproject.toml's runner tables;
+ * - and in any file it changes, no more skips, no fewer assertions, no new `catch` around them.
  * A resolution has to edit the conflicted files, tests included: each resolved test file keeps every
- * test either side had, no more of them skipped and no fewer assertions than either side; the other
- * judges it may not touch (see docs/runs.md, "What a repair may change").
- *
- * Which files are tests: the graph's `test_paths` (files or directories), else the usual names
- * (`test/`, `tests/`, `__tests__/`, `spec/`, `*.test.*`, `*.spec.*`, `test_*.py`, `*_test.py`, `*_test.go`).
+ * test either side had, no more of them skipped and no fewer assertions than either side; a conflicted
+ * judge is one side's exactly; anything else its agent changed is put back (resolve.ts).
  */
-import { posix } from "node:path";
 import type { Graph, Task } from "../graph/model.ts";
 import type { CheckoutGit } from "./git.ts";
+import {
+  type Judges,
+  isRunnerConfig,
+  isTest,
+  judgedPart,
+  judgeFilesOf,
+  readBlobs as read,
+} from "./judge-files.ts";
 import { type Change, changesOf } from "./output-checks.ts";
 
-/** What judges a tree: the commands its gates run, and where its tests are (null: the usual names). */
-export interface Judges {
-  gates: readonly string[];
-  testPaths?: readonly string[] | null;
-}
+export { gateFiles, isRunnerConfig, isTest, type Judges } from "./judge-files.ts";
 
 /** What judges a task's work: its completion gate, its workstream's and the graph's integration gates. */
 export function judgesOfTask(graph: Graph, task: Task): Judges {
@@ -28,102 +35,71 @@ export function judgesOfTask(graph: Graph, task: Task): Judges {
   return { gates: gates.filter((g): g is string => !!g), testPaths: graph.settings.testPaths };
 }
 
-const TEST_DIR = /(^|\/)(test|tests|__tests__|spec|specs)\//;
-const TEST_NAME = /(\.(test|spec)\.[cm]?[jt]sx?$)|((^|\/)test_[^/]*\.py$)|(_test\.(py|go)$)|(_spec\.rb$)/;
-/** Files that decide what a test runner runs and what counts as passing. */
-const RUNNER_CONFIG =
-  /^((vitest|jest|vite|mocha|ava|karma|playwright|cypress)\.config\.[cm]?[jt]s(on)?|\.mocharc(\.[a-z]+)?|karma\.conf\.js|pytest\.ini|tox\.ini|setup\.cfg|conftest\.py|\.nycrc(\.[a-z]+)?|phpunit\.xml(\.dist)?)$/;
-/** package.json's keys that decide what `npm test` and the runners do. */
-const PACKAGE_KEYS = ["scripts", "jest", "mocha", "ava", "vitest"];
-
-const under = (paths: readonly string[], path: string) =>
-  paths.some((p) => {
-    const dir = p.replace(/^\.\//, "").replace(/\/+$/, "");
-    return path === dir || path.startsWith(`${dir}/`);
-  });
-
-/** Whether `path` is a test file of the tree. */
-export function isTest(path: string, testPaths?: readonly string[] | null): boolean {
-  return testPaths?.length ? under(testPaths, path) : TEST_DIR.test(path) || TEST_NAME.test(path);
-}
-
-export const isRunnerConfig = (path: string): boolean => RUNNER_CONFIG.test(posix.basename(path));
-
-/**
- * The repository's programs a gate command runs: a script it names (`./check.sh`, `node
- * scripts/run-tests.js`, `bash ci/test`), the Makefile of `make`, the package.json of `npm test`. A
- * data file it reads (`test -s out.txt`) is not one.
- */
-export function gateFiles(gates: readonly string[]): Set<string> {
-  const files = new Set<string>();
-  for (const command of gates) {
-    for (const segment of command.split(/&&|\|\||[;|()\n]/)) {
-      const words = segment
-        .trim()
-        .split(/\s+/)
-        .map((w) => w.replace(/^['"]|['"]$/g, ""));
-      words.forEach((word, i) => {
-        if (word === "make") ["Makefile", "makefile", "GNUmakefile"].forEach((f) => files.add(f));
-        if (/^(npm|yarn|pnpm|bun)$/.test(word)) files.add("package.json");
-        if (!word || word.startsWith("-") || word.includes("$") || word.startsWith("/")) return;
-        const path = posix.normalize(word.replace(/^\.\//, ""));
-        if (SCRIPT.test(word) || (i === 0 && word.includes("/"))) files.add(path);
-      });
-    }
-  }
-  return files;
-}
-
-/** A program by its name: what a gate names with one of these runs, rather than being read. */
-const SCRIPT = /\.(sh|bash|zsh|[cm]?js|[cm]?ts|py|rb|pl|php)$/;
-
-const PACKAGE_JSON = /(^|\/)package\.json$/;
-
-/** What of a package.json judges the tests (its scripts, the runners' settings), comparable as text. */
-function packageJudges(text: string | null | undefined): string {
-  try {
-    const json = JSON.parse(text ?? "{}") as Record<string, unknown>;
-    return JSON.stringify(PACKAGE_KEYS.map((k) => json[k] ?? null));
-  } catch {
-    return "(not JSON)";
-  }
-}
-
-/** Reads blobs by id (null for an absent one). */
-async function read(checkout: CheckoutGit, ids: string[]): Promise<(string | null)[]> {
-  const wanted = ids.filter((id) => !/^0+$/.test(id));
-  const texts = new Map<string, string | null>();
-  let i = 0;
-  for await (const blob of checkout.blobs(wanted))
-    texts.set(wanted[i++]!, blob ? blob.toString("utf8") : null);
-  return ids.map((id) => texts.get(id) ?? null);
-}
-
-/** A change as a person reads it: "deleted test/math.test.js". */
-const said = (c: Change, what: string) =>
-  `${c.status === "D" ? "deleted" : c.status === "A" ? "added" : "changed"} ${what} ${c.path}`;
+/** A change's verb as a person reads it: "deleted". */
+const said = (c: Change) => (c.status === "D" ? "deleted" : c.status === "A" ? "added" : "changed");
+const PACKAGE = /(^|\/)package\.json$/;
 
 /**
  * What a repair (or a task agent held to `protect_tests`) did to the judges of the tree, `from` (the
  * tree before it) to `to` (what it would commit): one line per file, empty when it left them alone.
+ * With `sides` (a repair: the branch before the merge and the target), a file on which the two agree
+ * is not the repair's to change at all, and no file it changes may lose assertions or gain skips.
  */
 export async function weakenedJudges(
   checkout: CheckoutGit,
   from: string,
   to: string,
   judges: Judges,
+  sides?: readonly [string, string],
 ): Promise<string[]> {
-  const named = gateFiles(judges.gates);
+  const judgeFiles = new Set([
+    ...(await judgeFilesOf(checkout, from, judges)),
+    ...(await judgeFilesOf(checkout, to, judges)),
+  ]);
+  const differ = sides && new Set(await pathsDiffering(checkout, sides));
   const found: string[] = [];
   for (const change of await changesOf(checkout, [from, to])) {
     const { path, status } = change;
-    if (PACKAGE_JSON.test(path)) {
-      const [before, after] = await read(checkout, [change.oldId, change.newId]);
-      if (packageJudges(before) !== packageJudges(after)) found.push(`${said(change, "the scripts of")}`);
-    } else if (named.has(path)) found.push(said(change, "the gate's file"));
-    else if (isRunnerConfig(path)) found.push(said(change, "the test runner's configuration"));
-    else if (status !== "A" && isTest(path, judges.testPaths)) found.push(said(change, "the test"));
+    const [before, after] =
+      judgeFiles.has(path) || differ ? await read(checkout, [change.oldId, change.newId]) : [null, null];
+    const part = judgedPart(path, before);
+    if (differ && status !== "A" && !differ.has(path))
+      found.push(`${said(change)} ${path}, which neither side changed`);
+    else if (part !== null) {
+      if (part !== judgedPart(path, after))
+        found.push(
+          `${said(change)} the ${PACKAGE.test(path) ? "scripts" : "test runner's tables"} of ${path}`,
+        );
+    } else if (judgeFiles.has(path))
+      found.push(
+        `${said(change)} the ${isRunnerConfig(path) ? "test runner's configuration" : "gate's file"} ${path}`,
+      );
+    else if (status !== "A" && isTest(path, judges.testPaths)) found.push(`${said(change)} the test ${path}`);
+    else if (differ && status !== "A") found.push(...weakerText(path, before, after));
   }
+  return found;
+}
+
+/** The files on which two commits differ: where their changes since they parted meet. */
+async function pathsDiffering(checkout: CheckoutGit, [ours, theirs]: readonly [string, string]) {
+  return (await checkout.git(["diff", "--name-only", "-z", "--no-renames", ours, theirs]))
+    .split("\0")
+    .filter(Boolean);
+}
+
+/**
+ * What a change to any file did to the checks in it, whatever the file is called: more skips, fewer
+ * assertions, or a new `catch` in a file that asserts (a test body wrapped so that it cannot fail).
+ */
+function weakerText(path: string, before?: string | null, after?: string | null): string[] {
+  const was = before ?? "";
+  const is = after ?? "";
+  const found: string[] = [];
+  if (counted(is, SKIPS) > counted(was, SKIPS)) found.push(`skipped checks in ${path}`);
+  if (counted(is, ASSERTS) < counted(was, ASSERTS))
+    found.push(`${after == null ? "deleted" : "took assertions out of"} ${path}`);
+  else if (counted(was, ASSERTS) > 0 && counted(is, CATCHES) > counted(was, CATCHES))
+    found.push(`caught what the assertions of ${path} throw`);
   return found;
 }
 
@@ -138,7 +114,10 @@ export function testNames(text: string): Set<string> {
 
 const SKIPS =
   /\b(?:it|test|describe)\.(?:skip|todo|only)\b|\bx(?:it|describe|test)\s*\(|@pytest\.mark\.(?:skip|xfail)|@unittest\.skip|\bt\.Skip(?:Now)?\(|\bpytest\.skip\(/g;
-const ASSERTS = /\b(?:expect|assert\w*)\s*[.(]|\bt\.(?:Error|Errorf|Fatal|Fatalf)\(/g;
+/** An assertion in any of the usual forms (node's assert, expect, Python's statement, Go's t.Fatal, Rust's macros). */
+const ASSERTS =
+  /\b(?:expect|assert\w*!?)\s*[.(]|\.(?:(?:not)?(?:strict|deep|deepStrict)?[Ee]qual|ok|throws|rejects|match|fail)\(|^\s*assert\s|\bt\.(?:Error|Errorf|Fatal|Fatalf)\(/gm;
+const CATCHES = /\bcatch\b|\bexcept\b|\brecover\(\)/g;
 const counted = (text: string, pattern: RegExp) => text.match(pattern)?.length ?? 0;
 
 /**
@@ -181,7 +160,11 @@ export async function resolutionWeakens(
   files: readonly string[],
   judges: Judges,
 ): Promise<string[]> {
-  const named = gateFiles(judges.gates);
+  // The judges either side has, by name and by what names them (a setup file, a script a script calls).
+  const judgeFiles = new Set([
+    ...(await judgeFilesOf(checkout, "HEAD", judges)),
+    ...(await judgeFilesOf(checkout, "MERGE_HEAD", judges)),
+  ]);
   const found: string[] = [];
   const id = async (rev: string, path: string) => {
     const r = await checkout.raw(["rev-parse", "-q", "--verify", `${rev}:${path}`]);
@@ -189,23 +172,26 @@ export async function resolutionWeakens(
   };
   const mergeBase = (await checkout.raw(["merge-base", "HEAD", "MERGE_HEAD"])).stdout.trim() || "HEAD";
   for (const path of files) {
-    // A test file the gate runs by name is still a test: it keeps both sides' assertions.
-    const test = isTest(path, judges.testPaths);
-    const judged = !test && (PACKAGE_JSON.test(path) || named.has(path) || isRunnerConfig(path));
-    if (!judged && !test) continue;
     const [ours, theirs, result, base] = await read(checkout, [
       await id("HEAD", path),
       await id("MERGE_HEAD", path),
       await id("", path),
       await id(mergeBase, path),
     ]);
-    if (PACKAGE_JSON.test(path)) {
-      if (![ours, theirs].map(packageJudges).includes(packageJudges(result)))
-        found.push(`changed the scripts of ${path} to what neither side had`);
-    } else if (judged) {
+    const part = (text?: string | null) => judgedPart(path, text);
+    // A test file the gate runs by name is still a test: it keeps both sides' assertions.
+    if (isTest(path, judges.testPaths)) found.push(...keepsBothSides(path, ours, theirs, result, base));
+    else if (part(result) !== null) {
+      if (![ours, theirs].map(part).includes(part(result)))
+        found.push(
+          `changed the ${PACKAGE.test(path) ? "scripts" : "test runner's tables"} of ${path} to what neither side had`,
+        );
+    } else if (judgeFiles.has(path)) {
       if (result !== ours && result !== theirs)
         found.push(`changed the gate's file ${path} to what neither side had`);
-    } else found.push(...keepsBothSides(path, ours, theirs, result, base));
+    } else if ([ours, theirs].every((side) => weakerText(path, side, result).length > 0))
+      // Any other file (a test by no usual name): weaker than both sides in its checks.
+      found.push(...weakerText(path, ours, result));
   }
   return found;
 }

@@ -15,6 +15,8 @@ import type { CheckoutGit } from "./git.ts";
 import { checkOutput } from "./output-checks.ts";
 import { agentConfigSwap } from "./protected-paths.ts";
 import { flakyNote, type GateAnswer, judgeGates } from "./gate-verdicts.ts";
+import { addedAloneDecide } from "./added-alone.ts";
+import { settleIgnored, snapshotIgnored } from "./ignored-files.ts";
 import { diffCut, judgesDiff, weakenedJudges } from "./landing-guards.ts";
 import { type ResolutionInputs, type ResolutionOutcome, startMerge } from "./resolve.ts";
 
@@ -153,9 +155,20 @@ export async function repairOnTop(
   };
   // The agent runs with the default branch's configuration; what is committed keeps the branch's.
   const config = landing.agentConfig && (await agentConfigSwap(checkout, landing.agentConfig.from, []));
+  const ignored = await snapshotIgnored(checkout);
   await config?.swap();
   const answer = await agent(repairPrompt(branch, landing, diffs)).finally(() => config?.back());
   if (answer.failure) return fail(answer.failure);
+  // What git ignores does not land, but the gates would run with it (ignored-files.ts).
+  const hidden = await settleIgnored(checkout, ignored);
+  if (hidden.length > 0)
+    return fail(
+      `the repair changed what judges it (${hidden.join("; ")}): a person decides whether that holds`,
+      {
+        verdict: "weakened",
+        output: hidden.join("\n"),
+      },
+    );
   await checkout.git(["add", "--all"]);
   // The fix as the agent left it (not what the gates write while they run, such as caches).
   const tree = await checkout.git(["write-tree"]);
@@ -167,7 +180,13 @@ export async function repairOnTop(
     return { ok: true, reason: null, commit: mergedHead, files: [], summary: note, verdict: "flaky" };
   }
   // The tests and the gates' commands judge the repair: changing them is not the repair's to decide.
-  const weakened = await weakenedJudges(checkout, mergedHead, tree, landing);
+  const weakened = await weakenedJudges(
+    checkout,
+    mergedHead,
+    tree,
+    landing,
+    await sidesOf(checkout, landing),
+  );
   if (weakened.length > 0) {
     const output = await judgesDiff(checkout, mergedHead, tree);
     return fail(
@@ -178,6 +197,13 @@ export async function repairOnTop(
       },
     );
   }
+  // What it added may decide the verdict rather than fix the code (added-alone.ts).
+  const alone = await addedAloneDecide(checkout, mergedHead, tree, landing.gates, gate);
+  if (alone)
+    return fail(`the repair changed what judges it (${alone}): a person decides whether that holds`, {
+      verdict: "weakened",
+      output: await judgesDiff(checkout, mergedHead, tree),
+    });
   const judged = await judgeGates(landing.gates, gate);
   if (judged.verdict === "break" || judged.verdict === "timed_out")
     return fail(judged.reason!, { verdict: judged.verdict, output: judged.output });
@@ -201,6 +227,17 @@ export async function repairOnTop(
     summary,
     ...(judged.verdict === "flaky" ? { verdict: "flaky" as const } : {}),
   };
+}
+
+/**
+ * The two sides that met in the merged tree (HEAD): its parents, or, when the branch already had the
+ * target (no merge was needed), the branch and the target. Where they agree is not the repair's.
+ */
+async function sidesOf(checkout: CheckoutGit, landing: ResolutionInputs): Promise<[string, string]> {
+  const [head, ours, theirs] = (await checkout.git(["rev-list", "--parents", "-n", "1", "HEAD"])).split(" ");
+  return ours && theirs
+    ? [ours, theirs]
+    : [head!, await checkout.git(["rev-parse", `${landing.target}^{commit}`])];
 }
 
 /**

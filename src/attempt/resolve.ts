@@ -11,6 +11,7 @@ import type { CheckoutGit } from "./git.ts";
 import { changesOf, secretsInChanges } from "./output-checks.ts";
 import { agentConfigSwap } from "./protected-paths.ts";
 import { type GateAnswer, judgeGates } from "./gate-verdicts.ts";
+import { settleIgnored, snapshotIgnored } from "./ignored-files.ts";
 import { judgesDiff, resolutionWeakens } from "./landing-guards.ts";
 
 export interface ResolutionInputs {
@@ -42,7 +43,7 @@ export interface ResolutionInputs {
  * flaky gate (it passed on a rerun: `ok` with this verdict), a timeout, or a change to what judges it
  * (landing-guards.ts), which goes to a person.
  */
-export type LandingVerdict = "break" | "flaky" | "timed_out" | "weakened";
+export type LandingVerdict = "break" | "flaky" | "timed_out" | "weakened" | "workflows";
 
 export interface ResolutionOutcome {
   ok: boolean;
@@ -113,9 +114,17 @@ export async function resolveConflicts(
   // A configuration file that itself conflicts is the agent's to resolve, like any other.
   const config =
     resolution.agentConfig && (await agentConfigSwap(checkout, resolution.agentConfig.from, files));
+  const ignored = await snapshotIgnored(checkout);
   await config?.swap();
   const failure = await agent(resolutionPrompt(branch, resolution, files)).finally(() => config?.back());
   if (failure) return fail(failure);
+  // What git ignores does not land, but the gates would run with it (ignored-files.ts).
+  const hidden = await settleIgnored(checkout, ignored);
+  if (hidden.length > 0)
+    return fail(
+      `the resolution changed what judges it (${hidden.join("; ")}): a person decides whether that holds`,
+      { verdict: "weakened", output: hidden.join("\n") },
+    );
   // The agent's files, read as data: a link is not followed, a FIFO not waited on.
   const left = files.filter((f) => MARKER.test(readAgentFile(join(repoDir, f), 256 * 1024 * 1024) ?? ""));
   if (left.length > 0) return fail(`conflict markers are left in ${left.join(", ")}`);

@@ -18,6 +18,7 @@ import {
   UsageError,
 } from "./io.ts";
 import {
+  CONFORMANCE_OPTIONS,
   DOCTOR_OPTIONS,
   INIT_OPTIONS,
   NEW_RUN,
@@ -258,6 +259,18 @@ export const COMMANDS: Record<string, Command> = {
         io,
       ),
   },
+  conformance: {
+    usage: "conformance [--repo OWNER/NAME] [--api-url URL] [--actions]",
+    summary:
+      "check, on scratch branches of a repository you administer, each GitHub rule agentrelay relies on, and print what GitHub documents beside what it does (token: GITHUB_TOKEN, GH_TOKEN or `gh auth token`)",
+    options: CONFORMANCE_OPTIONS,
+    positionals: [0, 0],
+    run: async (_, values, io) =>
+      (await import("./commands/conformance.ts")).conformanceCommand(
+        { repo: str(values.repo), apiUrl: str(values["api-url"]), actions: values.actions === true },
+        io,
+      ),
+  },
   attempt: {
     usage: "attempt SPEC.json",
     summary: "run one attempt (local mode starts it)",
@@ -302,6 +315,7 @@ const USER_ERRORS = new Set([
   "AgentUnavailableError",
   "StateDamageError",
   "DoctorError",
+  "ConformanceError",
 ]);
 
 const exitCodeLines = () => EXIT_CODES.map(([code, meaning]) => `  ${String(code).padEnd(4)} ${meaning}`);

@@ -181,3 +181,12 @@ export const DOCTOR_OPTIONS: OptionSpecs = {
       /^https?:\/\/[^\s/]+/.test(value) ? null : "an http(s) URL such as https://ghe.example/api/v3",
   },
 };
+
+export const CONFORMANCE_OPTIONS: OptionSpecs = {
+  ...DOCTOR_OPTIONS,
+  repo: { ...DOCTOR_OPTIONS.repo!, help: "a repository you administer, to check on scratch branches" },
+  actions: {
+    type: "boolean",
+    help: "also run the event cases: workflow files on the default branch for the run's length (removed at the end), a few runner minutes",
+  },
+};

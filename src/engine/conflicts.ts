@@ -224,9 +224,14 @@ export function resolutionFact(step: RunEdit, event: About): ResolutionSubject |
           attempt: event.n,
           detail: record.reason ?? "failed",
         });
-      // A gate that timed out, or a resolution that changed what judges it: another attempt would not
-      // settle it; a person hears the cause (and sees the diff).
-      if (!lost && !event.ok && (event.verdict === "timed_out" || event.verdict === "weakened")) {
+      // A gate that timed out, a resolution that changed what judges it, or a target whose workflow
+      // change no push of ours may bring: another attempt would not settle it; a person hears the cause.
+      if (
+        !lost &&
+        !event.ok &&
+        event.verdict &&
+        ["timed_out", "weakened", "workflows"].includes(event.verdict)
+      ) {
         const conflict = holder.record.conflict!;
         conflict.toPerson = true;
         const reason = `merge \`${resolverOf(step.plan, subject).target}\` into \`${resolverOf(step.plan, subject).branch}\` by hand: ${record.reason ?? "the resolution failed"}`;

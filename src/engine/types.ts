@@ -356,7 +356,7 @@ export type EngineEvent =
       /** The end of the failing gates' output. */
       output?: string | null;
       /** Why it failed, told apart (a flaky gate: it passed on a rerun), see protocol/report.ts. */
-      verdict?: "break" | "flaky" | "timed_out" | "weakened";
+      verdict?: "break" | "flaky" | "timed_out" | "weakened" | "workflows";
       at: number;
     }
   /** The merge found the target (or the branch) moved since it was verified: it is verified again. */

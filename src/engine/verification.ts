@@ -286,7 +286,8 @@ export function landingFact(step: RunEdit, event: Landing): void {
     attempt: event.n,
     detail: record.reason ?? "failed",
   });
-  if (event.verdict === "timed_out" || event.verdict === "weakened") {
+  if (event.verdict === "workflows") toPerson(step, wsId, record.reason ?? "a person merges the target");
+  else if (event.verdict === "timed_out" || event.verdict === "weakened") {
     // Not a break: a repair cannot speed a gate up, and a change to what judges the tree is a person's call.
     if (event.output) v.failure = event.output;
     toPerson(

@@ -327,10 +327,12 @@ class GitHubHost implements RunHost<HostedRun> {
     for (const key of Object.keys(waits)) {
       const [kind, id] = [key.slice(0, key.indexOf(":")), key.slice(key.indexOf(":") + 1)];
       const ws = run.workstreams[id];
+      // A repository the installation lost stays said until an effect there reaches it again.
       const open =
-        kind === "task"
+        kind === "repository" ||
+        (kind === "task"
           ? run.tasks[id]?.status === "pr_open"
-          : ws?.status === "pr_open" || ws?.integration === "opening";
+          : ws?.status === "pr_open" || ws?.integration === "opening");
       if (!open) delete waits[key];
     }
     if (Object.keys(waits).length > 0) run.github.waits = waits;
@@ -365,21 +367,23 @@ class GitHubHost implements RunHost<HostedRun> {
         case "dispatch":
           // A dispatch a later fact of its round made stale (the task is no longer running it) starts nothing.
           if (!dispatches.includes(effect.task) || merged.has(effect.task)) break;
-          facts.push(...(await github.dispatch(run, engine, effect.task, effect.attempt, version)));
+          facts.push(
+            ...(await github.at(engine, effect).dispatch(run, engine, effect.task, effect.attempt, version)),
+          );
           break;
         case "resolve_conflicts":
         case "verify_integration":
         case "repair_integration":
-          facts.push(...(await github.dispatchResolution(run, engine, effect, version)));
+          facts.push(...(await github.at(engine, effect).dispatchResolution(run, engine, effect, version)));
           break;
         case "cancel_attempt":
-          await github.cancel(run, effect.task, effect.attempt);
+          await github.at(engine, effect).cancel(run, effect.task, effect.attempt);
           break;
         case "cancel_resolution":
-          await github.cancelResolution(run, effect);
+          await github.at(engine, effect).cancelResolution(run, effect);
           break;
         case "reset_task":
-          await github.reset(run, effect.task, effect.pr);
+          await github.at(engine, effect).reset(run, effect.task, effect.pr);
           break;
         case "reply":
           if (this.origin)

@@ -5,18 +5,21 @@
  * tries again), and a merge that already happened is recognised. Merges use a method the repository
  * and the branch's rules allow (branch-policy.ts). Whatever GitHub refuses that is not a race leaves a
  * one-line reason (`waits`, shown on the status comment and the task's check run), never a silent wait.
+ * Each effect acts in its workstream's repository (`at`): a graph may span repositories.
  */
 import { recordsOf } from "../engine/conflicts.ts";
 import { repairsChecks } from "../engine/verification.ts";
 import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
 import type { Engine } from "../engine/engine.ts";
-import { integrationBranch, taskBranch } from "../graph/model.ts";
+import { integrationBranch, repositoryFullName, taskBranch } from "../graph/model.ts";
 import { isAttemptRun } from "./attempt-runs.ts";
-import { jobUrl, messageOf, type RepoContext, statusOf, validationDetails } from "./client.ts";
+import { jobUrl, messageOf, type RepoContext, statusOf } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
-import { type Merged, Merges, oneLine, refusal, type Wait, waitKey } from "./merges.ts";
+import { type Merged, Merges, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
+import { openPr } from "./open-pr.ts";
+import { startChecksOfRetry } from "./retry-checks.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
 
 type Facts = Promise<EngineEvent[]>;
@@ -33,13 +36,23 @@ const LANDING_KINDS = {
 
 export class GitHubEffects {
   private readonly merges: Merges;
-  /**
-   * Waits this handler's effects found, by run and waitKey, or null where one ended: the driver keeps
-   * them with the run, for the status comment and the check runs.
-   */
-  readonly waits = new Map<string, Map<string, Wait | null>>();
+  /** The effects of the other repositories a run's workstreams live in, by `owner/name` in lower case. */
+  private readonly elsewhere = new Map<string, GitHubEffects>();
+  /** Another repository's default branch, where its task workflow runs from (read once). */
+  private defaultBranch: string | null = null;
+  /** Why the installation cannot reach this repository (null: it can; undefined: not read yet). */
+  private lost: string | null | undefined;
 
-  constructor(private readonly ctx: RepoContext) {
+  constructor(
+    private readonly ctx: RepoContext,
+    /**
+     * Waits this handler's effects found, by run and waitKey, or null where one ended: the driver keeps
+     * them with the run, for the status comment and the check runs (shared by every repository's).
+     */
+    readonly waits = new Map<string, Map<string, Wait | null>>(),
+    /** False for another repository than the graph's: the run's own commit is not there. */
+    private readonly own = true,
+  ) {
     this.merges = new Merges(ctx);
   }
 
@@ -47,8 +60,55 @@ export class GitHubEffects {
     return { owner: this.ctx.owner, repo: this.ctx.repo };
   }
 
+  /**
+   * The effects of the repository an effect acts in (its workstream's, engine/run-edit.ts): this
+   * one's for the graph's own, else that repository's, with the same installation's client (access.ts
+   * checked that it reaches it before the run started).
+   */
+  at(engine: Engine, effect: EngineEffect): GitHubEffects {
+    const fullName = effect.repository ? repositoryFullName(engine.plan.graph, effect.repository) : null;
+    if (!fullName || fullName.toLowerCase() === `${this.ctx.owner}/${this.ctx.repo}`.toLowerCase())
+      return this;
+    let effects = this.elsewhere.get(fullName.toLowerCase());
+    if (!effects) {
+      const [owner, repo] = fullName.split("/") as [string, string];
+      effects = new GitHubEffects({ ...this.ctx, owner, repo }, this.waits, false);
+      this.elsewhere.set(fullName.toLowerCase(), effects);
+    }
+    return effects;
+  }
+
+  /**
+   * Whether the installation reaches this repository now, read once per handler (always, for the
+   * graph's own). When it does not (a person took the repository out of the app's installation mid-run),
+   * the run keeps one line saying so, and the effects wait: they are owed still, and carried out by
+   * the next handler or the reconciler once access returns, so nothing is lost.
+   */
+  private async reachable(run: HostedRun): Promise<boolean> {
+    if (this.own) return true;
+    if (this.lost === undefined) {
+      try {
+        this.defaultBranch = (await this.ctx.octokit.rest.repos.get(this.repo)).data.default_branch;
+        this.lost = null;
+      } catch (error) {
+        const status = statusOf(error);
+        if (status !== 404 && status !== 403) throw error;
+        this.lost = `${this.ctx.owner}/${this.ctx.repo}: the app can no longer reach it (GitHub answered ${status}): add it back to the app's installation; its work waits and goes on by itself`;
+      }
+    }
+    let waits = this.waits.get(run.runKey);
+    if (!waits) this.waits.set(run.runKey, (waits = new Map()));
+    waits.set(
+      `repository:${this.ctx.owner}/${this.ctx.repo}`,
+      this.lost ? { person: true, line: this.lost } : null,
+    );
+    return this.lost === null;
+  }
+
   /** A repeatable effect (the engine driver's REPEATABLE), on the run state being decided. */
   async repeatable(effect: EngineEffect, run: HostedRun, engine: Engine): Facts {
+    const where = this.at(engine, effect);
+    if (where !== this) return (await where.reachable(run)) ? where.repeatable(effect, run, engine) : [];
     const at = this.ctx.now();
     const graph = run.graph;
     switch (effect.type) {
@@ -76,7 +136,8 @@ export class GitHubEffects {
       }
       case "open_task_pr": {
         const task = engine.plan.tasks.get(effect.task)!;
-        const opened = await this.openPr(
+        const opened = await openPr(
+          this.ctx,
           taskBranch(graph, task.id),
           integrationBranch(graph, task.workstreamId),
           taskPrTitle(task),
@@ -94,7 +155,7 @@ export class GitHubEffects {
       }
       case "merge_task_pr": {
         const task = engine.plan.tasks.get(effect.task)!;
-        await this.startChecksOfRetry(run, effect.task, effect.pr, taskBranch(graph, task.id));
+        await startChecksOfRetry(this.ctx, run, effect.task, effect.pr, taskBranch(graph, task.id));
         const merged = await this.merges.merge(
           effect.pr,
           `Merge task ${effect.task}`,
@@ -117,7 +178,8 @@ export class GitHubEffects {
         const ws = engine.plan.workstreams.get(effect.workstream)!;
         const head = integrationBranch(graph, ws.id);
         const behind = await this.merges.bringUpToDate(head, ws.mergeTargetBranch);
-        const opened = await this.openPr(
+        const opened = await openPr(
+          this.ctx,
           head,
           ws.mergeTargetBranch,
           integrationPrTitle(ws.id),
@@ -162,11 +224,13 @@ export class GitHubEffects {
             verified && landed && !(await this.merges.landedAsVerified(landed, verified))
               ? `${target} moved between the check and the merge: ${landed.slice(0, 7)} holds a tree nobody verified (the gates passed with ${target} at ${verified.base.slice(0, 7)}); run the gates on ${target}`
               : undefined;
+          // What landed, for a task in another repository that depends on this workstream (landed.json).
           return [
             {
               type: "integration_pr_merged",
               workstream: effect.workstream,
               at,
+              ...(landed ? { commit: landed } : {}),
               ...(unverified ? { unverified } : {}),
             },
           ];
@@ -283,7 +347,7 @@ export class GitHubEffects {
     const request = {
       ...this.repo,
       workflow_id: this.ctx.config.taskWorkflow,
-      ref: run.source.branch,
+      ref: await this.workflowBranch(run),
       inputs,
     };
     const route = "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches";
@@ -304,6 +368,17 @@ export class GitHubEffects {
       if (statusOf(error) === undefined || statusOf(error)! >= 500) throw error;
       return { reason: `could not start ${this.ctx.config.taskWorkflow}: ${messageOf(error)}` };
     }
+  }
+
+  /**
+   * Where the task workflow runs from: the graph's default branch, which the run was started from; in
+   * another repository, that repository's default branch (where GitHub reads workflow_dispatch's
+   * workflow: https://docs.github.com/en/actions/using-workflows/events-that-trigger-workflows#workflow_dispatch).
+   */
+  private async workflowBranch(run: HostedRun): Promise<string> {
+    if (this.own) return run.source.branch;
+    this.defaultBranch ??= (await this.ctx.octokit.rest.repos.get(this.repo)).data.default_branch;
+    return this.defaultBranch;
   }
 
   /** Cancels the attempt's workflow run (found by its id, else by its run-name). */
@@ -375,57 +450,12 @@ export class GitHubEffects {
   private startingPoint(run: HostedRun, engine: Engine, base: string): string | null {
     const merged = this.merges.mergedInto.get(base);
     if (merged) return merged;
-    if (base !== run.source.branch) return null;
+    if (!this.own || base !== run.source.branch) return null;
     const mergedIntoBase = Object.entries(run.workstreams).some(
       ([id, ws]) =>
         ws.integration === "merged" && engine.plan.workstreams.get(id)?.mergeTargetBranch === base,
     );
     return mergedIntoBase ? null : run.source.commit;
-  }
-
-  private async openPr(
-    head: string,
-    base: string,
-    title: string,
-    body: string,
-  ): Promise<PullRequest | "empty" | { reason: string } | { wait: Wait }> {
-    try {
-      const { data } = await this.ctx.octokit.rest.pulls.create({
-        ...this.repo,
-        head,
-        base,
-        title,
-        body,
-        maintainer_can_modify: false,
-      });
-      return { number: data.number, url: data.html_url };
-    } catch (error) {
-      const refused = refusal(error, this.ctx);
-      if (refused) {
-        const setting = /not permitted to create or approve pull requests/i.test(messageOf(error));
-        return {
-          wait: {
-            person: true,
-            line: setting
-              ? `GitHub refuses the PR from ${head} into ${base}: the orchestrator acts as GITHUB_TOKEN, and the repository does not let it open PRs: turn on Settings, Actions, General, "Allow GitHub Actions to create and approve pull requests" (the run goes on by itself)`
-              : `GitHub refuses the PR from ${head} into ${base}: ${oneLine(messageOf(error))}`,
-          },
-        };
-      }
-      if (statusOf(error) !== 422) throw error;
-      // A retried create (or an earlier attempt's PR): the open PR of this branch is the one; a
-      // merged one means the merge happened and its answer was lost (a crash between the two).
-      const { data } = await this.ctx.octokit.rest.pulls.list({
-        ...this.repo,
-        head: `${this.ctx.owner}:${head}`,
-        base,
-        state: "all",
-      });
-      const found = data.find((p) => p.state === "open") ?? data.find((p) => p.merged_at !== null);
-      if (found) return { number: found.number, url: found.html_url };
-      if (/no commits between/i.test(validationDetails(error))) return "empty";
-      return { reason: `could not open a PR from ${head} into ${base}: ${messageOf(error)}` };
-    }
   }
 
   /** Why the target is no longer the commit a branch was verified with, or null. */
@@ -443,42 +473,5 @@ export class GitHubEffects {
     let waits = this.waits.get(run.runKey);
     if (!waits) this.waits.set(run.runKey, (waits = new Map()));
     waits.set(waitKey(subject), typeof answer === "object" && "wait" in answer ? answer.wait : null);
-  }
-
-  /**
-   * Without a hosted app, a task job pushes with its own GITHUB_TOKEN, and GitHub starts no workflow
-   * for that push: the task PR that a retried attempt updated would keep the checks of the commit
-   * before it. Acting as a registered app, the orchestrator moves the branch itself, to a commit with
-   * the same tree on top of the job's, so that the repository's CI runs on the work about to merge.
-   * Once per attempt: when the head is no longer the job's own commit, there is nothing to do.
-   */
-  private async startChecksOfRetry(
-    run: HostedRun,
-    id: string,
-    pr: PullRequest,
-    branch: string,
-  ): Promise<void> {
-    if (this.ctx.config.workflow?.token !== "app") return;
-    const t = run.tasks[id];
-    const pushed = t?.attempts[t.attempt - 1]?.pushedSha;
-    if (!t || t.attempt < 2 || !pushed) return;
-    const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
-    if (data.head.sha !== pushed || data.state !== "open") return;
-    const { data: commit } = await this.ctx.octokit.rest.git.getCommit({ ...this.repo, commit_sha: pushed });
-    const { data: touch } = await this.ctx.octokit.rest.git.createCommit({
-      ...this.repo,
-      message: `Run the checks on attempt ${t.attempt} of ${id}\n\nIts job pushed with the workflow's token, for which GitHub starts no workflow.`,
-      tree: commit.tree.sha,
-      parents: [pushed],
-    });
-    await this.ctx.octokit.rest.git.updateRef({
-      ...this.repo,
-      ref: `heads/${branch}`,
-      sha: touch.sha,
-      force: false,
-    });
-    this.ctx.log(
-      `${branch}: moved to ${touch.sha.slice(0, 7)} as the app, so that CI runs on attempt ${t.attempt}`,
-    );
   }
 }

@@ -14,16 +14,16 @@ import { rateLimitWait } from "./write-pacing.ts";
  * GitHub's 405 when the base moved under a merge: the merge is asked again, as a PR is read again while
  * GitHub computes whether it can merge; a few times, a little later each time.
  */
-const BASE_MOVED = /Base branch was modified/i;
+export const BASE_MOVED = /Base branch was modified/i;
 const MERGE_TRIES = 3;
 const ASK_AGAIN_MS = 300;
 /** GitHub's 405 while a required status check has not reported, and once it failed. */
-const CHECK_EXPECTED = /Required status checks? "?([^"]*)"? (?:is|are) expected/i;
+export const CHECK_EXPECTED = /Required status checks? "?([^"]*)"? (?:is|are) expected/i;
 const CHECK_FAILING = /Required status checks? "?([^"]*)"? (?:is|are) failing/i;
 /** GitHub's refusal of a change to `.github/workflows/` by a token without the `workflows` permission. */
-const WORKFLOWS_REFUSED = /create or update workflow `?([^`\s]+)`?/i;
+export const WORKFLOWS_REFUSED = /create or update workflow `?([^`\s]+)`?/i;
 /** GitHub's 405 for a branch whose rules require a merge queue. */
-const MERGE_QUEUE = /must be made through the merge queue/i;
+export const MERGE_QUEUE = /must be made through the merge queue/i;
 /** The conclusions of a check run that passes (what GitHub's required checks accept). */
 const PASSED = new Set(["success", "neutral", "skipped"]);
 

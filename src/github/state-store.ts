@@ -48,7 +48,7 @@ const READ_RUNS = `query($owner: String!, $name: String!, $ref: String!) {
   }
 }`;
 
-const WRITE = `mutation($input: CreateCommitOnBranchInput!) {
+export const WRITE = `mutation($input: CreateCommitOnBranchInput!) {
   createCommitOnBranch(input: $input) { commit { oid } }
 }`;
 
@@ -61,7 +61,7 @@ interface RunsRead {
 }
 
 /** GitHub's answer when `expectedHeadOid` is no longer the head. */
-const isStale = (error: unknown): boolean => {
+export const isStale = (error: unknown): boolean => {
   const e = error as { errors?: { type?: string; message?: string }[]; message?: string };
   return (
     (e.errors ?? []).some(

@@ -17,7 +17,7 @@ import type { RunState, TaskRun } from "../engine/types.ts";
 import type { Plan } from "../plan/model.ts";
 import { unitGatesNote } from "../plan/resolution.ts";
 import { agentText, BODY_LIMIT, cell, reasonText, rowReason, statusMarker, takeLines } from "./render.ts";
-import { breakageText, holdWords, named, waitingFor } from "./waiting-lines.ts";
+import { breakageText, holdWords, named, prLink, waitingFor } from "./waiting-lines.ts";
 import { cellCode, code, duration, quoteIds } from "./words.ts";
 import { workstreamChart, workstreamState } from "./workstream-chart.ts";
 
@@ -98,7 +98,7 @@ function taskCells(ctx: RowContext, id: string, workstream?: string): string[] {
   const end = t.mergedAt ?? (t.status === "running" || t.status === "pr_open" ? ctx.now : null);
   const time = first && end ? duration(end - (first.startedAt ?? first.dispatchedAt)) : "";
   const cost = taskSpent(t);
-  const pr = t.pr ? `[#${t.pr.number}](${t.pr.url})` : "";
+  const pr = t.pr ? prLink(t.pr, ctx.plan) : "";
   const job = t.attempts.at(-1)?.job;
   const attempt =
     t.attempt && job && ctx.links.job ? `[${t.attempt}](${ctx.links.job(job)})` : String(t.attempt || "");

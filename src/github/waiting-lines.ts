@@ -28,8 +28,19 @@ export const named = (ids: string[], show: (id: string) => string, max = NAMED, 
   ids.slice(0, max).map(show).join(separator) +
   (ids.length > max ? `${separator.trim() === ";" ? ";" : ""} and ${count(ids.length - max)} more` : "");
 
-export const prLink = (pr: { number: number; url: string } | null): string =>
-  pr ? `[#${pr.number}](${pr.url})` : "its PR";
+/**
+ * A PR as a link: `#12`, or `octo/api#12` in a graph that spans repositories, where a number alone
+ * does not say which repository (the repository is the one in the PR's own URL).
+ */
+export const prLink = (pr: { number: number; url: string } | null, plan?: Plan): string =>
+  pr ? `[${prName(pr, plan)}](${pr.url})` : "its PR";
+
+export function prName(pr: { number: number; url: string }, plan?: Plan): string {
+  const repository = plan?.graph.repositories?.length
+    ? /\/([^/]+\/[^/]+)\/pull\/\d+$/.exec(pr.url)?.[1]
+    : undefined;
+  return `${repository ?? ""}#${pr.number}`;
+}
 
 /** A root failure by name: "`t12`", "workstream `w`". */
 export const breakageName = (b: Breakage): string =>
@@ -107,7 +118,7 @@ export function waitingFor(
     const t = state.tasks[id]!;
     const n = held(`pr:task:${id}`);
     lines.push(
-      `- **Waiting for you**: ${prLink(t.pr)} (${code(id)}): ${quoteIds(reasonText(t.reason ?? "it has conflicts", 400), plan)}${holdsCount(n)}.`,
+      `- **Waiting for you**: ${prLink(t.pr, plan)} (${code(id)}): ${quoteIds(reasonText(t.reason ?? "it has conflicts", 400), plan)}${holdsCount(n)}.`,
     );
   }
   if (conflicted.length > NAMED) {
@@ -128,7 +139,7 @@ export function waitingFor(
     const rest = merges.slice(NAMED);
     const n = rest.reduce((sum, w) => sum + held(`pr:workstream:${w}`), 0);
     lines.push(
-      `- **Waiting for you**: ${plural(rest.length, "more integration PR")} to merge: ${named(rest, (w) => prLink(state.workstreams[w]!.pr), 10)}${holdsCount(n, "them")}.`,
+      `- **Waiting for you**: ${plural(rest.length, "more integration PR")} to merge: ${named(rest, (w) => prLink(state.workstreams[w]!.pr, plan), 10)}${holdsCount(n, "them")}.`,
     );
   }
 
@@ -149,11 +160,15 @@ export function waitingFor(
   };
   for (const [wsId, ws] of Object.entries(state.workstreams))
     if (ws.status === "pr_open" && resolving(ws.conflict))
-      resolutionOf(prLink(ws.pr), { workstream: wsId }, ws.conflict);
+      resolutionOf(prLink(ws.pr, plan), { workstream: wsId }, ws.conflict);
   for (const id of plan.order) {
     const t = state.tasks[id]!;
     if (t.status === "pr_open" && resolving(t.conflict))
-      resolutionOf(prLink(t.pr), { workstream: plan.tasks.get(id)!.workstreamId, task: id }, t.conflict);
+      resolutionOf(
+        prLink(t.pr, plan),
+        { workstream: plan.tasks.get(id)!.workstreamId, task: id },
+        t.conflict,
+      );
   }
   if (resolutions.length > 0)
     lines.push(
@@ -168,7 +183,7 @@ export function waitingFor(
       const record = ws.verification?.[kind].at(-1);
       return ws.status === "pr_open" && record?.outcome === null
         ? [
-            `${prLink(ws.pr)} (${code(wsId)}): ${jobLink(`${kind === "runs" ? "verification" : "repair"} ${record.n}`, record.job)}${thenNote(plan, state, wsId, landingStage(plan, state, wsId))}`,
+            `${prLink(ws.pr, plan)} (${code(wsId)}): ${jobLink(`${kind === "runs" ? "verification" : "repair"} ${record.n}`, record.job)}${thenNote(plan, state, wsId, landingStage(plan, state, wsId))}`,
           ]
         : [];
     });
@@ -194,13 +209,13 @@ export function waitingFor(
   const open = merging.filter((id) => state.tasks[id]!.pr !== null && !again.includes(id));
   if (again.length > 0)
     lines.push(
-      `- Merging again once its conflicts were resolved: ${named(again, (id) => prLink(state.tasks[id]!.pr))}.`,
+      `- Merging again once its conflicts were resolved: ${named(again, (id) => prLink(state.tasks[id]!.pr, plan))}.`,
     );
   if (opening.length > 0)
     lines.push(`- Opening ${plural(opening.length, "task PR")}: ${named(opening, code)}.`);
   if (open.length > 0)
     lines.push(
-      `- Waiting for ${plural(open.length, "task PR")} to merge (required checks or reviews): ${named(open, (id) => prLink(state.tasks[id]!.pr))}.`,
+      `- Waiting for ${plural(open.length, "task PR")} to merge (required checks or reviews): ${named(open, (id) => prLink(state.tasks[id]!.pr, plan))}.`,
     );
   // Where each other integration PR stands (engine/landing.ts): in the queue to be verified, or merging itself.
   const stages = plan.graph.workstreams.map((w) => [w.id, landingStage(plan, state, w.id)] as const);
@@ -210,7 +225,7 @@ export function waitingFor(
     lines.push(
       `- Waiting their turn to be verified (one landing into a branch at a time): ${named(
         inTurn.map(
-          ([wsId, st]) => `${prLink(state.workstreams[wsId]!.pr)}${thenNote(plan, state, wsId, st)}`,
+          ([wsId, st]) => `${prLink(state.workstreams[wsId]!.pr, plan)}${thenNote(plan, state, wsId, st)}`,
         ),
         (link) => link,
       )}.`,
@@ -219,7 +234,7 @@ export function waitingFor(
   if (selfMerging.length > 0)
     lines.push(
       `- Waiting for GitHub: ${named(
-        selfMerging.map(([wsId]) => prLink(state.workstreams[wsId]!.pr)),
+        selfMerging.map(([wsId]) => prLink(state.workstreams[wsId]!.pr, plan)),
         (link) => link,
       )} ${verb(selfMerging.length, "merges itself", "merge themselves")} once required checks pass.`,
     );
@@ -248,7 +263,7 @@ export function waitingFor(
 function mergeLine(plan: Plan, state: RunState, wsId: string, n: number): string {
   const ws = state.workstreams[wsId]!;
   const def = plan.workstreams.get(wsId)!;
-  const pr = `${prLink(ws.pr)} (${code(wsId)} into ${code(def.mergeTargetBranch)})`;
+  const pr = `${prLink(ws.pr, plan)} (${code(wsId)} into ${code(def.mergeTargetBranch)})`;
   if (ws.conflict?.toPerson)
     return `- **Waiting for you**: ${pr}: ${quoteIds(reasonText(ws.reason ?? "it has conflicts", 400), plan)}${holdsCount(n)}.`;
   // Verified and repaired in vain: why, how to see it, and the end of what fails.
@@ -292,5 +307,5 @@ export function holdWords(plan: Plan, state: RunState, hold: Hold | undefined): 
     return `waits for ${code(hold.workstream)} to land (an overlap with ${code(hold.task)})`;
   if (hold.kind !== "person") return "";
   const pr = "task" in hold.pr ? state.tasks[hold.pr.task]!.pr : state.workstreams[hold.pr.workstream]!.pr;
-  return `waits for ${prLink(pr)}`;
+  return `waits for ${prLink(pr, plan)}`;
 }

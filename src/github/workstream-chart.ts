@@ -14,7 +14,7 @@ import type { RunState, TaskStatus } from "../engine/types.ts";
 import { type Mark, type Marks, mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/model.ts";
 import { agentText, cell, rowReason } from "./render.ts";
-import { mergeByWords, named, prLink } from "./waiting-lines.ts";
+import { mergeByWords, named, prLink, prName } from "./waiting-lines.ts";
 import { cellCode, count, plural, quoteIds, verb } from "./words.ts";
 
 /** Says what the outlines mean, under every chart. */
@@ -50,26 +50,26 @@ function forYou(plan: Plan, state: RunState, known: Known, wsId: string, short: 
   // As the lines say it (engine/landing.ts): merge it only once it may land.
   const landing = landingStage(plan, state, wsId);
   if (landing?.stage === "conflict")
-    return short ? "its PR conflicts" : `its PR ${prLink(ws.pr)} waits for you: it conflicts`;
+    return short ? "its PR conflicts" : `its PR ${prLink(ws.pr, plan)} waits for you: it conflicts`;
   if (landing?.stage === "unverified")
     return short
       ? "not verified, waits for you"
-      : `its PR ${prLink(ws.pr)} is not verified: fix it on its branch, or close it`;
+      : `its PR ${prLink(ws.pr, plan)} is not verified: fix it on its branch, or close it`;
   if (landing?.stage === "merge")
-    return short ? "merge waits for you" : `its PR ${prLink(ws.pr)} waits for you: merge it`;
+    return short ? "merge waits for you" : `its PR ${prLink(ws.pr, plan)} waits for you: merge it`;
   const ids = plan.tasksByWorkstream.get(wsId) ?? [];
   const conflicted = ids.filter((id) => leftToPerson(state.tasks[id]!));
   if (conflicted.length > 0)
     return short
       ? `${conflicted.length === 1 ? "a PR" : `${count(conflicted.length)} PRs`} conflict`
-      : `${named(conflicted, (id) => `${prLink(state.tasks[id]!.pr)} (${cellCode(id)})`, 3)} ${verb(conflicted.length, "waits", "wait")} for you: conflicts`;
+      : `${named(conflicted, (id) => `${prLink(state.tasks[id]!.pr, plan)} (${cellCode(id)})`, 3)} ${verb(conflicted.length, "waits", "wait")} for you: conflicts`;
   // Its tasks to do wait for another's PR, or for a budget.
   const pending = ids.filter((id) => state.tasks[id]!.status === "pending");
   const person = pending.map((id) => known.holds.get(id)).find((h) => h?.kind === "person");
   if (person?.kind === "person") {
     const pr =
       "task" in person.pr ? state.tasks[person.pr.task]!.pr : state.workstreams[person.pr.workstream]!.pr;
-    return short ? `waits for #${pr?.number ?? "?"}` : `its tasks wait for ${prLink(pr)}`;
+    return short ? `waits for ${pr ? prName(pr, plan) : "#?"}` : `its tasks wait for ${prLink(pr, plan)}`;
   }
   const budget = pending.filter((id) => known.holds.get(id)?.kind === "budget").length;
   if (budget > 0)
@@ -124,7 +124,7 @@ export function workstreamState(
     const then = landing && "then" in landing ? landing.then : null;
     if (landing?.stage === "in_turn" || landing?.stage === "verifying")
       parts.push(
-        `its PR ${prLink(ws.pr)} ${landing.stage === "in_turn" ? "waits its turn to be verified" : `is in ${landing.job}`}${then ? `, then waits for you: ${mergeByWords(plan, state, wsId, then)}` : ""}`,
+        `its PR ${prLink(ws.pr, plan)} ${landing.stage === "in_turn" ? "waits its turn to be verified" : `is in ${landing.job}`}${then ? `, then waits for you: ${mergeByWords(plan, state, wsId, then)}` : ""}`,
       );
   }
   if (ws.landedUnverified)

@@ -75,9 +75,10 @@ const resultShape = z.object({
     .default(null),
   /**
    * A landing job's failure told apart (attempt/gate-verdicts.ts, landing-guards.ts): its gates break,
-   * a gate is flaky (the job passed on a rerun), a gate timed out, or it changed what judges it.
+   * a gate is flaky (the job passed on a rerun), a gate timed out, it changed what judges it, or its
+   * target changed a workflow file that no push of agentrelay's may bring (attempt/workflow-landing.ts).
    */
-  verdict: z.enum(["break", "flaky", "timed_out", "weakened"]).nullable().default(null),
+  verdict: z.enum(["break", "flaky", "timed_out", "weakened", "workflows"]).nullable().default(null),
 });
 
 /**

@@ -18,18 +18,21 @@ export interface RunSource {
   params?: Record<string, unknown>;
 }
 
-/** Parses a graph and checks a cyberian workflow's required params (a missing one names the param). */
+/**
+ * Parses a graph and checks a cyberian workflow's required params (a missing one names the param).
+ * A run's graph may span repositories: where a run starts (a push, a command, the plan check),
+ * requireOneRepository says whether it may here.
+ */
 export function parseRunGraph(source: Pick<RunSource, "path" | "text" | "params">): Graph {
   const graph = parseGraph(source.path, source.text);
   requireParams(graph, source);
-  requireOneRepository(graph, source);
   return graph;
 }
 
 /**
  * On GitHub a run's workstreams all live in the graph's own repository for now: a graph that spans
- * repositories runs locally (`--repo NAME=PATH`), and is refused here at its `repositories` key rather
- * than run with every workstream in the wrong repository.
+ * repositories runs locally (`--repo NAME=PATH`), and is refused where a run would start (push.ts,
+ * plan.ts) at its `repositories` key rather than run with every workstream in the wrong repository.
  */
 export function requireOneRepository(graph: Graph, source: Pick<RunSource, "path" | "text">): void {
   if (!graph.repositories?.length) return;

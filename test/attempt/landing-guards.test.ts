@@ -75,7 +75,7 @@ describe("a repair is judged by the tests and gates of the tree it repairs", () 
     [
       "neuters the test runner",
       (repo: string) => writeFileSync(join(repo, "package.json"), PACKAGE("exit 0")),
-      "changed the scripts of package.json",
+      "changed package.json, which neither side changed",
     ],
     [
       "edits the test's expectation",

@@ -129,7 +129,7 @@ describe("conflicts between an integration branch and its target", () => {
     );
   });
 
-  it.each(["weakened", "timed_out"] as const)(
+  it.each(["weakened", "timed_out", "workflows"] as const)(
     "leaves a resolution that failed as %s to a person at once",
     (verdict) => {
       const { engine, state } = withOpenPr();

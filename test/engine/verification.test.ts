@@ -393,4 +393,16 @@ describe("failures told apart before a repair is spent", () => {
     expect(state.workstreams.right!.verification).toMatchObject({ toPerson: true, failure: diff });
     expect(state.workstreams.right!.reason).toBe(`not verified: ${reason} (its diff is below)`);
   });
+
+  it("leaves a repair whose target changed a workflow file to a person, in one line, and repairs no more", () => {
+    const { engine, state } = withOpenPr();
+    engine.apply(state, opened);
+    engine.apply(state, finished("verify", 1, false));
+    const reason =
+      "main changed .github/workflows/ci.yml, and GitHub refuses a push that brings a workflow change from agentrelay's tokens (they never hold `workflows`): merge main into agentrelay/g/right/integration yourself and push (the run goes on by itself)";
+    const effects = engine.apply(state, finished("repair", 1, false, { verdict: "workflows", reason }));
+    expect(effects.map((e) => e.type)).not.toContain("repair_integration");
+    expect(state.workstreams.right!.verification).toMatchObject({ toPerson: true });
+    expect(state.workstreams.right!.reason).toBe(`not verified: ${reason}`);
+  });
 });

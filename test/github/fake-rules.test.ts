@@ -69,14 +69,21 @@ describe("the fake GitHub's repository settings", () => {
       },
       expect.anything(),
     ];
-    expect(gh.handle("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "squash" })).toEqual(refused);
+    // The app's token (ghs_): an installation's, or a workflow's GITHUB_TOKEN.
+    const asApp = (method: string, path: string, body: object) =>
+      gh.handle(method, path, body, "", "token ghs_app");
+    expect(asApp("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "squash" })).toEqual(refused);
     gh.branches.set("other", gh.branches.get("main")!);
-    expect(gh.handle("POST", `${repo}/merges`, { base: "other", head: "feature" })).toEqual(refused);
-    expect(gh.handle("PATCH", `${repo}/git/refs/heads/other`, { sha: gh.branches.get("feature") })).toEqual(
+    expect(asApp("POST", `${repo}/merges`, { base: "other", head: "feature" })).toEqual(refused);
+    expect(asApp("PATCH", `${repo}/git/refs/heads/other`, { sha: gh.branches.get("feature") })).toEqual(
       refused,
     );
+    // A person's token with the `workflow` scope may.
+    expect(gh.handle("PATCH", `${repo}/git/refs/heads/other`, { sha: gh.branches.get("feature") })[0]).toBe(
+      200,
+    );
     gh.settings.workflowsPermission = true;
-    expect(gh.handle("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "squash" })[0]).toBe(200);
+    expect(asApp("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "squash" })[0]).toBe(200);
   });
 
   it("refuses the PRs GITHUB_TOKEN opens where Actions may not open PRs, and counts 1,000 requests an hour for it", () => {

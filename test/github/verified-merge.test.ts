@@ -25,7 +25,10 @@ const setup = (engine = verifying) => integrationPrOnFake(engine);
 describe("merging a verified integration PR", () => {
   it("merges while the target and the head are the verified ones", async () => {
     const { github, merge } = setup();
-    expect(await merge()).toEqual([{ type: "integration_pr_merged", workstream: "w", at: 0 }]);
+    // The fact names the commit it landed as (what a task in another repository is told).
+    expect(await merge()).toEqual([
+      { type: "integration_pr_merged", workstream: "w", commit: github.branches.get("main"), at: 0 },
+    ]);
     expect(github.pulls.find((p) => p.number === 9)!.merged).toBe(true);
   });
 
@@ -78,7 +81,9 @@ describe("a verification that left the target's merge to GitHub (a workflow file
     github.commit("main", { ".github/workflows/ci.yml": "on: [push, merge_group]\n" }, "ci");
     // The branch was not pushed with main merged in: the verification passed on that merge locally.
     const facts = await merge(verifiedNow());
-    expect(facts).toEqual([{ type: "integration_pr_merged", workstream: "w", at: 0 }]);
+    expect(facts).toEqual([
+      { type: "integration_pr_merged", workstream: "w", commit: github.branches.get("main"), at: 0 },
+    ]);
   });
 });
 

@@ -8,7 +8,7 @@ import { repositoryFullName } from "../../src/graph/model.ts";
 import { mermaidDag } from "../../src/plan/mermaid.ts";
 import { overlapsOf } from "../../src/plan/overlaps.ts";
 import { buildPlan } from "../../src/plan/plan.ts";
-import { parseRunGraph } from "../../src/protocol/run-source.ts";
+import { parseRunGraph, requireOneRepository } from "../../src/protocol/run-source.ts";
 import { API_THEN_CLIENT } from "../support/repositories.ts";
 
 function errorsOf(yaml: string): string[] {
@@ -179,10 +179,12 @@ describe("graphs that span repositories", () => {
   });
 
   it("is refused on GitHub for now, at its repositories key, with the way to run it locally", () => {
-    expect(() => parseRunGraph({ path: ".workflow/api-client.yaml", text: API_THEN_CLIENT })).toThrow(
+    const source = { path: ".workflow/api-client.yaml", text: API_THEN_CLIENT };
+    expect(() => requireOneRepository(parseRunGraph(source), source)).toThrow(
       ".workflow/api-client.yaml:2:1: repositories: graphs that span repositories (octo/api, octo/web) run locally for now (agentrelay run .workflow/api-client.yaml --repo DIR --repo NAME=PATH); on GitHub keep every workstream in this repository",
     );
     const single = `name: g\n${WS("  - id: a")}${TASKS("a")}`;
-    expect(parseRunGraph({ path: "g.yaml", text: single }).name).toBe("g");
+    const one = { path: "g.yaml", text: single };
+    expect(() => requireOneRepository(parseRunGraph(one), one)).not.toThrow();
   });
 });

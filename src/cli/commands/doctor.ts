@@ -12,6 +12,7 @@ import { loadGraphFile } from "../../graph/load.ts";
 import { buildPlan } from "../../plan/plan.ts";
 import { unitGatesNote } from "../../plan/resolution.ts";
 import { MERGE_METHODS } from "../../github/branch-policy.ts";
+import { reachOfRepositories } from "../../github/access.ts";
 import { findings, mergeNotes, readRepoFacts } from "../../github/doctor.ts";
 import type { GitHubClient } from "../../github/client.ts";
 import { statusOf } from "../../github/client.ts";
@@ -45,7 +46,7 @@ const NETWORK_WORDS: Record<string, string> = {
 };
 
 /** Why a request never got an answer from `apiUrl`, or null when it did (an HTTP status). */
-function unreachable(error: unknown, apiUrl: string): string | null {
+export function unreachable(error: unknown, apiUrl: string): string | null {
   let host: string;
   try {
     host = new URL(apiUrl).host;
@@ -132,8 +133,9 @@ export async function doctorCommand(
     throw new DoctorError("no GitHub token: set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`");
   const apiUrl = options.apiUrl ?? env.GITHUB_API_URL ?? "https://api.github.com";
   let found: { findings: string[]; notes: string[] };
+  const client = doctorClient(token, apiUrl);
   try {
-    found = await diagnose(doctorClient(token, apiUrl), repository, options.workflows, apiUrl);
+    found = await diagnose(client, repository, options.workflows, apiUrl);
   } catch (error) {
     if (!(error instanceof Unreachable)) throw error;
     // What needs no network is still checked: the checkout's workflow files.
@@ -148,6 +150,9 @@ export async function doctorCommand(
     return EXIT.failed;
   }
   found.notes.push(...graphNotes(dir));
+  const reach = await graphReach(client, dir, repository);
+  found.notes.push(...reach.notes);
+  found.findings.push(...reach.findings);
   io.out(report(repository, found));
   return found.findings.length > 0 ? EXIT.failed : EXIT.ok;
 }
@@ -175,6 +180,47 @@ export function graphNotes(dir: string): string[] {
       return [];
     }
   });
+}
+
+/**
+ * Which of the repositories the graphs under `.workflow/` name the token reaches, and with what: a
+ * note for each graph whose repositories it reaches, a finding (with the fix) for each it does not.
+ */
+export async function graphReach(
+  octokit: GitHubClient,
+  dir: string,
+  repository: string,
+): Promise<{ notes: string[]; findings: string[] }> {
+  const notes: string[] = [];
+  const found: string[] = [];
+  for (const file of graphFiles(dir)) {
+    let graph;
+    try {
+      graph = loadGraphFile(join(dir, ".workflow", file));
+    } catch {
+      continue;
+    }
+    if (!graph.repositories?.length) continue;
+    const reach = await reachOfRepositories(octokit, graph, repository, "token");
+    const reached = reach.filter((r) => !r.problem);
+    if (reached.length > 0)
+      notes.push(
+        `.workflow/${file} spans repositories; the token reaches ${reached.map((r) => `${r.fullName}${r.access ? ` (${r.access})` : ""}`).join(", ")}`,
+      );
+    found.push(...reach.filter((r) => r.problem).map((r) => `.workflow/${file}: ${r.problem}`));
+  }
+  return { notes, findings: found };
+}
+
+/** The graph files under `.workflow/` of the checkout at `dir`, sorted (none when there is no folder). */
+function graphFiles(dir: string): string[] {
+  try {
+    return readdirSync(join(dir, ".workflow"))
+      .filter((f) => /\.ya?ml$/.test(f) && !/\.params\.ya?ml$/.test(f))
+      .sort();
+  } catch {
+    return [];
+  }
 }
 
 /**

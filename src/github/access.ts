@@ -1,0 +1,117 @@
+/**
+ * Which of the repositories a graph names the credentials can reach, checked before anything is
+ * written: the app's installation token (only the repositories the installation was granted), a
+ * workflow's GITHUB_TOKEN (its own repository only), or a person's or fine-grained token (those it
+ * was given access to). Each repository it cannot reach is one line with the fix.
+ *
+ * GitHub answers 404 for a repository a token cannot see (it does not say that a private repository
+ * exists), and an installation token reaches only "the repositories that the installation can access"
+ * (https://docs.github.com/en/rest/apps/apps#create-an-installation-access-token-for-an-app); a
+ * GITHUB_TOKEN's "permissions are limited to the repository that contains your workflow"
+ * (https://docs.github.com/en/actions/security-for-github-actions/security-guides/automatic-token-authentication).
+ */
+import { GraphError, type GraphIssue } from "../graph/errors.ts";
+import type { Graph } from "../graph/model.ts";
+import { type AppConfig, type GitHubClient, statusOf } from "./client.ts";
+
+/** Whose token asks: the app's installation, a workflow's GITHUB_TOKEN, or another token (a person's). */
+export type Credentials = "app" | "github_token" | "token";
+
+export interface RepositoryReach {
+  /** The graph's name for it, and `OWNER/NAME`. */
+  name: string;
+  fullName: string;
+  /** Why the credentials cannot work there, with the fix, in one line; null when they can. */
+  problem: string | null;
+  /** What the token may do there, when GitHub says (a person's token: push or only pull). */
+  access?: "write" | "read";
+}
+
+/** The credentials a handler acts with: the app's, or the orchestrator workflow's token. */
+export const credentialsOf = (config: AppConfig): Credentials =>
+  config.workflow?.token === "github_token" ? "github_token" : "app";
+
+const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+/** Each repository the graph names other than its own (`own`: `OWNER/NAME`), and whether it is reached. */
+export async function reachOfRepositories(
+  octokit: GitHubClient,
+  graph: Graph,
+  own: string,
+  credentials: Credentials,
+): Promise<RepositoryReach[]> {
+  const others = (graph.repositories ?? []).filter((r) => !same(r.fullName, own));
+  return Promise.all(
+    others.map(async ({ name, fullName }): Promise<RepositoryReach> => {
+      const problem = (line: string) => ({ name, fullName, problem: `${fullName}: ${line}` });
+      if (credentials === "github_token")
+        return problem(
+          `the workflow's GITHUB_TOKEN reaches ${own} only: give the orchestrator a registered GitHub App's token (the variable AGENTRELAY_APP_CLIENT_ID and the secret AGENTRELAY_APP_PRIVATE_KEY, docs/github.md), the app installed on ${fullName} too`,
+        );
+      const [owner, repo] = fullName.split("/") as [string, string];
+      try {
+        const { data } = await octokit.rest.repos.get({ owner, repo });
+        const permissions = (data as { permissions?: { push?: boolean; pull?: boolean } }).permissions;
+        if (permissions && !permissions.push)
+          return {
+            ...problem(
+              "the token may read it but not push to it: give it Contents and Pull requests write there (a fine-grained token's Repository permissions), or use a GitHub App installed on it",
+            ),
+            access: "read",
+          };
+        return { name, fullName, problem: null, ...(permissions ? { access: "write" as const } : {}) };
+      } catch (error) {
+        const status = statusOf(error);
+        if (status !== 404 && status !== 403) throw error;
+        if (credentials === "token")
+          return problem(
+            `not found, or the token may not read it: give the token access to it (a fine-grained token's Repository access), or use a GitHub App installed on it`,
+          );
+        const [ownOwner] = own.split("/") as [string];
+        if (!same(owner, ownOwner))
+          return problem(
+            `the app's installation on ${ownOwner} cannot reach ${owner}'s repositories (a run acts through one installation): move the workstream into a repository of ${ownOwner}`,
+          );
+        return problem(
+          `the app is not installed on it: add it to the app's installation (the owner's settings, GitHub Apps, Configure, Repository access), then push the graph again`,
+        );
+      }
+    }),
+  );
+}
+
+/**
+ * Refuses a graph naming a repository the credentials cannot reach, at that repository's line under
+ * `repositories`, before anything is written.
+ */
+export async function requireReach(
+  octokit: GitHubClient,
+  graph: Graph,
+  source: { path: string; text: string },
+  own: string,
+  credentials: Credentials,
+): Promise<void> {
+  if (!graph.repositories?.length) return;
+  const unreachable = (await reachOfRepositories(octokit, graph, own, credentials)).filter((r) => r.problem);
+  if (unreachable.length === 0) return;
+  throw new GraphError(
+    unreachable.map((r): GraphIssue => ({
+      file: source.path,
+      line: repositoryLine(source.text, r.name),
+      column: 1,
+      path: `repositories.${r.name}`,
+      message: r.problem!,
+    })),
+  );
+}
+
+/** The line of `NAME:` under `repositories:` (block style), else of `repositories:` itself. */
+export function repositoryLine(text: string, name: string): number {
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => /^repositories\s*:/.test(l));
+  if (start < 0) return 1;
+  const key = new RegExp(`^\\s+['"]?${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}['"]?\\s*:`);
+  for (let i = start + 1; i < lines.length && !/^\S/.test(lines[i]!); i++)
+    if (key.test(lines[i]!)) return i + 1;
+  return start + 1;
+}

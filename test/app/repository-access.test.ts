@@ -1,0 +1,120 @@
+/**
+ * A graph naming repositories is checked against what the app's credentials reach before anything is
+ * written: a repository the installation does not cover is refused at its line under `repositories`,
+ * with the fix, on the push's check run (harness/fake-repositories.ts scopes the tokens as GitHub does).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { type Harness, repository, startApp, user } from "../../harness/app.ts";
+import type { AppConfig } from "../../src/github/client.ts";
+import { API_THEN_CLIENT } from "../support/repositories.ts";
+
+let h: Harness | undefined;
+afterEach(() => h?.close());
+
+async function pushed(
+  repositories: { fullName: string; installation: number | null }[],
+  graph = API_THEN_CLIENT,
+  config: Partial<AppConfig> = {},
+) {
+  h = await startApp(config, "nock", Infinity, repositories);
+  await h.pushGraph(".workflow/api-client.yaml", graph);
+  const check = h.gh.checkRuns.find((c) => c.name === "agentrelay / .workflow/api-client.yaml")!;
+  const annotations = (check.output?.annotations ?? []) as { start_line: number; message: string }[];
+  return { check, lines: annotations.map((a) => `${a.start_line}: ${a.message}`) };
+}
+
+/** Nothing was written: no run state, no job, no branch in any repository. */
+function nothingWritten(harness: Harness) {
+  expect(harness.gh.dispatches).toEqual([]);
+  expect([...harness.gh.branches].map(([b]) => b).filter((b) => b.startsWith("agentrelay"))).toEqual([]);
+  for (const gh of harness.github.repositories.values())
+    if (gh !== harness.gh) expect([...gh.branches].map(([b]) => b)).toEqual(["main"]);
+}
+
+describe("access to a graph's repositories, checked at plan time", () => {
+  it("refuses a repository the app is not installed on, at its line, with the fix", async () => {
+    const { check, lines } = await pushed([
+      { fullName: "octo/api", installation: 42 },
+      { fullName: "octo/web", installation: null },
+    ]);
+    expect(check.conclusion).toBe("failure");
+    expect(lines).toEqual([
+      "4: octo/web: the app is not installed on it: add it to the app's installation (the owner's settings, GitHub Apps, Configure, Repository access), then push the graph again",
+    ]);
+    nothingWritten(h!);
+  });
+
+  it("refuses another account's repository: a run acts through one installation", async () => {
+    const graph = API_THEN_CLIENT.replace("api: octo/api", "api: other/api");
+    const { lines } = await pushed(
+      [
+        { fullName: "other/api", installation: 77 },
+        { fullName: "octo/web", installation: 42 },
+      ],
+      graph,
+    );
+    expect(lines).toEqual([
+      "3: other/api: the app's installation on octo cannot reach other's repositories (a run acts through one installation): move the workstream into a repository of octo",
+    ]);
+    nothingWritten(h!);
+  });
+
+  it("says what a workflow's GITHUB_TOKEN cannot do: reach another repository at all", async () => {
+    const { lines } = await pushed(
+      [
+        { fullName: "octo/api", installation: 42 },
+        { fullName: "octo/web", installation: 42 },
+      ],
+      API_THEN_CLIENT,
+      { workflow: { token: "github_token" } },
+    );
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      /^3: octo\/api: the workflow's GITHUB_TOKEN reaches octo\/demo only: give the orchestrator a registered GitHub App's token/,
+    );
+    nothingWritten(h!);
+  });
+
+  it("lets a graph whose repositories the installation covers past the check", async () => {
+    const { lines } = await pushed([
+      { fullName: "octo/api", installation: 42 },
+      { fullName: "octo/web", installation: 42 },
+    ]);
+    expect(lines.join("\n")).not.toMatch(/not installed|cannot reach/);
+    // Each was asked about once, with the installation's token.
+    expect(h!.github.get("octo/api").log(/^GET \/repos\/octo\/api$/)).toHaveLength(1);
+    expect(h!.github.get("octo/web").log(/^GET \/repos\/octo\/web$/)).toHaveLength(1);
+  });
+
+  it("says the same in a pull request's plan check, before the graph is merged", async () => {
+    h = await startApp({}, "nock", Infinity, [
+      { fullName: "octo/api", installation: 42 },
+      { fullName: "octo/web", installation: null },
+    ]);
+    const gh = h.gh;
+    gh.branches.set("feature", gh.branches.get("main")!);
+    const head = gh.commit("feature", { ".workflow/api-client.yaml": API_THEN_CLIENT });
+    gh.openPull(5, "feature");
+    const pull_request = {
+      number: 5,
+      html_url: "https://github.com/octo/demo/pull/5",
+      merged: false,
+      head: { ref: "feature", sha: head, repo: { full_name: "octo/demo" } },
+      base: { ref: "main" },
+    };
+    const event = {
+      action: "opened",
+      number: 5,
+      pull_request,
+      repository: repository(gh),
+      sender: user("alice"),
+    };
+    expect(await h.deliver("pull_request", event)).toBe(200);
+    const check = gh.checkRuns.find((c) => c.name === "agentrelay / plan")!;
+    expect(check.conclusion).toBe("failure");
+    expect(check.output?.summary).toContain(
+      "line 4: `repositories.web`: octo/web: the app is not installed on it",
+    );
+    nothingWritten(h);
+  });
+});

@@ -1,0 +1,82 @@
+/**
+ * `agentrelay doctor` on a checkout whose graphs span repositories: it says which of them the token
+ * reaches and with what, and names each it cannot work in with the fix (a fine-grained token scoped as
+ * GitHub scopes it: harness/fake-repositories.ts).
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import nock from "nock";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FakeRepositories } from "../../harness/fake-repositories.ts";
+import { main } from "../../src/cli/main.ts";
+import { API_THEN_CLIENT } from "../support/repositories.ts";
+
+const saved = { ...process.env };
+let github: FakeRepositories;
+beforeEach(() => {
+  nock.disableNetConnect();
+  github = new FakeRepositories();
+  github.add("octo/api", 42);
+  github.add("octo/web", 42);
+  github.add("octo/lib", null);
+  github.mount();
+  process.env.GITHUB_TOKEN = "github_pat_doctor";
+  delete process.env.GITHUB_API_URL;
+});
+afterEach(() => {
+  nock.cleanAll();
+  nock.enableNetConnect();
+  for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+  Object.assign(process.env, saved);
+});
+
+/** A checkout holding `graphs` under .workflow/. */
+function checkout(graphs: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "agentrelay-doctor-"));
+  mkdirSync(join(dir, ".workflow"));
+  for (const [file, text] of Object.entries(graphs)) writeFileSync(join(dir, ".workflow", file), text);
+  return dir;
+}
+
+async function doctor(dir: string): Promise<{ code: number; out: string }> {
+  let out = "";
+  process.env.INIT_CWD = dir;
+  const code = await main(["doctor", "--repo", "octo/demo"], {
+    out: (t) => void (out += `${t}\n`),
+    err: (t) => void (out += `${t}\n`),
+  });
+  return { code, out };
+}
+
+describe("agentrelay doctor on graphs that span repositories", () => {
+  it("says which repositories the token reaches, and names the others with the fix", async () => {
+    github.grant("github_pat_doctor", ["octo/demo", "octo/api", "octo/web"], "write");
+    const dir = checkout({ "api-client.yaml": API_THEN_CLIENT });
+    const reached = await doctor(dir);
+    expect(reached.out).toContain(
+      "octo/demo: .workflow/api-client.yaml spans repositories; the token reaches octo/api (write), octo/web (write)",
+    );
+    expect(reached.out).not.toMatch(/octo\/(api|web): /);
+
+    github.grant("github_pat_doctor", ["octo/demo", "octo/web"], "read");
+    const { code, out } = await doctor(
+      checkout({ "api-client.yaml": API_THEN_CLIENT.replace("web: octo/web", "web: octo/lib") }),
+    );
+    const lines = out.split("\n");
+    expect(lines).toContain(
+      "octo/demo: .workflow/api-client.yaml: octo/api: not found, or the token may not read it: give the token access to it (a fine-grained token's Repository access), or use a GitHub App installed on it",
+    );
+    expect(lines.filter((l) => l.includes("octo/lib:"))).toHaveLength(1);
+    expect(code).toBe(1);
+  });
+
+  it("names a repository the token may read but not push to", async () => {
+    github.grant("github_pat_doctor", ["octo/demo", "octo/api", "octo/web"], "read");
+    const { code, out } = await doctor(checkout({ "api-client.yaml": API_THEN_CLIENT }));
+    expect(out).toContain(
+      "octo/demo: .workflow/api-client.yaml: octo/api: the token may read it but not push to it: give it Contents and Pull requests write there (a fine-grained token's Repository permissions), or use a GitHub App installed on it",
+    );
+    expect(code).toBe(1);
+  });
+});

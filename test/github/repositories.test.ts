@@ -1,0 +1,156 @@
+/**
+ * A run whose workstreams live in several repositories, driven on GitHub (the fake of several
+ * repositories, harness/fake-repositories.ts, with the installation's token): the run's state stays
+ * in the graph's repository; each workstream's branches, jobs, PRs and integration PR are in its own;
+ * the client's task is dispatched in its repository only once the API's workstream landed in its own,
+ * and what landed is what it is told (landed.json).
+ */
+import { Octokit } from "@octokit/rest";
+import nock from "nock";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FakeRepositories } from "../../harness/fake-repositories.ts";
+import { DEFAULT_CONFIG, type GitHubClient, type RepoContext } from "../../src/github/client.ts";
+import { RunDriver } from "../../src/github/driver.ts";
+import { landedElsewhere } from "../../src/protocol/landed.ts";
+import { parseRunGraph } from "../../src/protocol/run-source.ts";
+import { API_THEN_CLIENT } from "../support/repositories.ts";
+
+let github: FakeRepositories;
+beforeEach(() => {
+  nock.disableNetConnect();
+  github = new FakeRepositories();
+  github.add("octo/api", 42);
+  github.add("octo/web", 42);
+  github.mount();
+});
+afterEach(() => {
+  nock.cleanAll();
+  nock.enableNetConnect();
+  for (const gh of github.repositories.values()) gh.expectNoViolations();
+});
+
+/** The app's context in the graph's repository, acting with a token of its installation. */
+async function appContext(): Promise<RepoContext> {
+  const [, minted] = await github.serve("POST", "/app/installations/42/access_tokens", {});
+  const octokit = new Octokit({
+    auth: (minted as { token: string }).token,
+    request: { fetch: globalThis.fetch, retries: 0 },
+    log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+  }) as unknown as GitHubClient;
+  const config = { ...DEFAULT_CONFIG, statusIntervalMs: 0 };
+  return {
+    octokit,
+    owner: "octo",
+    repo: "demo",
+    defaultBranch: "main",
+    config,
+    now: Date.now,
+    log: () => {},
+  };
+}
+
+describe("a run across repositories on GitHub", () => {
+  it("keeps each workstream in its repository, and starts the client once the API landed in its own", async () => {
+    const [demo, api, web] = ["octo/demo", "octo/api", "octo/web"].map((r) => github.get(r)) as [
+      ReturnType<FakeRepositories["get"]>,
+      ReturnType<FakeRepositories["get"]>,
+      ReturnType<FakeRepositories["get"]>,
+    ];
+    const path = ".workflow/api-client.yaml";
+    const commit = demo.commit("main", { [path]: API_THEN_CLIENT });
+    const source = { path, commit, branch: "main", text: API_THEN_CLIENT };
+    const driver = new RunDriver(await appContext());
+    const { runKey } = await driver.startOrResume(source, parseRunGraph(source));
+
+    // The API's workstream and its first job are in octo/api; the run's state and issue in octo/demo.
+    expect(api.branches.has("agentrelay/api-client/server/integration")).toBe(true);
+    expect(api.dispatches.map((d) => d.inputs.task)).toEqual(["add-endpoint"]);
+    expect(demo.dispatches).toEqual([]);
+    expect(web.dispatches).toEqual([]);
+    expect(demo.branches.has("agentrelay-state/api-client")).toBe(true);
+    expect([...demo.branches].map(([b]) => b).filter((b) => b.startsWith("agentrelay/"))).toEqual([]);
+    expect(demo.issues.map((i) => i.title)).toEqual([`agentrelay run ${runKey}`]);
+
+    // The API's job pushes its branch in octo/api and succeeds: its PR and integration PR land there.
+    const branch = "agentrelay/api-client/add-endpoint";
+    api.branches.set(branch, api.branch("agentrelay/api-client/server/integration"));
+    api.commit(branch, { "src/items.ts": "export const items = '/v2/items';\n" }, "Add GET /v2/items");
+    const at = Date.now();
+    await driver.drive(runKey, [
+      { type: "job_started", task: "add-endpoint", attempt: 1, at },
+      { type: "job_succeeded", task: "add-endpoint", attempt: 1, at, summary: "Added GET /v2/items" },
+    ]);
+    await driver.drive(runKey, [], { pending: true });
+    expect(api.file("main", "src/items.ts")).toContain("/v2/items");
+    expect(api.pulls.map((p) => `${p.head} -> ${p.base} ${p.merged ? "merged" : p.state}`)).toEqual([
+      "agentrelay/api-client/add-endpoint -> agentrelay/api-client/server/integration merged",
+      "agentrelay/api-client/server/integration -> main merged",
+    ]);
+    expect(demo.pulls).toEqual([]);
+    // The status comment, in the graph's repository, names each PR's repository beside its number.
+    const status = demo.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+    const taskPr = api.pulls[0]!.number;
+    expect(status).toContain(`[octo/api#${taskPr}](https://github.com/octo/api/pull/${taskPr})`);
+
+    // Only now is the client's task dispatched, in octo/web, and it is told what landed in octo/api.
+    expect(web.dispatches.map((d) => d.inputs.task)).toEqual(["use-endpoint"]);
+    expect(web.branches.has("agentrelay/api-client/client/integration")).toBe(true);
+    const loaded = (await driver.load(runKey, { fresh: true }))!;
+    const task = loaded.engine.plan.tasks.get("use-endpoint")!;
+    const [landed] = landedElsewhere(loaded.run, task, loaded.engine.plan);
+    expect(landed).toMatchObject({
+      workstream: "server",
+      repository: { name: "api", fullName: "octo/api" },
+      commit: api.branch("main"),
+      pr: { url: expect.stringContaining("https://github.com/octo/api/pull/") },
+      tasks: [{ id: "add-endpoint", summary: "Added GET /v2/items" }],
+    });
+  });
+
+  it("waits with one line while the installation lost a repository mid-run, and goes on once it is back", async () => {
+    const [demo, api, web] = ["octo/demo", "octo/api", "octo/web"].map((r) => github.get(r)) as [
+      ReturnType<FakeRepositories["get"]>,
+      ReturnType<FakeRepositories["get"]>,
+      ReturnType<FakeRepositories["get"]>,
+    ];
+    const path = ".workflow/api-client.yaml";
+    const commit = demo.commit("main", { [path]: API_THEN_CLIENT });
+    const source = { path, commit, branch: "main", text: API_THEN_CLIENT };
+    const driver = new RunDriver(await appContext());
+    const { runKey } = await driver.startOrResume(source, parseRunGraph(source));
+    const branch = "agentrelay/api-client/add-endpoint";
+    api.branches.set(branch, api.branch("agentrelay/api-client/server/integration"));
+    api.commit(branch, { "src/items.ts": "export const items = '/v2/items';\n" });
+
+    // A person takes octo/web out of the app's installation while the API's task runs.
+    github.uninstall("octo/web");
+    const at = Date.now();
+    await driver.drive(runKey, [
+      { type: "job_started", task: "add-endpoint", attempt: 1, at },
+      { type: "job_succeeded", task: "add-endpoint", attempt: 1, at, summary: "Added GET /v2/items" },
+    ]);
+    await driver.drive(runKey, [], { pending: true });
+    expect(api.file("main", "src/items.ts")).toContain("/v2/items");
+    expect(web.dispatches).toEqual([]);
+    expect([...web.branches].map(([b]) => b)).toEqual(["main"]);
+    const line =
+      "octo/web: the app can no longer reach it (GitHub answered 404): add it back to the app's installation; its work waits and goes on by itself";
+    const statusBody = () => demo.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+    expect(statusBody()).toContain(`**Waiting for you**: ${line}`);
+    let state = demo.state(runKey) as unknown as {
+      outcome: string | null;
+      workstreams: Record<string, { status: string }>;
+    };
+    expect(state.outcome).toBeNull();
+    expect(state.workstreams.client!.status).not.toBe("failed");
+
+    // Back in the installation: the next pass prepares the client's workstream and starts its task.
+    github.install(42, "octo", ["octo/web"]);
+    // The next handler (here the reconciler's pass) reads the repository afresh.
+    await new RunDriver(await appContext()).drive(runKey, [], { pending: true });
+    expect(web.dispatches.map((d) => d.inputs.task)).toEqual(["use-endpoint"]);
+    expect(statusBody()).not.toContain(line);
+    state = demo.state(runKey) as unknown as typeof state;
+    expect(state.outcome).toBeNull();
+  });
+});
