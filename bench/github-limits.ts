@@ -4,7 +4,9 @@
  * time: each job takes its token when dispatched and reports 10 simulated minutes later, and the app
  * waits out GitHub's limits on the same clock. Printed: writes per attempt (status edits and the
  * run's own writes included; target at most 4), attempts an hour sustained (target at least 110) and
- * the ceiling 500 writes an hour implies, requests GitHub refused (403/429) and how many were tried
+ * the ceiling 500 writes an hour implies, the reads an attempt costs and the runner-minutes a job spends
+ * holding its report while required checks run (action/report-hold.ts: the price of no state write
+ * of its own for waiting), requests GitHub refused (403/429) and how many were tried
  * again, and what was lost (tasks not merged, attempts dispatched twice; target 0). The second run,
  * 10,000 tasks, is measured on its first 1,000 attempts, with its graph read whole every time. The
  * repository's CI runs on every PR the app opens (3 simulated minutes) and is required on task PRs:
@@ -19,6 +21,7 @@ import { chainsGraph } from "../harness/graphs.ts";
 import { isWrite, LIMITS } from "../harness/fake-rate-limits.ts";
 import { Octokit } from "@octokit/rest";
 import { GitHubStateStore } from "../src/github/state-store.ts";
+import { REPORT_HOLD_MS } from "../src/protocol/report.ts";
 import { table } from "./table.ts";
 
 const ATTEMPT_MS = 10 * 60_000;
@@ -27,7 +30,13 @@ const PICKUP_MS = 20_000;
 const HOUR = 3_600_000;
 
 type Dispatch = Harness["gh"]["dispatches"][number];
-type Job = { at: number; dispatch: Dispatch; started?: Awaited<ReturnType<typeof startJob>> };
+type Job = {
+  at: number;
+  dispatch: Dispatch;
+  started?: Awaited<ReturnType<typeof startJob>>;
+  /** How long its report has been held so far. */
+  held?: number;
+};
 /** The repository's CI on a PR: GitHub Actions' check suite, finishing CI_MS after the PR opens. */
 type Ci = { at: number; ci: { pull: FakePull; sha: string } };
 const CI_MS = 3 * 60_000;
@@ -65,6 +74,7 @@ export async function limitedRun(
     };
     pickUp();
     let reports = 0;
+    let heldMs = 0;
     while (jobs.length > 0 && reports < maxAttempts) {
       jobs.sort((a, b) => a.at - b.at);
       const job = jobs.shift()!;
@@ -75,8 +85,14 @@ export async function limitedRun(
         job.started = await startJob(h, job.dispatch);
         jobs.push({ ...job, at: clock.now() + ATTEMPT_MS });
       } else {
-        await finishJob(h, job.dispatch, job.started);
-        reports++;
+        // The runner holds its report while required checks run, as the Action does (action/report-hold.ts).
+        const hold = (job.held ?? 0) < REPORT_HOLD_MS;
+        const answer = await finishJob(h, job.dispatch, job.started, { hold, again: job.held !== undefined });
+        if (answer.body.held === true) {
+          const wait = Number(answer.body.retry_after_ms);
+          heldMs += wait;
+          jobs.push({ ...job, at: clock.now() + wait, held: (job.held ?? 0) + wait });
+        } else reports++;
       }
       pickUp();
     }
@@ -113,6 +129,11 @@ export async function limitedRun(
       outcome: String(state.outcome ?? `${reports} attempts in`),
       "simulated time": `${(hours * 60).toFixed(0)} min`,
       "writes/attempt": perAttempt.toFixed(2),
+      // What holding a report while required checks run costs instead of a write (action/report-hold.ts).
+      "reads/attempt": (
+        h.gh.calls.filter((c) => !c.path.startsWith("/app/") && !isWrite(c)).length / reports
+      ).toFixed(0),
+      "held runner-min/attempt": (heldMs / 60_000 / reports).toFixed(1),
       "status edits": statusEdits,
       "attempts/h": (reports / hours).toFixed(0),
       "ceiling (500 writes/h)": (LIMITS.writesPerHour / perAttempt).toFixed(0),

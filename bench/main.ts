@@ -11,7 +11,7 @@ import { sampleCostBench } from "./sample-cost.ts";
 import { semanticBench } from "./semantic-verification.ts";
 import { workflowModeBench } from "./workflow-mode.ts";
 
-const BENCHES: Record<string, () => string | Promise<string>> = {
+const BENCHES: Record<string, (args: string[]) => string | Promise<string>> = {
   "graph-scale": graphScale,
   "hostile-graphs": hostileGraphs,
   "cli-startup": cliStartup,
@@ -19,7 +19,7 @@ const BENCHES: Record<string, () => string | Promise<string>> = {
   "api-budget": apiBudgetBench,
   "job-overhead": jobOverheadBench,
   e2e: e2eBench,
-  "workflow-mode": workflowModeBench,
+  "workflow-mode": () => workflowModeBench(),
   "github-limits": githubLimitsBench,
   "sample-cost": sampleCostBench,
   semantic: semanticBench,
@@ -30,14 +30,18 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${graphScaleWorker(argv.slice(1))}\n`);
     return 0;
   }
-  const names = argv.length > 0 ? argv : Object.keys(BENCHES);
+  // Options (`--scenarios DIR`) follow the names and go to each bench named.
+  const first = argv.findIndex((a) => a.startsWith("--"));
+  const named = first === -1 ? argv : argv.slice(0, first);
+  const args = first === -1 ? [] : argv.slice(first);
+  const names = named.length > 0 ? named : Object.keys(BENCHES);
   for (const name of names) {
     const bench = BENCHES[name];
     if (!bench) {
       process.stderr.write(`unknown bench '${name}'; known: ${Object.keys(BENCHES).join(", ")}\n`);
       return 2;
     }
-    process.stdout.write(`## bench/${name}\n\n${await bench()}\n\n`);
+    process.stdout.write(`## bench/${name}\n\n${await bench(args)}\n\n`);
   }
   return 0;
 }

@@ -14,7 +14,7 @@ import { agentrelayApp, reconcileAll, reportSecretOf } from "../src/app/index.ts
 import { agentrelayOctokit } from "../src/app/octokit.ts";
 import { appRequestHandler } from "../src/app/server.ts";
 import { DEFAULT_CONFIG, type AppConfig } from "../src/github/client.ts";
-import { REPORT_KEY_HEADER } from "../src/protocol/report.ts";
+import { REPORT_HOLD_HEADER, REPORT_KEY_HEADER } from "../src/protocol/report.ts";
 import { parseRunGraph, type RunSource } from "../src/protocol/run-source.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
 import { oidcVerifier } from "../src/github/oidc.ts";
@@ -287,6 +287,10 @@ type JobResult = Partial<{
   /** What the attempt spent, in micro-dollars. */
   costMicros: number;
   overBudget: boolean;
+  /** The runner can hold its report while required checks run (protocol/report.ts, REPORT_HOLD_HEADER). */
+  hold: boolean;
+  /** The job reports again (its report was held): nothing new is pushed. */
+  again: boolean;
 }>;
 
 type Dispatch = { inputs: Record<string, string>; runId: number };
@@ -321,7 +325,9 @@ export async function finishJob(
   const noPr = result.noPr ?? false;
   const commit = noPr
     ? null
-    : h.gh.commit(branch, { [`${task}.txt`]: `work of ${task} attempt ${attempt}\n` }, `task ${task}`);
+    : result.again
+      ? h.gh.branches.get(branch)!
+      : h.gh.commit(branch, { [`${task}.txt`]: `work of ${task} attempt ${attempt}\n` }, `task ${task}`);
   return h.call(
     "/agentrelay/report",
     {
@@ -345,7 +351,7 @@ export async function finishJob(
       },
     },
     started.oidc,
-    keyOf(started.token),
+    { ...keyOf(started.token), ...(result.hold ? { [REPORT_HOLD_HEADER]: "1" } : {}) },
   );
 }
 

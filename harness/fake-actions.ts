@@ -9,7 +9,7 @@
  */
 import { ACTIONS_BOT_LOGIN } from "./fake-events.ts";
 import { load } from "js-yaml";
-import { WORKFLOWS_DIR } from "./fake-repo-settings.ts";
+import { GITHUB_ACTIONS_APP_ID, WORKFLOWS_DIR } from "./fake-repo-settings.ts";
 import { type AddRoute, Redirect, type Reply } from "./fake-reply.ts";
 import type { FakeGitHubState } from "./fake-state.ts";
 
@@ -145,7 +145,10 @@ export function actionsRoutes(gh: FakeGitHubState, route: AddRoute): void {
           title: c.summary === undefined ? null : `${c.name} ${c.conclusion}`,
           summary: c.summary ?? null,
         },
-        app: { slug: "github-actions" },
+        app:
+          c.app === undefined
+            ? { id: GITHUB_ACTIONS_APP_ID, slug: "github-actions" }
+            : { id: c.app, slug: `app-${c.app}` },
       }));
     // `check_name` keeps the runs of that name.
     const name = query.get("check_name");

@@ -28,6 +28,7 @@
  */
 import type { Reply } from "./fake-reply.ts";
 import { matchesFilter } from "../src/github/workflow-files.ts";
+export { GITHUB_ACTIONS_APP_ID } from "../src/github/branch-policy.ts";
 
 export type MergeMethod = "merge" | "squash" | "rebase";
 export type TokenKind = "app" | "github_token";
@@ -39,6 +40,15 @@ export interface BranchRule {
   source: "ruleset" | "protection";
   linearHistory?: boolean;
   requiredChecks?: string[];
+  /**
+   * Required checks bound to an app, by name: only a check run that app made satisfies one (rulesets'
+   * `integration_id`, branch protection's `checks[].app_id`:
+   * https://docs.github.com/en/rest/branches/branch-protection#update-branch-protection, "The ID of
+   * the GitHub App that must provide this check"; "About protected branches", Require status checks
+   * before merging: with a source selected, a check set by any other integration does not let the PR
+   * merge). A check of that name from another app is as if none had reported.
+   */
+  checkApps?: Record<string, number>;
   /** A ruleset's pull_request rule: the merge methods it allows. */
   mergeMethods?: MergeMethod[];
   /** The ruleset made through the API that holds the rule (fake-rulesets.ts). */
@@ -138,6 +148,11 @@ export class RepoSettings {
     return [...new Set(this.rulesOf(branch).flatMap((r) => r.requiredChecks ?? []))];
   }
 
+  /** The app a required check on `branch` is bound to, if a rule binds it. */
+  checkApp(branch: string, name: string): number | undefined {
+    return this.rulesOf(branch).find((r) => r.checkApps?.[name] !== undefined)?.checkApps?.[name];
+  }
+
   /** Why GitHub refuses to merge into `branch` with `method` (405), or null. */
   refusedMethod(method: MergeMethod, branch: string): string | null {
     if (!this.mergeMethods[method]) return `${METHOD_WORDS[method]} are not allowed on this repository.`;
@@ -172,7 +187,10 @@ export class RepoSettings {
                 type: "required_status_checks",
                 parameters: {
                   strict_required_status_checks_policy: false,
-                  required_status_checks: r.requiredChecks.map((context) => ({ context })),
+                  required_status_checks: r.requiredChecks.map((context) => ({
+                    context,
+                    ...(r.checkApps?.[context] !== undefined ? { integration_id: r.checkApps[context] } : {}),
+                  })),
                 },
                 ...source,
               },
@@ -203,6 +221,8 @@ export class RepoSettings {
     const rules = this.rulesOf(branch, "protection");
     if (rules.length === 0) return { protected: false };
     const contexts = [...new Set(rules.flatMap((r) => r.requiredChecks ?? []))];
+    const appOf = (context: string) =>
+      rules.find((r) => r.checkApps?.[context] !== undefined)?.checkApps?.[context];
     return {
       protected: true,
       protection: {
@@ -210,7 +230,7 @@ export class RepoSettings {
         required_status_checks: {
           enforcement_level: contexts.length ? "non_admins" : "off",
           contexts,
-          checks: contexts.map((context) => ({ context, app_id: null })),
+          checks: contexts.map((context) => ({ context, app_id: appOf(context) ?? null })),
         },
       },
     };

@@ -9,7 +9,13 @@ import type { RunSource } from "../src/protocol/run-source.ts";
 import { createHash } from "node:crypto";
 import { HOSTED_PER_TASK, partsOfRunFiles, stateOfParts } from "../src/protocol/state-layout.ts";
 import { FakeClock, RateLimits } from "./fake-rate-limits.ts";
-import { type MergeMethod, RepoSettings, type TokenKind, WORKFLOWS_DIR } from "./fake-repo-settings.ts";
+import {
+  GITHUB_ACTIONS_APP_ID,
+  type MergeMethod,
+  RepoSettings,
+  type TokenKind,
+  WORKFLOWS_DIR,
+} from "./fake-repo-settings.ts";
 import { type Reply, Missing } from "./fake-reply.ts";
 import { type BranchMap, MemoryStore, type RepoStore } from "./repo-store.ts";
 
@@ -104,7 +110,14 @@ export class FakeGitHubState {
    * Check runs of the repository's CI (GitHub Actions' own check suites), by commit: what required
    * status checks are read from. Null while the check runs.
    */
-  readonly ciChecks: { sha: string; name: string; conclusion: string | null; summary?: string }[] = [];
+  /** CI's check runs; `app`: the app that made one (GitHub Actions' unless said). */
+  readonly ciChecks: {
+    sha: string;
+    name: string;
+    conclusion: string | null;
+    summary?: string;
+    app?: number;
+  }[] = [];
   /** Reads of a PR answered `mergeable: null` after a merge found it conflicted (GitHub computing). */
   mergeabilityReads = 1;
   /** The next merges answered 405 "Base branch was modified" (a race GitHub reports so). */
@@ -274,10 +287,16 @@ export class FakeGitHubState {
    * Records the state of a CI check on a commit (null: it runs), and what its output says; the latest
    * record of a name counts.
    */
-  setCheck(sha: string, name: string, conclusion: string | null, summary?: string): void {
-    const i = this.ciChecks.findIndex((c) => c.sha === sha && c.name === name);
+  setCheck(sha: string, name: string, conclusion: string | null, summary?: string, app?: number): void {
+    const i = this.ciChecks.findIndex((c) => c.sha === sha && c.name === name && c.app === app);
     if (i >= 0) this.ciChecks.splice(i, 1);
-    this.ciChecks.push({ sha, name, conclusion, ...(summary !== undefined ? { summary } : {}) });
+    this.ciChecks.push({
+      sha,
+      name,
+      conclusion,
+      ...(summary !== undefined ? { summary } : {}),
+      ...(app !== undefined ? { app } : {}),
+    });
   }
 
   /** Workflow files a merge of `head` into `base` would create or change on `base`. */
@@ -300,7 +319,14 @@ export class FakeGitHubState {
     if (p.checksPending) return 'Required status check "ci" is expected.';
     const head = this.branches.get(p.head);
     for (const name of this.settings.requiredChecks(p.base)) {
-      const check = this.ciChecks.find((c) => c.sha === head && c.name === name);
+      // A check bound to an app is satisfied only by that app's check run (fake-repo-settings.ts).
+      const bound = this.settings.checkApp(p.base, name);
+      const check = this.ciChecks.find(
+        (c) =>
+          c.sha === head &&
+          c.name === name &&
+          (bound === undefined || (c.app ?? GITHUB_ACTIONS_APP_ID) === bound),
+      );
       if (!check || check.conclusion === null) return `Required status check "${name}" is expected.`;
       if (!["success", "neutral", "skipped"].includes(check.conclusion))
         return `Required status check "${name}" is failing.`;

@@ -74,6 +74,8 @@ export interface JobOptions {
   scriptedOutcome?: (task: string, attempt: number) => "succeeded" | "failed";
   /** Workflow-only mode: what happens to a job's report between the Action's step and its upload. */
   beforeReportStep?: (reportDir: string) => void;
+  /** The Action's `gate-timeout-seconds` (its default: 600). */
+  gateTimeoutSeconds?: number;
 }
 
 /** What the jobs need of the stand-in. */
@@ -134,6 +136,9 @@ export class TaskJobs {
         "INPUT_STATE-VERSION": inputs["state-version"],
         "INPUT_CLAUDE-PATH": CLAUDE_BIN,
         "INPUT_TIMEOUT-MINUTES": "3",
+        ...(this.options.gateTimeoutSeconds
+          ? { "INPUT_GATE-TIMEOUT-SECONDS": String(this.options.gateTimeoutSeconds) }
+          : {}),
         AGENTRELAY_ANTHROPIC_CREDENTIAL: ANTHROPIC_CREDENTIAL,
         ANTHROPIC_BASE_URL: this.host.modelUrl,
         DISABLE_TELEMETRY: "1",

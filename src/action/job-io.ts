@@ -15,6 +15,7 @@ import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../protocol/
 import { type AttemptRequest, REPORT_FILE, REPORT_KEY_HEADER, toReport } from "../protocol/report.ts";
 import type { Octokit } from "@octokit/rest";
 import { runFolder, type StoredRun } from "../protocol/stored-run.ts";
+import { reportHolding } from "./report-hold.ts";
 import {
   HOSTED_PER_TASK,
   partsOfRunFiles,
@@ -289,11 +290,17 @@ export async function finishJob(
   const { env, inputs } = job;
   const report = toReport(job.attemptRequest, { ...result, commit: pushed ? result.commit : null });
   if (inputs.appUrl) {
-    await postJson(
-      `${inputs.appUrl}/agentrelay/report`,
-      report,
-      await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay"),
-      reportKeyHeader(job.reportKey),
+    const appUrl = inputs.appUrl;
+    await reportHolding(
+      async (hold) =>
+        postJson(
+          `${appUrl}/agentrelay/report`,
+          report,
+          await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay"),
+          { ...reportKeyHeader(job.reportKey), ...hold },
+        ),
+      job.started,
+      (line) => core.info(line),
     );
   } else {
     // The report and its HMAC (protocol/report-key.ts), in a directory of the runner's own: the

@@ -34,6 +34,8 @@ import {
   attemptReportSchema,
   type AttemptRequest,
   attemptRequestSchema,
+  REPORT_HOLD_HEADER,
+  REPORT_HOLD_POLL_MS,
   REPORT_KEY_HEADER,
 } from "../protocol/report.ts";
 import { factsOfReport, subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
@@ -310,7 +312,11 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
       throw new HttpError(403, `attempt ${request.attempt} of ${request.task} belongs to another job`);
     requireReportKey(req, authenticated);
     const report = request as AttemptReport;
-    const run = await driver.drive(request.run, factsOfReport(subject, report, now()), { loaded });
+    // A task's runner that can hold its report does, while its PR waits for required checks running now.
+    const hold = "task" in subject && req.headers[REPORT_HOLD_HEADER] === "1" ? subject.task : undefined;
+    const driven = await driver.driveReport(request.run, factsOfReport(subject, report, now()), loaded, hold);
+    if (driven?.held) return { ok: true, held: true, retry_after_ms: REPORT_HOLD_POLL_MS, status: "running" };
+    const run = driven?.state;
     const status =
       "task" in subject
         ? run?.tasks[subject.task]?.status

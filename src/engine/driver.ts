@@ -68,6 +68,12 @@ export interface DriveOptions<S extends RunState> {
   loaded?: LoadedRun<S>;
   /** The handed-over run has changes of its own to write. */
   unsaved?: boolean;
+  /**
+   * Whether the caller keeps the facts and brings them again later rather than have them written now
+   * (a runner holding its report while required checks run): asked once the facts are applied, before
+   * anything is written or carried out once. When it answers true, nothing is written.
+   */
+  hold?: (state: S, owed: readonly EngineEffect[]) => boolean;
 }
 
 export interface Driven<S extends RunState> {
@@ -75,6 +81,8 @@ export interface Driven<S extends RunState> {
   version: string;
   /** This call's write landed (the facts, or the host's bookkeeping, changed something). */
   changed: boolean;
+  /** The facts were held (DriveOptions.hold): nothing was written, and the caller brings them again. */
+  held?: boolean;
 }
 
 const ROUNDS = 10;
@@ -126,6 +134,8 @@ export async function drive<S extends RunState>(
       await carryOut(engine.apply(state, fact, touched));
       if (state.seq !== seq) changed.push(fact);
     }
+    // The state was changed in place: it is not given back (the store builds the next one afresh).
+    if (options.hold?.(state, owed)) return { state, version, changed: false, held: true };
     const own = (await host.beforeSave?.(state, engine, { changed, effects: owed, touched })) ?? false;
     const unsaved = round === 0 && options.unsaved === true;
     if (!unsaved && !own && state.seq === before) {

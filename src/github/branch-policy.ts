@@ -22,16 +22,33 @@ export interface BranchPolicy {
   linearHistory: boolean;
   /** Status checks that must succeed on a PR's head before it merges. */
   requiredChecks: string[];
+  /**
+   * The app a required check is bound to, by name (absent: any app's check of that name counts): only
+   * a check run that app made satisfies it. Rulesets' `integration_id`
+   * (https://docs.github.com/en/rest/repos/rules#get-rules-for-a-branch), branch protection's
+   * `checks[].app_id` (https://docs.github.com/en/rest/branches/branch-protection, "the ID of the
+   * GitHub App that must provide this check"; null or -1: any).
+   */
+  checkApps?: Record<string, number>;
   /** What the repository allows, for messages. */
   allowed: Record<MergeMethod, boolean>;
   /** A ruleset requires a merge queue: PRs join it and its `merge_group` checks decide. */
   mergeQueue?: boolean;
 }
 
+/** GitHub Actions' own app (`GET /apps/github-actions`): the app of every check a workflow job makes. */
+export const GITHUB_ACTIONS_APP_ID = 15368;
+
+/** A required check as GitHub names it: its name, and the app it is bound to (if any). */
+export interface RequiredCheck {
+  context: string;
+  app_id?: number | null;
+}
+
 interface Rule {
   type: string;
   parameters?: {
-    required_status_checks?: { context: string }[];
+    required_status_checks?: { context: string; integration_id?: number | null }[];
     allowed_merge_methods?: MergeMethod[];
   };
 }
@@ -43,7 +60,7 @@ export const METHOD_REFUSED = /are not allowed on this (repository|branch)|must 
 export function policyOf(
   repository: Partial<Record<`allow_${"merge_commit" | "squash_merge" | "rebase_merge"}`, boolean>>,
   rules: readonly Rule[],
-  protectionChecks: readonly string[],
+  protectionChecks: readonly (string | RequiredCheck)[],
 ): BranchPolicy {
   const allowed: Record<MergeMethod, boolean> = {
     // A field GitHub leaves out (a token that may not see it) is taken as allowed: a refusal says otherwise.
@@ -61,18 +78,29 @@ export function policyOf(
       !(m === "merge" && linearHistory) &&
       ruleMethods.every((allowedByRule) => allowedByRule.includes(m)),
   );
-  const requiredChecks = [
-    ...new Set([
-      ...protectionChecks,
-      ...rules.flatMap((r) =>
-        r.type === "required_status_checks"
-          ? (r.parameters?.required_status_checks ?? []).map((c) => c.context)
-          : [],
-      ),
-    ]),
+  const checks: RequiredCheck[] = [
+    ...protectionChecks.map((c) => (typeof c === "string" ? { context: c } : c)),
+    ...rules.flatMap((r) =>
+      r.type === "required_status_checks"
+        ? (r.parameters?.required_status_checks ?? []).map((c) => ({
+            context: c.context,
+            app_id: c.integration_id ?? null,
+          }))
+        : [],
+    ),
   ];
+  const requiredChecks = [...new Set(checks.map((c) => c.context))];
+  const checkApps: Record<string, number> = {};
+  for (const c of checks) if (typeof c.app_id === "number" && c.app_id > 0) checkApps[c.context] = c.app_id;
   const mergeQueue = rules.some((r) => r.type === "merge_queue");
-  return { methods, linearHistory, requiredChecks, allowed, ...(mergeQueue ? { mergeQueue } : {}) };
+  return {
+    methods,
+    linearHistory,
+    requiredChecks,
+    allowed,
+    ...(Object.keys(checkApps).length > 0 ? { checkApps } : {}),
+    ...(mergeQueue ? { mergeQueue } : {}),
+  };
 }
 
 /** Why nothing can merge into `branch`, in one line with the fix, or null when a method can. */
@@ -113,14 +141,16 @@ export async function readBranchPolicy(
       .then((data) => data as Rule[])
       .catch(tolerate<Rule[]>([])),
     !withProtection
-      ? Promise.resolve([] as string[])
+      ? Promise.resolve([] as (string | RequiredCheck)[])
       : octokit.rest.repos
           .getBranch({ owner, repo, branch })
           .then((r) => {
             const checks = r.data.protection?.required_status_checks;
-            return checks && checks.enforcement_level !== "off" ? (checks.contexts ?? []) : [];
+            if (!checks || checks.enforcement_level === "off") return [];
+            // `checks` names the app each is bound to; `contexts` (deprecated) only the names.
+            return (checks.checks as RequiredCheck[] | undefined) ?? checks.contexts ?? [];
           })
-          .catch(tolerate<string[]>([])),
+          .catch(tolerate<(string | RequiredCheck)[]>([])),
   ]);
   return policyOf(repoData, rules, protection);
 }

@@ -9,7 +9,12 @@
  */
 import type { GitHubClient } from "./client.ts";
 import { statusOf } from "./client.ts";
-import { type BranchPolicy, noMethodReason, readBranchPolicy } from "./branch-policy.ts";
+import {
+  type BranchPolicy,
+  GITHUB_ACTIONS_APP_ID,
+  noMethodReason,
+  readBranchPolicy,
+} from "./branch-policy.ts";
 import {
   AGENTRELAY_WORKFLOWS,
   ciOn,
@@ -89,11 +94,20 @@ export function findings(facts: RepoFacts): string[] {
     [facts.defaultBranch, facts.defaultPolicy, ciOn(facts.workflows, facts.defaultBranch), "integration PRs"],
   ];
   for (const [branch, policy, ci, prs] of required)
-    for (const check of policy.requiredChecks)
-      if (!ci.some((w) => reportsCheck(w, check)))
+    for (const check of policy.requiredChecks) {
+      // A check bound to an app is satisfied only by that app's check run: a workflow's job makes
+      // GitHub Actions' (branch-policy.ts, `checkApps`).
+      const app = policy.checkApps?.[check];
+      if (app !== undefined && app !== GITHUB_ACTIONS_APP_ID) {
+        const workflow = ci.find((w) => reportsCheck(w, check));
         out.push(
-          `the required check ${check} on ${branch} comes from no workflow that runs on PRs into it, so ${prs} would wait for it forever: make a workflow that runs on those PRs report it (a check from another CI app counts too), or stop requiring it there`,
+          `the required check ${check} on ${branch} is bound to the app with id ${app}, not to GitHub Actions, so only that app's check satisfies it${workflow ? ` (not the one ${FILE(workflow.path)} reports)` : ""}: if that app does not report ${check} on ${prs}, they wait for it forever: make it report there, or set the check's source to GitHub Actions or any source`,
         );
+      } else if (!ci.some((w) => reportsCheck(w, check)))
+        out.push(
+          `the required check ${check} on ${branch} comes from no workflow that runs on PRs into it, so ${prs} would wait for it forever: make a workflow that runs on those PRs report it${app === undefined ? " (a check from another CI app counts too)" : ""}, or stop requiring it there`,
+        );
+    }
   // GitHub creates the pull_request runs of a PR GITHUB_TOKEN opens or pushes to waiting for a person's
   // approval (Triggering a workflow from a workflow): each push agentrelay makes needs a click.
   const held = (checks: string[], branch: string, prs: string) =>

@@ -188,6 +188,30 @@ export class RunDriver {
   }
 
   /**
+   * A job's report. With `holdTask`, its runner can hold it: when the task's PR then waits only for
+   * required checks GitHub is running now, and nothing else is owed, nothing is written (`held`) and
+   * the runner reports again; the report, the merge and the next dispatch then land in one write.
+   */
+  async driveReport(
+    runKey: string,
+    facts: EngineEvent[],
+    loaded: Loaded,
+    holdTask?: string,
+  ): Promise<Driven<HostedRun> | null> {
+    const host = new GitHubHost(this, null, false);
+    this.effects.lookBeforeOpening = holdTask !== undefined;
+    const hold = (run: HostedRun, owed: readonly EngineEffect[]) => {
+      const pr = run.tasks[holdTask!]?.status === "pr_open" ? run.tasks[holdTask!]!.pr : null;
+      return (
+        pr !== null &&
+        this.effects.waitsOnRunningChecks(pr.number) &&
+        owed.every((e) => e.type === "update_status")
+      );
+    };
+    return drive(host, runKey, facts, { loaded: toLoadedRun(loaded), ...(holdTask ? { hold } : {}) });
+  }
+
+  /**
    * Applies facts and says whether this call's write landed (the token route's answer depends on it).
    * The status is left for the next event: a job starting is not worth an edit of its own.
    */

@@ -42,6 +42,8 @@ export class GitHubEffects {
   private defaultBranch: string | null = null;
   /** Why the installation cannot reach this repository (null: it can; undefined: not read yet). */
   private lost: string | null | undefined;
+  /** Look for a PR before opening it: a held report comes again, and a refused create costs a write. */
+  lookBeforeOpening = false;
 
   constructor(
     private readonly ctx: RepoContext,
@@ -75,6 +77,7 @@ export class GitHubEffects {
       effects = new GitHubEffects({ ...this.ctx, owner, repo }, this.waits, false);
       this.elsewhere.set(fullName.toLowerCase(), effects);
     }
+    effects.lookBeforeOpening = this.lookBeforeOpening;
     return effects;
   }
 
@@ -104,6 +107,9 @@ export class GitHubEffects {
     );
     return this.lost === null;
   }
+
+  /** Whether this handler found the merge of PR `number` waiting only for required checks still running. */
+  waitsOnRunningChecks = (number: number): boolean => this.merges.checksRunning.has(number);
 
   /** A repeatable effect (the engine driver's REPEATABLE), on the run state being decided. */
   async repeatable(effect: EngineEffect, run: HostedRun, engine: Engine): Facts {
@@ -142,6 +148,7 @@ export class GitHubEffects {
           integrationBranch(graph, task.workstreamId),
           taskPrTitle(task),
           taskPrBody(engine.plan, run, task.id, (job) => jobUrl(this.ctx, job)),
+          this.lookBeforeOpening,
         );
         this.waited(run, { task: task.id }, opened);
         if (opened === "empty")
@@ -184,6 +191,7 @@ export class GitHubEffects {
           ws.mergeTargetBranch,
           integrationPrTitle(ws.id),
           integrationPrBody(engine.plan, run, ws.id),
+          this.lookBeforeOpening,
         );
         // GitHub refuses a PR with nothing in it: the target already has the workstream's work (a person
         // merged it), which agentrelay counts as a skipped integration.

@@ -51,9 +51,21 @@ export function refusal(error: unknown, ctx: Pick<RepoContext, "now">): unknown 
   return statusOf(error) === 403 && rateLimitWait(error, ctx.now()) === null ? error : null;
 }
 
+/**
+ * Whether a check run is one the policy requires: its name, and, for a check bound to an app, that
+ * app's (a same-named check from another app satisfies nothing: branch-policy.ts, `checkApps`).
+ */
+function counts(policy: BranchPolicy, run: { name: string; app?: { id?: number } | null }): boolean {
+  if (!policy.requiredChecks.includes(run.name)) return false;
+  const bound = policy.checkApps?.[run.name];
+  return bound === undefined || run.app?.id === bound;
+}
+
 export class Merges {
   /** Commits this handler's merges made, by the branch merged into: a new branch starts from them. */
   readonly mergedInto = new Map<string, string>();
+  /** PRs whose merge waits only for required checks GitHub is running now (they end by themselves). */
+  readonly checksRunning = new Set<number>();
   /** What the branches merged into allow, read once per handler. */
   private readonly policies = new Map<string, Promise<BranchPolicy>>();
   private repository?: Promise<{
@@ -146,8 +158,11 @@ export class Merges {
     const policy = await this.policy(base);
     const none = noMethodReason(base, policy);
     if (none) return { wait: { person: true, line: `#${pr.number} cannot merge: ${none}` } };
-    const running = await this.requiredRunning(head, policy.requiredChecks);
-    if (running) return this.notYet(pr, `Required status check "${running}" is expected.`);
+    const running = await this.requiredRunning(head, policy);
+    if (running) {
+      this.checksRunning.add(pr.number);
+      return this.notYet(pr, `Required status check "${running}" is expected.`);
+    }
     const methods = [...policy.methods];
     for (let tries = 1; ; tries++) {
       try {
@@ -207,11 +222,10 @@ export class Merges {
    * A required check still running on the branch's head, if one is: the merge would be refused, and a
    * read costs none of the hour's writes. (A check not found may be a commit status: GitHub decides.)
    */
-  private async requiredRunning(head: string, required: readonly string[]): Promise<string | null> {
-    if (required.length === 0) return null;
+  private async requiredRunning(head: string, policy: BranchPolicy): Promise<string | null> {
+    if (policy.requiredChecks.length === 0) return null;
     return (
-      (await this.checkRuns(head)).find((c) => required.includes(c.name) && c.status !== "completed")?.name ??
-      null
+      (await this.checkRuns(head)).find((c) => counts(policy, c) && c.status !== "completed")?.name ?? null
     );
   }
 
@@ -240,12 +254,12 @@ export class Merges {
    * commit status, not a check run, or one that passes or still runs). What a repair is told.
    */
   async failedChecks(base: string, sha: string): Promise<string | null> {
-    const { requiredChecks } = await readBranchPolicy(this.ctx.octokit, this.ctx.owner, this.ctx.repo, base, {
+    const policy = await readBranchPolicy(this.ctx.octokit, this.ctx.owner, this.ctx.repo, base, {
       repository: this.repositorySettings(),
     });
-    if (requiredChecks.length === 0) return null;
+    if (policy.requiredChecks.length === 0) return null;
     const failed = (await this.checkRuns(sha)).filter(
-      (c) => requiredChecks.includes(c.name) && c.status === "completed" && !PASSED.has(c.conclusion ?? ""),
+      (c) => counts(policy, c) && c.status === "completed" && !PASSED.has(c.conclusion ?? ""),
     );
     if (failed.length === 0) return null;
     return failed

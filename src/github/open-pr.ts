@@ -1,7 +1,8 @@
 /**
  * Opens a PR, safe to repeat: a create that answers "already exists" finds the branch's open PR (or
  * the merged one whose answer was lost); a PR with nothing in it is "empty"; a refusal that only a
- * person can end is a wait, in one line.
+ * person can end is a wait, in one line. `lookFirst` looks for the branch's PR before creating one: a
+ * held report comes again, and each refused create would cost a write.
  */
 import type { PullRequest } from "../engine/types.ts";
 import { messageOf, type RepoContext, statusOf, validationDetails } from "./client.ts";
@@ -13,7 +14,12 @@ export async function openPr(
   base: string,
   title: string,
   body: string,
+  lookFirst = false,
 ): Promise<PullRequest | "empty" | { reason: string } | { wait: Wait }> {
+  if (lookFirst) {
+    const found = await openPrOf(ctx, head, base);
+    if (found) return found;
+  }
   try {
     const { data } = await ctx.octokit.rest.pulls.create({
       owner: ctx.owner,
@@ -41,16 +47,22 @@ export async function openPr(
     if (statusOf(error) !== 422) throw error;
     // A retried create (or an earlier attempt's PR): the open PR of this branch is the one; a
     // merged one means the merge happened and its answer was lost (a crash between the two).
-    const { data } = await ctx.octokit.rest.pulls.list({
-      owner: ctx.owner,
-      repo: ctx.repo,
-      head: `${ctx.owner}:${head}`,
-      base,
-      state: "all",
-    });
-    const found = data.find((p) => p.state === "open") ?? data.find((p) => p.merged_at !== null);
-    if (found) return { number: found.number, url: found.html_url };
+    const found = await openPrOf(ctx, head, base);
+    if (found) return found;
     if (/no commits between/i.test(validationDetails(error))) return "empty";
     return { reason: `could not open a PR from ${head} into ${base}: ${messageOf(error)}` };
   }
+}
+
+/** The open PR of a branch, or the merged one (its merge's answer was lost), if there is one. */
+async function openPrOf(ctx: RepoContext, head: string, base: string): Promise<PullRequest | null> {
+  const { data } = await ctx.octokit.rest.pulls.list({
+    owner: ctx.owner,
+    repo: ctx.repo,
+    head: `${ctx.owner}:${head}`,
+    base,
+    state: "all",
+  });
+  const found = data.find((p) => p.state === "open") ?? data.find((p) => p.merged_at !== null);
+  return found ? { number: found.number, url: found.html_url } : null;
 }

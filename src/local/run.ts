@@ -63,6 +63,11 @@ export interface LocalRunOptions {
   command?: SteeringCommand;
   /** The answer to `command`. */
   onAnswer?: (answer: Answer) => void;
+  /**
+   * Called just before a repeatable effect (a merge, say) is carried out: where the scenario bench's
+   * third party pushes to the target between a verification and the merge it allowed.
+   */
+  beforeEffect?: (effect: EngineEffect) => void | Promise<void>;
 }
 
 export interface LocalRunResult {
@@ -222,6 +227,10 @@ async function runLocked(
   const say = (line: string) => options.onLog?.(null, line);
   // No attempt of a task its integration branch has merged already (the state went back): taken as merged.
   const host = new (class extends LocalHost {
+    override async repeatable(effect: EngineEffect): Promise<EngineEvent[]> {
+      await options.beforeEffect?.(effect);
+      return super.repeatable(effect);
+    }
     override async afterWrite(effects: EngineEffect[], state: RunState): Promise<EngineEvent[]> {
       const starts = effects.flatMap((e) =>
         e.type === "dispatch" && state.tasks[e.task]?.attempt === e.attempt ? [e.task] : [],

@@ -27,6 +27,18 @@ export const REPORT_FILE = "report.json";
  */
 export const REPORT_KEY_HEADER = "x-agentrelay-report-key";
 
+/**
+ * The header with which a runner says it can hold its report: when the task's PR can merge only once
+ * the required checks GitHub is running now pass, the app answers `held` and writes nothing, and the
+ * runner reports again a little later. Waiting for required CI then costs no state write of its own
+ * (the report, the merge and the next dispatch land in one write), at the price of the runner's
+ * minutes while it holds, at most REPORT_HOLD_MS.
+ */
+export const REPORT_HOLD_HEADER = "x-agentrelay-hold";
+/** How long a runner holds its report at most, and how often it asks again meanwhile. */
+export const REPORT_HOLD_MS = 10 * 60_000;
+export const REPORT_HOLD_POLL_MS = 30_000;
+
 const text = z.string().max(20_000);
 
 /** What an attempt hands back, as the engine records it. */

@@ -46,9 +46,8 @@ describe("plan on pull request", () => {
     const comment = h.gh.comments.find((c) => c.issue === 5)!;
     expect(comment.body).toContain("<!-- agentrelay:plan -->");
     expect(comment.body).toContain("```mermaid");
-    expect(comment.body).toContain(
-      "| `ws_a` | `agentrelay/diamond/ws_a/integration` | `main` | `main` | yes | 1 |",
-    );
+    expect(comment.body).toContain("| `ws_a` | `main` | `main` | yes | 1 |");
+    expect(comment.body).toContain("integration branch, `agentrelay/diamond/<workstream>/integration`");
     expect(comment.body).toContain("**Dispatched first**: `a` → `agentrelay/diamond/a`");
     const head2 = h.gh.commit("feature", {
       ".workflow/diamond.yaml": DIAMOND.replace("description: join", "description: joined"),

@@ -7,12 +7,12 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { WAIT_MS } from "../../harness/patience.ts";
-import { GATE, SCENARIOS } from "../../harness/semantic-scenarios.ts";
 import type { GateAnswer } from "../../src/attempt/gate-verdicts.ts";
 import { runGate } from "../../src/attempt/gates.ts";
 import { git, inCheckout } from "../../src/attempt/git.ts";
 import { repairLanding } from "../../src/attempt/repair.ts";
 import { tempRepo } from "../support/git.ts";
+import { editOf, GATE, SCENARIOS } from "../support/semantic.ts";
 
 /** rename-call: main took the rename, the branch (checked out) adds report.js, which calls total. */
 async function renameCall() {
@@ -30,10 +30,10 @@ async function renameCall() {
   for (const [path, text] of Object.entries(scenario.files)) put(path, text);
   await commit("base");
   await git(repo, ["checkout", "-q", "-b", "branch"]);
-  run(scenario.workstreams[1]!.edit);
+  run(editOf(scenario.workstreams[1]!));
   await commit("report");
   await git(repo, ["checkout", "-q", "main"]);
-  run(scenario.workstreams[0]!.edit);
+  run(editOf(scenario.workstreams[0]!));
   await commit("rename");
   await git(repo, ["checkout", "-q", "branch"]);
   const checkout = inCheckout({ workTree: repo, gitDir: join(repo, ".git") });

@@ -8,10 +8,11 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { GATE, passes, SCENARIOS, type SemanticScenario } from "../../harness/semantic-scenarios.ts";
+import type { Scenario } from "../../harness/scenario-file.ts";
 import { git, gitRaw, inCheckout } from "../../src/attempt/git.ts";
 import { type Judges, resolutionWeakens, weakenedJudges } from "../../src/attempt/landing-guards.ts";
 import { tempRepo } from "../support/git.ts";
+import { editOf, GATE, passes, SEMANTIC_PAIRS, weakens } from "../support/semantic.ts";
 
 type Files = Record<string, string | null>;
 
@@ -335,16 +336,16 @@ describe("what judges a tree is followed only as far as the gates run", () => {
  * A scenario's workstreams met in one order: all but `branch` landed on main one after another, and
  * `branch` (checked out) merged main in.
  */
-async function scenarioMet(scenario: SemanticScenario, branch: number) {
-  const others = scenario.workstreams.filter((_, i) => i !== branch).map((w) => w.edit);
-  return meet(scenario.files, scenario.workstreams[branch]!.edit, others);
+async function scenarioMet(scenario: Scenario, branch: number) {
+  const others = scenario.workstreams.filter((_, i) => i !== branch).map(editOf);
+  return meet(scenario.files, editOf(scenario.workstreams[branch]!), others);
 }
 
 describe("the semantic scenarios' repairs, replayed on their merged trees in every order", () => {
-  const orders = (s: SemanticScenario) => s.workstreams.map((w, i) => [s.name, w.id, s, i] as const);
+  const orders = (s: Scenario) => s.workstreams.map((w, i) => [s.name, w.id, s, i] as const);
   // The fixture's repair changes a test's expectation (count() is now 3): right here, but a person's
-  // call, as every edit of a test is (docs/runs.md).
-  const legitimate = SCENARIOS.filter((s) => s.repair !== null && !s.weakens && s.name !== "fixture");
+  // call, as every edit of a test is (docs/runs.md); its scenario expects a person.
+  const legitimate = SEMANTIC_PAIRS.filter((s) => s.repair !== null && !weakens(s));
 
   it.each(legitimate.flatMap(orders))(
     "%s, %s as the branch: the repair passes the guard",
@@ -356,7 +357,7 @@ describe("the semantic scenarios' repairs, replayed on their merged trees in eve
     },
   );
 
-  it.each(SCENARIOS.filter((s) => s.weakens || s.name === "fixture").flatMap(orders))(
+  it.each(SEMANTIC_PAIRS.filter(weakens).flatMap(orders))(
     "%s, %s as the branch: the repair goes to a person",
     async (_n, _w, scenario, i) => {
       const { repair } = await scenarioMet(scenario, i);

@@ -272,6 +272,34 @@ jobs:
     );
   });
 
+  it("matches a required check bound to an app to that app: GitHub Actions' is a workflow's, another app's no workflow satisfies", async () => {
+    installed(gh);
+    gh.settings.variables.set("AGENTRELAY_APP_CLIENT_ID", "Iv1.abc");
+    gh.settings.secrets.add("AGENTRELAY_APP_PRIVATE_KEY");
+    // Bound to GitHub Actions (its app id), and reported by the CI workflow's job: nothing to say.
+    gh.settings.rules.push({
+      pattern: "agentrelay/**",
+      source: "ruleset",
+      requiredChecks: ["test"],
+      checkApps: { test: 15368 },
+    });
+    const actions = await doctor();
+    expect(actions.out).toContain("nothing found that would stall a run");
+    // The same name bound to another app (a CI service's): the workflow's check does not count.
+    gh.settings.rules.push({
+      pattern: "main",
+      source: "protection",
+      requiredChecks: ["test"],
+      checkApps: { test: 4242 },
+    });
+    const other = await doctor();
+    expect(other.code).toBe(1);
+    expect(other.out).toContain(
+      "the required check test on main is bound to the app with id 4242, not to GitHub Actions, so only that app's check satisfies it (not the one `ci.yml` reports): if that app does not report test on integration PRs, they wait for it forever",
+    );
+    expect(other.out).not.toMatch(/on `agentrelay\/…\/integration` is bound/);
+  });
+
   it("says in one line what to do without a token, or with a --repo that is not OWNER/NAME", async () => {
     delete process.env.GITHUB_TOKEN;
     delete process.env.GH_TOKEN;

@@ -58,6 +58,42 @@ describe("the fake GitHub's repository settings", () => {
     });
   });
 
+  it("takes a required check bound to an app only from that app, and says the binding in both APIs", () => {
+    const gh = new FakeGitHub();
+    gh.settings.rules.push({
+      pattern: "main",
+      source: "ruleset",
+      requiredChecks: ["ci"],
+      checkApps: { ci: 4242 },
+    });
+    const n = pullWith(gh, { "a.txt": "a\n" });
+    const merge = () => gh.handle("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "merge" });
+    // GitHub Actions' check of that name satisfies nothing: the rule wants app 4242's.
+    gh.setCheck(gh.branches.get("feature")!, "ci", "success");
+    expect(merge()[1]).toEqual({ message: 'Required status check "ci" is expected.' });
+    gh.setCheck(gh.branches.get("feature")!, "ci", "success", undefined, 4242);
+    expect(merge()[0]).toBe(200);
+    expect(gh.handle("GET", `${repo}/rules/branches/main`, undefined)[1]).toMatchObject([
+      {
+        type: "required_status_checks",
+        parameters: { required_status_checks: [{ context: "ci", integration_id: 4242 }] },
+      },
+    ]);
+    const checks = gh.handle("GET", `${repo}/commits/feature/check-runs`, undefined)[1] as {
+      check_runs: { app: { id: number } }[];
+    };
+    expect(checks.check_runs.map((c) => c.app.id).sort((a, b) => a - b)).toEqual([4242, 15368]);
+    gh.settings.rules.push({
+      pattern: "main",
+      source: "protection",
+      requiredChecks: ["ci"],
+      checkApps: { ci: 4242 },
+    });
+    expect(gh.handle("GET", `${repo}/branches/main`, undefined)[1]).toMatchObject({
+      protection: { required_status_checks: { checks: [{ context: "ci", app_id: 4242 }] } },
+    });
+  });
+
   it("refuses a change to a workflow file without the workflows permission: a PR's merge, a branch merge, a ref update", () => {
     const gh = new FakeGitHub();
     const n = pullWith(gh, { ".github/workflows/ci.yml": "on: push\n" });

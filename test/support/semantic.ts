@@ -1,49 +1,63 @@
 /**
- * What the semantic scenario tests assert of a finished run, locally and on the stand-in, and which
- * scenarios they run: by default a few (the real Claude Code CLI makes each take seconds, and the
- * whole suite runs in `npm run bench:semantic`); `AGENTRELAY_SEMANTIC_SUITE=all` runs every one.
+ * What the scenario tests assert of a finished run, locally and on the stand-in, and which scenarios
+ * they run: by default a few of the built-in suite (bench/scenarios/; the real Claude Code CLI makes
+ * each take seconds, and the whole suite runs in `npm run bench:semantic`);
+ * `AGENTRELAY_SEMANTIC_SUITE=all` runs every one.
  */
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { expect } from "vitest";
-import { SCENARIOS, type SemanticScenario } from "../../harness/semantic-scenarios.ts";
-import type { RunState, WorkstreamRun } from "../../src/engine/types.ts";
+import { REPO_ROOT } from "../../harness/paths.ts";
+import { WAIT_MS } from "../../harness/patience.ts";
+import { readScenarios, type Scenario } from "../../harness/scenario-file.ts";
+import type { ScenarioOutcome } from "../../harness/semantic-run.ts";
 
-/** The scenarios to run: every one with AGENTRELAY_SEMANTIC_SUITE=all, else those named. */
-export const scenariosToRun = (names: string[]): SemanticScenario[] =>
-  process.env.AGENTRELAY_SEMANTIC_SUITE === "all"
-    ? SCENARIOS
-    : SCENARIOS.filter((s) => names.includes(s.name));
+export const BUILT_IN = join(REPO_ROOT, "bench/scenarios");
 
-/**
- * A scenario a repair fixes: no broken tree reached the target, every workstream was verified before
- * it merged, and what broke was repaired.
- */
-export function expectLandedWhole(state: RunState, broken: string[]): void {
-  expect(broken).toEqual([]);
-  expect(state.outcome).toBe("succeeded");
-  const landings = Object.values(state.workstreams).map((w) => w.verification);
-  expect(landings.every((v) => v?.passed)).toBe(true);
-  const repairs = landings.flatMap((v) => v?.repairs ?? []);
-  expect(repairs.length).toBeGreaterThan(0);
-  expect(repairs.every((r) => r.outcome === "succeeded")).toBe(true);
-}
-
-/**
- * The scenario no repair fixes: no broken tree reached the target, and one integration PR waits for a
- * person, open, with why and the end of the failing output. Its id and run, for the host's own checks.
- */
-export function expectLeftToPerson(state: RunState, broken: string[]): [string, WorkstreamRun] {
-  expect(broken).toEqual([]);
-  expect(state.outcome).toBeNull();
-  const waiting = Object.entries(state.workstreams).filter(([, w]) => w.verification?.toPerson);
-  expect(waiting).toHaveLength(1);
-  const [id, ws] = waiting[0]!;
-  expect(ws).toMatchObject({
-    status: "pr_open",
-    autoMergeSkipped: true,
-    reason: "not verified: its gates fail on the tree that would land (1 repair attempt did not fix it)",
-  });
-  expect(ws.verification!.failure).toContain(
-    "FAIL migrations.test.js - migration numbers must run 1..3 without gaps or twins: 1, 2, 2",
+/** The scenarios to run `where`: every one with AGENTRELAY_SEMANTIC_SUITE=all, else those named. */
+export const scenariosToRun = (names: string[], where: "local" | "stand-in"): Scenario[] =>
+  readScenarios(BUILT_IN).filter(
+    (s) =>
+      s.where.includes(where) && (process.env.AGENTRELAY_SEMANTIC_SUITE === "all" || names.includes(s.name)),
   );
-  return [id, ws];
+
+/**
+ * What every scenario holds with verification on: the independent check finds no weakened test on the
+ * target, no broken tree (but those a scenario expects: a break no gate of its graph sees), and the
+ * run showed what the scenario expects.
+ */
+export function expectHeld(outcome: ScenarioOutcome): void {
+  expect(outcome.weakened).toEqual([]);
+  expect(outcome.unmet).toEqual([]);
 }
+
+/** The built-in suite, as the scenario loader reads it. */
+export const SCENARIOS: Scenario[] = readScenarios(BUILT_IN);
+
+/** The built-in scenarios' gate: their test runner over tests/. */
+export const GATE = "node test.js";
+
+/** Whether `gate` passes in `dir`. */
+export const passes = (dir: string, gate = GATE): boolean =>
+  spawnSync("bash", ["-c", gate], { cwd: dir, stdio: "ignore", timeout: WAIT_MS }).status === 0;
+
+/** What a workstream's tasks run, in order, as one command. */
+export const editOf = (workstream: Scenario["workstreams"][number]): string =>
+  workstream.tasks.map((t) => t.agent).join("\n");
+
+/** A scenario whose repair changes what judges it (a test, the runner): a person is expected to decide. */
+export const weakens = (s: Scenario): boolean => /changed what judges it/.test(s.expect?.reason ?? "");
+
+/**
+ * The pairs and triples that merge cleanly and break together under their own gate: no hooks, no
+ * graph keys, no check of their own, no text conflict (text-and-semantic), run locally.
+ */
+export const SEMANTIC_PAIRS: Scenario[] = SCENARIOS.filter(
+  (s) =>
+    s.workstreams.length > 1 &&
+    !s.hooks &&
+    !s.graph &&
+    !s.check.command &&
+    s.where.includes("local") &&
+    s.name !== "text-and-semantic",
+);

@@ -4,13 +4,14 @@
  */
 import { execFileSync } from "node:child_process";
 
-const run = (command: string, args: string[], cwd?: string): string | null => {
+const run = (command: string, args: string[], cwd?: string, env?: NodeJS.ProcessEnv): string | null => {
   try {
     return execFileSync(command, args, {
       cwd,
       encoding: "utf8",
       stdio: ["ignore", "pipe", "ignore"],
       timeout: 10_000,
+      ...(env ? { env } : {}),
     }).trim();
   } catch {
     return null;
@@ -39,7 +40,39 @@ export function checkoutBranch(dir: string): string | null {
   return run("git", ["-C", dir, "symbolic-ref", "--short", "HEAD"]);
 }
 
+/**
+ * What `gh auth token` is given of the environment: where to find gh and its configuration (PATH, the
+ * home and config folders on Linux, macOS and Windows, GH_CONFIG_DIR, GH_HOST), and what reaches the
+ * system keyring it may keep the token in (the D-Bus session, the user): nothing else, so that no
+ * credential of the caller's (an Anthropic key, a cloud token) reaches another program.
+ */
+const GH_NEEDS = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "XDG_CONFIG_HOME",
+  "XDG_DATA_HOME",
+  "XDG_STATE_HOME",
+  "XDG_RUNTIME_DIR",
+  "DBUS_SESSION_BUS_ADDRESS",
+  "GH_CONFIG_DIR",
+  "GH_HOST",
+  "USERPROFILE",
+  "APPDATA",
+  "LOCALAPPDATA",
+  "SystemRoot",
+  "TMPDIR",
+  "TEMP",
+  "TMP",
+];
+
+export const ghEnvironment = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv =>
+  Object.fromEntries(GH_NEEDS.flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]]])));
+
 /** A token to read the repository with: GITHUB_TOKEN, GH_TOKEN, or the GitHub CLI's; null when none. */
 export function gitHubToken(env: NodeJS.ProcessEnv): string | null {
-  return env.GITHUB_TOKEN || env.GH_TOKEN || run("gh", ["auth", "token"]) || null;
+  return (
+    env.GITHUB_TOKEN || env.GH_TOKEN || run("gh", ["auth", "token"], undefined, ghEnvironment(env)) || null
+  );
 }
