@@ -10,8 +10,7 @@
  * reports over as artifacts of their runs, and what the orchestrator does with GITHUB_TOKEN (its
  * merges) starts no workflow, as on GitHub. Jobs may also be scripted in process (large graphs, or a
  * job a test holds while it acts), in either mode: with the app they take their token and report.
- * The jobs are standin-jobs.ts's, the app's replicas standin-replicas.ts's, the repository's CI
- * standin-ci.ts's.
+ * Jobs: standin-jobs.ts; the app's replicas: standin-replicas.ts; the repository's CI: standin-ci.ts.
  */
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync } from "node:fs";

@@ -174,6 +174,17 @@ function verify(step: RunEdit, wsId: string): void {
   step.emit({ type: "verify_integration", key: step.key("ws", wsId, "verify", n), workstream: wsId, n });
 }
 
+/**
+ * Why the last repair ended, when it ended before its gates could judge it (its push refused, its job
+ * failing): "did not fix it" alone would hide the cause from the person.
+ */
+function lastRepairCause(v: Verification): string {
+  const last = v.repairs.at(-1);
+  if (!last || last.outcome === "succeeded" || last.output || !last.reason) return "";
+  const reason = last.reason.replace(/\s+/g, " ").trim();
+  return `; the last ended before its gates judged it: ${reason.length > 200 ? `${reason.slice(0, 199)}…` : reason}`;
+}
+
 /** Starts the next repair of what failed, or leaves it to a person (off, used up, read-only, no budget). */
 function repair(step: RunEdit, wsId: string): void {
   const { plan } = step;
@@ -193,7 +204,7 @@ function repair(step: RunEdit, wsId: string): void {
         : readOnly
           ? `its gates fail on the tree that would land, and task '${resolver.agentTask.id}' is read_only, so no agent may push a repair`
           : !allowed
-            ? `its gates fail on the tree that would land (${count(tried, "repair attempt")} did not fix it)`
+            ? `its gates fail on the tree that would land (${count(tried, "repair attempt")} did not fix it${lastRepairCause(v)})`
             : `its gates fail on the tree that would land (${allowed.spent})`;
     toPerson(step, wsId, why);
     return;

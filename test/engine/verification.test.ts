@@ -287,6 +287,19 @@ describe("verifying an integration branch before it lands", () => {
     expect(state.workstreams.right!.reason).toMatch(/2 repair attempts did not fix it/);
   });
 
+  it("tells the person why the last repair ended when it ended before its gates judged it", () => {
+    const { engine, state } = withOpenPr();
+    engine.apply(state, opened);
+    engine.apply(state, finished("verify", 1, false));
+    engine.apply(state, finished("repair", 1, false));
+    const refused =
+      "GitHub refused the push: refusing to allow a GitHub App to update workflow `.github/workflows/ci.yml` without `workflows` permission";
+    engine.apply(state, finished("repair", 2, false, { output: undefined, reason: refused }));
+    expect(state.workstreams.right!.reason).toContain(
+      `2 repair attempts did not fix it; the last ended before its gates judged it: ${refused})`,
+    );
+  });
+
   it("never starts a verification or repair from the reconciler's copy, only from a fact", () => {
     const { engine, state } = withOpenPr();
     Object.assign(state.workstreams.right!, {
