@@ -239,7 +239,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
     "",
     `**Dispatched first**${more}: ${dispatched.length ? idList(dispatched, 20, (id) => capped(byTask.get(id)!)) : "nothing"}${held}${overlapHeld}`,
   ];
-  const budgets = budgetsText(graph);
+  const budgets = budgetsText(graph, 20, code);
   if (budgets)
     head.push(
       "",
@@ -250,10 +250,10 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
     head.push(
       "",
       `**Overlaps** (tasks of different workstreams that may run at once and change the same paths${graph.settings.overlaps === "serialize" ? "" : "; `overlaps: serialize` orders them"}):`,
-      ...overlapLines(overlaps, 10).map((line) => `- ${agentText(line, 500)}`),
+      ...overlapLines(overlaps, 10).map((line) => `- ${quoteIds(agentText(line, 500))}`),
     );
   const unitOnly = unitGatesNote(plan);
-  if (unitOnly) head.push("", `**Whole-tree check**: ${agentText(unitOnly, 1_000)}.`);
+  if (unitOnly) head.push("", `**Whole-tree check**: ${quoteIds(agentText(unitOnly, 1_000))}.`);
   let room = budget - head.join("\n").length;
   const chart = mermaidChart(plan);
   const chartLines =

@@ -209,7 +209,7 @@ function blockedLines(plan: Plan, breakages: Breakage[]): string[] {
 function wholeTreeNote(plan: Plan, state: RunState): string[] {
   if (Object.values(state.workstreams).some((w) => w.integration !== "none")) return [];
   const note = unitGatesNote(plan);
-  return note ? ["", `> [!NOTE]`, `> ${agentText(note, 1_000)}.`] : [];
+  return note ? ["", `> [!NOTE]`, `> ${quoteIds(agentText(note, 1_000))}.`] : [];
 }
 
 /** Status order of the "Other tasks" table: what is still to come first, what is done last. */
@@ -224,7 +224,7 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
     `### agentrelay run ${code(state.runKey)}: ${runHeadline(plan, state)}`,
     ...(waits.length ? ["", ...waits] : []),
     ...(state.budget || plan.graph.settings.maxCostMicros !== null
-      ? ["", `${spendLine(state, plan.graph)}.`, ...[costLine(state) ?? []].flat()]
+      ? ["", `${spendLine(state, plan.graph, code)}.`, ...[costLine(state) ?? []].flat()]
       : []),
     "",
     links.trackingIssue

@@ -22,6 +22,7 @@ import { marked } from "marked";
 import puppeteer, { type Browser } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { simulate, simulationJson, type SimulationResult } from "../../src/engine/simulate.ts";
+import { reproduce } from "../../src/engine/verification.ts";
 import type { RunState, TaskStatus } from "../../src/engine/types.ts";
 import { parseGraph } from "../../src/graph/load.ts";
 import { fit, LIMITS } from "../../src/github/limits.ts";
@@ -73,6 +74,10 @@ const page = (markdown: string) => {
   </style></head><body><div class="comment">${html}</div></body></html>`;
 };
 
+/** The case whose ids are 80 characters, and what a reader copies from code in a case's comments, exactly. */
+const name80 = "12 tasks in 3 workstreams whose ids are 80 capitals";
+const COPIED = new Map<string, string[]>();
+
 interface Rendered {
   errors: string[];
   charts: { width: number; height: number; smallestTextPx: number }[];
@@ -81,10 +86,10 @@ interface Rendered {
   shown: string;
   /** The text within the first screen. */
   firstScreen: string;
-  /** The widest table, code block, paragraph or list item, details open (px). */
-  widest: number;
-  /** The start of the widest one's text, to say which it is. */
-  widestText: string;
+  /** Each table, code block, paragraph or list item wider than the comment, details open: "823 px: its text". */
+  tooWide: string[];
+  /** What selecting each code element that may break (`<wbr>`) copies. */
+  copied: string[];
 }
 
 /** A simulated run at scale: the graph, its plan, and the state at the end (or after `maxEvents`). */
@@ -515,15 +520,16 @@ const CASES: [string, ScaleCase | null, () => string][] = [
     },
   ],
   [
-    "12 tasks in 3 workstreams whose ids are 80 capitals",
+    name80,
     null,
     () => {
       // Ids may be 80 characters (graph/validate.ts); as code, which does not wrap, a table of them was
       // wider than the comment once an id passed about 35 (issue 44, item 8). One workstream id has no
-      // separator at all.
+      // separator at all; the graph's name is long too (branches hold it).
       const long = (stem: string, n: number) =>
         `${stem.padEnd(77, "X").slice(0, 77)}_${String(n).padStart(2, "0")}`;
-      const text = workstreamsGraph(3, 4, "long")
+      const graphName = "LEDGER_RECONCILIATION_FOR_EUROPEAN_MERCHANTS";
+      const text = workstreamsGraph(3, 4, graphName)
         .replace(
           /\bws_0\b/g,
           "PAYMENTSANDMOBILEWALLETSETTLEMENTACCOUNTSMIGRATIONFOREUROPEANMERCHANTSANDBANKSXYZ".slice(0, 80),
@@ -540,11 +546,29 @@ const CASES: [string, ScaleCase | null, () => string][] = [
       const { plan, state } = runAt(text, {
         [task(0, 0)]: { status: "merged" },
         [task(1, 0)]: { status: "failed", reason: LONG_REASON },
-        [task(2, 0)]: { status: "running" },
         [task(0, 1)]: { status: "pr_open" },
         [task(1, 1)]: { status: "blocked", reason: `dependency '${task(1, 0)}' failed` },
+        ...Object.fromEntries([0, 1, 2, 3].map((t) => [task(2, t), { status: "merged" as const }])),
       });
       const ws = [...plan.workstreams.keys()];
+      // Lines name branches of 100 characters and more as code: a task PR's conflict left to a person
+      // ("merge `…/integration` into `…` by hand"), and an integration PR no repair fixed, with the
+      // command that shows it, which must copy as it is.
+      const branch = (id: string) => `agentrelay/${graphName}/${id}`;
+      Object.assign(state.tasks[task(0, 1)]!, {
+        pr: { number: 31, url: "https://github.com/o/r/pull/31" },
+        reason: `merge \`${branch(`${ws[0]}/integration`)}\` into \`${branch(task(0, 1))}\` by hand: they conflict in \`src/ledger.py\` (2 resolution attempts did not settle them)`,
+        conflict: { files: ["src/ledger.py"], resolutions: [], toPerson: true },
+      });
+      Object.assign(state.workstreams[ws[2]!]!, {
+        status: "pr_open",
+        integration: "open",
+        unfinished: 0,
+        pr: { number: 40, url: "https://github.com/o/r/pull/40" },
+        reason: "not verified: its gates fail on the tree that would land",
+        verification: { runs: [], repairs: [], toPerson: true, failure: "1 failed" },
+      });
+      COPIED.set(name80, [reproduce(plan, ws[2]!, "origin")]);
       return [
         statusComment(plan, state, 90_000),
         `${PLAN_MARKER}\n${planSummary(plan)}`,
@@ -621,12 +645,20 @@ describeNeeding(
       })`)) as Rendered["charts"];
         // Nothing wider than the comment: a table row, a code block or a line a reader would scroll for
         // (a chart's own labels are drawn scaled to the chart, which is measured below).
-        const [widest, widestText] = (await tab.evaluate(
-          `[...document.querySelectorAll(".comment table, .comment pre, .comment p, .comment li")].filter((el) => !el.closest("pre.mermaid svg")).reduce((w, el) => el.scrollWidth > w[0] ? [el.scrollWidth, el.textContent.slice(0, 200)] : w, [0, ""])`,
-        )) as [number, string];
+        const tooWide = (await tab.evaluate(
+          `[...document.querySelectorAll(".comment table, .comment pre, .comment p, .comment li")].filter((el) => !el.closest("pre.mermaid svg") && el.scrollWidth > ${READABLE.columnPx + 1}).map((el) => el.scrollWidth + " px: " + el.textContent.slice(0, 200))`,
+        )) as string[];
         for (const [i, chart] of (await tab.$$("pre.mermaid")).entries())
           await chart.screenshot({ path: join(ARTIFACTS, `${file}-chart-${i}.png`) });
-        return { errors, charts, closedHeight, shown, firstScreen, widest, widestText };
+        const copied =
+          (await tab.evaluate(`[...document.querySelectorAll(".comment code")].filter((el) => el.querySelector("wbr")).map((el) => {
+          const range = document.createRange();
+          range.selectNodeContents(el);
+          getSelection().removeAllRanges();
+          getSelection().addRange(range);
+          return getSelection().toString();
+        })`)) as string[];
+        return { errors, charts, closedHeight, shown, firstScreen, tooWide, copied };
       } finally {
         await tab.close();
       }
@@ -636,11 +668,12 @@ describeNeeding(
       "%s: every chart draws with text at least 10 px in the comment's width, what to do comes first, and the page stays bounded",
       async (name, c, markdown) => {
         const text = markdown();
-        const { errors, charts, closedHeight, shown, firstScreen, widest, widestText } = await render(
+        const { errors, charts, closedHeight, shown, firstScreen, tooWide, copied } = await render(
           name,
           text,
         );
-        expect(widest, widestText).toBeLessThanOrEqual(READABLE.columnPx + 1);
+        expect(tooWide).toEqual([]);
+        for (const command of COPIED.get(name) ?? []) expect(copied).toContain(command);
         expect(errors).toEqual([]);
         if (name === "5 tasks by hand") {
           expect(shown).toContain(
