@@ -142,8 +142,9 @@ export async function limitedRun(
       ).toFixed(0),
       "held runner-min/attempt": (heldMs / 60_000 / reports).toFixed(1),
       "status edits": statusEdits,
-      "attempts/h": (reports / hours).toFixed(0),
-      "ceiling (500 writes/h)": (LIMITS.writesPerHour / perAttempt).toFixed(0),
+      // One decimal: issue 41's 90 an hour and the ceiling near it are told apart.
+      "attempts/h": (reports / hours).toFixed(1),
+      "ceiling (500 writes/h)": (LIMITS.writesPerHour / perAttempt).toFixed(1),
       "check→dispatch median (s)": percentile(latency, 0.5).toFixed(0),
       "check→dispatch p95 (s)": percentile(latency, 0.95).toFixed(0),
       // The app's reconciler runs in its own process: an idle repository runs no job.
