@@ -6,7 +6,6 @@
  * Mounted with nock for handler tests, or counted by the API-budget bench. What it holds is
  * fake-state.ts's; each family of routes has its own module.
  */
-import nock from "nock";
 import { actionsRoutes, workflowRunRoutes } from "./fake-actions.ts";
 import { gitRoutes } from "./fake-git-routes.ts";
 import { answerGraphql } from "./fake-graphql.ts";
@@ -17,6 +16,7 @@ import { appRoutes, recordRoutes } from "./fake-records.ts";
 import { rulesetRoutes } from "./fake-rulesets.ts";
 import { runByTriggers } from "./fake-workflows.ts";
 import { answerMissing, Redirect, type Reply, type Route } from "./fake-reply.ts";
+import { mountWithNock } from "./fake-mount.ts";
 import { FakeGitHubState, type RepositoryPlace, requesterOf } from "./fake-state.ts";
 import { checkRequest } from "./openapi.ts";
 import { MemoryStore, type RepoStore } from "./repo-store.ts";
@@ -135,23 +135,7 @@ export class FakeGitHub extends FakeGitHubState {
 
   /** Answers api.github.com through nock until `nock.cleanAll()`. */
   mount(origin = "https://api.github.com"): void {
-    const scope = nock(origin).persist();
-    const serve = this.serve.bind(this);
-    for (const method of ["GET", "POST", "PATCH", "PUT", "DELETE"]) {
-      scope
-        .intercept(() => true, method)
-        .reply(async function (this: { req: { headers: Record<string, unknown> } }, uri, body) {
-          const parsed = typeof body === "string" ? (body ? JSON.parse(body) : undefined) : body;
-          const accept = String(this.req.headers.accept ?? "");
-          const authorization = String(this.req.headers.authorization ?? "");
-          const [status, data, headers] = await serve(method, uri, parsed, accept, authorization);
-          return [
-            status,
-            data === undefined ? "" : typeof data === "string" ? data : JSON.stringify(data),
-            { ...headers, "content-type": typeof data === "string" ? "text/plain" : "application/json" },
-          ];
-        });
-    }
+    mountWithNock(origin, this.serve.bind(this));
   }
 
   /** Answers `method` on `path` (REPO stands for this repository's API path) with `handler`. */

@@ -25,9 +25,9 @@
  * fake answers it. GraphQL is routed by its `owner` and `name` variables; a mutation naming a node id
  * goes to the graph's repository.
  */
-import nock from "nock";
 import { FakeGitHub } from "./fake-github.ts";
 import type { Reply } from "./fake-reply.ts";
+import { mountWithNock } from "./fake-mount.ts";
 import { MemoryStore, type RepoStore } from "./repo-store.ts";
 
 export interface FakeInstallation {
@@ -238,27 +238,7 @@ export class FakeRepositories {
 
   /** Answers api.github.com through nock until `nock.cleanAll()`. */
   mount(origin = "https://api.github.com"): void {
-    const scope = nock(origin).persist();
-    const serve = this.serve.bind(this);
-    for (const method of ["GET", "POST", "PATCH", "PUT", "DELETE"]) {
-      scope
-        .intercept(() => true, method)
-        .reply(async function (this: { req: { headers: Record<string, unknown> } }, uri, body) {
-          const parsed = typeof body === "string" ? (body ? JSON.parse(body) : undefined) : body;
-          const [status, data, headers] = await serve(
-            method,
-            uri,
-            parsed,
-            String(this.req.headers.accept ?? ""),
-            String(this.req.headers.authorization ?? ""),
-          );
-          return [
-            status,
-            data === undefined ? "" : typeof data === "string" ? data : JSON.stringify(data),
-            { ...headers, "content-type": typeof data === "string" ? "text/plain" : "application/json" },
-          ];
-        });
-    }
+    mountWithNock(origin, this.serve.bind(this));
   }
 }
 

@@ -67,9 +67,10 @@ export function cut(text: string, max: number): string {
  * `text` within `max` characters, cut where a clause ends (before ": ", "; ", ". " or " (" outside
  * code and parentheses), never inside a list or a code span, and marked with " …": what a line says
  * first (what to do) stays whole, what it cannot hold goes whole. A first clause longer than `max` is
- * cut at a word, outside code.
+ * cut at a word, outside code; so is a text whose clauses within `max` end before `least` characters
+ * (what they keep would say less than a cut at a word).
  */
-export function cutClauses(text: string, max: number): string {
+export function cutClauses(text: string, max: number, least = 0): string {
   if (text.length <= max) return text;
   let depth = 0;
   let inCode = false;
@@ -85,7 +86,7 @@ export function cutClauses(text: string, max: number): string {
     if (two === ": " || two === "; " || two === ". ") end = i + (two === ". " ? 1 : 0);
     else if (two === " (") end = i;
   }
-  if (end > 0) return `${text.slice(0, end)} …`;
+  if (end > Math.max(0, least)) return `${text.slice(0, end)} …`;
   const word = cut(text, max);
   const ticks = (word.match(/`/g) ?? []).length;
   return ticks % 2 === 0 ? word : `${word.slice(0, word.lastIndexOf("`")).trimEnd()} …`;

@@ -15,7 +15,7 @@ import { holdKey, waiting } from "../engine/holds.ts";
 import { concernsIn, landingStage } from "../engine/landing.ts";
 import { firstDispatches } from "../engine/preview.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
-import { code, count, plural, quoteIds, verb } from "./words.ts";
+import { cellCode, code, count, plural, quoteIds, verb } from "./words.ts";
 
 /** GitHub refuses comment and check-run bodies over 65,536 characters. */
 export const BODY_LIMIT = 65_536;
@@ -28,6 +28,14 @@ export { agentText, cut };
  * files or a code span, so that what to do and why stay whole or go whole.
  */
 export const reasonText = (reason: string, max: number): string => cutClauses(agentText(reason), max);
+
+/**
+ * Why a task or a workstream failed, in a table row, within `max` characters: cut where a clause ends,
+ * as a conflict's reason is, when that keeps at least half of `max` ("…: `npm test` exited 1 …", not
+ * "…; the last lines said AssertionError: …"); cut at a word when the clauses that fit are shorter
+ * (a bare "Completion gate failed …" would drop the command that failed). Never inside a code span.
+ */
+export const rowReason = (reason: string, max: number): string => cutClauses(agentText(reason), max, max / 2);
 
 /**
  * An agent's words in a PR body we write: as agentText, with its closing keywords and issue references
@@ -231,7 +239,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
     "",
     `**Dispatched first**${more}: ${dispatched.length ? idList(dispatched, 20, (id) => capped(byTask.get(id)!)) : "nothing"}${held}${overlapHeld}`,
   ];
-  const budgets = budgetsText(graph);
+  const budgets = budgetsText(graph, 20, code);
   if (budgets)
     head.push(
       "",
@@ -242,10 +250,10 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
     head.push(
       "",
       `**Overlaps** (tasks of different workstreams that may run at once and change the same paths${graph.settings.overlaps === "serialize" ? "" : "; `overlaps: serialize` orders them"}):`,
-      ...overlapLines(overlaps, 10).map((line) => `- ${agentText(line, 500)}`),
+      ...overlapLines(overlaps, 10).map((line) => `- ${quoteIds(agentText(line, 500))}`),
     );
   const unitOnly = unitGatesNote(plan);
-  if (unitOnly) head.push("", `**Whole-tree check**: ${agentText(unitOnly, 1_000)}.`);
+  if (unitOnly) head.push("", `**Whole-tree check**: ${quoteIds(agentText(unitOnly, 1_000))}.`);
   let room = budget - head.join("\n").length;
   const chart = mermaidChart(plan);
   const chartLines =
@@ -267,7 +275,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
   const folded = graph.workstreams.length > 20;
   const several = (graph.repositories?.length ?? 0) > 0;
   const repositoryCell = (name: string | undefined) =>
-    name === undefined ? "this one" : code(repositoryFullName(graph, name) ?? name);
+    name === undefined ? "this one" : cellCode(repositoryFullName(graph, name) ?? name);
   const workstreams = takeLines(
     [
       "",
@@ -281,7 +289,7 @@ export function planSummary(plan: Plan, budget = BODY_LIMIT - 2000): string {
       `|---|${several ? "---|" : ""}---|---|---|---|`,
       ...graph.workstreams.map(
         (w) =>
-          `| ${code(w.id)} |${several ? ` ${repositoryCell(w.repository)} |` : ""} ${code(w.baseBranch)} | ${code(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
+          `| ${cellCode(w.id)} |${several ? ` ${repositoryCell(w.repository)} |` : ""} ${cellCode(w.baseBranch)} | ${cellCode(w.mergeTargetBranch)} | ${w.autoMerge ? "yes" : "no"} | ${count((plan.tasksByWorkstream.get(w.id) ?? []).length)} |`,
       ),
     ],
     room / 2,

@@ -16,9 +16,9 @@ import { type Hold, holds } from "../engine/holds.ts";
 import type { RunState, TaskRun } from "../engine/types.ts";
 import type { Plan } from "../plan/model.ts";
 import { unitGatesNote } from "../plan/resolution.ts";
-import { agentText, BODY_LIMIT, cell, reasonText, statusMarker, takeLines } from "./render.ts";
+import { agentText, BODY_LIMIT, cell, reasonText, rowReason, statusMarker, takeLines } from "./render.ts";
 import { breakageText, holdWords, named, prLink, waitingFor } from "./waiting-lines.ts";
-import { code, duration, quoteIds } from "./words.ts";
+import { cellCode, code, duration, quoteIds } from "./words.ts";
 import { workstreamChart, workstreamState } from "./workstream-chart.ts";
 
 export { named, waitingFor };
@@ -74,7 +74,7 @@ interface RowContext {
 
 /** A task's status in its row: what it does, or why it stops and what to do about it. */
 function statusCell(ctx: RowContext, id: string, t: TaskRun): string {
-  const reason = (max: number) => cell(quoteIds(agentText(t.reason ?? "", max), ctx.plan));
+  const reason = (max: number) => cell(quoteIds(rowReason(t.reason ?? "", max), ctx.plan, cellCode));
   if (t.status === "pr_open") {
     if (resolving(t.conflict)) return "resolving conflicts";
     // What to do is said under the table (byHandLines): its branch names are code that cannot wrap,
@@ -104,8 +104,8 @@ function taskCells(ctx: RowContext, id: string, workstream?: string): string[] {
     t.attempt && job && ctx.links.job ? `[${t.attempt}](${ctx.links.job(job)})` : String(t.attempt || "");
   const concerns = t.concerns.length + t.opsConcerns.length;
   return [
-    code(id),
-    workstream ? code(workstream) : "",
+    cellCode(id),
+    workstream ? cellCode(workstream) : "",
     statusCell(ctx, id, t),
     attempt,
     pr,
@@ -145,10 +145,10 @@ function failureLines(plan: Plan, state: RunState, breakages: Breakage[]): strin
     "|---|---|---|---|---|",
   ];
   for (const b of breakages) {
-    const what = "task" in b.root ? code(b.root.task) : `workstream ${code(b.root.workstream)}`;
+    const what = "task" in b.root ? cellCode(b.root.task) : `workstream ${cellCode(b.root.workstream)}`;
     const ws = "task" in b.root ? plan.tasks.get(b.root.task)!.workstreamId : b.root.workstream;
     const status = "task" in b.root ? STATUS_WORDS[state.tasks[b.root.task]!.status] : "failed";
-    const why = cell(quoteIds(agentText(b.reason ?? status, 160), plan));
+    const why = cell(quoteIds(rowReason(b.reason ?? status, 160), plan, cellCode));
     const across = new Set(b.blocked.map((id) => plan.tasks.get(id)!.workstreamId)).size;
     const blocks = b.blocked.length
       ? `${plural(b.blocked.length, "task")}${across > 1 ? ` in ${count(across)} workstreams` : ""}`
@@ -157,7 +157,7 @@ function failureLines(plan: Plan, state: RunState, breakages: Breakage[]): strin
     const own = "task" in b.root && status === "failed" ? taskSpent(state.tasks[b.root.task]!) : 0;
     const cost = b.blocked.reduce((sum, id) => sum + taskSpent(state.tasks[id]!), own);
     lines.push(
-      `| ${what} | ${code(ws)} | ${status === "failed" ? why : `${status}: ${why}`} | ${blocks} | ${cost ? usd(cost) : ""} |`,
+      `| ${what} | ${cellCode(ws)} | ${status === "failed" ? why : `${status}: ${why}`} | ${blocks} | ${cost ? usd(cost) : ""} |`,
     );
   }
   return lines;
@@ -209,7 +209,7 @@ function blockedLines(plan: Plan, breakages: Breakage[]): string[] {
 function wholeTreeNote(plan: Plan, state: RunState): string[] {
   if (Object.values(state.workstreams).some((w) => w.integration !== "none")) return [];
   const note = unitGatesNote(plan);
-  return note ? ["", `> [!NOTE]`, `> ${agentText(note, 1_000)}.`] : [];
+  return note ? ["", `> [!NOTE]`, `> ${quoteIds(agentText(note, 1_000))}.`] : [];
 }
 
 /** Status order of the "Other tasks" table: what is still to come first, what is done last. */
@@ -224,7 +224,7 @@ export function statusComment(plan: Plan, state: RunState, now: number, links: S
     `### agentrelay run ${code(state.runKey)}: ${runHeadline(plan, state)}`,
     ...(waits.length ? ["", ...waits] : []),
     ...(state.budget || plan.graph.settings.maxCostMicros !== null
-      ? ["", `${spendLine(state, plan.graph)}.`, ...[costLine(state) ?? []].flat()]
+      ? ["", `${spendLine(state, plan.graph, code)}.`, ...[costLine(state) ?? []].flat()]
       : []),
     "",
     links.trackingIssue

@@ -12,7 +12,7 @@ import { reproduce } from "../engine/verification.ts";
 import { concernsIn, type LandingStage, landingStage, type MergeBy } from "../engine/landing.ts";
 import type { Plan } from "../plan/model.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
-import { agentText, codeBlock, reasonText } from "./render.ts";
+import { agentText, codeBlock, reasonText, rowReason } from "./render.ts";
 import { code, count, plural, quoteIds, verb } from "./words.ts";
 
 export interface WaitingLinks {
@@ -49,7 +49,7 @@ export const breakageName = (b: Breakage): string =>
 /** What a root failure is, in a line: "`t12` failed (tests failed)", "workstream `w` failed (…)". */
 export const breakageText = (b: Breakage, plan: Plan, max = 160): string => {
   const what = `${breakageName(b)} ${b.text.endsWith("was cancelled") ? "was cancelled" : "failed"}`;
-  return b.reason ? `${what} (${quoteIds(agentText(b.reason, max), plan)})` : what;
+  return b.reason ? `${what} (${quoteIds(rowReason(b.reason, max), plan)})` : what;
 };
 
 /** "; 3 tasks to do wait for it": what a line's cause holds, counted once. */
@@ -145,7 +145,7 @@ export function waitingFor(
 
   if (now.unexplained.length > 0)
     lines.push(
-      `- ${plural(now.unexplained.length, "task")} blocked: ${named(now.unexplained, (id) => `${code(id)} (${quoteIds(agentText(state.tasks[id]!.reason ?? "", 120), plan)})`)}.`,
+      `- ${plural(now.unexplained.length, "task")} blocked: ${named(now.unexplained, (id) => `${code(id)} (${quoteIds(rowReason(state.tasks[id]!.reason ?? "", 120), plan)})`)}.`,
     );
 
   // What moves on its own: resolutions, jobs, PRs GitHub merges; and what waits its turn behind them.

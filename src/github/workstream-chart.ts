@@ -13,9 +13,9 @@ import { STATUS_WORDS, WORKSTREAM_WORDS } from "../engine/progress.ts";
 import type { RunState, TaskStatus } from "../engine/types.ts";
 import { type Mark, type Marks, mermaidChart } from "../plan/mermaid.ts";
 import type { Plan } from "../plan/model.ts";
-import { agentText, cell } from "./render.ts";
+import { agentText, cell, rowReason } from "./render.ts";
 import { mergeByWords, named, prLink, prName } from "./waiting-lines.ts";
-import { code, count, plural, quoteIds, verb } from "./words.ts";
+import { cellCode, count, plural, quoteIds, verb } from "./words.ts";
 
 /** Says what the outlines mean, under every chart. */
 export const LEGEND =
@@ -62,7 +62,7 @@ function forYou(plan: Plan, state: RunState, known: Known, wsId: string, short: 
   if (conflicted.length > 0)
     return short
       ? `${conflicted.length === 1 ? "a PR" : `${count(conflicted.length)} PRs`} conflict`
-      : `${named(conflicted, (id) => `${prLink(state.tasks[id]!.pr, plan)} (${code(id)})`, 3)} ${verb(conflicted.length, "waits", "wait")} for you: conflicts`;
+      : `${named(conflicted, (id) => `${prLink(state.tasks[id]!.pr, plan)} (${cellCode(id)})`, 3)} ${verb(conflicted.length, "waits", "wait")} for you: conflicts`;
   // Its tasks to do wait for another's PR, or for a budget.
   const pending = ids.filter((id) => state.tasks[id]!.status === "pending");
   const person = pending.map((id) => known.holds.get(id)).find((h) => h?.kind === "person");
@@ -93,12 +93,13 @@ export function workstreamState(
   const ws = state.workstreams[wsId]!;
   const parts: string[] = [];
   const other = blockedBy(plan, known, wsId);
-  if (ws.failedItself) parts.push(`failed: ${cell(quoteIds(agentText(ws.reason ?? "", max), plan))}`);
+  if (ws.failedItself)
+    parts.push(`failed: ${cell(quoteIds(rowReason(ws.reason ?? "", max), plan, cellCode))}`);
   else if (other)
     parts.push(
       "task" in other
-        ? `blocked by ${code(other.task)} (in ${code(plan.tasks.get(other.task)!.workstreamId)})`
-        : `blocked by workstream ${code(other.workstream)}`,
+        ? `blocked by ${cellCode(other.task)} (in ${cellCode(plan.tasks.get(other.task)!.workstreamId)})`
+        : `blocked by workstream ${cellCode(other.workstream)}`,
     );
   else {
     const ids = plan.tasksByWorkstream.get(wsId) ?? [];
@@ -112,7 +113,9 @@ export function workstreamState(
       );
     }).length;
     if (broken.length > 0)
-      parts.push(`${named(broken, code, 3)} failed${blocked ? `, ${plural(blocked, "task")} blocked` : ""}`);
+      parts.push(
+        `${named(broken, cellCode, 3)} failed${blocked ? `, ${plural(blocked, "task")} blocked` : ""}`,
+      );
   }
   const person = forYou(plan, state, known, wsId, false);
   if (person) parts.push(person);
@@ -194,7 +197,7 @@ function workstreamTable(plan: Plan, state: RunState, all: Map<string, Hold>): s
         return sum ? count(sum) : "";
       };
       const total = (plan.tasksByWorkstream.get(ws) ?? []).length;
-      return `| ${code(ws)} | ${workstreamState(plan, state, ws, known, 80)} | ${n("merged", "completed") || 0} of ${count(total)} | ${n("running", "pr_open")} | ${n("failed", "cancelled")} | ${n("blocked")} | ${n("pending")} |`;
+      return `| ${cellCode(ws)} | ${workstreamState(plan, state, ws, known, 80)} | ${n("merged", "completed") || 0} of ${count(total)} | ${n("running", "pr_open")} | ${n("failed", "cancelled")} | ${n("blocked")} | ${n("pending")} |`;
     }),
   ];
 }

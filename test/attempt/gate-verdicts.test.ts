@@ -121,13 +121,15 @@ describe("a repair", () => {
     const outcome = await repairLanding(
       checkout,
       { target: "main", intents: "", gates: [failsFirst(1)], failure: "x" },
+      // The fix edits a file the two sides differ on: an added file would first be judged alone
+      // (added-alone.ts), a gate run that would take the flaky gate's one failure.
       async () => {
-        writeFileSync(join(repo, "fix.txt"), "fixed\n");
+        writeFileSync(join(repo, "a.txt"), "fixed\n");
         return { failure: null, said: "Fixed." };
       },
       gate,
     );
     expect(outcome).toMatchObject({ ok: true, verdict: "flaky" });
-    expect(await git(repo, ["show", "HEAD:fix.txt"])).toBe("fixed");
+    expect(await git(repo, ["show", "HEAD:a.txt"])).toBe("fixed");
   });
 });

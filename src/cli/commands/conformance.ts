@@ -19,9 +19,9 @@ import {
   runConformance,
 } from "../../github/conformance/runner.ts";
 import { ACTIONS_TIMING, type ActionsTiming } from "../../github/conformance/actions.ts";
-import { EXIT, type Io, UsageError } from "../io.ts";
+import { EXIT, type Io } from "../io.ts";
 import { unreachable } from "./doctor.ts";
-import { gitHubToken, remoteRepository } from "./github-remote.ts";
+import { repositoryAndToken } from "./github-remote.ts";
 
 export class ConformanceError extends Error {
   override name = "ConformanceError";
@@ -49,17 +49,12 @@ export async function conformanceCommand(
   io: Io,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  if (options.repo !== undefined && !/^[A-Za-z0-9-]+\/[A-Za-z0-9_.-]+$/.test(options.repo))
-    throw new UsageError(`--repo expects OWNER/NAME, got '${options.repo}'`);
-  const dir = options.dir ?? env.INIT_CWD ?? process.cwd();
-  const repository = options.repo ?? remoteRepository(dir);
-  if (!repository)
-    throw new ConformanceError(`${dir} has no GitHub remote named origin: pass --repo OWNER/NAME`);
-  const token = gitHubToken(env);
-  if (!token)
-    throw new ConformanceError(
-      "no GitHub token: set GITHUB_TOKEN (or GH_TOKEN) to a person's token, or log in with `gh auth login`",
-    );
+  const { repository, token } = repositoryAndToken(
+    options,
+    env,
+    (line) => new ConformanceError(line),
+    "no GitHub token: set GITHUB_TOKEN (or GH_TOKEN) to a person's token, or log in with `gh auth login`",
+  );
   if (token.startsWith("ghs_"))
     throw new ConformanceError(
       `the token is a server-to-server one (ghs_): give a person's token as GITHUB_TOKEN or GH_TOKEN (or \`gh auth login\`), and this one as ${SERVER_TOKEN_VARIABLE}`,

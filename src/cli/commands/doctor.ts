@@ -17,8 +17,8 @@ import { findings, mergeNotes, readRepoFacts } from "../../github/doctor.ts";
 import type { GitHubClient } from "../../github/client.ts";
 import { statusOf } from "../../github/client.ts";
 import { parseWorkflow, type WorkflowFile } from "../../github/workflow-files.ts";
-import { EXIT, type Io, UsageError } from "../io.ts";
-import { checkoutBranch, checkoutRoot, gitHubToken, remoteRepository } from "./github-remote.ts";
+import { EXIT, type Io } from "../io.ts";
+import { checkoutBranch, checkoutRoot, repositoryAndToken } from "./github-remote.ts";
 import { localWorkflowFiles } from "./orchestrator-triggers.ts";
 
 export class DoctorError extends Error {
@@ -123,14 +123,12 @@ export async function doctorCommand(
   io: Io,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  if (options.repo !== undefined && !/^[A-Za-z0-9-]+\/[A-Za-z0-9_.-]+$/.test(options.repo))
-    throw new UsageError(`--repo expects OWNER/NAME, got '${options.repo}'`);
-  const dir = options.dir ?? env.INIT_CWD ?? process.cwd();
-  const repository = options.repo ?? remoteRepository(dir);
-  if (!repository) throw new DoctorError(`${dir} has no GitHub remote named origin: pass --repo OWNER/NAME`);
-  const token = gitHubToken(env);
-  if (!token)
-    throw new DoctorError("no GitHub token: set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`");
+  const { dir, repository, token } = repositoryAndToken(
+    options,
+    env,
+    (line) => new DoctorError(line),
+    "no GitHub token: set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`",
+  );
   const apiUrl = options.apiUrl ?? env.GITHUB_API_URL ?? "https://api.github.com";
   let found: { findings: string[]; notes: string[] };
   const client = doctorClient(token, apiUrl);

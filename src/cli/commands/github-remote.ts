@@ -3,6 +3,7 @@
  * a repository's settings through, and `init` too when it checks the repository it just set up.
  */
 import { execFileSync } from "node:child_process";
+import { UsageError } from "../io.ts";
 
 const run = (command: string, args: string[], cwd?: string, env?: NodeJS.ProcessEnv): string | null => {
   try {
@@ -75,4 +76,24 @@ export function gitHubToken(env: NodeJS.ProcessEnv): string | null {
   return (
     env.GITHUB_TOKEN || env.GH_TOKEN || run("gh", ["auth", "token"], undefined, ghEnvironment(env)) || null
   );
+}
+
+/**
+ * The repository a command reads (`--repo`, else the checkout's origin remote) and the token it reads
+ * with; what is missing is refused in one line that says what to give.
+ */
+export function repositoryAndToken(
+  options: { repo?: string | undefined; dir?: string | undefined },
+  env: NodeJS.ProcessEnv,
+  refuse: (line: string) => Error,
+  noToken: string,
+): { dir: string; repository: string; token: string } {
+  if (options.repo !== undefined && !/^[A-Za-z0-9-]+\/[A-Za-z0-9_.-]+$/.test(options.repo))
+    throw new UsageError(`--repo expects OWNER/NAME, got '${options.repo}'`);
+  const dir = options.dir ?? env.INIT_CWD ?? process.cwd();
+  const repository = options.repo ?? remoteRepository(dir);
+  if (!repository) throw refuse(`${dir} has no GitHub remote named origin: pass --repo OWNER/NAME`);
+  const token = gitHubToken(env);
+  if (!token) throw refuse(noToken);
+  return { dir, repository, token };
 }
