@@ -186,7 +186,8 @@ async function ciFinished(h: Harness, { pull, sha }: Ci["ci"], settled: Map<numb
 const ROWS: [number, number, number, boolean][] = [
   [300, 20, Infinity, false],
   [300, 20, Infinity, true],
-  // Chains enough that the hour's writes, not the shape, bound the attempts an hour with CI.
+  // Chains enough that the hour's writes, not the shape, bound the attempts an hour, with CI and without.
+  [300, 24, Infinity, false],
   [300, 24, Infinity, true],
   // Its pinned graph is over GraphQL's 512,000 bytes of Blob.text: read whole through the blobs API.
   [10_000, 20, 1_000, true],
