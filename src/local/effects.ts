@@ -21,7 +21,8 @@ import type { Engine } from "../engine/engine.ts";
 import type { EngineEffect, EngineEvent, RunState } from "../engine/types.ts";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { resolverOf, subjectOf } from "../plan/resolution.ts";
-import { attemptResultSchema, eventsOfReport } from "../protocol/report.ts";
+import { eventsOfReport } from "../protocol/report.ts";
+import { readResult } from "./attempt-result.ts";
 import { intentsOf, resolutionFinishedOf, resolutionInput } from "../protocol/resolution.ts";
 import {
   commitsAhead,
@@ -197,7 +198,19 @@ export class LocalHost implements RunHost {
     for (const effect of effects) {
       switch (effect.type) {
         case "dispatch":
-          this.track(this.runAttempt(state, effect.task, effect.attempt));
+          // The runner's own failure (its checkout, its process) fails the attempt, with the reason:
+          // left running, the run would end "not finished" and the cause be hidden.
+          this.track(
+            this.runAttempt(state, effect.task, effect.attempt).catch(async (error: Error) => {
+              const reason = `the runner could not run attempt ${effect.attempt}: ${error.message.split("\n")[0]}`;
+              const at = Date.now();
+              if (!this.stopping)
+                await this.report([
+                  { type: "job_failed", task: effect.task, attempt: effect.attempt, reason, at },
+                ]);
+              throw error;
+            }),
+          );
           break;
         case "resolve_conflicts":
         case "verify_integration":
@@ -478,17 +491,4 @@ export class LocalHost implements RunHost {
         .code === 0
     );
   }
-}
-
-/** The attempt process's result file, read with the report's schema (null when missing or malformed). */
-function readResult(file: string) {
-  let json: { sessionId?: unknown };
-  try {
-    json = JSON.parse(readFileSync(file, "utf8")) as { sessionId?: unknown };
-  } catch {
-    return null;
-  }
-  const parsed = attemptResultSchema.safeParse(json);
-  if (!parsed.success) return null;
-  return { result: parsed.data, sessionId: typeof json.sessionId === "string" ? json.sessionId : null };
 }

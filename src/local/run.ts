@@ -55,6 +55,8 @@ export interface LocalRunOptions {
   onState?: (state: RunState) => void;
   /** Lines from attempts and from the runner. */
   onLog?: (task: string | null, line: string) => void;
+  /** An error of the runner's own work (an attempt it could not run): always shown, unlike `onLog`. */
+  onError?: (line: string) => void;
   /** Stops the run (its attempts with it); running the same command again resumes. */
   signal?: AbortSignal;
   /** Start a new run instead of resuming the latest (the previous run's branches are archived). */
@@ -199,7 +201,11 @@ async function runLocked(
   const inFlight = new Set<Promise<void>>();
   const track = (work: Promise<void>) => {
     const tracked = work
-      .catch((error) => options.onLog?.(null, `error: ${(error as Error).message}`))
+      .catch((error) => {
+        const line = `error: ${(error as Error).message}`;
+        if (options.onError) options.onError(line);
+        else options.onLog?.(null, line);
+      })
       .finally(() => inFlight.delete(tracked));
     inFlight.add(tracked);
   };

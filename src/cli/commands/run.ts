@@ -111,6 +111,8 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
       onLog: (task, line) => {
         if (options.verbose) io.out(`${task ? `[${task}] ` : ""}${line}`);
       },
+      // The runner's own errors are shown whatever the verbosity: the run's report alone would hide them.
+      onError: (line) => io.err(line),
       signal: stop.signal,
       ...(options.newRun ? { newRun: true } : {}),
       ...(options.command
