@@ -32,6 +32,6 @@ describe("an attempt the runner cannot run", () => {
     expect(state.outcome).toBe("completed_with_failures");
     expect(JSON.stringify(state.tasks.a)).toMatch(/the runner could not run attempt 1: /);
     expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatch(/^error: /);
+    expect(errors[0]).toMatch(/^error: [^\n]+$/);
   });
 });
