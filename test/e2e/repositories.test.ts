@@ -3,7 +3,10 @@
  * some of them, and answers each with the installation's token as GitHub does.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { e2eAgent } from "../../harness/e2e-agent.ts";
+import { promptOf, type Script } from "../../src/scripted/model-server.ts";
 import { type Standin, startStandin } from "../../harness/standin.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
 import { API_THEN_CLIENT, FAN_IN } from "../support/repositories.ts";
@@ -156,6 +159,51 @@ describe("a graph that spans repositories, run by the app on the stand-in", () =
     expect(told.map((l) => l.split(" ").slice(1, 3).join(" "))).toEqual([
       "jobs octo/worker",
       "server octo/api",
+    ]);
+  });
+});
+
+describe("the bundled Action in a workstream's repository", () => {
+  it("finds its run in the graph's repository, pushes to its own, and its agent is told what landed", async () => {
+    // What each agent found in its work directory's landed.json (the job wrote it from the run it read).
+    const told = new Map<string, unknown>();
+    const agent = e2eAgent();
+    const script: Script = (request) => {
+      const instructions = /Read (\S+instructions\.md)/.exec(promptOf(request))?.[1];
+      const landed = instructions ? join(dirname(instructions), "landed.json") : "";
+      if (landed && existsSync(landed))
+        told.set(instructions!, JSON.parse(readFileSync(landed, "utf8")) as unknown);
+      return agent(request);
+    };
+    const s = await startStandin({
+      script,
+      repositories: [
+        { fullName: "octo/api", installation: 42 },
+        { fullName: "octo/web", installation: 42 },
+      ],
+    });
+    standin = s;
+    await s.push({ ".workflow/api-client.yaml": API_THEN_CLIENT });
+    await s.idle();
+    expect(s.outcome("api-client/1")).toBe("succeeded");
+    const [api, web] = [s.github.get("octo/api"), s.github.get("octo/web")];
+    expect(api.file("main", "notes/add-endpoint.md")).toBe("task add-endpoint, attempt 1\n");
+    expect(web.file("main", "notes/use-endpoint.md")).toBe("task use-endpoint, attempt 1\n");
+    expect(s.gh.file("main", "notes/add-endpoint.md")).toBeUndefined();
+    expect([...told.values()]).toEqual([
+      expect.objectContaining({
+        landed: [
+          expect.objectContaining({
+            workstream: "server",
+            repository: "octo/api",
+            commit: api.branch("main"),
+            pull_request: expect.objectContaining({
+              url: `https://github.com/octo/api/pull/${api.pulls[1]!.number}`,
+            }),
+            tasks: [{ id: "add-endpoint", summary_by_another_agent: "Wrote notes/add-endpoint.md." }],
+          }),
+        ],
+      }),
     ]);
   });
 });
