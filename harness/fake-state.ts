@@ -318,6 +318,11 @@ export class FakeGitHubState {
   requiredChecksRefusal(p: FakePull): string | null {
     if (p.checksPending) return 'Required status check "ci" is expected.';
     const head = this.branches.get(p.head);
+    // Strict checks count only on a head up to date with the base (fake-repo-settings.ts, `strict`).
+    const [first] = this.settings.requiredChecks(p.base);
+    const base = this.branches.get(p.base);
+    if (first && head && base && this.settings.strictChecks(p.base) && this.store.aheadBy(head, base) > 0)
+      return `Required status check "${first}" is expected.`;
     for (const name of this.settings.requiredChecks(p.base)) {
       // A check bound to an app is satisfied only by that app's check run (fake-repo-settings.ts).
       const bound = this.settings.checkApp(p.base, name);

@@ -39,10 +39,18 @@ export const waitKey = (subject: { task: string } | { workstream: string }): str
 
 /**
  * What a merge came to. `moved`: the PR's head is no longer the `sha` the merge was pinned to.
- * `failedOn`: a required check failed on that head commit (with `reason`, the task's failure).
+ * `base_moved`: a merge pinned to a verified head found the base modified (not asked again: what
+ * would merge is no longer what was verified). `failedOn`: a required check failed on that head
+ * commit (with `reason`, the task's failure).
  */
 export type Merged =
-  "merged" | "closed" | "conflicted" | "moved" | { reason: string; failedOn?: string } | { wait: Wait };
+  | "merged"
+  | "closed"
+  | "conflicted"
+  | "moved"
+  | "base_moved"
+  | { reason: string; failedOn?: string }
+  | { wait: Wait };
 
 export const oneLine = (text: string): string => text.replace(/\s*\n+\s*/g, " ").trim();
 
@@ -114,7 +122,7 @@ export class Merges {
   }
 
   /** The policy of the branch merged into (read once per handler; the repository's settings once). */
-  private policy(base: string): Promise<BranchPolicy> {
+  policy(base: string): Promise<BranchPolicy> {
     let policy = this.policies.get(base);
     if (!policy) {
       policy = readBranchPolicy(this.ctx.octokit, this.ctx.owner, this.ctx.repo, base, {
@@ -192,7 +200,9 @@ export class Merges {
         if (status !== 405 && status !== 409) throw error;
         const message = messageOf(error);
         if (MERGE_QUEUE.test(message)) return this.enqueue(pr, base);
-        // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked.
+        // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked,
+        // unless the merge is of a verified head, which was verified with the base as it was.
+        if (BASE_MOVED.test(message) && sha) return "base_moved";
         if (BASE_MOVED.test(message) && tries < MERGE_TRIES) {
           await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * tries));
           continue;
