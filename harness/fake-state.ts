@@ -31,6 +31,8 @@ export interface FakePull {
   checksPending?: boolean;
   /** Set when a merge found conflicts. */
   conflict?: boolean;
+  /** The merge queue removed it (fake-merge-queue.ts): why, and its head then. */
+  removedFromQueue?: { reason: string; head: string };
   /** When it was merged (the fake's clock); a PR merged by a test without it reads as merged long ago. */
   mergedAt?: number;
   /**

@@ -102,6 +102,7 @@ export async function runScenarioOnStandin(
     // for the queue's CI. Done once nothing changed over a quiet spell.
     let seen = -1;
     for (;;) {
+      if (Date.now() > deadline) break;
       await s.idle(600_000);
       // The merge queue's CI: each group's check decides; the app hears of the merges it makes.
       const groups = mergeGroups(s.gh);

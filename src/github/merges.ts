@@ -289,6 +289,16 @@ export class Merges {
   private async enqueue(pr: PullRequest, base: string): Promise<Merged> {
     const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
     if (data.merged) return "merged";
+    const removed = await this.removedFromQueue(data.node_id);
+    if (removed !== null) {
+      // Enqueued again as it is, it would be removed again, forever: a group that failed its checks is
+      // a failed required check (repaired, or failing the workstream), a conflict a conflict.
+      if (/conflict/i.test(removed)) return "conflicted";
+      const line = `the merge queue removed #${pr.number}: ${removed || "no reason given"}`;
+      return /check/i.test(removed)
+        ? { reason: line, failedOn: data.head.sha }
+        : { wait: { person: true, line: `${line}; add it to the queue again yourself once it can land` } };
+    }
     try {
       await this.ctx.octokit.graphql(
         `mutation($input: EnqueuePullRequestInput!) { enqueuePullRequest(input: $input) { mergeQueueEntry { position } } }`,
@@ -311,6 +321,23 @@ export class Merges {
         line: `#${pr.number} is in ${base}'s merge queue: its merge_group checks decide`,
       },
     };
+  }
+
+  /**
+   * Why the merge queue removed the PR, when nothing was pushed to it since (its timeline's last
+   * removal or commit: https://docs.github.com/en/graphql/reference/objects#removedfrommergequeueevent;
+   * GitHub removes a PR whose group "failed required status checks or conflicts with the base
+   * branch", and its timeline shows why: managing-a-merge-queue#failing-ci); null otherwise.
+   */
+  private async removedFromQueue(id: string): Promise<string | null> {
+    const answer = await this.ctx.octokit.graphql<{
+      node: { timelineItems: { nodes: { __typename: string; reason?: string | null }[] } } | null;
+    }>(
+      `query($id: ID!) { node(id: $id) { ... on PullRequest { timelineItems(last: 1, itemTypes: [REMOVED_FROM_MERGE_QUEUE_EVENT, PULL_REQUEST_COMMIT, HEAD_REF_FORCE_PUSHED_EVENT]) { nodes { __typename ... on RemovedFromMergeQueueEvent { reason } } } } } }`,
+      { id },
+    );
+    const last = answer.node?.timelineItems.nodes.at(-1);
+    return last?.__typename === "RemovedFromMergeQueueEvent" ? (last.reason ?? "") : null;
   }
 
   /**
