@@ -210,7 +210,10 @@ export class GitHubEffects {
       case "merge_integration_pr": {
         const target = engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch;
         const { verified } = effect;
-        const branch = integrationBranch(graph, effect.workstream);
+        const [branch, title] = [
+          integrationBranch(graph, effect.workstream),
+          `Integrate workstream ${effect.workstream}`,
+        ];
         const again = (reason: string): EngineEvent[] => [
           { type: "integration_unverified", workstream: effect.workstream, reason, at },
         ];
@@ -220,13 +223,7 @@ export class GitHubEffects {
         if (moved) return again(moved);
         const landing =
           verified && (await this.merges.policy(target)).directUpdate
-            ? await fastForward(
-                this.ctx,
-                target,
-                branch,
-                verified,
-                `Integrate workstream ${effect.workstream}`,
-              )
+            ? await fastForward(this.ctx, target, branch, verified, title)
             : null;
         if (landing && "landed" in landing) {
           this.waited(run, { workstream: effect.workstream }, "merged");
@@ -238,13 +235,7 @@ export class GitHubEffects {
         if (landing && "moved" in landing) return again(landing.moved);
         if (landing)
           this.ctx.log(`${target} not fast-forwarded to ${branch} (${landing.refused}): merging its PR`);
-        const merged = await this.merges.merge(
-          effect.pr,
-          `Integrate workstream ${effect.workstream}`,
-          target,
-          branch,
-          verified?.head,
-        );
+        const merged = await this.merges.merge(effect.pr, title, target, branch, verified?.head);
         this.waited(run, { workstream: effect.workstream }, merged);
         // A merge GitHub refused (strict required checks: the head is no longer up to date; the base
         // modified during the merge) because the target moved since the check: verified again.
