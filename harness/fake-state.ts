@@ -31,6 +31,8 @@ export interface FakePull {
   checksPending?: boolean;
   /** Set when a merge found conflicts. */
   conflict?: boolean;
+  /** The merge queue removed it (fake-merge-queue.ts): why, and its head then. */
+  removedFromQueue?: { reason: string; head: string };
   /** When it was merged (the fake's clock); a PR merged by a test without it reads as merged long ago. */
   mergedAt?: number;
   /**
@@ -318,6 +320,11 @@ export class FakeGitHubState {
   requiredChecksRefusal(p: FakePull): string | null {
     if (p.checksPending) return 'Required status check "ci" is expected.';
     const head = this.branches.get(p.head);
+    // Strict checks count only on a head up to date with the base (fake-repo-settings.ts, `strict`).
+    const [first] = this.settings.requiredChecks(p.base);
+    const base = this.branches.get(p.base);
+    if (first && head && base && this.settings.strictChecks(p.base) && this.store.aheadBy(head, base) > 0)
+      return `Required status check "${first}" is expected.`;
     for (const name of this.settings.requiredChecks(p.base)) {
       // A check bound to an app is satisfied only by that app's check run (fake-repo-settings.ts).
       const bound = this.settings.checkApp(p.base, name);

@@ -18,6 +18,7 @@ import type { HostedRun } from "./hosted-run.ts";
 import { lostRepositoryWait, type Merged, Merges, repositoryWaitKey, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
+import { fastForward, targetMoved } from "./fast-forward.ts";
 import { openPr } from "./open-pr.ts";
 import { startChecksOfRetry } from "./retry-checks.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
@@ -210,22 +211,40 @@ export class GitHubEffects {
       case "merge_integration_pr": {
         const target = engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch;
         const { verified } = effect;
-        if (verified) {
-          // The tree that lands must be the one verified: the target where it was (the merge API pins
-          // only the head, with `sha`). A merge landing between this read and the merge is GitHub's
-          // 405 "Base branch was modified", asked again, which then finds the target moved.
-          const moved = await this.targetMoved(target, verified.base);
-          if (moved)
-            return [{ type: "integration_unverified", workstream: effect.workstream, reason: moved, at }];
-        }
-        const merged = await this.merges.merge(
-          effect.pr,
-          `Integrate workstream ${effect.workstream}`,
-          target,
+        const [branch, title] = [
           integrationBranch(graph, effect.workstream),
-          verified?.head,
-        );
+          `Integrate workstream ${effect.workstream}`,
+        ];
+        const again = (reason: string): EngineEvent[] => [
+          { type: "integration_unverified", workstream: effect.workstream, reason, at },
+        ];
+        // The tree that lands must be the one verified: the target where it was. Where the app may move
+        // the target, a fast-forward that GitHub refuses once it moved lands it (fast-forward.ts).
+        const moved = verified && (await targetMoved(this.ctx, target, verified.base));
+        if (moved) return again(moved);
+        const landing =
+          verified && (await this.merges.policy(target)).directUpdate
+            ? await fastForward(this.ctx, target, branch, verified, title)
+            : null;
+        if (landing && "landed" in landing) {
+          this.waited(run, { workstream: effect.workstream }, "merged");
+          this.merges.mergedInto.set(target, landing.landed);
+          return [
+            { type: "integration_pr_merged", workstream: effect.workstream, at, commit: landing.landed },
+          ];
+        }
+        if (landing && "moved" in landing) return again(landing.moved);
+        if (landing)
+          this.ctx.log(`${target} not fast-forwarded to ${branch} (${landing.refused}): merging its PR`);
+        const merged = await this.merges.merge(effect.pr, title, target, branch, verified?.head);
         this.waited(run, { workstream: effect.workstream }, merged);
+        // A merge GitHub refused (strict required checks: the head is no longer up to date; the base
+        // modified during the merge) because the target moved since the check: verified again.
+        const refusedMoved =
+          verified &&
+          (merged === "base_moved" || (typeof merged === "object" && "wait" in merged)) &&
+          (await targetMoved(this.ctx, target, verified.base));
+        if (refusedMoved) return again(refusedMoved);
         if (merged === "merged") {
           const landed = this.merges.mergedInto.get(target);
           // Never silently: a target that moved between the check and the merge is said, at once.
@@ -244,15 +263,7 @@ export class GitHubEffects {
             },
           ];
         }
-        if (merged === "moved")
-          return [
-            {
-              type: "integration_unverified",
-              workstream: effect.workstream,
-              reason: "its branch moved since it was verified",
-              at,
-            },
-          ];
+        if (merged === "moved") return again("its branch moved since it was verified");
         if (
           typeof merged === "object" &&
           "failedOn" in merged &&
@@ -476,12 +487,6 @@ export class GitHubEffects {
         ws.integration === "merged" && engine.plan.workstreams.get(id)?.mergeTargetBranch === base,
     );
     return mergedIntoBase ? null : run.source.commit;
-  }
-
-  /** Why the target is no longer the commit a branch was verified with, or null. */
-  private async targetMoved(target: string, base: string): Promise<string | null> {
-    const { data } = await this.ctx.octokit.rest.git.getRef({ ...this.repo, ref: `heads/${target}` });
-    return data.object.sha === base ? null : `${target} moved since it was verified`;
   }
 
   /** Records the wait an effect's answer says, or that its subject waits no more. */

@@ -231,6 +231,8 @@ export function offlineFindings(workflows: WorkflowFile[], defaultBranch: string
     linearHistory: false,
     requiredChecks: [],
     allowed: { merge: true, squash: true, rebase: true },
+    directUpdate: true,
+    strictChecks: false,
   };
   return findings({
     defaultBranch,
