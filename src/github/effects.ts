@@ -42,6 +42,8 @@ export class GitHubEffects {
   private defaultBranch: string | null = null;
   /** Why the installation cannot reach this repository (null: it can; undefined: not read yet). */
   private lost: string | null | undefined;
+  /** The graph's repository (`OWNER/NAME`), where the run lives, for the effects of another one. */
+  private runRepository: string | null = null;
   /** Look for a PR before opening it: a held report comes again, and a refused create costs a write. */
   lookBeforeOpening = false;
 
@@ -75,6 +77,7 @@ export class GitHubEffects {
     if (!effects) {
       const [owner, repo] = fullName.split("/") as [string, string];
       effects = new GitHubEffects({ ...this.ctx, owner, repo }, this.waits, false);
+      effects.runRepository = `${this.ctx.owner}/${this.ctx.repo}`;
       this.elsewhere.set(fullName.toLowerCase(), effects);
     }
     effects.lookBeforeOpening = this.lookBeforeOpening;
@@ -349,6 +352,9 @@ export class GitHubEffects {
       "state-version": stateVersion,
       credential,
     };
+    // A job in a workstream's repository finds its run in the graph's (its task workflow declares
+    // the input; the one-repository workflow need not).
+    if (this.runRepository) inputs["run-repository"] = this.runRepository;
     // Without an app to mint the attempt's token, the task workflow runs the job of the task's tier,
     // whose GITHUB_TOKEN holds that tier's permissions (the job checks the tier against the graph).
     if (this.ctx.config.workflow) inputs.tier = tierOfInput(engine.plan, task);

@@ -65,6 +65,8 @@ describe("a run across repositories on GitHub", () => {
     // The API's workstream and its first job are in octo/api; the run's state and issue in octo/demo.
     expect(api.branches.has("agentrelay/api-client/server/integration")).toBe(true);
     expect(api.dispatches.map((d) => d.inputs.task)).toEqual(["add-endpoint"]);
+    // Its job is told where the run lives (the task workflow's `run-repository` input).
+    expect(api.dispatches[0]!.inputs["run-repository"]).toBe("octo/demo");
     expect(demo.dispatches).toEqual([]);
     expect(web.dispatches).toEqual([]);
     expect(demo.branches.has("agentrelay-state/api-client")).toBe(true);
