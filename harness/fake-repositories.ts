@@ -108,6 +108,7 @@ export class FakeRepositories {
   add(fullName: string, installation: number | null, store: RepoStore = new MemoryStore()): FakeGitHub {
     const [owner, repo] = fullName.split("/") as [string, string];
     const gh = new FakeGitHub(store, { owner, repo, installationId: installation ?? 0 });
+    gh.clock.follow(this.first.clock);
     this.repositories.set(key(fullName), gh);
     if (installation !== null) this.install(installation, owner, [fullName]);
     return gh;
