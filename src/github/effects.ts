@@ -13,7 +13,7 @@ import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts"
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, repositoryFullName, taskBranch } from "../graph/model.ts";
 import { isAttemptRun } from "./attempt-runs.ts";
-import { jobUrl, messageOf, type RepoContext, statusOf } from "./client.ts";
+import { jobUrl, messageOf, type RepoContext, repoPage, statusOf } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { type Merged, Merges, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
@@ -150,7 +150,7 @@ export class GitHubEffects {
           taskBranch(graph, task.id),
           integrationBranch(graph, task.workstreamId),
           taskPrTitle(task),
-          taskPrBody(engine.plan, run, task.id, (job) => jobUrl(this.ctx, job)),
+          taskPrBody(engine.plan, run, task.id, (job) => jobUrl(this.ctx, job), this.runUrl(run)),
           this.lookBeforeOpening,
         );
         this.waited(run, { task: task.id }, opened);
@@ -286,6 +286,13 @@ export class GitHubEffects {
       default:
         throw new Error(`effect '${effect.type}' is not repeatable`);
     }
+  }
+
+  /** The run's tracking issue, in the graph's repository (which may not be this one). */
+  private runUrl(run: HostedRun): string | null {
+    const [owner = "", repo = ""] = (this.runRepository ?? `${this.ctx.owner}/${this.ctx.repo}`).split("/");
+    const issue = run.github.trackingIssue;
+    return issue === null ? null : repoPage({ owner, repo }, `issues/${issue}`);
   }
 
   /** Starts the attempt's job: a workflow_dispatch of the task workflow with opaque inputs only. */

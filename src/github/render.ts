@@ -94,14 +94,17 @@ export function taskPrBody(
   state: RunState,
   taskId: string,
   jobUrl: (job: string) => string = () => "",
+  /** The run's tracking issue, where it is followed (in the graph's repository). */
+  runUrl: string | null = null,
 ): string {
   const task = plan.tasks.get(taskId)!;
   const t = state.tasks[taskId]!;
   const job = t.attempts[t.attempt - 1]?.job;
   const ranIn = job ? ` ([its job](${jobUrl(job)}))` : "";
+  const ofRun = runUrl ? `[${code(state.runKey)}](${runUrl})` : code(state.runKey);
   const lines = [
     `<!-- agentrelay:task run=${state.runKey} task=${taskId} -->`,
-    `Task ${code(taskId)} of run ${code(state.runKey)}, workstream ${code(task.workstreamId)}, attempt ${t.attempt}${ranIn}.`,
+    `Task ${code(taskId)} of run ${ofRun}, workstream ${code(task.workstreamId)}, attempt ${t.attempt}${ranIn}.`,
     "",
     `> ${describe(task).replace(/\n/g, "\n> ")}`,
     "",

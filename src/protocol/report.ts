@@ -128,6 +128,8 @@ export function toReport(request: AttemptRequest, result: AttemptReportResult): 
     run: request.run,
     task: request.task,
     attempt: request.attempt,
+    // Where the run lives, for a job in a workstream's repository: the app reads the run there.
+    ...(request.repository ? { repository: request.repository } : {}),
     result: Object.fromEntries(fields.map((key) => [key, result[key]])) as AttemptReportResult,
   };
 }

@@ -101,7 +101,9 @@ describe("access to a graph's repositories, checked at plan time", () => {
       { workflow: { token: "app" } },
     );
     expect(check.conclusion).toBe("failure");
-    expect(lines).toEqual([expect.stringMatching(/^2: graphs that span repositories .* run with the agentrelay app/)]);
+    expect(lines).toEqual([
+      expect.stringMatching(/^2: graphs that span repositories .* run with the agentrelay app/),
+    ]);
     nothingWritten(h!);
   });
 
