@@ -15,7 +15,7 @@ import { integrationBranch, repositoryFullName, taskBranch } from "../graph/mode
 import { isAttemptRun } from "./attempt-runs.ts";
 import { jobUrl, messageOf, type RepoContext, repoPage, statusOf } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
-import { type Merged, Merges, type Wait, waitKey } from "./merges.ts";
+import { lostRepositoryWait, type Merged, Merges, repositoryWaitKey, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
 import { openPr } from "./open-pr.ts";
@@ -41,7 +41,7 @@ export class GitHubEffects {
   /** Another repository's default branch, where its task workflow runs from (read once). */
   private defaultBranch: string | null = null;
   /** Why the installation cannot reach this repository (null: it can; undefined: not read yet). */
-  private lost: string | null | undefined;
+  private lost: Wait | null | undefined;
   /** The graph's repository (`OWNER/NAME`), where the run lives, for the effects of another one. */
   private runRepository: string | null = null;
   /** Look for a PR before opening it: a held report comes again, and a refused create costs a write. */
@@ -92,6 +92,7 @@ export class GitHubEffects {
    */
   private async reachable(run: HostedRun): Promise<boolean> {
     if (this.own) return true;
+    const fullName = `${this.ctx.owner}/${this.ctx.repo}`;
     if (this.lost === undefined) {
       try {
         this.defaultBranch = (await this.ctx.octokit.rest.repos.get(this.repo)).data.default_branch;
@@ -99,15 +100,12 @@ export class GitHubEffects {
       } catch (error) {
         const status = statusOf(error);
         if (status !== 404 && status !== 403) throw error;
-        this.lost = `${this.ctx.owner}/${this.ctx.repo}: the app can no longer reach it (GitHub answered ${status}): add it back to the app's installation; its work waits and goes on by itself`;
+        this.lost = lostRepositoryWait(fullName, status);
       }
     }
     let waits = this.waits.get(run.runKey);
     if (!waits) this.waits.set(run.runKey, (waits = new Map()));
-    waits.set(
-      `repository:${this.ctx.owner}/${this.ctx.repo}`,
-      this.lost ? { person: true, line: this.lost } : null,
-    );
+    waits.set(repositoryWaitKey(fullName), this.lost);
     return this.lost === null;
   }
 
@@ -347,6 +345,8 @@ export class GitHubEffects {
     attempt: number,
     stateVersion: string,
   ): Promise<{ job: string | null } | { reason: string }> {
+    // A repository the installation lost: the dispatch waits (one line), the reconciler makes it again.
+    if (!(await this.reachable(run))) return { job: null };
     const credential = engine.plan.graph.settings.anthropicCredential ?? "";
     if (credential && !SECRET_NAME.test(credential))
       return {
@@ -359,8 +359,7 @@ export class GitHubEffects {
       "state-version": stateVersion,
       credential,
     };
-    // A job in a workstream's repository finds its run in the graph's (its task workflow declares
-    // the input; the one-repository workflow need not).
+    // A job in a workstream's repository finds its run in the graph's (the workflow's input).
     if (this.runRepository) inputs["run-repository"] = this.runRepository;
     // Without an app to mint the attempt's token, the task workflow runs the job of the task's tier,
     // whose GITHUB_TOKEN holds that tier's permissions (the job checks the tier against the graph).
