@@ -64,6 +64,8 @@ describe("the task workflow users install", () => {
       "task",
       "attempt",
       "state-version",
+      // OWNER/NAME of the graph's repository, checked by the Action (a workstream in another one).
+      "run-repository",
       "credential",
     ]);
     expect(workflow["run-name"]).toBe(
