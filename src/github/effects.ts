@@ -191,7 +191,7 @@ export class GitHubEffects {
           head,
           ws.mergeTargetBranch,
           integrationPrTitle(ws.id),
-          integrationPrBody(engine.plan, run, ws.id),
+          integrationPrBody(engine.plan, run, ws.id, undefined, this.runRepository && this.runUrl(run)),
           this.lookBeforeOpening,
         );
         // GitHub refuses a PR with nothing in it: the target already has the workstream's work (a person

@@ -154,13 +154,16 @@ export function integrationPrBody(
   state: RunState,
   workstream: string,
   budget = BODY_LIMIT - 1000,
+  /** The run's tracking issue (in the graph's repository, which may be another). */
+  runUrl: string | null = null,
 ): string {
   const ws = plan.workstreams.get(workstream)!;
   const ids = plan.tasksByWorkstream.get(workstream) ?? [];
+  const ofRun = runUrl ? ` of run [${code(state.runKey)}](${runUrl})` : "";
   const head = [
     `<!-- agentrelay:integration run=${state.runKey} workstream=${workstream} -->`,
     "## Summary",
-    `Integrates workstream ${code(workstream)} (${code(integrationBranch(state.graph, workstream))}) into ${code(ws.mergeTargetBranch)}.`,
+    `Integrates workstream ${code(workstream)}${ofRun} (${code(integrationBranch(state.graph, workstream))}) into ${code(ws.mergeTargetBranch)}.`,
     "",
     mergingNote(plan, state, workstream),
   ];

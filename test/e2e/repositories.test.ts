@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { e2eAgent } from "../../harness/e2e-agent.ts";
 import { promptOf, type Script } from "../../src/scripted/model-server.ts";
+import { repository } from "../../harness/app.ts";
 import { type Standin, startStandin } from "../../harness/standin.ts";
 import type { GitHubClient } from "../../src/github/client.ts";
 import { API_THEN_CLIENT, FAN_IN } from "../support/repositories.ts";
@@ -160,6 +161,57 @@ describe("a graph that spans repositories, run by the app on the stand-in", () =
       "jobs octo/worker",
       "server octo/api",
     ]);
+  });
+});
+
+describe("events from a workstream's repository", () => {
+  it("reach the run in the graph's repository: a person merging the API's integration PR starts the client", async () => {
+    const s = await startStandin({
+      script: e2eAgent(),
+      jobs: "scripted",
+      memory: true,
+      repositories: [
+        { fullName: "octo/api", installation: 42 },
+        { fullName: "octo/web", installation: 42 },
+      ],
+    });
+    standin = s;
+    const graph = API_THEN_CLIENT.replace(
+      "repository: api\n    auto_merge: true",
+      "repository: api\n    auto_merge: false",
+    );
+    await s.push({ ".workflow/api-client.yaml": graph });
+    await s.idle();
+    const [api, web] = [s.github.get("octo/api"), s.github.get("octo/web")];
+    const pr = api.pulls.find((p) => p.base === "main")!;
+    expect(pr.state).toBe("open");
+    expect(pr.body).toContain("of run [`api-client/1`](https://github.com/octo/demo/issues/1)");
+    const closed = (number: number, body: string) =>
+      s.webhook("pull_request", {
+        action: "closed",
+        number,
+        pull_request: {
+          number,
+          html_url: `https://github.com/octo/api/pull/${number}`,
+          merged: true,
+          body,
+          head: { ref: pr.head, sha: api.branch(pr.head), repo: { full_name: "octo/api" } },
+          base: { ref: "main" },
+        },
+        repository: repository(api),
+        installation: { id: 42 },
+      });
+    // A PR that borrows the branch's name and the run's link is not the run's: nothing happens.
+    await closed(pr.number + 100, pr.body);
+    await s.idle();
+    expect(web.dispatches).toEqual([]);
+    // A person merges the integration PR on GitHub: the run in octo/demo hears it and goes on.
+    api.mergeInto("main", pr.head, `Merge pull request #${pr.number}`);
+    Object.assign(pr, { merged: true, state: "closed" });
+    await closed(pr.number, pr.body);
+    await s.idle();
+    expect(web.dispatches.map((d) => d.inputs.task)).toEqual(["use-endpoint"]);
+    expect(s.outcome("api-client/1")).toBe("succeeded");
   });
 });
 
