@@ -64,10 +64,19 @@ describe("the task workflow users install", () => {
       "task",
       "attempt",
       "state-version",
-      // OWNER/NAME of the graph's repository, checked by the Action (a workstream in another one).
       "run-repository",
       "credential",
     ]);
+    // The run's repository reaches the Action as its input only: no step's shell sees it.
+    const steps = (
+      workflow.jobs.task as unknown as { steps: { run?: string; with?: Record<string, string> }[] }
+    ).steps;
+    expect(steps.filter((s) => JSON.stringify(s).includes("inputs.run-repository"))).toEqual([
+      expect.objectContaining({
+        with: expect.objectContaining({ "run-repository": "${{ inputs.run-repository }}" }),
+      }),
+    ]);
+    expect(steps.every((s) => !s.run?.includes("run-repository"))).toBe(true);
     expect(workflow["run-name"]).toBe(
       "agentrelay ${{ inputs.run }} ${{ inputs.task }} attempt ${{ inputs.attempt }}",
     );
