@@ -13,9 +13,9 @@ import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts"
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, repositoryFullName, taskBranch } from "../graph/model.ts";
 import { isAttemptRun } from "./attempt-runs.ts";
-import { jobUrl, messageOf, type RepoContext, statusOf } from "./client.ts";
+import { jobUrl, messageOf, type RepoContext, repoPage, statusOf } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
-import { type Merged, Merges, type Wait, waitKey } from "./merges.ts";
+import { lostRepositoryWait, type Merged, Merges, repositoryWaitKey, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
 import { fastForward, targetMoved } from "./fast-forward.ts";
@@ -42,7 +42,9 @@ export class GitHubEffects {
   /** Another repository's default branch, where its task workflow runs from (read once). */
   private defaultBranch: string | null = null;
   /** Why the installation cannot reach this repository (null: it can; undefined: not read yet). */
-  private lost: string | null | undefined;
+  private lost: Wait | null | undefined;
+  /** The graph's repository (`OWNER/NAME`), where the run lives, for the effects of another one. */
+  private runRepository: string | null = null;
   /** Look for a PR before opening it: a held report comes again, and a refused create costs a write. */
   lookBeforeOpening = false;
 
@@ -76,6 +78,7 @@ export class GitHubEffects {
     if (!effects) {
       const [owner, repo] = fullName.split("/") as [string, string];
       effects = new GitHubEffects({ ...this.ctx, owner, repo }, this.waits, false);
+      effects.runRepository = `${this.ctx.owner}/${this.ctx.repo}`;
       this.elsewhere.set(fullName.toLowerCase(), effects);
     }
     effects.lookBeforeOpening = this.lookBeforeOpening;
@@ -90,6 +93,7 @@ export class GitHubEffects {
    */
   private async reachable(run: HostedRun): Promise<boolean> {
     if (this.own) return true;
+    const fullName = `${this.ctx.owner}/${this.ctx.repo}`;
     if (this.lost === undefined) {
       try {
         this.defaultBranch = (await this.ctx.octokit.rest.repos.get(this.repo)).data.default_branch;
@@ -97,15 +101,12 @@ export class GitHubEffects {
       } catch (error) {
         const status = statusOf(error);
         if (status !== 404 && status !== 403) throw error;
-        this.lost = `${this.ctx.owner}/${this.ctx.repo}: the app can no longer reach it (GitHub answered ${status}): add it back to the app's installation; its work waits and goes on by itself`;
+        this.lost = lostRepositoryWait(fullName, status);
       }
     }
     let waits = this.waits.get(run.runKey);
     if (!waits) this.waits.set(run.runKey, (waits = new Map()));
-    waits.set(
-      `repository:${this.ctx.owner}/${this.ctx.repo}`,
-      this.lost ? { person: true, line: this.lost } : null,
-    );
+    waits.set(repositoryWaitKey(fullName), this.lost);
     return this.lost === null;
   }
 
@@ -148,7 +149,7 @@ export class GitHubEffects {
           taskBranch(graph, task.id),
           integrationBranch(graph, task.workstreamId),
           taskPrTitle(task),
-          taskPrBody(engine.plan, run, task.id, (job) => jobUrl(this.ctx, job)),
+          taskPrBody(engine.plan, run, task.id, (job) => jobUrl(this.ctx, job), this.runUrl(run)),
           this.lookBeforeOpening,
         );
         this.waited(run, { task: task.id }, opened);
@@ -191,7 +192,7 @@ export class GitHubEffects {
           head,
           ws.mergeTargetBranch,
           integrationPrTitle(ws.id),
-          integrationPrBody(engine.plan, run, ws.id),
+          integrationPrBody(engine.plan, run, ws.id, undefined, this.runRepository && this.runUrl(run)),
           this.lookBeforeOpening,
         );
         // GitHub refuses a PR with nothing in it: the target already has the workstream's work (a person
@@ -296,6 +297,13 @@ export class GitHubEffects {
     }
   }
 
+  /** The run's tracking issue, in the graph's repository (which may not be this one). */
+  private runUrl(run: HostedRun): string | null {
+    const [owner = "", repo = ""] = (this.runRepository ?? `${this.ctx.owner}/${this.ctx.repo}`).split("/");
+    const issue = run.github.trackingIssue;
+    return issue === null ? null : repoPage({ owner, repo }, `issues/${issue}`);
+  }
+
   /** Starts the attempt's job: a workflow_dispatch of the task workflow with opaque inputs only. */
   async dispatch(run: HostedRun, engine: Engine, task: string, attempt: number, stateVersion: string): Facts {
     const at = this.ctx.now();
@@ -348,6 +356,8 @@ export class GitHubEffects {
     attempt: number,
     stateVersion: string,
   ): Promise<{ job: string | null } | { reason: string }> {
+    // A repository the installation lost: the dispatch waits (one line), the reconciler makes it again.
+    if (!(await this.reachable(run))) return { job: null };
     const credential = engine.plan.graph.settings.anthropicCredential ?? "";
     if (credential && !SECRET_NAME.test(credential))
       return {
@@ -360,6 +370,8 @@ export class GitHubEffects {
       "state-version": stateVersion,
       credential,
     };
+    // A job in a workstream's repository finds its run in the graph's (the workflow's input).
+    if (this.runRepository) inputs["run-repository"] = this.runRepository;
     // Without an app to mint the attempt's token, the task workflow runs the job of the task's tier,
     // whose GITHUB_TOKEN holds that tier's permissions (the job checks the tier against the graph).
     if (this.ctx.config.workflow) inputs.tier = tierOfInput(engine.plan, task);

@@ -33,6 +33,18 @@ export interface Wait {
   person: boolean;
 }
 
+/** The key of the wait of a repository the installation cannot reach (`OWNER/NAME`). */
+export const repositoryWaitKey = (fullName: string): string => `repository:${fullName}`;
+
+/**
+ * A repository the app's installation no longer reaches (GitHub answered `status`): what waits there
+ * waits for a person to add it back, and goes on by itself once they have.
+ */
+export const lostRepositoryWait = (fullName: string, status: number | undefined): Wait => ({
+  person: true,
+  line: `${fullName}: the app can no longer reach it (GitHub answered ${status}): add it back to the app's installation; its work waits and goes on by itself`,
+});
+
 /** The key of a task's or a workstream's wait. */
 export const waitKey = (subject: { task: string } | { workstream: string }): string =>
   "task" in subject ? `task:${subject.task}` : `workstream:${subject.workstream}`;
