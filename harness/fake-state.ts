@@ -107,7 +107,11 @@ export class FakeGitHubState {
   readonly createdAt = this.clock.now();
   /** The repository's settings and rules (merge methods, rulesets, protection, tokens), on by default. */
   readonly settings = new RepoSettings();
-  readonly rateLimits = new RateLimits(this.clock.now, () => this.settings.requestsPerHour);
+  /**
+   * GitHub's rate limits as they count this repository's requests: an installation's are shared by
+   * every repository the installation covers (fake-repositories.ts makes them one).
+   */
+  rateLimits = new RateLimits(this.clock.now, () => this.settings.requestsPerHour);
   /**
    * Check runs of the repository's CI (GitHub Actions' own check suites), by commit: what required
    * status checks are read from. Null while the check runs.
