@@ -176,7 +176,7 @@ async function carryOutCommand(
       return void (await answer(usage));
     }
     const { data: head } = await ctx.octokit.rest.repos.getBranch({ ...repo, branch: ctx.defaultBranch });
-    const result = await startGraph(ctx, file, head.commit.sha, params);
+    const result = await startGraph(ctx, file, head.commit.sha, params, sender, "comment the command");
     await answer(
       "issues" in result
         ? `Nothing started:\n\n\`\`\`\n${result.issues}\n\`\`\``
