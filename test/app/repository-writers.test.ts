@@ -117,6 +117,21 @@ describe("the other ways a run starts", () => {
     started(h);
   });
 
+  it("a retry on a running run is refused for a commenter who may only read another of its repositories", async () => {
+    expect(await pushedBy(both({ alice: "write", bob: "read" }), user("alice"))).toEqual([]);
+    started(h!);
+    h!.gh.permissions.set("bob", "write"); // bob may command in the graph's repository...
+    const dispatched = h!.github.get("octo/api").dispatches.length;
+    expect(await issueComment(h!, "/agentrelay retry add-endpoint", "bob", { id: 83 })).toBe(200);
+    const answer = h!.gh.comments.find((c) => c.app && c.body.includes("comment=83"));
+    // ...but not write where the retry would.
+    expect(answer?.body).toContain(
+      '- octo/web: bob may not write to it (GitHub says "read"), and the run would: ask for write access to octo/web, or have someone with it comment the command',
+    );
+    expect(h!.github.get("octo/api").dispatches).toHaveLength(dispatched);
+    expect(h!.gh.state("api-client/1").appliedCommands ?? []).toEqual([]);
+  });
+
   it("a pull request's plan check says it to whoever opened it, before it is merged", async () => {
     h = await startApp({}, "nock", Infinity, both({ alice: "read" }));
     const gh = h.gh;
