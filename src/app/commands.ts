@@ -293,7 +293,8 @@ export async function onCheckRunRerequested(
   if (sender.type === "Bot" || !(await mayCommand(ctx, sender.login))) return;
   const driver = new RunDriver(ctx);
   // The Re-run button is a retry: refused, like the command, to someone who may not write where it would.
-  if (await mayNotSteer(ctx, driver, m[1]!, sender)) return;
+  const refused = await mayNotSteer(ctx, driver, m[1]!, sender);
+  if (refused) return void ctx.log(`${check.name}: Re-run by ${sender.login} ignored. ${refused}`);
   await driver.drive(m[1]!, [
     { type: "command", command: "retry", task: m[2]!, by: sender.login, at: ctx.now() },
   ]);
