@@ -1,7 +1,8 @@
 /**
  * Runs a scenario (scenario-file.ts) locally, with the real Claude Code CLI (or the tests' stand-in
- * for it) against the scripted model: a repository holding the scenario's files, its graph, its hooks (a third party committing to
- * the target at a chosen moment), and after the run the independent check of what the target took.
+ * for it) against the scripted model: a repository holding the scenario's files, its graph, its
+ * hooks (a third party committing to the target at a chosen moment), and after the run the
+ * independent check of what the target took.
  * Shared by the local tests and `npm run bench:semantic` (whose stand-in half is scenario-standin.ts).
  */
 import { execFileSync } from "node:child_process";

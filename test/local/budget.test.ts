@@ -1,9 +1,9 @@
 /**
  * A local run with a budget, through the real binary and the real Claude Code CLI against the scripted
  * model (whose turns cost what its token counts cost): the run stops dispatching when the budget is
- * spent, says so, and `agentrelay budget` raises it and finishes the run. That run is a real one because
- * each attempt's cap is Claude Code's own `--max-budget-usd`; the run whose reader goes away shows the
- * CLI's, and its attempts run the tests' stand-in for Claude Code.
+ * spent, says so, and `agentrelay budget` raises it and finishes the run. That run is a real one
+ * because each attempt's cap is Claude Code's own `--max-budget-usd`; the run whose reader goes away
+ * shows the CLI's, and its attempts run the tests' stand-in for Claude Code.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";

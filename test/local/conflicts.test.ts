@@ -1,8 +1,9 @@
 /**
  * Two workstreams change the same lines of one file in parallel. The first merges into main; the
  * second's merge conflicts, and a resolution attempt (the scripted model keeping both sides, its
- * tools run by the tests' stand-in for Claude Code: the resolution is the runner's) merges main into its integration branch and commits; both land in main. And a
- * task PR whose integration branch moved under it is resolved on the task branch the same way.
+ * tools run by the tests' stand-in for Claude Code: the resolution is the runner's) merges main into
+ * its integration branch and commits; both land in main. And a task PR whose integration branch
+ * moved under it is resolved on the task branch the same way.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";

@@ -1,11 +1,11 @@
 /**
  * Scenarios of the built-in suite (bench/scenarios/, read by the scenario loader) run locally with
  * the scripted model, its tools run by the tests' stand-in for Claude Code (what is shown is the
- * runner's verification, not the agent's; the bench runs them with the real CLI): workstreams that merge cleanly but break together,
- * a repair that weakens the tests, one that cannot fix the break, a flaky landing gate, a gate that
- * times out, a third party's commit between a verification and its merge. After each run the
- * independent check (harness/scenario-check.ts) judges the target: no broken tree, no weakened test,
- * and what the scenario expects. Every scenario runs with AGENTRELAY_SEMANTIC_SUITE=all.
+ * runner's verification, not the agent's; the bench runs them with the real CLI): workstreams that
+ * merge cleanly but break together, a repair that weakens the tests, one that cannot fix the break, a
+ * flaky landing gate, a gate that times out, a third party's commit between a verification and its
+ * merge. After each run the independent check (harness/scenario-check.ts) judges the target: no
+ * broken tree, no weakened test, and what the scenario expects. Every scenario runs with AGENTRELAY_SEMANTIC_SUITE=all.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runScenarioLocally } from "../../harness/semantic-run.ts";
