@@ -12,6 +12,12 @@ export const CLAUDE_BIN = join(REPO_ROOT, "node_modules/.bin/claude");
  */
 export const SCRIPTED_CLAUDE_BIN = join(REPO_ROOT, "harness/scripted-claude.mjs");
 
+/** Which agent binary a run's attempts start: the stand-in (scripted-claude.mjs) or the real CLI. */
+export type Agent = "stand-in" | "claude-code";
+
+export const agentBin = (agent: Agent): string =>
+  agent === "claude-code" ? CLAUDE_BIN : SCRIPTED_CLAUDE_BIN;
+
 export interface ClaudeRun {
   code: number | null;
   lines: { type: string; subtype?: string; [key: string]: unknown }[];

@@ -5,11 +5,10 @@
  */
 import { join } from "node:path";
 import { parseGraph } from "../src/graph/load.ts";
-import { CLAUDE_BIN, SCRIPTED_CLAUDE_BIN } from "./claude.ts";
+import { type Agent, agentBin } from "./claude.ts";
 import { REPO_ROOT } from "./paths.ts";
 
-/** Which agent binary a run's attempts start: the stand-in (scripted-claude.mjs) or the real CLI. */
-export type Agent = "stand-in" | "claude-code";
+export type { Agent };
 
 /** `runLocal`'s options for `text` (read as `path`) in `repo`, with the model at `modelUrl`. */
 export function scriptedRun(
@@ -24,7 +23,7 @@ export function scriptedRun(
     graphText: text,
     repo,
     entry: join(REPO_ROOT, "bin/agentrelay.js"),
-    claudeBin: agent === "claude-code" ? CLAUDE_BIN : SCRIPTED_CLAUDE_BIN,
+    claudeBin: agentBin(agent),
     claudeEnv: {
       ANTHROPIC_BASE_URL: modelUrl,
       ANTHROPIC_API_KEY: "sk-ant-scripted",

@@ -17,7 +17,7 @@ import { integrationBranch, taskBranch } from "../src/graph/model.ts";
 import { REPORT_FILE, REPORT_KEY_HEADER } from "../src/protocol/report.ts";
 import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../src/protocol/report-key.ts";
 import { graphOf } from "./app.ts";
-import { CLAUDE_BIN } from "./claude.ts";
+import { type Agent, agentBin } from "./claude.ts";
 import type { FakeGitHub } from "./fake-github.ts";
 import type { FakeStep } from "./fake-state.ts";
 import { runnerStep } from "./runner-process.ts";
@@ -76,6 +76,11 @@ export interface JobOptions {
   beforeReportStep?: (reportDir: string) => void;
   /** The Action's `gate-timeout-seconds` (its default: 600). */
   gateTimeoutSeconds?: number;
+  /**
+   * The agent the bundled Action's jobs start: the real Claude Code CLI (by default), or the tests'
+   * stand-in for it (scripted-claude.mjs), where what a test shows is the app's or the Action's.
+   */
+  agent?: Agent;
 }
 
 /** What the jobs need of the stand-in. */
@@ -100,7 +105,7 @@ export class TaskJobs {
     private readonly options: JobOptions,
   ) {}
 
-  /** A job run by the bundled Action, with the real Claude Code CLI against the scripted model. */
+  /** A job run by the bundled Action, with the real Claude Code CLI (or its stand-in) against the scripted model. */
   async runAction(inputs: Record<string, string>, runId: number): Promise<void> {
     const home = join(this.host.root, "runners", String(runId));
     const run = this.host.gh.workflowRuns.get(runId)!;
@@ -134,7 +139,7 @@ export class TaskJobs {
         INPUT_TASK: inputs.task,
         INPUT_ATTEMPT: inputs.attempt,
         "INPUT_STATE-VERSION": inputs["state-version"],
-        "INPUT_CLAUDE-PATH": CLAUDE_BIN,
+        "INPUT_CLAUDE-PATH": agentBin(this.options.agent ?? "claude-code"),
         "INPUT_TIMEOUT-MINUTES": "3",
         ...(this.options.gateTimeoutSeconds
           ? { "INPUT_GATE-TIMEOUT-SECONDS": String(this.options.gateTimeoutSeconds) }
