@@ -19,6 +19,12 @@
  * their shape, under the write ceiling; the row of 300 tasks in 24 chains (up to about 108) is held
  * by the hour's 500 writes alone. The 10,000-task row is measured on its first 1,000 attempts, with
  * its graph read whole every time. `-- --tasks 300` runs only the rows of that many tasks.
+ *
+ * The two-repository rows put the chains' workstreams in octo/api and octo/web by turns, both on the
+ * graph's installation: each job runs in its workstream's repository and finds its run in the graph's,
+ * and GitHub counts the installation's limits once over all three repositories (the fake of several
+ * repositories shares them), so the ceiling is the one installation's 500 writes an hour. Printed
+ * besides: the writes an attempt in each repository. `-- --two-repositories` runs only those rows.
  */
 import { type Harness, finishJob, graphOf, repository, startApp, startJob, user } from "../harness/app.ts";
 import { checkToDispatch, percentile } from "../harness/check-latency.ts";
@@ -52,11 +58,24 @@ export async function limitedRun(
   name: string,
   graph: string,
   maxAttempts = Infinity,
-  /** The repository's CI on every PR, required on task PRs (else none: PRs merge as they open). */
-  options: { ci?: boolean } = {},
+  /**
+   * The repository's CI on every PR, required on task PRs (else none: PRs merge as they open);
+   * `repositories`: the graph's workstreams live in these (OWNER/NAME), on the graph's installation.
+   */
+  options: { ci?: boolean; repositories?: string[] } = {},
 ): Promise<Record<string, string | number>> {
-  const h = await startApp({ statusIntervalMs: 10_000 }, "fetch");
+  const others = options.repositories ?? [];
+  // Several repositories are served through nock (the fake of several answers by path and token).
+  const h = others.length
+    ? await startApp(
+        { statusIntervalMs: 10_000 },
+        "nock",
+        Infinity,
+        others.map((fullName) => ({ fullName, installation: 42 })),
+      )
+    : await startApp({ statusIntervalMs: 10_000 }, "fetch");
   const { clock } = h.gh;
+  const fakes = [...h.github.repositories.values()];
   const wall = performance.now();
   const jobs: (Job | Ci)[] = [];
   const settled = new Map<number, number>();
@@ -68,15 +87,19 @@ export async function limitedRun(
       h.gh.setCheck(sha, "ci", null);
       jobs.push({ at: clock.now() + CI_MS, ci: { pull, sha } });
     };
-  } else h.gh.onPullOpened = (pull) => void settled.set(pull.number, clock.now());
+  } else for (const gh of fakes) gh.onPullOpened = (pull) => void settled.set(pull.number, clock.now());
   try {
     await h.pushGraph(`.workflow/${name}.yaml`, graph);
     const begun = clock.now();
     const runKey = `${/^name: (\S+)/m.exec(graph)![1]}/1`;
-    let seen = 0;
+    const seen = new Map(fakes.map((gh) => [gh, 0]));
     const pickUp = () => {
-      for (; seen < h.gh.dispatches.length; seen++)
-        jobs.push({ at: clock.now() + PICKUP_MS, dispatch: h.gh.dispatches[seen]! });
+      for (const gh of fakes)
+        for (let n = seen.get(gh)!; n < gh.dispatches.length; seen.set(gh, ++n))
+          jobs.push({
+            at: clock.now() + PICKUP_MS,
+            dispatch: { ...gh.dispatches[n]!, ...(gh === h.gh ? {} : { in: gh }) },
+          });
     };
     pickUp();
     let reports = 0;
@@ -103,14 +126,24 @@ export async function limitedRun(
       pickUp();
     }
     const hours = (clock.now() - begun) / HOUR;
-    const writes = h.gh.calls.filter((c) => !c.path.startsWith("/app/") && c.status < 400 && isWrite(c));
-    const refused = h.gh.calls.filter((c) => c.status === 403 || c.status === 429);
-    const retried = refused.filter((r) => {
-      const after = h.gh.calls.indexOf(r);
-      return h.gh.calls.some(
-        (c, i) => i > after && c.method === r.method && c.path === r.path && c.status < 400,
-      );
-    }).length;
+    // Each repository's calls: GitHub counts the installation's limits over all of them.
+    const writesOf = (gh: Harness["gh"]) =>
+      gh.calls.filter((c) => !c.path.startsWith("/app/") && c.status < 400 && isWrite(c));
+    const writes = fakes.flatMap(writesOf);
+    const refusedOf = (gh: Harness["gh"]) => gh.calls.filter((c) => c.status === 403 || c.status === 429);
+    const refused = fakes.flatMap(refusedOf);
+    const retried = fakes
+      .map(
+        (gh) =>
+          refusedOf(gh).filter((r) => {
+            const after = gh.calls.indexOf(r);
+            return gh.calls.some(
+              (c, i) => i > after && c.method === r.method && c.path === r.path && c.status < 400,
+            );
+          }).length,
+      )
+      .reduce((a, b) => a + b, 0);
+    const dispatches = fakes.flatMap((gh) => gh.dispatches);
     const state = h.gh.state(runKey);
     // What a replica that never saw the run reads: the whole of it, its graph included.
     const cold = await new GitHubStateStore(
@@ -120,16 +153,20 @@ export async function limitedRun(
     ).load(runKey);
     const coldSource = (cold?.state as { source?: { text?: string } } | undefined)?.source;
     const tasks = Object.values(state.tasks as Record<string, { status: string }>);
-    const attempts = h.gh.dispatches.length;
-    const keys = h.gh.dispatches.map((d) => `${d.inputs.task}#${d.inputs.attempt}`);
+    const attempts = dispatches.length;
+    const keys = dispatches.map((d) => `${d.inputs.task}#${d.inputs.attempt}`);
     const twice = keys.length - new Set(keys).size;
     const perAttempt = writes.length / reports;
     const statusEdits = writes.filter(
       (c) => c.method === "PATCH" && /\/issues\/comments\//.test(c.path),
     ).length;
-    const latency = checkToDispatch(h.gh, graphOf(h.gh.runSource(runKey)), settled);
+    const latency = others.length ? [] : checkToDispatch(h.gh, graphOf(h.gh.runSource(runKey)), settled);
     return {
       run: name,
+      // Writes by repository (the graph's first): the state and status there, the work in each.
+      repositories: others.length
+        ? fakes.map((gh) => `${gh.repo} ${(writesOf(gh).length / reports).toFixed(2)}`).join(" · ")
+        : "1",
       chains: graphOf(h.gh.runSource(runKey)).workstreams.length,
       CI: options.ci ? "required, 3 min" : "none",
       tasks: tasks.length,
@@ -138,15 +175,16 @@ export async function limitedRun(
       "writes/attempt": perAttempt.toFixed(2),
       // What holding a report while required checks run costs instead of a write (action/report-hold.ts).
       "reads/attempt": (
-        h.gh.calls.filter((c) => !c.path.startsWith("/app/") && !isWrite(c)).length / reports
+        fakes.flatMap((gh) => gh.calls.filter((c) => !c.path.startsWith("/app/") && !isWrite(c))).length /
+        reports
       ).toFixed(0),
       "held runner-min/attempt": (heldMs / 60_000 / reports).toFixed(1),
       "status edits": statusEdits,
       // One decimal: issue 41's 90 an hour and the ceiling near it are told apart.
       "attempts/h": (reports / hours).toFixed(1),
       "ceiling (500 writes/h)": (LIMITS.writesPerHour / perAttempt).toFixed(1),
-      "check→dispatch median (s)": percentile(latency, 0.5).toFixed(0),
-      "check→dispatch p95 (s)": percentile(latency, 0.95).toFixed(0),
+      "check→dispatch median (s)": latency.length ? percentile(latency, 0.5).toFixed(0) : "-",
+      "check→dispatch p95 (s)": latency.length ? percentile(latency, 0.95).toFixed(0) : "-",
       // The app's reconciler runs in its own process: an idle repository runs no job.
       "idle runner-min/month": 0,
       "403/429": refused.length,
@@ -182,8 +220,33 @@ async function ciFinished(h: Harness, { pull, sha }: Ci["ci"], settled: Map<numb
   });
 }
 
-/** The rows: [tasks, chains, attempts measured, required CI]. */
-const ROWS: [number, number, number, boolean][] = [
+const TWO_REPOSITORIES = ["octo/api", "octo/web"];
+
+/**
+ * The chains' graph with its workstreams in two repositories of the graph's installation, by turns
+ * (`ws_0` in octo/api, `ws_1` in octo/web, ...); `clientWaits`: each octo/web chain's first task
+ * depends on the octo/api chain before it, so it starts once that chain landed there (an API, then
+ * its client).
+ */
+export function acrossRepositories(graph: string, clientWaits: boolean): string {
+  return graph
+    .replace(
+      /^(name: .*\n)/,
+      `$1repositories:\n  api: ${TWO_REPOSITORIES[0]}\n  web: ${TWO_REPOSITORIES[1]}\n`,
+    )
+    .replace(
+      /^( {2}- id: ws_(\d+)\n)/gm,
+      (line, _, w: string) => `${line}    repository: ${Number(w) % 2 ? "web" : "api"}\n`,
+    )
+    .replace(
+      /^( {4}workstream_id: ws_(\d+)\n {4}description: task (\d+)\n)(?! {4}dependencies)/gm,
+      (text, _, w: string, t: string) =>
+        clientWaits && Number(w) % 2 && t === w ? `${text}    dependencies: [t${Number(t) - 1}]\n` : text,
+    );
+}
+
+/** The rows: [tasks, chains, attempts measured, required CI, workstreams in two repositories]. */
+const ROWS: [number, number, number, boolean, ("chains" | "client waits")?][] = [
   [300, 20, Infinity, false],
   [300, 20, Infinity, true],
   // Chains enough that the hour's writes, not the shape, bound the attempts an hour, with CI and without.
@@ -191,15 +254,29 @@ const ROWS: [number, number, number, boolean][] = [
   [300, 24, Infinity, true],
   // Its pinned graph is over GraphQL's 512,000 bytes of Blob.text: read whole through the blobs API.
   [10_000, 20, 1_000, true],
+  // Two repositories of one installation: an API's chains and its client's, the client's each waiting
+  // for its API chain to land; then the write-bound shape, whose writes GitHub counts per installation.
+  [40, 8, Infinity, false, "client waits"],
+  [300, 24, Infinity, false, "chains"],
 ];
 
 export async function githubLimitsBench(args: string[] = []): Promise<string> {
   const at = args.indexOf("--tasks");
   const only = at === -1 ? undefined : Number(args[at + 1]);
   const rows = [];
-  for (const [tasks, chains, attempts, ci] of ROWS)
-    if (only === undefined || tasks === only)
-      rows.push(await limitedRun("chains", chainsGraph(tasks, chains), attempts, { ci }));
+  const twoOnly = args.includes("--two-repositories");
+  for (const [tasks, chains, attempts, ci, two] of ROWS)
+    if ((only === undefined || tasks === only) && (!twoOnly || two))
+      rows.push(
+        two
+          ? await limitedRun(
+              "chains",
+              acrossRepositories(chainsGraph(tasks, chains), two === "client waits"),
+              attempts,
+              { ci, repositories: TWO_REPOSITORIES },
+            )
+          : await limitedRun("chains", chainsGraph(tasks, chains), attempts, { ci }),
+      );
   if (rows.length === 0)
     return `no row of ${String(only)} tasks; rows have ${ROWS.map((r) => r[0]).join(", ")}`;
   const columns = Object.keys(rows[0]!);

@@ -147,10 +147,12 @@ export async function startApp(
       return response.status;
     },
     async oidc(claims = {}) {
+      // A job of another repository: GitHub names it, and its task workflow, in the token.
+      const where = typeof claims.repository === "string" ? claims.repository : `${gh.owner}/${gh.repo}`;
       return new SignJWT({
-        repository: `${gh.owner}/${gh.repo}`,
+        repository: where,
         event_name: "workflow_dispatch",
-        job_workflow_ref: `${gh.owner}/${gh.repo}/.github/workflows/${appConfig.taskWorkflow}@refs/heads/main`,
+        job_workflow_ref: `${where}/.github/workflows/${appConfig.taskWorkflow}@refs/heads/main`,
         run_id: "1",
         ...claims,
       })
@@ -293,7 +295,15 @@ type JobResult = Partial<{
   again: boolean;
 }>;
 
-type Dispatch = { inputs: Record<string, string>; runId: number };
+/** A dispatch of the task workflow; `in`: the repository it was made in, when not the graph's. */
+type Dispatch = { inputs: Record<string, string>; runId: number; in?: FakeGitHub };
+
+/** Where a job runs (its repository's fake), and what it tells the app of where the run lives. */
+function placeOf(h: Harness, dispatch: Dispatch) {
+  const at = dispatch.in ?? h.gh;
+  const runRepository = at === h.gh ? undefined : dispatch.inputs["run-repository"];
+  return { at, claims: at === h.gh ? {} : { repository: `${at.owner}/${at.repo}` }, runRepository };
+}
 
 /** A simulated task job's start: its OIDC token, and the attempt's token from the app. */
 export async function startJob(
@@ -301,8 +311,13 @@ export async function startJob(
   dispatch: Dispatch,
 ): Promise<{ oidc: string; token: Record<string, unknown> }> {
   const { run, task, attempt } = dispatch.inputs as { run: string; task: string; attempt: string };
-  const oidc = await h.oidc({ run_id: String(dispatch.runId) });
-  const token = await h.call("/agentrelay/token", { run, task, attempt: Number(attempt) }, oidc);
+  const { claims, runRepository } = placeOf(h, dispatch);
+  const oidc = await h.oidc({ run_id: String(dispatch.runId), ...claims });
+  const token = await h.call(
+    "/agentrelay/token",
+    { run, task, attempt: Number(attempt), ...(runRepository ? { repository: runRepository } : {}) },
+    oidc,
+  );
   if (token.status !== 200) throw new Error(`token refused: ${JSON.stringify(token.body)}`);
   return { oidc, token: token.body };
 }
@@ -315,25 +330,27 @@ export async function finishJob(
   result: JobResult = {},
 ): Promise<{ status: number; body: Record<string, unknown> }> {
   const { run, task, attempt } = dispatch.inputs as { run: string; task: string; attempt: string };
+  const { at, runRepository } = placeOf(h, dispatch);
   // The branch the Action checks out: the task's, new from its workstream's integration branch.
   const graph = graphOf(h.gh.runSource(run));
   const branch = taskBranch(graph.name, task);
   const workstream = graph.tasks.find((t) => t.id === task)!.workstreamId;
-  if (!h.gh.branches.has(branch)) {
-    h.gh.branches.set(branch, h.gh.branches.get(integrationBranch(graph.name, workstream))!);
+  if (!at.branches.has(branch)) {
+    at.branches.set(branch, at.branches.get(integrationBranch(graph.name, workstream))!);
   }
   const noPr = result.noPr ?? false;
   const commit = noPr
     ? null
     : result.again
-      ? h.gh.branches.get(branch)!
-      : h.gh.commit(branch, { [`${task}.txt`]: `work of ${task} attempt ${attempt}\n` }, `task ${task}`);
+      ? at.branches.get(branch)!
+      : at.commit(branch, { [`${task}.txt`]: `work of ${task} attempt ${attempt}\n` }, `task ${task}`);
   return h.call(
     "/agentrelay/report",
     {
       run,
       task,
       attempt: Number(attempt),
+      ...(runRepository ? { repository: runRepository } : {}),
       result: {
         outcome: result.outcome ?? "succeeded",
         noPr,

@@ -8,6 +8,23 @@ import { workflowsRefusal } from "./fake-repo-settings.ts";
 import type { AddRoute } from "./fake-reply.ts";
 import { type FakeGitHubState, treeOf } from "./fake-state.ts";
 
+/**
+ * A push that puts an open PR's head commit on its base makes GitHub mark the PR merged by itself,
+ * merged by whoever pushed (refined-github/sandbox#163: "GitHub automatically detects this and marks
+ * the PR as merged"; Mergifyio/mergify#364: "GitHub can close Pull Request automatically and set all
+ * merge related fields if all commits of the PR appear on the base branch ... sets merged_by to" the
+ * pusher), with a `pull_request` closed event whose `merged` is true, sent as the pusher.
+ */
+function mergedByPush(gh: FakeGitHubState, branch: string): void {
+  const base = gh.branches.get(branch)!;
+  for (const p of gh.pulls.filter((p) => p.base === branch && p.state === "open")) {
+    const head = gh.branches.get(p.head);
+    if (!head || gh.store.aheadBy(base, head) > 0) continue;
+    Object.assign(p, { merged: true, state: "closed", mergedAt: gh.clock.now() });
+    gh.onMerge(p);
+  }
+}
+
 export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
   route("GET", "REPO\\/contents\\/(.+)", (m, _b, q, accept) => {
     const ref = q.get("ref") ?? "main";
@@ -103,7 +120,18 @@ export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
     return [201, { sha }];
   });
   route("POST", "REPO\\/git\\/commits", (_m, body) => {
-    const parent = (body.parents as string[])[0];
+    const parents = body.parents as string[];
+    const parent = parents[0];
+    // A merge commit whose tree is its second parent's, that parent holding the first: the tree a
+    // merge of the two builds (the only two-parent commit agentrelay makes: fast-forward.ts).
+    if (parents.length === 2) {
+      const [base, head] = parents as [string, string];
+      if (String(body.tree) !== treeOf(gh.store, head) || gh.store.aheadBy(head, base) > 0)
+        return [422, { message: "the fake makes two-parent commits only of a head that holds its base" }];
+      const sha = gh.store.merge(base, head, String(body.message))!;
+      gh.commitsMade.push({ sha, message: String(body.message), parents });
+      return [201, { sha }];
+    }
     // A commit with its parent's own tree (treeOf): no change.
     const files =
       parent !== undefined && String(body.tree) === treeOf(gh.store, parent)
@@ -135,19 +163,36 @@ export function gitRoutes(gh: FakeGitHubState, route: AddRoute): void {
       ? []
       : gh.workflowsChanged(gh.branches.get(m[1]!)!, String(body.sha));
     if (workflows.length > 0) return workflowsRefusal(workflows[0]!);
+    const passed = (name: string) =>
+      gh.ciChecks.some(
+        (c) =>
+          c.sha === body.sha &&
+          c.name === name &&
+          ["success", "neutral", "skipped"].includes(c.conclusion ?? ""),
+      );
+    const rule = gh.settings.directUpdateRefusal(m[1]!, gh.settings.mergeQueue.has(m[1]!), passed);
+    // Rules bind people too (only a bypass list, not modelled, exempts anyone).
+    if (rule) return [422, { message: rule }];
     gh.branches.set(m[1]!, String(body.sha));
     gh.refUpdates.push({ branch: m[1]!, sha: String(body.sha) });
     gh.onBranchMoved(m[1]!);
+    mergedByPush(gh, m[1]!);
     return [200, { ref: `refs/heads/${m[1]}`, object: { sha: body.sha, type: "commit" } }];
   });
   route("GET", "REPO\\/compare\\/(.+)\\.\\.\\.(.+)", (m) => {
-    const ahead = gh.store.aheadBy(gh.branch(m[1]!), gh.branch(m[2]!));
+    // Branches or commits (https://docs.github.com/en/rest/commits/commits#compare-two-commits).
+    const [base, head] = [m[1]!, m[2]!].map((ref) => (gh.store.isCommit(ref) ? ref : gh.branch(ref))) as [
+      string,
+      string,
+    ];
+    const ahead = gh.store.aheadBy(base, head);
+    const behind = gh.store.aheadBy(head, base);
     return [
       200,
       {
         ahead_by: ahead,
-        behind_by: 0,
-        status: ahead ? "ahead" : "identical",
+        behind_by: behind,
+        status: ahead && behind ? "diverged" : ahead ? "ahead" : behind ? "behind" : "identical",
         total_commits: ahead,
         commits: [],
         files: [],

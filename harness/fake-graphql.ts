@@ -2,9 +2,9 @@
  * The fake GitHub's GraphQL: a commit on a branch made with `createCommitOnBranch` (STALE_DATA when
  * `expectedHeadOid` is not the head: the state store's compare-and-swap), merged pull requests by
  * head and base branch, and a commit's files (a branch's head or a commit by id), with blob texts cut
- * at GraphQL's limit.
+ * at GraphQL's limit; a PR's last removal from the merge queue (fake-merge-queue.ts).
  */
-import { enqueue } from "./fake-merge-queue.ts";
+import { enqueue, lastRemoval } from "./fake-merge-queue.ts";
 import type { Reply } from "./fake-reply.ts";
 import { blobId, type FakeGitHubState, mergedAtOf, treeAt } from "./fake-state.ts";
 
@@ -21,6 +21,8 @@ export function answerGraphql(
         ]
       : [200, { data: { enqueuePullRequest: { mergeQueueEntry: { position: queued.position } } } }];
   }
+  if (query.includes("REMOVED_FROM_MERGE_QUEUE_EVENT"))
+    return [200, { data: { node: { timelineItems: { nodes: lastRemoval(gh, String(variables.id)) } } } }];
   if (query.includes("createCommitOnBranch")) {
     const input = variables.input as {
       branch: { branchName: string };

@@ -7,6 +7,7 @@
  * (https://docs.github.com/en/repositories/configuring-branches-and-merges-in-your-repository/configuring-pull-request-merges/managing-a-merge-queue).
  * `settle` stands for that CI: a group whose check passes lands (the base moves to it, the PR is
  * merged), one that fails is dropped with the PR left open, and the groups behind it are rebuilt.
+ * A PR the queue removed shows it on its timeline until a commit comes after (`lastRemoval`).
  */
 import type { FakeGitHubState, FakePull } from "./fake-state.ts";
 
@@ -89,6 +90,9 @@ export function settle(gh: FakeGitHubState, passes: (pull: FakePull) => boolean 
       gh.onMerge(group.pull);
       continue;
     }
+    // Its timeline says why ("removed this pull request from the merge queue due to failed status
+    // checks", as flowglad/onton#379 quotes it): a RemovedFromMergeQueueEvent, before any later commit.
+    group.pull.removedFromQueue = { reason: "failed status checks", head: gh.branches.get(group.pull.head)! };
     // The groups behind a failed one held its changes: rebuilt without them.
     const behind = queue.splice(0);
     for (const g of behind) {
@@ -97,4 +101,18 @@ export function settle(gh: FakeGitHubState, passes: (pull: FakePull) => boolean 
       if (rebuilt) queue.push(rebuilt);
     }
   }
+}
+
+/**
+ * The last of a PR's timeline items of the kinds RemovedFromMergeQueueEvent, PullRequestCommit and
+ * HeadRefForcePushedEvent (https://docs.github.com/en/graphql/reference/objects#removedfrommergequeueevent):
+ * the removal while the head is the one it was removed at, else a commit (or nothing).
+ */
+export function lastRemoval(gh: FakeGitHubState, pullRequestId: string): object[] {
+  const pull = gh.pulls.find((p) => pullNodeId(p.number) === pullRequestId);
+  const removed = pull?.removedFromQueue;
+  if (!pull || !removed) return [];
+  return gh.branches.get(pull.head) === removed.head
+    ? [{ __typename: "RemovedFromMergeQueueEvent", reason: removed.reason }]
+    : [{ __typename: "PullRequestCommit" }];
 }

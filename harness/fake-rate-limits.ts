@@ -30,11 +30,16 @@ const HOUR = 60 * MINUTE;
 
 /** Real time plus what `sleep` skipped: waits cost no wall time, and time still passes. */
 export class FakeClock {
-  private skew = 0;
-  now = (): number => Date.now() + this.skew;
+  /** What `sleep` skipped so far; one for clocks that follow another. */
+  private moved = { skew: 0 };
+  now = (): number => Date.now() + this.moved.skew;
   /** Moves the clock on by `ms` at once. */
   advance(ms: number): void {
-    this.skew += Math.max(0, ms);
+    this.moved.skew += Math.max(0, ms);
+  }
+  /** From now on, reads and moves as `leader` does: several repositories of one GitHub, one time. */
+  follow(leader: FakeClock): void {
+    this.moved = leader.moved;
   }
   /** Moves the clock to `at` if it is later. */
   advanceTo(at: number): void {

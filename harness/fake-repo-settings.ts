@@ -51,6 +51,16 @@ export interface BranchRule {
   checkApps?: Record<string, number>;
   /** A ruleset's pull_request rule: the merge methods it allows. */
   mergeMethods?: MergeMethod[];
+  /** A ruleset's pull_request rule ("Require a pull request before merging"), with or without methods. */
+  pullRequest?: boolean;
+  /**
+   * Its required checks are strict ("Require branches to be up to date before merging": a ruleset's
+   * `strict_required_status_checks_policy`, branch protection's `strict`): a PR whose head does not
+   * hold the base as it is now is refused as if its checks had not reported (405 'Required status
+   * check "ci" is expected.': with the head BEHIND, GitHub reports the checks "expected",
+   * RakuenSoftware/aimee#2460).
+   */
+  strict?: boolean;
   /** The ruleset made through the API that holds the rule (fake-rulesets.ts). */
   rulesetId?: number;
 }
@@ -153,6 +163,41 @@ export class RepoSettings {
     return this.rulesOf(branch).find((r) => r.checkApps?.[name] !== undefined)?.checkApps?.[name];
   }
 
+  /** Whether `branch`'s required checks are strict (up to date before merging). */
+  strictChecks(branch: string): boolean {
+    return this.rulesOf(branch).some((r) => r.strict && r.requiredChecks?.length);
+  }
+
+  /**
+   * Why GitHub refuses a direct update of `branch` (a ref update or a push, not a PR's merge), 422, or
+   * null. A ruleset that requires PRs or a merge queue: "Repository rule violations found" with the
+   * rule (its REST answer to `PATCH /git/refs` quoted in satisfactory-factories/application#67:
+   * "Changes must be made through a pull request."). Required checks refuse a commit they have not
+   * passed on (the ruleset's words: "Choose which status checks must pass before the ref is updated.
+   * When enabled, commits must first be pushed to another ref where the checks pass."); branch
+   * protection says "Protected branch update failed for refs/heads/…" and the check (a push's words in
+   * pretis/flexpret#40; a ref update's 422 as actions/github-script#455 shows for a protected
+   * branch). Not modelled: linear history (agentrelay never updates a branch directly where merge
+   * commits are refused), and a ruleset's required checks on a push (GitHub refuses it as branch
+   * protection does; the fake's scripted task jobs push through this API to `agentrelay/**`
+   * branches that tests give such rulesets, and the product never updates a branch directly where a
+   * ruleset it can read requires checks: branch-policy.ts, `directUpdate`).
+   */
+  directUpdateRefusal(branch: string, queue: boolean, passed: (check: string) => boolean): string | null {
+    const violation = "Repository rule violations found\n\n";
+    if (queue) return `${violation}Changes must be made through the merge queue`;
+    const rules = this.rulesOf(branch);
+    if (rules.some((r) => r.source === "ruleset" && (r.pullRequest || r.mergeMethods)))
+      return `${violation}Changes must be made through a pull request.`;
+    const missing = (r: BranchRule) => r.requiredChecks?.find((c) => !passed(c));
+    const unmet = rules.find((r) => r.source === "protection" && (r.pullRequest || missing(r)));
+    if (!unmet) return null;
+    const words = missing(unmet)
+      ? `Required status check "${missing(unmet)}" is expected.`
+      : "Changes must be made through a pull request.";
+    return `Protected branch update failed for refs/heads/${branch}.\n\n${words}`;
+  }
+
   /** Why GitHub refuses to merge into `branch` with `method` (405), or null. */
   refusedMethod(method: MergeMethod, branch: string): string | null {
     if (!this.mergeMethods[method]) return `${METHOD_WORDS[method]} are not allowed on this repository.`;
@@ -186,7 +231,7 @@ export class RepoSettings {
               {
                 type: "required_status_checks",
                 parameters: {
-                  strict_required_status_checks_policy: false,
+                  strict_required_status_checks_policy: r.strict === true,
                   required_status_checks: r.requiredChecks.map((context) => ({
                     context,
                     ...(r.checkApps?.[context] !== undefined ? { integration_id: r.checkApps[context] } : {}),
@@ -196,12 +241,12 @@ export class RepoSettings {
               },
             ]
           : []),
-        ...(r.mergeMethods
+        ...(r.mergeMethods || r.pullRequest
           ? [
               {
                 type: "pull_request",
                 parameters: {
-                  allowed_merge_methods: r.mergeMethods,
+                  allowed_merge_methods: r.mergeMethods ?? ["merge", "squash", "rebase"],
                   dismiss_stale_reviews_on_push: false,
                   require_code_owner_review: false,
                   require_last_push_approval: false,
@@ -229,6 +274,7 @@ export class RepoSettings {
         enabled: true,
         required_status_checks: {
           enforcement_level: contexts.length ? "non_admins" : "off",
+          strict: rules.some((r) => r.strict),
           contexts,
           checks: contexts.map((context) => ({ context, app_id: appOf(context) ?? null })),
         },

@@ -28,6 +28,7 @@
 import { FakeGitHub } from "./fake-github.ts";
 import type { Reply } from "./fake-reply.ts";
 import { mountWithNock } from "./fake-mount.ts";
+import type { RateLimits } from "./fake-rate-limits.ts";
 import { MemoryStore, type RepoStore } from "./repo-store.ts";
 
 export interface FakeInstallation {
@@ -40,6 +41,14 @@ export interface FakeInstallation {
   permissions: Record<string, string>;
   /** A suspended installation: its tokens and new ones are refused (403). */
   suspended?: boolean;
+  /**
+   * Its rate limits, one count for all its repositories: GitHub counts an installation's primary limit
+   * ("5,000 requests per hour" for the installation) and its secondary limits (content-generating
+   * requests, points) per installation, not per repository
+   * (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#primary-rate-limit-for-github-app-installations).
+   * The first repository's limits become the installation's.
+   */
+  limits?: RateLimits;
 }
 
 /** A token the app minted, and what it reaches. */
@@ -99,6 +108,7 @@ export class FakeRepositories {
   add(fullName: string, installation: number | null, store: RepoStore = new MemoryStore()): FakeGitHub {
     const [owner, repo] = fullName.split("/") as [string, string];
     const gh = new FakeGitHub(store, { owner, repo, installationId: installation ?? 0 });
+    gh.clock.follow(this.first.clock);
     this.repositories.set(key(fullName), gh);
     if (installation !== null) this.install(installation, owner, [fullName]);
     return gh;
@@ -111,7 +121,11 @@ export class FakeRepositories {
       installation = { id, account, repositories: new Set(), permissions: { ...permissions } };
       this.installations.push(installation);
     }
-    for (const r of repositories) installation.repositories.add(key(r));
+    for (const r of repositories) {
+      installation.repositories.add(key(r));
+      const gh = this.repositories.get(key(r));
+      if (gh) gh.rateLimits = installation.limits ??= gh.rateLimits;
+    }
   }
 
   /**

@@ -5,7 +5,7 @@
  * repository may (the endpoints need the Administration permission, which GITHUB_TOKEN never holds and
  * agentrelay's app does not ask: 403 "Resource not accessible by integration" otherwise). An active
  * ruleset's rules become the fake's branch rules (fake-repo-settings.ts): linear history, required
- * status checks, the merge methods of its pull_request rule, a merge queue.
+ * status checks (strict or not), its pull_request rule and the merge methods it allows, a merge queue.
  */
 import type { AddRoute } from "./fake-reply.ts";
 import type { BranchRule, MergeMethod } from "./fake-repo-settings.ts";
@@ -15,6 +15,7 @@ interface RulesetRule {
   type: string;
   parameters?: {
     required_status_checks?: { context: string }[];
+    strict_required_status_checks_policy?: boolean;
     allowed_merge_methods?: MergeMethod[];
   };
 }
@@ -33,8 +34,11 @@ export function rulesetRoutes(gh: FakeGitHubState, route: AddRoute): void {
         const rule: BranchRule = { pattern, source: "ruleset", rulesetId: id };
         for (const r of rules) {
           if (r.type === "required_linear_history") rule.linearHistory = true;
-          if (r.type === "required_status_checks")
+          if (r.type === "required_status_checks") {
             rule.requiredChecks = (r.parameters?.required_status_checks ?? []).map((c) => c.context);
+            if (r.parameters?.strict_required_status_checks_policy) rule.strict = true;
+          }
+          if (r.type === "pull_request") rule.pullRequest = true;
           if (r.type === "pull_request" && r.parameters?.allowed_merge_methods)
             rule.mergeMethods = r.parameters.allowed_merge_methods;
           if (r.type === "merge_queue") gh.settings.mergeQueue.add(pattern);

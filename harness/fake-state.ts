@@ -31,6 +31,8 @@ export interface FakePull {
   checksPending?: boolean;
   /** Set when a merge found conflicts. */
   conflict?: boolean;
+  /** The merge queue removed it (fake-merge-queue.ts): why, and its head then. */
+  removedFromQueue?: { reason: string; head: string };
   /** When it was merged (the fake's clock); a PR merged by a test without it reads as merged long ago. */
   mergedAt?: number;
   /**
@@ -105,7 +107,11 @@ export class FakeGitHubState {
   readonly createdAt = this.clock.now();
   /** The repository's settings and rules (merge methods, rulesets, protection, tokens), on by default. */
   readonly settings = new RepoSettings();
-  readonly rateLimits = new RateLimits(this.clock.now, () => this.settings.requestsPerHour);
+  /**
+   * GitHub's rate limits as they count this repository's requests: an installation's are shared by
+   * every repository the installation covers (fake-repositories.ts makes them one).
+   */
+  rateLimits = new RateLimits(this.clock.now, () => this.settings.requestsPerHour);
   /**
    * Check runs of the repository's CI (GitHub Actions' own check suites), by commit: what required
    * status checks are read from. Null while the check runs.
@@ -318,6 +324,11 @@ export class FakeGitHubState {
   requiredChecksRefusal(p: FakePull): string | null {
     if (p.checksPending) return 'Required status check "ci" is expected.';
     const head = this.branches.get(p.head);
+    // Strict checks count only on a head up to date with the base (fake-repo-settings.ts, `strict`).
+    const [first] = this.settings.requiredChecks(p.base);
+    const base = this.branches.get(p.base);
+    if (first && head && base && this.settings.strictChecks(p.base) && this.store.aheadBy(head, base) > 0)
+      return `Required status check "${first}" is expected.`;
     for (const name of this.settings.requiredChecks(p.base)) {
       // A check bound to an app is satisfied only by that app's check run (fake-repo-settings.ts).
       const bound = this.settings.checkApp(p.base, name);

@@ -60,13 +60,21 @@ export async function runScenarioOnStandin(
     script: scenarioAgent([scenario]),
     ...(options.agent ? { agent: options.agent } : {}),
     ...(scenario.gate_timeout_seconds ? { gateTimeoutSeconds: scenario.gate_timeout_seconds } : {}),
-    // The moment between a verification and the merge it allowed: GitHub's merge call.
+    // The moment between a verification and the landing it allowed: GitHub's merge call, or the
+    // fast-forward of the target to a commit that holds an open PR's head.
     fault: (call) => {
+      const gh = started_.standin?.gh;
       const merging = /\/pulls\/(\d+)\/merge$/.exec(call.path);
+      const forwarded = (call.body as { sha?: string } | null)?.sha;
+      const holds = (head: string) => forwarded !== undefined && gh!.store.aheadBy(forwarded, head) === 0;
       const pull =
-        merging &&
-        call.method === "PUT" &&
-        started_.standin?.gh.pulls.find((p) => p.number === Number(merging[1]));
+        call.method === "PUT" && merging
+          ? gh?.pulls.find((p) => p.number === Number(merging[1]))
+          : call.method === "PATCH" &&
+              /\/git\/refs\/heads\/main$/.test(call.path) &&
+              gh?.store.isCommit(forwarded ?? "")
+            ? gh.pulls.find((p) => p.state === "open" && p.base === "main" && holds(gh.branches.get(p.head)!))
+            : undefined;
       const workstream = pull ? /^agentrelay\/[^/]+\/([^/]+)\/integration$/.exec(pull.head)?.[1] : undefined;
       if (workstream) fire(dueBeforeMerge(pending, workstream));
       return null;
@@ -97,6 +105,7 @@ export async function runScenarioOnStandin(
     // for the queue's CI. Done once nothing changed over a quiet spell.
     let seen = -1;
     for (;;) {
+      if (Date.now() > deadline) break;
       await s.idle(600_000);
       // The merge queue's CI: each group's check decides; the app hears of the merges it makes.
       const groups = mergeGroups(s.gh);

@@ -16,7 +16,12 @@ import { REPORT_ARTIFACT, REPORT_STEP } from "../src/github/reports.ts";
 import { integrationBranch, taskBranch } from "../src/graph/model.ts";
 import { REPORT_FILE, REPORT_KEY_HEADER } from "../src/protocol/report.ts";
 import { REPORT_MAC_FILE, REPORT_SECRET_VARIABLE, reportMac } from "../src/protocol/report-key.ts";
-import { graphOf } from "./app.ts";
+import { Octokit } from "@octokit/rest";
+import { storedRun } from "../src/action/job-io.ts";
+import { buildPlan } from "../src/plan/plan.ts";
+import { landedElsewhere } from "../src/protocol/landed.ts";
+import { parseRunGraph } from "../src/protocol/run-source.ts";
+import { graphOf, repository } from "./app.ts";
 import { type Agent, agentBin } from "./claude.ts";
 import type { FakeGitHub } from "./fake-github.ts";
 import type { FakeStep } from "./fake-state.ts";
@@ -105,10 +110,47 @@ export class TaskJobs {
     private readonly options: JobOptions,
   ) {}
 
-  /** A job run by the bundled Action, with the real Claude Code CLI (or its stand-in) against the scripted model. */
-  async runAction(inputs: Record<string, string>, runId: number): Promise<void> {
-    const home = join(this.host.root, "runners", String(runId));
-    const run = this.host.gh.workflowRuns.get(runId)!;
+  /**
+   * A workstream's repository (not the graph's): its task workflow's runs are jobs there, and its
+   * merges are pull_request events from there (the app's own: it recorded them as it made them), as
+   * GitHub sends them.
+   */
+  serveRepository(
+    gh: FakeGitHub,
+    jobs: "action" | "scripted",
+    track: (work: Promise<unknown>) => void,
+  ): void {
+    gh.onDispatch = ({ inputs, runId }) =>
+      track(jobs === "scripted" ? this.runScripted(inputs, runId, gh) : this.runAction(inputs, runId, gh));
+    const full_name = `${gh.owner}/${gh.repo}`;
+    gh.onMerge = (pull) =>
+      track(
+        this.host.webhook("pull_request", {
+          action: "closed",
+          number: pull.number,
+          pull_request: {
+            number: pull.number,
+            html_url: `https://github.com/${full_name}/pull/${pull.number}`,
+            merged: true,
+            head: { ref: pull.head, sha: gh.branches.get(pull.head), repo: { full_name } },
+            base: { ref: pull.base },
+          },
+          repository: repository(gh),
+          installation: { id: gh.installationId },
+          sender: { login: "agentrelay[bot]", type: "Bot" },
+        }),
+      );
+  }
+
+  /**
+   * A job run by the bundled Action, with the real Claude Code CLI (or its stand-in) against the
+   * scripted model, in the repository `gh` whose task workflow was dispatched (the graph's, or a
+   * workstream's).
+   */
+  async runAction(inputs: Record<string, string>, runId: number, gh = this.host.gh): Promise<void> {
+    const home = join(this.host.root, "runners", `${gh.repo}-${runId}`);
+    const repository = `${gh.owner}/${gh.repo}`;
+    const run = gh.workflowRuns.get(runId)!;
     run.status = "in_progress";
     const step = runnerStep(
       "dist/action/index.js",
@@ -116,6 +158,8 @@ export class TaskJobs {
       {
         ...(this.options.jobPath ? { PATH: `${this.options.jobPath}:${process.env.PATH}` } : {}),
         GITHUB_EVENT_NAME: "workflow_dispatch",
+        GITHUB_REPOSITORY: repository,
+        GITHUB_REF_NAME: "main",
         GITHUB_RUN_ID: String(runId),
         GITHUB_SERVER_URL: `file://${join(this.host.root, "remote")}`,
         GITHUB_API_URL: this.host.url,
@@ -131,7 +175,7 @@ export class TaskJobs {
               [REPORT_SECRET_VARIABLE]: ANTHROPIC_CREDENTIAL,
             }
           : {
-              ACTIONS_ID_TOKEN_REQUEST_URL: `${this.host.url}/oidc/token?job=${runId}`,
+              ACTIONS_ID_TOKEN_REQUEST_URL: `${this.host.url}/oidc/token?job=${runId}&repository=${repository}`,
               ACTIONS_ID_TOKEN_REQUEST_TOKEN: "runner-request-token",
               "INPUT_APP-URL": this.host.url,
             }),
@@ -139,6 +183,7 @@ export class TaskJobs {
         INPUT_TASK: inputs.task,
         INPUT_ATTEMPT: inputs.attempt,
         "INPUT_STATE-VERSION": inputs["state-version"],
+        "INPUT_RUN-REPOSITORY": inputs["run-repository"] ?? "",
         "INPUT_CLAUDE-PATH": agentBin(this.options.agent ?? "claude-code"),
         "INPUT_TIMEOUT-MINUTES": "3",
         ...(this.options.gateTimeoutSeconds
@@ -158,15 +203,21 @@ export class TaskJobs {
     const report = /^report<<(\S+)\n([\s\S]*?)\n\1$/m.exec(readFileSync(output, "utf8"))?.[2] ?? null;
     const pause = this.options.betweenStepsMs ?? 0;
     if (pause > 0) await new Promise((done) => setTimeout(done, pause));
-    await this.endRun(runId, inputs.tier ?? "task", code === 0, report);
+    await this.endRun(runId, inputs.tier ?? "task", code === 0, report, gh);
   }
 
   /**
    * A task workflow run ends: in workflow-only mode its next step hands the report over (an artifact
    * of the run, refused when the run already has one of that name), then workflow_run is delivered.
    */
-  private async endRun(runId: number, job: string, ran: boolean, report: string | null): Promise<void> {
-    const run = this.host.gh.workflowRuns.get(runId)!;
+  private async endRun(
+    runId: number,
+    job: string,
+    ran: boolean,
+    report: string | null,
+    gh = this.host.gh,
+  ): Promise<void> {
+    const run = gh.workflowRuns.get(runId)!;
     const steps: FakeStep[] = [{ name: "Run the task", conclusion: ran ? "success" : "failure" }];
     if (this.host.workflowMode && report !== null && run.status !== "completed") {
       // The report step uploads the directory the Action named (its report and the report's HMAC),
@@ -176,7 +227,7 @@ export class TaskJobs {
         ? Object.fromEntries(readdirSync(report).map((name) => [name, readFileSync(join(report, name))]))
         : { [REPORT_FILE]: readFileSync(report) };
       const zip = zipSync(files);
-      const uploaded = this.host.gh.uploadArtifact(runId, REPORT_ARTIFACT, zip);
+      const uploaded = gh.uploadArtifact(runId, REPORT_ARTIFACT, zip);
       steps.push({ name: REPORT_STEP, conclusion: uploaded ? "success" : "failure" });
     }
     run.jobs = [{ name: job, steps }];
@@ -203,8 +254,10 @@ export class TaskJobs {
         triggering_actor: run.triggering_actor,
         status: "completed",
         conclusion: run.conclusion,
-        html_url: `https://github.com/octo/demo/actions/runs/${runId}`,
+        html_url: `https://github.com/${gh.owner}/${gh.repo}/actions/runs/${runId}`,
       },
+      // GitHub sends workflow_run from the repository the workflow ran in.
+      ...(gh === this.host.gh ? {} : { repository: repository(gh), installation: { id: gh.installationId } }),
     });
   }
 
@@ -269,32 +322,42 @@ export class TaskJobs {
    * then the task's commit pushed to its branch (new from its integration branch), and the report its
    * Action would write (workflow-only mode) or post (with the app).
    */
-  async runScripted(inputs: Record<string, string>, runId: number): Promise<void> {
+  async runScripted(inputs: Record<string, string>, runId: number, gh = this.host.gh): Promise<void> {
     await new Promise((done) => setTimeout(done, 5));
     const { run: runKey, task, attempt } = inputs as { run: string; task: string; attempt: string };
-    this.host.gh.workflowRuns.get(runId)!.status = "in_progress";
-    const request = { run: runKey, task, attempt: Number(attempt) };
+    gh.workflowRuns.get(runId)!.status = "in_progress";
+    const runRepository = inputs["run-repository"] ?? "";
+    const request = {
+      run: runKey,
+      task,
+      attempt: Number(attempt),
+      ...(runRepository ? { repository: runRepository } : {}),
+    };
     let app: { oidc: string; key: string } | null = null;
+    let landed = "";
     if (!this.host.workflowMode) {
       const oidc = await fetch(
-        `${this.host.url}/oidc/token?job=${runId}&audience=${DEFAULT_CONFIG.oidcAudience}`,
+        `${this.host.url}/oidc/token?job=${runId}&audience=${DEFAULT_CONFIG.oidcAudience}&repository=${gh.owner}/${gh.repo}`,
       );
       const { value } = (await oidc.json()) as { value: string };
       const grant = await this.callApp("/agentrelay/token", request, value);
       app = { oidc: value, key: String(grant.report_key) };
+      // A job in a workstream's repository reads its run where it lives, with the read-only token,
+      // as the Action does, and writes down what it was told landed elsewhere.
+      if (runRepository) landed = await this.landedElsewhere(grant, inputs, runRepository);
     }
     await this.options.hold?.(inputs, runId);
     const graph = graphOf(this.host.gh.runSource(runKey));
     const branch = taskBranch(graph.name, task);
     const workstream = graph.tasks.find((t) => t.id === task)!.workstreamId;
-    if (!this.host.gh.branches.has(branch) || attempt === "1")
-      this.host.gh.branches.set(
-        branch,
-        this.host.gh.branches.get(integrationBranch(graph.name, workstream))!,
-      );
-    const commit = this.host.gh.commit(
+    if (!gh.branches.has(branch) || attempt === "1")
+      gh.branches.set(branch, gh.branches.get(integrationBranch(graph.name, workstream))!);
+    const commit = gh.commit(
       branch,
-      { [`notes/${task}.md`]: `task ${task}, attempt ${attempt}\n`, ...this.options.jobFiles?.(task) },
+      {
+        [`notes/${task}.md`]: `task ${task}, attempt ${attempt}\n${landed}`,
+        ...this.options.jobFiles?.(task),
+      },
       task,
     );
     const outcome = this.options.scriptedOutcome?.(task, Number(attempt)) ?? "succeeded";
@@ -319,7 +382,7 @@ export class TaskJobs {
     };
     if (app) {
       await this.callApp("/agentrelay/report", report, app.oidc, app.key);
-      await this.endRun(runId, "standard", true, null);
+      await this.endRun(runId, "standard", true, null, gh);
       return;
     }
     const dir = join(this.host.root, `report-${runId}`);
@@ -327,6 +390,34 @@ export class TaskJobs {
     const bytes = JSON.stringify(report);
     writeFileSync(join(dir, REPORT_FILE), bytes);
     writeFileSync(join(dir, REPORT_MAC_FILE), reportMac(ANTHROPIC_CREDENTIAL, request, String(runId), bytes));
-    await this.endRun(runId, inputs.tier!, true, dir);
+    await this.endRun(runId, inputs.tier!, true, dir, gh);
+  }
+
+  /**
+   * What a task's dependencies landed in other repositories, as the job reads it from the run's state
+   * in the graph's repository with the app's read-only `run_token` (the Action's storedRun and
+   * landedElsewhere): one line each, `landed: WORKSTREAM REPOSITORY COMMIT PR: SUMMARIES`.
+   */
+  private async landedElsewhere(
+    grant: Record<string, unknown>,
+    inputs: Record<string, string>,
+    runRepository: string,
+  ): Promise<string> {
+    const octokit = new Octokit({
+      auth: String(grant.run_token),
+      baseUrl: this.host.url,
+      request: { fetch: globalThis.fetch },
+    });
+    const [owner, name] = runRepository.split("/") as [string, string];
+    const state = await storedRun(octokit, owner, name, inputs.run!, inputs["state-version"]!);
+    const plan = buildPlan(parseRunGraph(state.source));
+    const task = plan.tasks.get(inputs.task!);
+    if (!task) return "";
+    return landedElsewhere(state, task, plan)
+      .map(
+        (l) =>
+          `landed: ${l.workstream} ${l.repository.fullName} ${l.commit} ${l.pr?.url ?? "-"}: ${l.tasks.map((t) => t.summary).join("; ")}\n`,
+      )
+      .join("");
   }
 }

@@ -18,8 +18,6 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { DEFAULT_CONFIG } from "../src/github/client.ts";
 import { REPORT_SECRET_VARIABLE } from "../src/protocol/report-key.ts";
 import {
   type MessagesRequest,
@@ -41,6 +39,7 @@ import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-trigger
 import { AppReplicas, type Delivery } from "./standin-replicas.ts";
 import { ciWorkflow, RepositoryCi } from "./standin-ci.ts";
 import { ANTHROPIC_CREDENTIAL, TaskJobs, WORKFLOW_TOKEN } from "./standin-jobs.ts";
+import { JobIdentity } from "./standin-oidc.ts";
 import { WAIT_MS } from "./patience.ts";
 import type { StandinOptions } from "./standin-options.ts";
 
@@ -77,8 +76,8 @@ export class Standin {
   readonly deliveries: Delivery[] = [];
   private server!: Server;
   private model!: ScriptedModelServer;
-  private signingKey!: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
-  private jwks!: object;
+  /** The jobs' OIDC tokens, which only the app reads. */
+  private readonly identity = new JobIdentity();
   private pending = new Set<Promise<unknown>>();
   private deliveryCount = 0;
   /** Ids of the comments people make (GitHub gives each its own: commands are applied once per comment). */
@@ -137,6 +136,9 @@ export class Standin {
           : this.taskJobs.runAction(dispatch.inputs, dispatch.runId),
       );
     };
+    // The other repositories' task workflow runs (the workstreams' of a graph that spans repositories).
+    for (const gh of this.github.repositories.values())
+      if (gh !== this.gh) this.taskJobs.serveRepository(gh, options.jobs ?? "action", (w) => this.track(w));
     // The orchestrator workflow dispatched (a task run's hand-over, or a person): GitHub runs it on
     // the default branch, where its workflow file says whether it listens to workflow_dispatch; any
     // other workflow there runs by its triggers alone (fake-workflows.ts).
@@ -176,12 +178,7 @@ export class Standin {
   }
 
   async start(): Promise<this> {
-    // Jobs' OIDC tokens, which only the app reads.
-    if (!this.workflowMode) {
-      const { publicKey, privateKey } = await generateKeyPair("RS256");
-      this.signingKey = privateKey;
-      this.jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] };
-    }
+    if (!this.workflowMode) await this.identity.start();
     this.server = createServer((req, res) => {
       void this.serve(req).then(([status, body, headers = {}]) => {
         if (body instanceof Redirect) {
@@ -315,23 +312,8 @@ export class Standin {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString("utf8");
     const url = new URL(req.url ?? "/", this.url);
-    if (url.pathname === "/oidc/token") {
-      const job = url.searchParams.get("job")!;
-      const value = await new SignJWT({
-        repository: "octo/demo",
-        run_id: job,
-        event_name: "workflow_dispatch",
-        job_workflow_ref: `octo/demo/.github/workflows/${DEFAULT_CONFIG.taskWorkflow}@refs/heads/main`,
-      })
-        .setProtectedHeader({ alg: "RS256", kid: "e2e" })
-        .setIssuer(`${this.url}/oidc-issuer`)
-        .setAudience(url.searchParams.get("audience") ?? "")
-        .setIssuedAt()
-        .setExpirationTime("10m")
-        .sign(this.signingKey);
-      return [200, { value }];
-    }
-    if (url.pathname === "/oidc-issuer/.well-known/jwks") return [200, this.jwks];
+    const oidc = this.workflowMode ? null : await this.identity.serve(url, this.url);
+    if (oidc) return oidc;
     // The app's job endpoints behind a load balancer: any live replica answers.
     if (url.pathname.startsWith("/agentrelay/")) return this.replicas.balance(req, url, raw);
     // An artifact's archive, where GitHub's download redirects.

@@ -104,6 +104,8 @@ describe("docs/github.md's steps, walked", () => {
       linearHistory: false,
       requiredChecks: [],
       allowed: { merge: true, squash: true, rebase: true },
+      directUpdate: true,
+      strictChecks: false,
     };
     const facts: RepoFacts = {
       defaultBranch: "main",

@@ -48,11 +48,23 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const inputs = readInputs();
   const [owner, repo] = (env.GITHUB_REPOSITORY ?? "").split("/") as [string, string];
   const started = Date.now();
+  // A workstream in another repository than the graph's: the job runs here, its run lives there.
+  const runRepository =
+    inputs.runRepository && inputs.runRepository.toLowerCase() !== `${owner}/${repo}`.toLowerCase()
+      ? inputs.runRepository
+      : "";
 
   // 1. The attempt's token: from the app, for the OIDC token that proves which job this is; without an
   // app, the job's own (the task workflow's job of the task's tier).
-  const attemptRequest = { run: inputs.run, task: inputs.task, attempt: inputs.attempt };
+  const attemptRequest = {
+    run: inputs.run,
+    task: inputs.task,
+    attempt: inputs.attempt,
+    ...(runRepository ? { repository: runRepository } : {}),
+  };
   let token = inputs.token;
+  /** What reads the run where it lives: the app's read-only token for the run's repository, if another. */
+  let runToken = "";
   /** When the app's token lapses (a job's own GITHUB_TOKEN lasts as long as the job). */
   let expiresAt = "";
   let reportKey: string | null = null;
@@ -63,6 +75,11 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     token = String(grant.token);
     expiresAt = String(grant.expires_at);
     reportKey = typeof grant.report_key === "string" ? grant.report_key : null;
+    runToken = typeof grant.run_token === "string" ? grant.run_token : "";
+    if (runToken) {
+      core.setSecret(runToken);
+      secrets.push(runToken);
+    }
     core.setSecret(token);
     if (reportKey) core.setSecret(reportKey);
     secrets.push(token, oidc, ...(reportKey ? [reportKey] : []));
@@ -71,13 +88,14 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     );
   }
 
-  // 2. The task and the run, as they were when the attempt was dispatched.
+  // 2. The task and the run, as they were when the attempt was dispatched, read where the run lives.
   const octokit = new Octokit({
-    auth: token,
+    auth: runToken || token,
     baseUrl: env.GITHUB_API_URL || "https://api.github.com",
     request: { fetch: globalThis.fetch },
   });
-  const state = await storedRun(octokit, owner, repo, inputs.run, inputs.stateVersion);
+  const [runOwner, runRepo] = runRepository ? (runRepository.split("/") as [string, string]) : [owner, repo];
+  const state = await storedRun(octokit, runOwner, runRepo, inputs.run, inputs.stateVersion);
   const graph = parseRunGraph(state.source);
   const plan = buildPlan(graph);
   const subject = subjectOfInput(plan, inputs.task);
@@ -115,6 +133,10 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const url = `${env.GITHUB_SERVER_URL || "https://github.com"}/${owner}/${repo}.git`;
   const mask = redactor([...secrets, ...Object.values(credentialEnv)]);
   const checkout = runnerCheckout(repoDir, env);
+  // The run's branch is the graph's repository's; here the workflow was dispatched on this one's default.
+  const defaultBranch = runRepository ? env.GITHUB_REF_NAME || "" : state.source.branch;
+  if (!defaultBranch)
+    throw new JobError("GITHUB_REF_NAME is not set: run the task workflow as the app dispatches it");
   const job = {
     env,
     inputs,
@@ -127,6 +149,7 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
     reportKey,
     auth,
     url,
+    defaultBranch,
     mask,
     credentialEnv,
     started,
@@ -139,7 +162,6 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   // 3. The checkout: the task branch, new from the integration branch or as the last attempt left it.
   const branch = taskBranch(graph.name, task.id);
   const integration = integrationBranch(graph.name, task.workstreamId);
-  const defaultBranch = state.source.branch;
   core.startGroup("Check out the task branch");
   await fetchBranches(checkout, url, [integration, defaultBranch], auth);
   const existing =

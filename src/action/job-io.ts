@@ -166,6 +166,8 @@ export interface Inputs {
   task: string;
   attempt: number;
   stateVersion: string;
+  /** `OWNER/NAME` of the repository the run lives in, when it is not the job's own (empty: the job's). */
+  runRepository: string;
   /** The app's address; empty in workflow-only mode, where the job acts with `token`. */
   appUrl: string;
   /** Workflow-only mode: the job's token (its tier's GITHUB_TOKEN) and the tier it was dispatched with. */
@@ -195,6 +197,7 @@ export function readInputs(): Inputs {
     task: required("task"),
     attempt,
     stateVersion: required("state-version"),
+    runRepository: runRepositoryInput(core.getInput("run-repository")),
     appUrl,
     token: appUrl ? "" : token,
     tier: appUrl ? "" : required("tier"),
@@ -203,6 +206,13 @@ export function readInputs(): Inputs {
     timeoutMs: number("timeout-minutes", 100) * 60_000,
     gateTimeoutMs: number("gate-timeout-seconds", 600) * 1000,
   };
+}
+
+/** The `run-repository` input, checked: `OWNER/NAME` or empty (it becomes an API path, never a shell word). */
+function runRepositoryInput(value: string): string {
+  if (value && !/^[A-Za-z0-9][A-Za-z0-9-]{0,38}\/[A-Za-z0-9._-]{1,100}$/.test(value))
+    throw new JobError(`input 'run-repository' must be OWNER/NAME (it is '${value.slice(0, 200)}')`);
+  return value;
 }
 
 export interface JobOutcome {
@@ -229,7 +239,10 @@ export interface Job {
   reportKey: string | null;
   /** Git's environment for the remote (the attempt's token, never on a command line). */
   auth: NodeJS.ProcessEnv;
+  /** The job's own repository on the server (where it fetches and pushes). */
   url: string;
+  /** The job's repository's default branch: agent configuration and the workflow come from it. */
+  defaultBranch: string;
   mask: (text: string) => string;
   credentialEnv: Record<string, string>;
   started: number;

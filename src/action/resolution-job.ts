@@ -31,7 +31,7 @@ export async function runResolutionJob(job: Job, subject: ResolutionSubject): Pr
   const plan = buildPlan(graph);
   const resolver = resolverOf(plan, subject);
   const { agentTask: task } = resolver;
-  const defaultBranch = state.source.branch;
+  const { defaultBranch } = job;
   core.startGroup(`Check out ${resolver.branch}`);
   await fetchBranches(checkout, job.url, [resolver.branch, resolver.target, defaultBranch], auth);
   await checkout.git(["checkout", "-q", "-B", resolver.branch, `origin/${resolver.branch}`]);

@@ -5,10 +5,11 @@
  */
 import type { Context } from "probot";
 import type { EngineEvent } from "../engine/types.ts";
-import { parseAttemptRunName, type RepoContext } from "../github/client.ts";
+import { parseAttemptRunName, type RepoContext, statusOf } from "../github/client.ts";
 import { notAttemptRun, type WorkflowRunFacts } from "../github/attempt-runs.ts";
 import { readBranchPolicy } from "../github/branch-policy.ts";
 import { RunDriver } from "../github/driver.ts";
+import { repositoryOfInput, resolutionInput } from "../protocol/resolution.ts";
 
 /** Which run and task (or workstream) a branch belongs to. */
 export function branchOwner(ref: string): { graph: string; task?: string; workstream?: string } | null {
@@ -21,6 +22,45 @@ export function branchOwner(ref: string): { graph: string; task?: string; workst
 async function currentRun(driver: RunDriver, graph: string): Promise<string | null> {
   const latest = await driver.latestRun(graph);
   return latest > 0 ? `${graph}/${latest}` : null;
+}
+
+/** The run's tracking issue a PR's body links back to (github/render.ts): `OWNER/NAME` of its repository. */
+const RUN_LINK = /of run \[`[^`]+`\]\(https:\/\/[^/\s]+\/([A-Za-z0-9-]+)\/([A-Za-z0-9._-]+)\/issues\/\d+\)/;
+
+/**
+ * The run a branch of this repository belongs to, with the driver of the repository it lives in: this
+ * one's, or, for a workstream of a graph in another repository, the run its PR links back to. The
+ * link is text a writer of this repository can change, so it is only a place to look: that run's
+ * graph must put the branch's workstream in this repository, and the PR must be the one the run
+ * opened (`pr`), else nothing is done.
+ */
+async function runOfBranch(
+  ctx: RepoContext,
+  owner: NonNullable<ReturnType<typeof branchOwner>>,
+  pr: { number: number; body: () => Promise<string | null | undefined> },
+): Promise<{ driver: RunDriver; runKey: string } | null> {
+  const here = new RunDriver(ctx);
+  const own = await currentRun(here, owner.graph);
+  if (own) return { driver: here, runKey: own };
+  const link = RUN_LINK.exec((await pr.body()) ?? "");
+  const fullName = `${ctx.owner}/${ctx.repo}`.toLowerCase();
+  if (!link || `${link[1]}/${link[2]}`.toLowerCase() === fullName) return null;
+  const driver = new RunDriver({ ...ctx, owner: link[1]!, repo: link[2]! });
+  let runKey: string | null;
+  try {
+    runKey = await currentRun(driver, owner.graph);
+  } catch (error) {
+    if (statusOf(error) === 404 || statusOf(error) === 403) return null;
+    throw error;
+  }
+  const loaded = runKey ? await driver.load(runKey) : null;
+  if (!loaded) return null;
+  const input = owner.task ?? resolutionInput({ workstream: owner.workstream! });
+  const opened = owner.task
+    ? loaded.run.tasks[owner.task]?.pr?.number
+    : loaded.run.workstreams[owner.workstream!]?.pr?.number;
+  const there = repositoryOfInput(loaded.engine.plan, input)?.toLowerCase();
+  return there === fullName && opened === pr.number ? { driver, runKey: runKey! } : null;
 }
 
 const KIND = { cancelled: "cancelled", timed_out: "timed_out" } as const;
@@ -80,9 +120,9 @@ export async function onPullRequestClosed(
   if (sender.login === (await ownLogin()) || pr.head.repo?.full_name !== repository.full_name) return;
   const owner = branchOwner(pr.head.ref);
   if (!owner) return;
-  const driver = new RunDriver(ctx);
-  const runKey = await currentRun(driver, owner.graph);
-  if (!runKey) return;
+  const found = await runOfBranch(ctx, owner, { number: pr.number, body: async () => pr.body });
+  if (!found) return;
+  const { driver, runKey } = found;
   const ref = { number: pr.number, url: pr.html_url };
   const at = Date.now();
   const event: EngineEvent = owner.workstream
@@ -108,9 +148,13 @@ export async function onCheckSuite(
   const suite = payload.check_suite;
   const owner = suite.head_branch ? branchOwner(suite.head_branch) : null;
   if (!owner || suite.pull_requests.length === 0) return;
-  const driver = new RunDriver(ctx);
-  const runKey = await currentRun(driver, owner.graph);
-  if (!runKey) return;
+  const number = suite.pull_requests[0]!.number;
+  // In a workstream's repository, the PR's body says where its run lives (no run of the graph here).
+  const body = async () =>
+    (await ctx.octokit.rest.pulls.get({ owner: ctx.owner, repo: ctx.repo, pull_number: number })).data.body;
+  const found = await runOfBranch(ctx, owner, { number, body });
+  if (!found) return;
+  const { driver, runKey } = found;
   const run = await driver.drive(runKey, [], { pending: true });
   // Checks that failed on a task PR GitHub will not merge fail the task, as a failed gate does: a
   // retry continues on its branch with the reason. (A failed check that is not required does not

@@ -47,7 +47,7 @@ export async function planPullRequest(
         `${ctx.owner}/${ctx.repo}`,
         credentialsOf(ctx.config),
       );
-      requireOneRepository(graph, { path, text });
+      requireOneRepository(graph, { path, text }, ctx.config.workflow ? "workflow" : "app");
       const plan = buildPlan(graph);
       sections.push(`#### \`${path}\`\n\n${planSummary(plan, Math.floor(60_000 / graphs.length))}`);
     } catch (error) {

@@ -52,7 +52,7 @@ export async function startGraph(
     requireParams(graph, source);
     // Every repository the graph names must be reachable before anything is written.
     await requireReach(ctx.octokit, graph, source, `${ctx.owner}/${ctx.repo}`, credentialsOf(ctx.config));
-    requireOneRepository(graph, source);
+    requireOneRepository(graph, source, ctx.config.workflow ? "workflow" : "app");
     const result = await new RunDriver(ctx).startOrResume(source, graph);
     ctx.log(
       `${path}: run ${result.runKey} ${result.started ? "started" : "resumed"}${result.drift.length ? ` (${result.drift.join("; ")})` : ""}`,

@@ -9,11 +9,12 @@ import { createHash } from "node:crypto";
 import { RunStateDamageError, sayStateDamage } from "../github/damage.ts";
 import { runningResolutions } from "../engine/conflicts.ts";
 import type { EngineEvent, PullRequest } from "../engine/types.ts";
-import { factsOfReport, resolutionInput, subjectOfInput } from "../protocol/resolution.ts";
+import { factsOfReport, repositoryOfInput, resolutionInput, subjectOfInput } from "../protocol/resolution.ts";
 import { isAttemptRun, type WorkflowRunFacts } from "../github/attempt-runs.ts";
 import { type RepoContext, statusOf } from "../github/client.ts";
 import { type Loaded, RunDriver } from "../github/driver.ts";
 import { adoptionFacts, mergeRecord, sayWentBack } from "../github/merge-record.ts";
+import { lostRepositoryWait, repositoryWaitKey, type Wait } from "../github/merges.ts";
 import { reportOfRun } from "../github/reports.ts";
 
 /** A dispatched job whose run has not appeared after this long is missing. */
@@ -47,7 +48,6 @@ export async function reconcileRun(
   if (!loaded) return null;
   if (loaded.run.outcome) return { loaded, active: false };
   const { ctx } = driver;
-  const repo = { owner: ctx.owner, repo: ctx.repo };
   const now = ctx.now();
   const facts: EngineEvent[] = [{ type: "tick", at: now }];
   // Tasks the state has running, failed or cancelled whose PR GitHub merged: the state went back.
@@ -63,45 +63,95 @@ export async function reconcileRun(
     facts.push(...adoptionFacts(record, now));
     await sayWentBack(ctx, loaded.run, record);
   }
-  let recentRuns: Job[] | null = null;
-  /** The task workflow's latest runs, read once: most jobs of a run are among them. */
-  const recent = async () =>
-    (recentRuns ??= (
-      await ctx.octokit.rest.actions.listWorkflowRuns({
-        ...repo,
-        workflow_id: ctx.config.taskWorkflow,
-        event: "workflow_dispatch",
-        per_page: 100,
-      })
-    ).data.workflow_runs);
+  /**
+   * Where an attempt's job runs: the task workflow of its workstream's repository (a graph may span
+   * repositories), from that repository's default branch; null while the installation cannot reach it
+   * (its work waits, github/effects.ts says so, and nothing is decided about its jobs meanwhile).
+   */
+  const places = new Map<string, Promise<{ at: RepoContext; branch: string } | null>>();
+  /** Whether a repository is reached, kept with the run (the status comment says which one waits). */
+  const reach = (fullName: string, wait: Wait | null) => {
+    const waits = driver.effects.waits.get(runKey) ?? new Map<string, Wait | null>();
+    driver.effects.waits.set(runKey, waits.set(repositoryWaitKey(fullName), wait));
+  };
+  const placeOf = (fullName: string | null) => {
+    if (!fullName) return Promise.resolve({ at: ctx, branch: loaded.run.source.branch });
+    const [owner, name] = fullName.split("/") as [string, string];
+    let place = places.get(fullName);
+    if (!place)
+      places.set(
+        fullName,
+        (place = ctx.octokit.rest.repos.get({ owner, repo: name }).then(
+          ({ data }) => {
+            reach(fullName, null);
+            return { at: { ...ctx, owner, repo: name }, branch: data.default_branch };
+          },
+          (error: unknown) => {
+            const status = statusOf(error);
+            if (status !== 404 && status !== 403) throw error;
+            reach(fullName, lostRepositoryWait(fullName, status));
+            return null;
+          },
+        )),
+      );
+    return place;
+  };
+  const recentRuns = new Map<string, Promise<Job[]>>();
+  /** A repository's latest task workflow runs, read once: most jobs of a run are among them. */
+  const recent = (at: RepoContext) => {
+    const key = `${at.owner}/${at.repo}`;
+    let runs = recentRuns.get(key);
+    if (!runs)
+      recentRuns.set(
+        key,
+        (runs = at.octokit.rest.actions
+          .listWorkflowRuns({
+            owner: at.owner,
+            repo: at.repo,
+            workflow_id: at.config.taskWorkflow,
+            event: "workflow_dispatch",
+            per_page: 100,
+          })
+          .then(({ data }) => data.workflow_runs)),
+      );
+    return runs;
+  };
   /**
    * The job of an attempt (`input` is its `task` input): by its run id, else by its run-name once it
-   * had time to appear, either way only a run that is the attempt's (github/attempt-runs.ts); "missing"
-   * when no run appeared, null while it may still.
+   * had time to appear, either way only a run that is the attempt's (github/attempt-runs.ts), in its
+   * workstream's repository; "missing" when no run appeared, null while it may still.
    */
   const jobOf = async (
     input: string,
     attempt: number,
     record: { job?: string | null; dispatchedAt: number },
   ): Promise<Job | "missing" | null> => {
-    const of = { runKey, input, attempt, branch: loaded.run.source.branch, record };
+    const place = await placeOf(repositoryOfInput(loaded.engine.plan, input));
+    if (!place) return null;
+    const { at, branch } = place;
+    const of = { runKey, input, attempt, branch, record };
     if (record.job) {
       // In workflow mode every orchestrator run asks: one listing answers for most jobs at once.
       const listed = ctx.config.workflow
-        ? (await recent()).find((r) => String(r.id) === record.job)
+        ? (await recent(at)).find((r) => String(r.id) === record.job)
         : undefined;
       let found: Job | null = listed ?? null;
       if (!found)
         try {
-          found = (await ctx.octokit.rest.actions.getWorkflowRun({ ...repo, run_id: Number(record.job) }))
-            .data;
+          found = (
+            await at.octokit.rest.actions.getWorkflowRun({
+              owner: at.owner,
+              repo: at.repo,
+              run_id: Number(record.job),
+            })
+          ).data;
         } catch (error) {
           if (statusOf(error) !== 404) throw error;
         }
-      return found && isAttemptRun(ctx, found, of) ? found : null;
+      return found && isAttemptRun(at, found, of) ? found : null;
     }
     // With the app, a job is bound when it takes its first token: until then, it is known by its run-name.
-    const named = (await recent()).find((r) => isAttemptRun(ctx, r, of));
+    const named = (await recent(at)).find((r) => isAttemptRun(at, r, of));
     if (named) return named;
     return now - record.dispatchedAt <= START_GRACE_MS ? null : "missing";
   };
@@ -164,7 +214,14 @@ export async function reconcileRun(
   // An integration PR left to a person: whether they merged or closed it (the event may be lost).
   for (const [workstream, ws] of Object.entries(loaded.run.workstreams)) {
     if (ws.status !== "pr_open" || !ws.pr) continue;
-    const { data: pr } = await ctx.octokit.rest.pulls.get({ ...repo, pull_number: ws.pr.number });
+    const place = await placeOf(repositoryOfInput(loaded.engine.plan, resolutionInput({ workstream })));
+    if (!place) continue;
+    const { at } = place;
+    const { data: pr } = await at.octokit.rest.pulls.get({
+      owner: at.owner,
+      repo: at.repo,
+      pull_number: ws.pr.number,
+    });
     if (pr.merged) facts.push({ type: "integration_pr_merged", workstream, at: now });
     else if (pr.state === "closed") facts.push({ type: "integration_pr_closed", workstream, at: now });
   }

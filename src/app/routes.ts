@@ -15,6 +15,12 @@
  * so it cannot report or push for the attempt.
  * A resolution attempt (protocol/resolution.ts) asks and reports the same way, with the token tier of
  * the task whose agent resolves.
+ * A job of a workstream that lives in another repository than the graph (graph `repositories:`) runs
+ * there and names the run's repository in its request (`repository`, the dispatch's `run-repository`
+ * input): the run is read there, the job's own repository must be the one the graph gives the task's
+ * workstream (the OIDC token's `repository` claim, which GitHub sets to the repository the workflow
+ * runs in: https://docs.github.com/en/actions/security-for-github-actions/security-hardening-your-deployments/about-security-hardening-with-openid-connect#understanding-the-oidc-token),
+ * its tokens reach its own repository only, and `run_token` reads the run's repository and nothing else.
  * The app's private key never leaves the app.
  */
 import { RunStateDamageError } from "../github/damage.ts";
@@ -38,9 +44,11 @@ import {
   REPORT_HOLD_POLL_MS,
   REPORT_KEY_HEADER,
 } from "../protocol/report.ts";
-import { factsOfReport, subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
+import { factsOfReport, repositoryOfInput, subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { recordsOf } from "../engine/conflicts.ts";
 import type { EngineEvent } from "../engine/types.ts";
+
+const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 type Subject = NonNullable<ReturnType<typeof subjectOfInput>>;
 
@@ -85,18 +93,18 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
   /** The app's own client (JWT-signed), only for the calls that need it: it costs a signature. */
   const appClient = async () => (await app.auth()) as unknown as GitHubClient;
 
-  async function repoFor(identity: ActionsIdentity): Promise<{ ctx: RepoContext; installationId: number }> {
-    const [owner, repo] = identity.repository.split("/") as [string, string];
-    let installationId = installations.get(identity.repository);
+  async function repoFor(fullName: string): Promise<{ ctx: RepoContext; installationId: number }> {
+    const [owner, repo] = fullName.split("/") as [string, string];
+    const cached = fullName.toLowerCase();
+    let installationId = installations.get(cached);
     if (installationId === undefined) {
       try {
         installationId = (await (await appClient()).rest.apps.getRepoInstallation({ owner, repo })).data.id;
       } catch (error) {
-        if (statusOf(error) === 404)
-          throw new HttpError(403, `the app is not installed on ${identity.repository}`);
+        if (statusOf(error) === 404) throw new HttpError(403, `the app is not installed on ${fullName}`);
         throw error;
       }
-      installations.set(identity.repository, installationId);
+      installations.set(cached, installationId);
     }
     const octokit = (await app.auth(installationId)) as unknown as GitHubClient;
     const ctx: RepoContext = {
@@ -127,15 +135,25 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
         `invalid request: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
       );
     const request = parsed.data as z.infer<T> & z.infer<typeof attemptRequestSchema>;
-    const { ctx, installationId } = await repoFor(identity);
-    const driver = new RunDriver(ctx);
+    // The job acts in its own repository (`ctx`); its run may live in the graph's (`request.repository`).
+    const { ctx, installationId } = await repoFor(identity.repository);
+    const runRepository = request.repository ?? identity.repository;
+    const elsewhere = !same(runRepository, identity.repository);
+    const home = elsewhere ? await repoFor(runRepository) : { ctx, installationId };
+    if (home.installationId !== installationId)
+      throw new HttpError(
+        403,
+        `${identity.repository} and ${runRepository} are in different installations of the app: a run acts through one`,
+      );
+    const driver = new RunDriver(home.ctx);
     const loaded = await driver.load(request.run);
-    if (!loaded) throw new HttpError(404, `no run ${request.run}`);
-    const expected = expectedWorkflowRef(
-      identity.repository,
-      options.config.taskWorkflow,
-      loaded.run.source.branch,
-    );
+    if (!loaded) throw new HttpError(404, `no run ${request.run} in ${runRepository}`);
+    // The task workflow runs from its repository's default branch: the run's own, or, in another
+    // repository, that one's (where the app dispatched it, github/effects.ts).
+    const branch = elsewhere
+      ? (await ctx.octokit.rest.repos.get({ owner: ctx.owner, repo: ctx.repo })).data.default_branch
+      : loaded.run.source.branch;
+    const expected = expectedWorkflowRef(identity.repository, options.config.taskWorkflow, branch);
     if (identity.eventName !== "workflow_dispatch" || identity.workflowRef !== expected) {
       throw new HttpError(
         403,
@@ -144,7 +162,15 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     }
     const subject = subjectOfInput(loaded.engine.plan, request.task);
     if (!subject) throw new HttpError(404, `no task ${request.task} in run ${request.run}`);
-    return { identity, request, ctx, installationId, driver, subject, loaded };
+    // A job works only for a workstream of its own repository: GitHub vouches for the job's repository
+    // (the OIDC token's `repository` claim), the graph says where each workstream lives.
+    const works = repositoryOfInput(loaded.engine.plan, request.task) ?? runRepository;
+    if (!same(works, identity.repository))
+      throw new HttpError(
+        403,
+        `${request.task} of run ${request.run} works in ${works}: a job in ${identity.repository} may not take it`,
+      );
+    return { identity, request, ctx, installationId, driver, subject, loaded, branch, home: home.ctx };
   }
 
   type Authenticated = Awaited<ReturnType<typeof authenticate<typeof attemptRequestSchema>>>;
@@ -168,7 +194,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
    * the attempt's run-name, created after its dispatch). A request from another job changes nothing.
    */
   async function ensureOwnRun(authenticated: Authenticated): Promise<void> {
-    const { request, identity, ctx, subject, driver } = authenticated;
+    const { request, identity, ctx, subject, driver, branch } = authenticated;
     let { loaded } = authenticated;
     // What this replica remembers may predate the dispatch (another replica, or the reconciler, made it).
     if (!recordOf(loaded.run, subject, request.attempt) && loaded.cached)
@@ -190,7 +216,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
           runKey: request.run,
           input: request.task,
           attempt: request.attempt,
-          branch: loaded.run.source.branch,
+          branch,
           record,
         }) ?? "";
     } catch (error) {
@@ -241,7 +267,7 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
 
   async function token(req: IncomingMessage) {
     const authenticated = await authenticate(req, attemptRequestSchema);
-    const { identity, request, ctx, installationId, driver, subject, loaded } = authenticated;
+    const { identity, request, ctx, installationId, driver, subject, loaded, home } = authenticated;
     await ensureOwnRun(authenticated);
     // Record the answer first: only the writer whose write lands mints a token.
     const { attempt } = request;
@@ -268,8 +294,12 @@ export function jobRoutes(app: Probot, options: JobRoutesOptions) {
     const tier = tierOfInput(loaded.engine.plan, request.task);
     const permissions = tierPermissions(tier);
     const data = await mint(installationId, ctx.repo, permissions);
+    // A job in another repository than the run's reads the run there, and nothing more.
+    const runToken =
+      home === ctx ? null : await mint(installationId, home.repo, { contents: "read", metadata: "read" });
     return {
       token: data.token,
+      ...(runToken ? { run_token: runToken.token } : {}),
       expires_at: data.expires_at,
       permissions: data.permissions ?? permissions,
       tier,

@@ -76,6 +76,29 @@ export function reconciles(name: string, payload: { action?: unknown }): boolean
   return name === "workflow_run" || name === "schedule" || name === "workflow_dispatch";
 }
 
+/**
+ * The repositories the app's token was minted for (the `repositories` input, the repository variable
+ * AGENTRELAY_REPOSITORIES, comma- or newline-separated names as actions/create-github-app-token takes
+ * them). A list that leaves out the orchestrator's own repository would mint a token that cannot act
+ * here at all: refused in one line before anything is read or written.
+ */
+export function mintedFor(text: string, own: string): string[] {
+  const names = text
+    .split(/[\s,]+/)
+    .map((n) => n.trim())
+    .filter(Boolean);
+  const bad = names.find((n) => !/^[A-Za-z0-9._-]{1,100}$/.test(n));
+  if (bad !== undefined)
+    throw new OrchestratorError(
+      `the repository variable AGENTRELAY_REPOSITORIES holds '${bad.slice(0, 100)}': give repository names without their owner, comma-separated (${own},api)`,
+    );
+  if (names.length > 0 && !names.some((n) => n.toLowerCase() === own.toLowerCase()))
+    throw new OrchestratorError(
+      `the repository variable AGENTRELAY_REPOSITORIES (${names.join(",")}) leaves out ${own}, so the app's token cannot act here: add it (${[own, ...names].join(",")})`,
+    );
+  return names;
+}
+
 /** Runs the handler, again when a concurrent run wrote the run state first. */
 async function withRetries<T>(work: () => Promise<T>): Promise<T> {
   for (let i = 1; ; i++) {
@@ -126,6 +149,8 @@ export async function orchestrate(
     ...pacing(env),
   }) as unknown as GitHubClient;
   const [owner, repo] = (env.GITHUB_REPOSITORY ?? "").split("/") as [string, string];
+  // Before anything is asked: a token minted without this repository could not even read it.
+  if (appSlug) mintedFor(input(env, "repositories"), repo);
   // Scheduled and dispatched runs may carry no repository: it is asked for.
   const repository =
     (payload.repository as Repository | undefined) ?? (await octokit.rest.repos.get({ owner, repo })).data;

@@ -44,8 +44,8 @@ const str = (v: Values[string]) => (typeof v === "string" ? v : undefined);
 const list = (v: Values[string]) => (Array.isArray(v) ? v : []);
 
 const RUN_FLAGS =
-  "[--scripted-model] [--credentials FILE] [--anthropic-credential NAME]\n" +
-  "      [--param KEY=VALUE]... [--claude PATH] [--max-turns N] [--verbose]";
+  "[--repo NAME=PATH]... [--repos FILE] [--scripted-model] [--credentials FILE]\n" +
+  "      [--anthropic-credential NAME] [--param KEY=VALUE]... [--claude PATH] [--max-turns N] [--verbose]";
 
 function repoOf(command: string, values: Values): string {
   const repo = str(values.repo);
@@ -53,11 +53,15 @@ function repoOf(command: string, values: Values): string {
   return repo;
 }
 
-/** A run's clones: `--repo DIR` (the graph's own) and `--repo NAME=PATH` for each other repository. */
-function reposOf(command: string, values: Values): { repo: string; repositories: Record<string, string> } {
+/**
+ * A run's clones: `--repo DIR` (the graph's own), and for each other repository `--repo NAME=PATH` or
+ * a line of `--repos FILE`.
+ */
+function reposOf(command: string, values: Values) {
   const { own, elsewhere } = repoOptions(list(values.repo));
   if (!own) throw new UsageError(`${command} needs --repo DIR`);
-  return { repo: own, repositories: elsewhere };
+  const file = str(values.repos);
+  return { repo: own, repositories: elsewhere, ...(file ? { repositoriesFile: file } : {}) };
 }
 
 function runOptions(command: string, values: Values) {
@@ -167,14 +171,20 @@ export const COMMANDS: Record<string, Command> = {
       }),
   },
   clean: {
-    usage: "clean FILE --repo DIR [--repo NAME=PATH]...",
+    usage: "clean FILE --repo DIR [--repo NAME=PATH]... [--repos FILE]",
     summary:
       "remove what a finished local run left: worktrees, branches (unmerged work kept under an archive ref)",
-    options: { repo: RUN_OPTIONS.repo! },
+    options: { repo: RUN_OPTIONS.repo!, repos: RUN_OPTIONS.repos! },
     positionals: [1, 1],
     run: async ([file], values, io) => {
-      const { repo, repositories } = reposOf("clean", values);
-      return (await import("./commands/clean.ts")).cleanCommand(file!, repo, repositories, io);
+      const { repo, repositories, repositoriesFile } = reposOf("clean", values);
+      return (await import("./commands/clean.ts")).cleanCommand(
+        file!,
+        repo,
+        repositories,
+        io,
+        repositoriesFile,
+      );
     },
   },
   retry: steering("retry", "retry FILE TASK", "run a failed or cancelled task again", [2, 2]),

@@ -37,6 +37,11 @@ export const RUN_OPTIONS: OptionSpecs = {
     value: "DIR|NAME=PATH",
     help: "the local git repository the run is in (required); for a graph that spans repositories, also NAME=PATH: the clone of each other repository it names",
   },
+  repos: {
+    type: "string",
+    value: "FILE",
+    help: "for a graph that spans repositories: a YAML file of NAME: PATH lines, the clone of each other repository it names",
+  },
   "scripted-model": {
     type: "boolean",
     help: "the agent's turns come from the built-in scripted model: free, no account (Claude Code still runs)",

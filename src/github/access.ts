@@ -14,8 +14,12 @@ import { GraphError, type GraphIssue } from "../graph/errors.ts";
 import type { Graph } from "../graph/model.ts";
 import { type AppConfig, type GitHubClient, statusOf } from "./client.ts";
 
-/** Whose token asks: the app's installation, a workflow's GITHUB_TOKEN, or another token (a person's). */
-export type Credentials = "app" | "github_token" | "token";
+/**
+ * Whose token asks: the app's installation (the hosted app's), a registered app's token an orchestrator
+ * workflow minted (`workflow_app`: only for the repositories it names), a workflow's GITHUB_TOKEN, or
+ * another token (a person's).
+ */
+export type Credentials = "app" | "workflow_app" | "github_token" | "token";
 
 export interface RepositoryReach {
   /** The graph's name for it, and `OWNER/NAME`. */
@@ -29,7 +33,7 @@ export interface RepositoryReach {
 
 /** The credentials a handler acts with: the app's, or the orchestrator workflow's token. */
 export const credentialsOf = (config: AppConfig): Credentials =>
-  config.workflow?.token === "github_token" ? "github_token" : "app";
+  !config.workflow ? "app" : config.workflow.token === "github_token" ? "github_token" : "workflow_app";
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
@@ -46,7 +50,7 @@ export async function reachOfRepositories(
       const problem = (line: string) => ({ name, fullName, problem: `${fullName}: ${line}` });
       if (credentials === "github_token")
         return problem(
-          `the workflow's GITHUB_TOKEN reaches ${own} only: give the orchestrator a registered GitHub App's token (the variable AGENTRELAY_APP_CLIENT_ID and the secret AGENTRELAY_APP_PRIVATE_KEY, docs/github.md), the app installed on ${fullName} too`,
+          `the workflow's GITHUB_TOKEN reaches ${own} only: give the orchestrator a registered GitHub App's token (the variable AGENTRELAY_APP_CLIENT_ID and the secret AGENTRELAY_APP_PRIVATE_KEY, docs/github.md), the app installed on ${fullName} too and the variable AGENTRELAY_REPOSITORIES naming both`,
         );
       const [owner, repo] = fullName.split("/") as [string, string];
       try {
@@ -67,7 +71,16 @@ export async function reachOfRepositories(
           return problem(
             `not found, or the token may not read it: give the token access to it (a fine-grained token's Repository access), or use a GitHub App installed on it`,
           );
-        const [ownOwner] = own.split("/") as [string];
+        const [ownOwner, ownName] = own.split("/") as [string, string];
+        // actions/create-github-app-token mints for the workflow's repository only, unless `owner` and
+        // `repositories` name more (its README, "Create a token for multiple repositories"); the
+        // template passes the repository variable AGENTRELAY_REPOSITORIES as those.
+        if (credentials === "workflow_app")
+          return problem(
+            same(owner, ownOwner)
+              ? `the orchestrator's app token does not reach it: install the registered app on it (the owner's settings, GitHub Apps, Configure, Repository access) and add ${repo} to the repository variable AGENTRELAY_REPOSITORIES of ${own} (comma-separated, with ${ownName}), then push the graph again`
+              : `the orchestrator's app token is minted for ${ownOwner}'s repositories only: move the workstream into a repository of ${ownOwner}`,
+          );
         if (!same(owner, ownOwner))
           return problem(
             `the app's installation on ${ownOwner} cannot reach ${owner}'s repositories (a run acts through one installation): move the workstream into a repository of ${ownOwner}`,

@@ -34,7 +34,29 @@ export interface BranchPolicy {
   allowed: Record<MergeMethod, boolean>;
   /** A ruleset requires a merge queue: PRs join it and its `merge_group` checks decide. */
   mergeQueue?: boolean;
+  /**
+   * Whether, as far as the token can read, the app may move the branch itself (a fast-forward of the
+   * ref to a verified commit: fast-forward.ts): the repository allows merge commits and no rule the
+   * token sees guards the branch beyond creation, deletion and force pushes. Branch protection the
+   * token cannot read may still refuse it: GitHub's refusal then says so.
+   */
+  directUpdate: boolean;
+  /**
+   * Required checks are strict ("Require branches to be up to date before merging": a ruleset's
+   * `strict_required_status_checks_policy`, branch protection's `strict`): GitHub refuses the merge of
+   * a PR whose head does not hold the base as it is now, so a target that moved after the check
+   * cannot be merged into unverified.
+   */
+  strictChecks: boolean;
 }
+
+/**
+ * Rule types that leave a fast-forward by the app allowed (https://docs.github.com/en/rest/repos/rules#get-rules-for-a-branch):
+ * "Restrict creations", "Restrict deletions", "Block force pushes". Any other (`update`,
+ * `pull_request`, `required_status_checks`, `merge_queue`, `required_linear_history`, signatures,
+ * deployments, code scanning, ...) refuses a push that does not come through a PR, or may.
+ */
+const DIRECT_UPDATE_RULES = new Set(["creation", "deletion", "non_fast_forward"]);
 
 /** GitHub Actions' own app (`GET /apps/github-actions`): the app of every check a workflow job makes. */
 export const GITHUB_ACTIONS_APP_ID = 15368;
@@ -45,10 +67,18 @@ export interface RequiredCheck {
   app_id?: number | null;
 }
 
+/** What branch protection says, as far as the token reads it (none: not protected, or not readable). */
+export interface Protection {
+  checks: readonly (string | RequiredCheck)[];
+  /** Its required checks must pass on a branch up to date with it (`strict`). */
+  strict?: boolean;
+}
+
 interface Rule {
   type: string;
   parameters?: {
     required_status_checks?: { context: string; integration_id?: number | null }[];
+    strict_required_status_checks_policy?: boolean;
     allowed_merge_methods?: MergeMethod[];
   };
 }
@@ -60,8 +90,10 @@ export const METHOD_REFUSED = /are not allowed on this (repository|branch)|must 
 export function policyOf(
   repository: Partial<Record<`allow_${"merge_commit" | "squash_merge" | "rebase_merge"}`, boolean>>,
   rules: readonly Rule[],
-  protectionChecks: readonly (string | RequiredCheck)[],
+  protection: Protection | readonly (string | RequiredCheck)[],
 ): BranchPolicy {
+  const { checks: protectionChecks, strict: protectionStrict = false } =
+    "checks" in protection ? protection : { checks: protection };
   const allowed: Record<MergeMethod, boolean> = {
     // A field GitHub leaves out (a token that may not see it) is taken as allowed: a refusal says otherwise.
     merge: repository.allow_merge_commit !== false,
@@ -93,11 +125,24 @@ export function policyOf(
   const checkApps: Record<string, number> = {};
   for (const c of checks) if (typeof c.app_id === "number" && c.app_id > 0) checkApps[c.context] = c.app_id;
   const mergeQueue = rules.some((r) => r.type === "merge_queue");
+  const strictChecks =
+    (protectionStrict && protectionChecks.length > 0) ||
+    rules.some(
+      (r) =>
+        r.type === "required_status_checks" && r.parameters?.strict_required_status_checks_policy === true,
+    );
+  // A fast-forward brings the branch's merge commits: only where the repository allows merge commits.
+  const directUpdate =
+    methods.includes("merge") &&
+    protectionChecks.length === 0 &&
+    rules.every((r) => DIRECT_UPDATE_RULES.has(r.type));
   return {
     methods,
     linearHistory,
     requiredChecks,
     allowed,
+    directUpdate,
+    strictChecks,
     ...(Object.keys(checkApps).length > 0 ? { checkApps } : {}),
     ...(mergeQueue ? { mergeQueue } : {}),
   };
@@ -141,16 +186,18 @@ export async function readBranchPolicy(
       .then((data) => data as Rule[])
       .catch(tolerate<Rule[]>([])),
     !withProtection
-      ? Promise.resolve([] as (string | RequiredCheck)[])
+      ? Promise.resolve<Protection>({ checks: [] })
       : octokit.rest.repos
           .getBranch({ owner, repo, branch })
-          .then((r) => {
-            const checks = r.data.protection?.required_status_checks;
-            if (!checks || checks.enforcement_level === "off") return [];
+          .then((r): Protection => {
+            const checks = r.data.protection?.required_status_checks as
+              | { enforcement_level?: string; contexts: string[]; checks?: RequiredCheck[]; strict?: boolean }
+              | undefined;
+            if (!checks || checks.enforcement_level === "off") return { checks: [] };
             // `checks` names the app each is bound to; `contexts` (deprecated) only the names.
-            return (checks.checks as RequiredCheck[] | undefined) ?? checks.contexts ?? [];
+            return { checks: checks.checks ?? checks.contexts ?? [], strict: checks.strict === true };
           })
-          .catch(tolerate<(string | RequiredCheck)[]>([])),
+          .catch(tolerate<Protection>({ checks: [] })),
   ]);
   return policyOf(repoData, rules, protection);
 }

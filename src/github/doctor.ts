@@ -77,6 +77,13 @@ export function findings(facts: RepoFacts): string[] {
         `${branch} requires a merge queue, and no CI workflow runs on \`merge_group\`, so its required checks never report on a merge group: add \`merge_group:\` to the \`on:\` of your CI workflow (docs/github.md, Merge queues)`,
       );
   }
+  // Where agentrelay cannot land by a fast-forward GitHub refuses once the target moved, only strict
+  // checks or a merge queue make GitHub refuse to merge what the target's move left unverified.
+  const target = facts.defaultPolicy;
+  if (!target.directUpdate && !target.strictChecks && !target.mergeQueue && target.methods.length > 0)
+    out.push(
+      `the rules of ${facts.defaultBranch} keep agentrelay from updating it itself, and nothing there refuses to merge a PR once ${facts.defaultBranch} moved after its verification (no strict required check, no merge queue), so a push to ${facts.defaultBranch} between the check and the merge lands a combination nobody verified (agentrelay says so right after): turn on "Require branches to be up to date before merging" for a required check of ${facts.defaultBranch}, or require a merge queue (docs/runs.md, When the target moves)`,
+    );
   if (facts.integrationPolicy.linearHistory)
     out.push(
       `a rule requires linear history on ${integration}: integration branches are brought up to date, and conflicts resolved, with merge commits, which it refuses: exempt \`agentrelay/**\` from the rule`,

@@ -310,15 +310,14 @@ class GitHubHost implements RunHost<HostedRun> {
     for (const fact of round.changed)
       if (fact.type === "job_succeeded" || fact.type === "job_failed" || fact.type === "job_lost")
         verdicts.set(fact.task, fact.attempt);
-    for (const [task, attempt] of verdicts)
-      await taskCheckRun(this.ctx, run, task, attempt, engine.plan.graph);
+    for (const [task, attempt] of verdicts) await taskCheckRun(this.ctx, run, task, attempt, engine.plan);
     for (const task of this.keepWaits(run))
       await taskCheckRun(
         this.ctx,
         run,
         task,
         run.tasks[task]!.attempt,
-        engine.plan.graph,
+        engine.plan,
         github.waits![`task:${task}`]!.line,
       );
     this.resolved = round.changed.filter((fact) => fact.type === "resolution_finished");

@@ -13,11 +13,12 @@ import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts"
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, repositoryFullName, taskBranch } from "../graph/model.ts";
 import { isAttemptRun } from "./attempt-runs.ts";
-import { jobUrl, messageOf, type RepoContext, statusOf } from "./client.ts";
+import { jobUrl, messageOf, type RepoContext, repoPage, statusOf } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
-import { type Merged, Merges, type Wait, waitKey } from "./merges.ts";
+import { lostRepositoryWait, type Merged, Merges, repositoryWaitKey, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
+import { fastForward, targetMoved } from "./fast-forward.ts";
 import { openPr } from "./open-pr.ts";
 import { startChecksOfRetry } from "./retry-checks.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
@@ -41,7 +42,9 @@ export class GitHubEffects {
   /** Another repository's default branch, where its task workflow runs from (read once). */
   private defaultBranch: string | null = null;
   /** Why the installation cannot reach this repository (null: it can; undefined: not read yet). */
-  private lost: string | null | undefined;
+  private lost: Wait | null | undefined;
+  /** The graph's repository (`OWNER/NAME`), where the run lives, for the effects of another one. */
+  private runRepository: string | null = null;
   /** Look for a PR before opening it: a held report comes again, and a refused create costs a write. */
   lookBeforeOpening = false;
 
@@ -75,6 +78,7 @@ export class GitHubEffects {
     if (!effects) {
       const [owner, repo] = fullName.split("/") as [string, string];
       effects = new GitHubEffects({ ...this.ctx, owner, repo }, this.waits, false);
+      effects.runRepository = `${this.ctx.owner}/${this.ctx.repo}`;
       this.elsewhere.set(fullName.toLowerCase(), effects);
     }
     effects.lookBeforeOpening = this.lookBeforeOpening;
@@ -89,6 +93,7 @@ export class GitHubEffects {
    */
   private async reachable(run: HostedRun): Promise<boolean> {
     if (this.own) return true;
+    const fullName = `${this.ctx.owner}/${this.ctx.repo}`;
     if (this.lost === undefined) {
       try {
         this.defaultBranch = (await this.ctx.octokit.rest.repos.get(this.repo)).data.default_branch;
@@ -96,15 +101,12 @@ export class GitHubEffects {
       } catch (error) {
         const status = statusOf(error);
         if (status !== 404 && status !== 403) throw error;
-        this.lost = `${this.ctx.owner}/${this.ctx.repo}: the app can no longer reach it (GitHub answered ${status}): add it back to the app's installation; its work waits and goes on by itself`;
+        this.lost = lostRepositoryWait(fullName, status);
       }
     }
     let waits = this.waits.get(run.runKey);
     if (!waits) this.waits.set(run.runKey, (waits = new Map()));
-    waits.set(
-      `repository:${this.ctx.owner}/${this.ctx.repo}`,
-      this.lost ? { person: true, line: this.lost } : null,
-    );
+    waits.set(repositoryWaitKey(fullName), this.lost);
     return this.lost === null;
   }
 
@@ -147,7 +149,7 @@ export class GitHubEffects {
           taskBranch(graph, task.id),
           integrationBranch(graph, task.workstreamId),
           taskPrTitle(task),
-          taskPrBody(engine.plan, run, task.id, (job) => jobUrl(this.ctx, job)),
+          taskPrBody(engine.plan, run, task.id, (job) => jobUrl(this.ctx, job), this.runUrl(run)),
           this.lookBeforeOpening,
         );
         this.waited(run, { task: task.id }, opened);
@@ -190,7 +192,7 @@ export class GitHubEffects {
           head,
           ws.mergeTargetBranch,
           integrationPrTitle(ws.id),
-          integrationPrBody(engine.plan, run, ws.id),
+          integrationPrBody(engine.plan, run, ws.id, undefined, this.runRepository && this.runUrl(run)),
           this.lookBeforeOpening,
         );
         // GitHub refuses a PR with nothing in it: the target already has the workstream's work (a person
@@ -209,22 +211,40 @@ export class GitHubEffects {
       case "merge_integration_pr": {
         const target = engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch;
         const { verified } = effect;
-        if (verified) {
-          // The tree that lands must be the one verified: the target where it was (the merge API pins
-          // only the head, with `sha`). A merge landing between this read and the merge is GitHub's
-          // 405 "Base branch was modified", asked again, which then finds the target moved.
-          const moved = await this.targetMoved(target, verified.base);
-          if (moved)
-            return [{ type: "integration_unverified", workstream: effect.workstream, reason: moved, at }];
-        }
-        const merged = await this.merges.merge(
-          effect.pr,
-          `Integrate workstream ${effect.workstream}`,
-          target,
+        const [branch, title] = [
           integrationBranch(graph, effect.workstream),
-          verified?.head,
-        );
+          `Integrate workstream ${effect.workstream}`,
+        ];
+        const again = (reason: string): EngineEvent[] => [
+          { type: "integration_unverified", workstream: effect.workstream, reason, at },
+        ];
+        // The tree that lands must be the one verified: the target where it was. Where the app may move
+        // the target, a fast-forward that GitHub refuses once it moved lands it (fast-forward.ts).
+        const moved = verified && (await targetMoved(this.ctx, target, verified.base));
+        if (moved) return again(moved);
+        const landing =
+          verified && (await this.merges.policy(target)).directUpdate
+            ? await fastForward(this.ctx, target, branch, verified, title)
+            : null;
+        if (landing && "landed" in landing) {
+          this.waited(run, { workstream: effect.workstream }, "merged");
+          this.merges.mergedInto.set(target, landing.landed);
+          return [
+            { type: "integration_pr_merged", workstream: effect.workstream, at, commit: landing.landed },
+          ];
+        }
+        if (landing && "moved" in landing) return again(landing.moved);
+        if (landing)
+          this.ctx.log(`${target} not fast-forwarded to ${branch} (${landing.refused}): merging its PR`);
+        const merged = await this.merges.merge(effect.pr, title, target, branch, verified?.head);
         this.waited(run, { workstream: effect.workstream }, merged);
+        // A merge GitHub refused (strict required checks: the head is no longer up to date; the base
+        // modified during the merge) because the target moved since the check: verified again.
+        const refusedMoved =
+          verified &&
+          (merged === "base_moved" || (typeof merged === "object" && "wait" in merged)) &&
+          (await targetMoved(this.ctx, target, verified.base));
+        if (refusedMoved) return again(refusedMoved);
         if (merged === "merged") {
           const landed = this.merges.mergedInto.get(target);
           // Never silently: a target that moved between the check and the merge is said, at once.
@@ -243,15 +263,7 @@ export class GitHubEffects {
             },
           ];
         }
-        if (merged === "moved")
-          return [
-            {
-              type: "integration_unverified",
-              workstream: effect.workstream,
-              reason: "its branch moved since it was verified",
-              at,
-            },
-          ];
+        if (merged === "moved") return again("its branch moved since it was verified");
         if (
           typeof merged === "object" &&
           "failedOn" in merged &&
@@ -283,6 +295,13 @@ export class GitHubEffects {
       default:
         throw new Error(`effect '${effect.type}' is not repeatable`);
     }
+  }
+
+  /** The run's tracking issue, in the graph's repository (which may not be this one). */
+  private runUrl(run: HostedRun): string | null {
+    const [owner = "", repo = ""] = (this.runRepository ?? `${this.ctx.owner}/${this.ctx.repo}`).split("/");
+    const issue = run.github.trackingIssue;
+    return issue === null ? null : repoPage({ owner, repo }, `issues/${issue}`);
   }
 
   /** Starts the attempt's job: a workflow_dispatch of the task workflow with opaque inputs only. */
@@ -337,6 +356,8 @@ export class GitHubEffects {
     attempt: number,
     stateVersion: string,
   ): Promise<{ job: string | null } | { reason: string }> {
+    // A repository the installation lost: the dispatch waits (one line), the reconciler makes it again.
+    if (!(await this.reachable(run))) return { job: null };
     const credential = engine.plan.graph.settings.anthropicCredential ?? "";
     if (credential && !SECRET_NAME.test(credential))
       return {
@@ -349,6 +370,8 @@ export class GitHubEffects {
       "state-version": stateVersion,
       credential,
     };
+    // A job in a workstream's repository finds its run in the graph's (the workflow's input).
+    if (this.runRepository) inputs["run-repository"] = this.runRepository;
     // Without an app to mint the attempt's token, the task workflow runs the job of the task's tier,
     // whose GITHUB_TOKEN holds that tier's permissions (the job checks the tier against the graph).
     if (this.ctx.config.workflow) inputs.tier = tierOfInput(engine.plan, task);
@@ -464,12 +487,6 @@ export class GitHubEffects {
         ws.integration === "merged" && engine.plan.workstreams.get(id)?.mergeTargetBranch === base,
     );
     return mergedIntoBase ? null : run.source.commit;
-  }
-
-  /** Why the target is no longer the commit a branch was verified with, or null. */
-  private async targetMoved(target: string, base: string): Promise<string | null> {
-    const { data } = await this.ctx.octokit.rest.git.getRef({ ...this.repo, ref: `heads/${target}` });
-    return data.object.sha === base ? null : `${target} moved since it was verified`;
   }
 
   /** Records the wait an effect's answer says, or that its subject waits no more. */

@@ -33,16 +33,36 @@ export interface Wait {
   person: boolean;
 }
 
+/** The key of the wait of a repository the installation cannot reach (`OWNER/NAME`). */
+export const repositoryWaitKey = (fullName: string): string => `repository:${fullName}`;
+
+/**
+ * A repository the app's installation no longer reaches (GitHub answered `status`): what waits there
+ * waits for a person to add it back, and goes on by itself once they have.
+ */
+export const lostRepositoryWait = (fullName: string, status: number | undefined): Wait => ({
+  person: true,
+  line: `${fullName}: the app can no longer reach it (GitHub answered ${status}): add it back to the app's installation; its work waits and goes on by itself`,
+});
+
 /** The key of a task's or a workstream's wait. */
 export const waitKey = (subject: { task: string } | { workstream: string }): string =>
   "task" in subject ? `task:${subject.task}` : `workstream:${subject.workstream}`;
 
 /**
  * What a merge came to. `moved`: the PR's head is no longer the `sha` the merge was pinned to.
- * `failedOn`: a required check failed on that head commit (with `reason`, the task's failure).
+ * `base_moved`: a merge pinned to a verified head found the base modified (not asked again: what
+ * would merge is no longer what was verified). `failedOn`: a required check failed on that head
+ * commit (with `reason`, the task's failure).
  */
 export type Merged =
-  "merged" | "closed" | "conflicted" | "moved" | { reason: string; failedOn?: string } | { wait: Wait };
+  | "merged"
+  | "closed"
+  | "conflicted"
+  | "moved"
+  | "base_moved"
+  | { reason: string; failedOn?: string }
+  | { wait: Wait };
 
 export const oneLine = (text: string): string => text.replace(/\s*\n+\s*/g, " ").trim();
 
@@ -114,7 +134,7 @@ export class Merges {
   }
 
   /** The policy of the branch merged into (read once per handler; the repository's settings once). */
-  private policy(base: string): Promise<BranchPolicy> {
+  policy(base: string): Promise<BranchPolicy> {
     let policy = this.policies.get(base);
     if (!policy) {
       policy = readBranchPolicy(this.ctx.octokit, this.ctx.owner, this.ctx.repo, base, {
@@ -192,7 +212,9 @@ export class Merges {
         if (status !== 405 && status !== 409) throw error;
         const message = messageOf(error);
         if (MERGE_QUEUE.test(message)) return this.enqueue(pr, base);
-        // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked.
+        // Another merge landed on the base meanwhile: GitHub asks for the merge again, so it is asked,
+        // unless the merge is of a verified head, which was verified with the base as it was.
+        if (BASE_MOVED.test(message) && sha) return "base_moved";
         if (BASE_MOVED.test(message) && tries < MERGE_TRIES) {
           await new Promise((done) => setTimeout(done, ASK_AGAIN_MS * tries));
           continue;
@@ -279,6 +301,16 @@ export class Merges {
   private async enqueue(pr: PullRequest, base: string): Promise<Merged> {
     const { data } = await this.ctx.octokit.rest.pulls.get({ ...this.repo, pull_number: pr.number });
     if (data.merged) return "merged";
+    const removed = await this.removedFromQueue(data.node_id);
+    if (removed !== null) {
+      // Enqueued again as it is, it would be removed again, forever: a group that failed its checks is
+      // a failed required check (repaired, or failing the workstream), a conflict a conflict.
+      if (/conflict/i.test(removed)) return "conflicted";
+      const line = `the merge queue removed #${pr.number}: ${removed || "no reason given"}`;
+      return /check/i.test(removed)
+        ? { reason: line, failedOn: data.head.sha }
+        : { wait: { person: true, line: `${line}; add it to the queue again yourself once it can land` } };
+    }
     try {
       await this.ctx.octokit.graphql(
         `mutation($input: EnqueuePullRequestInput!) { enqueuePullRequest(input: $input) { mergeQueueEntry { position } } }`,
@@ -301,6 +333,23 @@ export class Merges {
         line: `#${pr.number} is in ${base}'s merge queue: its merge_group checks decide`,
       },
     };
+  }
+
+  /**
+   * Why the merge queue removed the PR, when nothing was pushed to it since (its timeline's last
+   * removal or commit: https://docs.github.com/en/graphql/reference/objects#removedfrommergequeueevent;
+   * GitHub removes a PR whose group "failed required status checks or conflicts with the base
+   * branch", and its timeline shows why: managing-a-merge-queue#failing-ci); null otherwise.
+   */
+  private async removedFromQueue(id: string): Promise<string | null> {
+    const answer = await this.ctx.octokit.graphql<{
+      node: { timelineItems: { nodes: { __typename: string; reason?: string | null }[] } } | null;
+    }>(
+      `query($id: ID!) { node(id: $id) { ... on PullRequest { timelineItems(last: 1, itemTypes: [REMOVED_FROM_MERGE_QUEUE_EVENT, PULL_REQUEST_COMMIT, HEAD_REF_FORCE_PUSHED_EVENT]) { nodes { __typename ... on RemovedFromMergeQueueEvent { reason } } } } } }`,
+      { id },
+    );
+    const last = answer.node?.timelineItems.nodes.at(-1);
+    return last?.__typename === "RemovedFromMergeQueueEvent" ? (last.reason ?? "") : null;
   }
 
   /**

@@ -10,7 +10,8 @@ import type { Engine } from "../engine/engine.ts";
 import type { EngineEvent, RunState } from "../engine/types.ts";
 import type { Graph } from "../graph/model.ts";
 import { resolverOf, subjectOf } from "../plan/resolution.ts";
-import { resolutionInput } from "../protocol/resolution.ts";
+import type { Plan } from "../plan/model.ts";
+import { repositoryOfInput, resolutionInput } from "../protocol/resolution.ts";
 import { jobUrl, type RepoContext, repoPage } from "./client.ts";
 import { findings, readRepoFacts } from "./doctor.ts";
 import type { HostedRun } from "./hosted-run.ts";
@@ -30,7 +31,18 @@ export const GITHUB_TOKEN_NOTICE =
  * commit; and its notes, one line each: what GitHub makes the run wait for, what `agentrelay doctor`
  * found in the repository's settings when the run started, and what GITHUB_TOKEN cannot do.
  */
-const statusLinks = (ctx: RepoContext, run: HostedRun): StatusLinks => {
+/**
+ * The page of an attempt's job: in the repository whose task workflow ran it (its workstream's, for
+ * a graph that spans repositories; protocol/resolution.ts), else the graph's.
+ */
+export function attemptJobUrl(ctx: RepoContext, plan: Plan, input: string, job: string): string {
+  const elsewhere = repositoryOfInput(plan, input);
+  if (!elsewhere) return jobUrl(ctx, job);
+  const [owner, repo] = elsewhere.split("/") as [string, string];
+  return jobUrl({ owner, repo }, job);
+}
+
+const statusLinks = (ctx: RepoContext, run: HostedRun, plan: Plan): StatusLinks => {
   const notes = [
     ...Object.values(run.github.waits ?? {}).map(
       (w) => `${w.person ? "**Waiting for you**" : "Waiting"}: ${w.line}`,
@@ -40,7 +52,7 @@ const statusLinks = (ctx: RepoContext, run: HostedRun): StatusLinks => {
   ];
   return {
     trackingIssue: run.github.trackingIssue,
-    job: (job) => jobUrl(ctx, job),
+    job: (job, task) => (task ? attemptJobUrl(ctx, plan, task, job) : jobUrl(ctx, job)),
     graph: repoPage(ctx, `blob/${run.source.commit}/${run.source.path}`),
     ...(notes.length > 0 ? { notice: notes.map((n) => agentText(n, 1_000)).join("\n>\n> ") } : {}),
   };
@@ -69,7 +81,7 @@ export async function openTracking(ctx: RepoContext, run: HostedRun, engine: Eng
     const { data } = await ctx.octokit.rest.issues.createComment({
       ...repo,
       issue_number: run.github.trackingIssue,
-      body: statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run)),
+      body: statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run, engine.plan)),
     });
     run.github.statusComment = data.id;
   }
@@ -105,7 +117,7 @@ export async function mirrorStatus(ctx: RepoContext, run: HostedRun, engine: Eng
         owner: ctx.owner,
         repo: ctx.repo,
         issue_number: ws.pr!.number,
-        body: statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run)),
+        body: statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run, engine.plan)),
         ...priority("status"),
       }),
     );
@@ -116,7 +128,7 @@ export async function mirrorStatus(ctx: RepoContext, run: HostedRun, engine: Eng
 
 /** Edits the status comment on the tracking issue and on each open integration PR. */
 export async function editStatus(ctx: RepoContext, run: HostedRun, engine: Engine): Promise<void> {
-  const body = statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run));
+  const body = statusComment(engine.plan, run, ctx.now(), statusLinks(ctx, run, engine.plan));
   const ids = [
     run.github.statusComment,
     ...Object.entries(run.github.workstreamComments)
@@ -237,14 +249,14 @@ export async function taskCheckRun(
   run: HostedRun,
   task: string,
   n: number,
-  graph: Graph,
+  plan: Plan,
   /** What the task waits for that only a person can end, in one line. */
   waiting?: string,
 ): Promise<void> {
   const attempt = run.tasks[task]!.attempts[n - 1];
-  const job = attempt?.job ? jobUrl(ctx, attempt.job) : null;
+  const job = attempt?.job ? attemptJobUrl(ctx, plan, task, attempt.job) : null;
   // Without an app server (workflow mode), nothing receives the "Re-run" button's event.
-  const checked = taskCheckOutput(run, task, n, graph, job, waiting, {
+  const checked = taskCheckOutput(run, task, n, plan.graph, job, waiting, {
     rerun: !ctx.config.workflow,
     issue: run.github.trackingIssue,
   });
@@ -298,7 +310,7 @@ export async function resolutionCheckRun(
   const record = recordsOf(run, subject)?.[fact.n - 1];
   if (!record || (record.outcome !== "succeeded" && record.outcome !== "failed")) return;
   const { branch, target, gates } = resolverOf(engine.plan, subject);
-  const job = record.job ? jobUrl(ctx, record.job) : null;
+  const job = record.job ? attemptJobUrl(ctx, engine.plan, resolutionInput(subject), record.job) : null;
   const cost = `Cost ${usd(record.costMicros ?? 0)}${record.capMicros != null ? ` of its cap ${usd(record.capMicros)}` : ""} (run: ${spendLine(run, engine.plan.graph)}), ${plural(record.turns ?? 0, "turn")}.`;
   const because = record.reason ? `: ${agentText(record.reason, 1000)}` : "";
   const files = conflictOf(run, subject)?.files ?? [];

@@ -94,14 +94,17 @@ export function taskPrBody(
   state: RunState,
   taskId: string,
   jobUrl: (job: string) => string = () => "",
+  /** The run's tracking issue, where it is followed (in the graph's repository). */
+  runUrl: string | null = null,
 ): string {
   const task = plan.tasks.get(taskId)!;
   const t = state.tasks[taskId]!;
   const job = t.attempts[t.attempt - 1]?.job;
   const ranIn = job ? ` ([its job](${jobUrl(job)}))` : "";
+  const ofRun = runUrl ? `[${code(state.runKey)}](${runUrl})` : code(state.runKey);
   const lines = [
     `<!-- agentrelay:task run=${state.runKey} task=${taskId} -->`,
-    `Task ${code(taskId)} of run ${code(state.runKey)}, workstream ${code(task.workstreamId)}, attempt ${t.attempt}${ranIn}.`,
+    `Task ${code(taskId)} of run ${ofRun}, workstream ${code(task.workstreamId)}, attempt ${t.attempt}${ranIn}.`,
     "",
     `> ${describe(task).replace(/\n/g, "\n> ")}`,
     "",
@@ -151,13 +154,16 @@ export function integrationPrBody(
   state: RunState,
   workstream: string,
   budget = BODY_LIMIT - 1000,
+  /** The run's tracking issue (in the graph's repository, which may be another). */
+  runUrl: string | null = null,
 ): string {
   const ws = plan.workstreams.get(workstream)!;
   const ids = plan.tasksByWorkstream.get(workstream) ?? [];
+  const ofRun = runUrl ? ` of run [${code(state.runKey)}](${runUrl})` : "";
   const head = [
     `<!-- agentrelay:integration run=${state.runKey} workstream=${workstream} -->`,
     "## Summary",
-    `Integrates workstream ${code(workstream)} (${code(integrationBranch(state.graph, workstream))}) into ${code(ws.mergeTargetBranch)}.`,
+    `Integrates workstream ${code(workstream)}${ofRun} (${code(integrationBranch(state.graph, workstream))}) into ${code(ws.mergeTargetBranch)}.`,
     "",
     mergingNote(plan, state, workstream),
   ];

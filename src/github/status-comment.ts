@@ -26,7 +26,8 @@ export { named, waitingFor };
 export interface StatusLinks {
   trackingIssue?: number | null;
   /** The page of an attempt's Actions run. */
-  job?: (job: string) => string;
+  /** An attempt's job page (`task`: the attempt's task, whose repository ran it). */
+  job?: (job: string, task?: string) => string;
   /** The graph file at the run's commit: the full graph, when the chart is drawn by workstream. */
   graph?: string;
   /** What the orchestrator cannot do where it runs, and how to fix it (one line, shown under the commands). */
@@ -101,7 +102,7 @@ function taskCells(ctx: RowContext, id: string, workstream?: string): string[] {
   const pr = t.pr ? prLink(t.pr, ctx.plan) : "";
   const job = t.attempts.at(-1)?.job;
   const attempt =
-    t.attempt && job && ctx.links.job ? `[${t.attempt}](${ctx.links.job(job)})` : String(t.attempt || "");
+    t.attempt && job && ctx.links.job ? `[${t.attempt}](${ctx.links.job(job, id)})` : String(t.attempt || "");
   const concerns = t.concerns.length + t.opsConcerns.length;
   return [
     cellCode(id),

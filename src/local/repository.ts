@@ -15,15 +15,16 @@ export class LocalRunError extends Error {
 
 /**
  * `workstreams`: those that live in this clone (default: those in the graph's own repository);
- * `option`: how the clone was given, for the messages (`--repo NAME=` for another repository's).
+ * `option`: how the clone was given, for the messages (`--repo NAME=` for another repository's);
+ * `which`: what the person should point at another clone instead.
  */
 export async function checkRepository(
   repo: string,
   graph: Graph,
   workstreams = graph.workstreams.filter((w) => w.repository === undefined),
   option = "--repo ",
+  which = option.slice(0, -1),
 ): Promise<void> {
-  const which = option.slice(0, -1);
   if (!existsSync(repo) || !statSync(repo).isDirectory())
     throw new LocalRunError(`${option}${repo}: no such directory; point ${which} at a git repository`);
   const top = await gitRaw(repo, ["rev-parse", "--show-toplevel"]);

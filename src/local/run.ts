@@ -34,6 +34,8 @@ export interface LocalRunOptions {
   repo: string;
   /** Clones of the other repositories the graph names, by its name for each (`--repo NAME=PATH`). */
   repositories?: Record<string, string>;
+  /** `--repos FILE`: the clones of the rest, a YAML mapping of names to paths (local/repositories.ts). */
+  repositoriesFile?: string;
   /** The `agentrelay` entry that runs attempts (`attempt SPEC`) and the in-job commands. */
   entry: string;
   claudeBin: string;
@@ -90,7 +92,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const repo = resolve(options.repo);
   const { graph } = options;
   await checkRepository(repo, graph);
-  const elsewhere = await checkRepositories(graph, options.repositories ?? {});
+  const elsewhere = await checkRepositories(graph, options.repositories ?? {}, options.repositoriesFile);
   const store = new GitRefStateStore(repo, graph);
   // Worktrees and work directories live in <repo>/.agentrelay/<graph>/, excluded from git. (Not under
   // .git/: Claude Code protects .git directories and would not write there.)

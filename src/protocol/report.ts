@@ -14,6 +14,14 @@ export const attemptRequestSchema = z.object({
     .string()
     .regex(/^(?:(?:resolve-pr|(?:resolve|verify|repair)-integration)@)?[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/),
   attempt: z.number().int().positive(),
+  /**
+   * `OWNER/NAME` of the repository the run lives in (the graph's), when the job runs in another one:
+   * its workstream's. Absent: the job's own repository.
+   */
+  repository: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,38}\/[A-Za-z0-9._-]{1,100}$/)
+    .optional(),
 });
 export type AttemptRequest = z.infer<typeof attemptRequestSchema>;
 
@@ -120,6 +128,8 @@ export function toReport(request: AttemptRequest, result: AttemptReportResult): 
     run: request.run,
     task: request.task,
     attempt: request.attempt,
+    // Where the run lives, for a job in a workstream's repository: the app reads the run there.
+    ...(request.repository ? { repository: request.repository } : {}),
     result: Object.fromEntries(fields.map((key) => [key, result[key]])) as AttemptReportResult,
   };
 }

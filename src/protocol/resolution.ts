@@ -5,7 +5,7 @@
  * so no task is mistaken for one, and a workflow file written before resolutions runs them unchanged.
  */
 import type { EngineEvent } from "../engine/types.ts";
-import { integrationBranch } from "../graph/model.ts";
+import { integrationBranch, repositoryFullName } from "../graph/model.ts";
 import type { Plan } from "../plan/model.ts";
 import { type ResolutionSubject, resolverOf } from "../plan/resolution.ts";
 import type { TokenTier } from "../graph/schema.ts";
@@ -41,6 +41,19 @@ export function subjectOfInput(
     return plan.workstreams.has(workstream) ? { resolution: { workstream, kind } } : null;
   }
   return plan.tasks.has(input) ? { task: input } : null;
+}
+
+/**
+ * `OWNER/NAME` of the repository whose task workflow runs the attempt a `task` input names: its
+ * workstream's (graph `repository:`), or null for the graph's own. Only a job in that repository may
+ * take the attempt (app/routes.ts).
+ */
+export function repositoryOfInput(plan: Plan, input: string): string | null {
+  const subject = subjectOfInput(plan, input);
+  if (!subject) return null;
+  const workstream =
+    "task" in subject ? plan.tasks.get(subject.task)!.workstreamId : subject.resolution.workstream;
+  return repositoryFullName(plan.graph, plan.workstreams.get(workstream)?.repository ?? null);
 }
 
 /** The token tier an attempt named by a `task` input runs with: its task's, or its resolver's. */

@@ -21,7 +21,7 @@ export interface RunSource {
 /**
  * Parses a graph and checks a cyberian workflow's required params (a missing one names the param).
  * A run's graph may span repositories: where a run starts (a push, a command, the plan check),
- * requireOneRepository says whether it may here.
+ * requireOneRepository says whether it may in this mode.
  */
 export function parseRunGraph(source: Pick<RunSource, "path" | "text" | "params">): Graph {
   const graph = parseGraph(source.path, source.text);
@@ -30,12 +30,18 @@ export function parseRunGraph(source: Pick<RunSource, "path" | "text" | "params"
 }
 
 /**
- * On GitHub a run's workstreams all live in the graph's own repository for now: a graph that spans
- * repositories runs locally (`--repo NAME=PATH`), and is refused where a run would start (push.ts,
- * plan.ts) at its `repositories` key rather than run with every workstream in the wrong repository.
+ * With the app, a graph's workstreams may live in other repositories: access.ts checked that the
+ * installation covers each one, and each effect and task job acts in its workstream's repository.
+ * The orchestrator workflow (`workflow`, no app) keeps every workstream in the graph's repository for
+ * now: such a graph is refused where a run would start (push.ts, plan.ts) at its `repositories` key
+ * rather than run with every workstream in the wrong repository.
  */
-export function requireOneRepository(graph: Graph, source: Pick<RunSource, "path" | "text">): void {
-  if (!graph.repositories?.length) return;
+export function requireOneRepository(
+  graph: Graph,
+  source: Pick<RunSource, "path" | "text">,
+  mode: "app" | "workflow",
+): void {
+  if (!graph.repositories?.length || mode === "app") return;
   const line = source.text.split("\n").findIndex((l) => /^repositories\s*:/.test(l)) + 1;
   throw new GraphError([
     {
@@ -43,7 +49,7 @@ export function requireOneRepository(graph: Graph, source: Pick<RunSource, "path
       line: Math.max(line, 1),
       column: 1,
       path: "repositories",
-      message: `graphs that span repositories (${graph.repositories.map((r) => r.fullName).join(", ")}) run locally for now (agentrelay run ${source.path} --repo DIR --repo NAME=PATH); on GitHub keep every workstream in this repository`,
+      message: `graphs that span repositories (${graph.repositories.map((r) => r.fullName).join(", ")}) run with the agentrelay app installed on each of them (docs/github.md) or locally (agentrelay run ${source.path} --repo DIR --repo NAME=PATH); the orchestrator workflow keeps every workstream in this repository`,
     },
   ]);
 }

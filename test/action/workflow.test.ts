@@ -64,8 +64,19 @@ describe("the task workflow users install", () => {
       "task",
       "attempt",
       "state-version",
+      "run-repository",
       "credential",
     ]);
+    // The run's repository reaches the Action as its input only: no step's shell sees it.
+    const steps = (
+      workflow.jobs.task as unknown as { steps: { run?: string; with?: Record<string, string> }[] }
+    ).steps;
+    expect(steps.filter((s) => JSON.stringify(s).includes("inputs.run-repository"))).toEqual([
+      expect.objectContaining({
+        with: expect.objectContaining({ "run-repository": "${{ inputs.run-repository }}" }),
+      }),
+    ]);
+    expect(steps.every((s) => !s.run?.includes("run-repository"))).toBe(true);
     expect(workflow["run-name"]).toBe(
       "agentrelay ${{ inputs.run }} ${{ inputs.task }} attempt ${{ inputs.attempt }}",
     );
@@ -289,12 +300,29 @@ describe("workflow-only mode (init --no-app)", () => {
     expect(orchestrate!.with!.token).toBe("${{ steps.app.outputs.token || github.token }}");
   });
 
+  it("mints the app's token for the repositories AGENTRELAY_REPOSITORIES names, else for its own only", () => {
+    const schedule = load(read("templates/workflows/no-app/agentrelay-schedule.yml")) as typeof orchestrator;
+    for (const workflow of [orchestrator, schedule]) {
+      const [mint, orchestrate] = workflow.jobs.orchestrate.steps;
+      const minted = (vars: object) => {
+        const context = { github: { ...githubContext("push", {}), repository_owner: "octo" }, vars };
+        return [interpolate(mint!.with!.owner!, context), interpolate(mint!.with!.repositories!, context)];
+      };
+      // actions/create-github-app-token: "If owner and repositories are empty, access will be scoped to
+      // only the current repository"; with both, only the repositories named.
+      expect(minted({})).toEqual(["", ""]);
+      expect(minted({ AGENTRELAY_REPOSITORIES: "demo,api,web" })).toEqual(["octo", "demo,api,web"]);
+      // The orchestrator is told, to refuse a list that leaves out its own repository.
+      expect(orchestrate!.with!.repositories).toBe("${{ vars.AGENTRELAY_REPOSITORIES }}");
+    }
+  });
+
   it("the orchestrator's Action runs the bundled orchestrator", () => {
     const action = load(read("orchestrate/action.yml")) as {
       runs: { main: string };
       inputs: Record<string, unknown>;
     };
     expect(action.runs.main).toBe("../dist/orchestrate/index.js");
-    expect(Object.keys(action.inputs)).toEqual(["token", "app-slug", "task-workflow"]);
+    expect(Object.keys(action.inputs)).toEqual(["token", "app-slug", "repositories", "task-workflow"]);
   });
 });

@@ -19,7 +19,7 @@ async function pushed(
   h = await startApp(config, "nock", Infinity, repositories);
   await h.pushGraph(".workflow/api-client.yaml", graph);
   const check = h.gh.checkRuns.find((c) => c.name === "agentrelay / .workflow/api-client.yaml")!;
-  const annotations = (check.output?.annotations ?? []) as { start_line: number; message: string }[];
+  const annotations = (check?.output?.annotations ?? []) as { start_line: number; message: string }[];
   return { check, lines: annotations.map((a) => `${a.start_line}: ${a.message}`) };
 }
 
@@ -81,9 +81,30 @@ describe("access to a graph's repositories, checked at plan time", () => {
       { fullName: "octo/web", installation: 42 },
     ]);
     expect(lines.join("\n")).not.toMatch(/not installed|cannot reach/);
-    // Each was asked about once, with the installation's token.
-    expect(h!.github.get("octo/api").log(/^GET \/repos\/octo\/api$/)).toHaveLength(1);
-    expect(h!.github.get("octo/web").log(/^GET \/repos\/octo\/web$/)).toHaveLength(1);
+    // Each was asked about, with the installation's token, before anything was written there.
+    for (const name of ["octo/api", "octo/web"])
+      expect(h!.github.get(name).calls[0]).toMatchObject({ method: "GET", path: `/repos/${name}` });
+    // With the app, the run starts: the API's first job in octo/api, told where the run lives.
+    expect(h!.github.get("octo/api").dispatches.map((d) => d.inputs)).toEqual([
+      expect.objectContaining({ task: "add-endpoint", attempt: "1", "run-repository": "octo/demo" }),
+    ]);
+    expect(h!.gh.dispatches).toEqual([]);
+  });
+
+  it("refuses it in the orchestrator workflow, at its repositories key, with the fix", async () => {
+    const { check, lines } = await pushed(
+      [
+        { fullName: "octo/api", installation: 42 },
+        { fullName: "octo/web", installation: 42 },
+      ],
+      API_THEN_CLIENT,
+      { workflow: { token: "app" } },
+    );
+    expect(check.conclusion).toBe("failure");
+    expect(lines).toEqual([
+      expect.stringMatching(/^2: graphs that span repositories .* run with the agentrelay app/),
+    ]);
+    nothingWritten(h!);
   });
 
   it("says the same in a pull request's plan check, before the graph is merged", async () => {

@@ -79,4 +79,30 @@ describe("agentrelay doctor on graphs that span repositories", () => {
     );
     expect(code).toBe(1);
   });
+
+  it("without an app, says what the orchestrator's own token needs: the registered app, minted for each repository", async () => {
+    github.grant("github_pat_doctor", ["octo/demo", "octo/api", "octo/web"], "write");
+    const dir = checkout({ "api-client.yaml": API_THEN_CLIENT });
+    mkdirSync(join(dir, ".github/workflows"), { recursive: true });
+    writeFileSync(join(dir, ".github/workflows/agentrelay.yml"), "name: agentrelay\n");
+    const refused =
+      "octo/demo: .workflow/api-client.yaml: the orchestrator workflow does not run a graph that spans repositories yet: run it with the agentrelay app installed on each repository, or locally (agentrelay run FILE --repo DIR --repos FILE)";
+    const asGithubToken = await doctor(dir);
+    expect(asGithubToken.out).toMatch(
+      /^octo\/demo: \.workflow\/api-client\.yaml: octo\/web: the workflow's GITHUB_TOKEN reaches octo\/demo only: give the orchestrator a registered GitHub App's token/m,
+    );
+    expect(asGithubToken.out).toContain(refused);
+    const { variables } = github.first.settings;
+    variables.set("AGENTRELAY_APP_CLIENT_ID", "Iv23demo");
+    variables.set("AGENTRELAY_REPOSITORIES", "demo,api");
+    const { out, code } = await doctor(dir);
+    expect(out).toContain(
+      "octo/demo: .workflow/api-client.yaml: the orchestrator's app token is minted for demo,api (the variable AGENTRELAY_REPOSITORIES): set it to demo,api,web",
+    );
+    expect(out).not.toContain("GITHUB_TOKEN reaches");
+    expect(out).toContain(refused);
+    expect(code).toBe(1);
+    variables.set("AGENTRELAY_REPOSITORIES", "demo,api,web");
+    expect((await doctor(dir)).out).not.toContain("AGENTRELAY_REPOSITORIES");
+  });
 });

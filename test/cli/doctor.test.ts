@@ -8,6 +8,7 @@ import { join } from "node:path";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeGitHub } from "../../harness/fake-github.ts";
+import type { BranchRule } from "../../harness/fake-repo-settings.ts";
 import { main } from "../../src/cli/main.ts";
 import { withRepositoryTriggers } from "../../src/cli/commands/orchestrator-triggers.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
@@ -162,6 +163,11 @@ describe("agentrelay doctor", () => {
       /main requires a merge queue, and no CI workflow runs on `merge_group`, .*add `merge_group:` to the `on:` of your CI workflow/,
     ],
     [
+      "a ruleset that requires PRs into main, with no strict check and no merge queue",
+      (gh) => gh.settings.rules.push({ pattern: "~DEFAULT_BRANCH", source: "ruleset", pullRequest: true }),
+      /^octo\/demo: the rules of main keep agentrelay from updating it itself, and nothing there refuses to merge a PR once main moved after its verification \(no strict required check, no merge queue\), so a push to main between the check and the merge lands a combination nobody verified \(agentrelay says so right after\): turn on "Require branches to be up to date before merging" for a required check of main, or require a merge queue \(docs\/runs.md, When the target moves\)$/m,
+    ],
+    [
       "the Actions PR setting off in an organisation, where its policy greys it out",
       (gh) => {
         gh.settings.organization = true;
@@ -227,6 +233,18 @@ describe("agentrelay doctor", () => {
     expect(out).not.toContain("nothing found");
     for (const l of out.trim().split("\n")) expect(l).toMatch(/^octo\/demo: /);
     expect(code).toBe(1);
+  });
+
+  it("says nothing of a moved target where main requires strict checks, or lets agentrelay update it", async () => {
+    for (const rule of [
+      { pattern: "main", source: "ruleset", pullRequest: true, requiredChecks: ["test"], strict: true },
+      { pattern: "main", source: "ruleset", requiredChecks: ["test"], strict: true },
+    ] satisfies BranchRule[]) {
+      gh.settings.rules.push(rule);
+      expect((await doctor()).out).not.toMatch(/nobody verified/);
+      gh.settings.rules.pop();
+    }
+    expect((await doctor()).out).not.toMatch(/nobody verified/);
   });
 
   it("matches required checks as GitHub names them: a matrix job's values, a reusable workflow's caller / callee", async () => {

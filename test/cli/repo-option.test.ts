@@ -1,3 +1,5 @@
+import { writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repoOptions, UsageError } from "../../src/cli/io.ts";
 import { agentrelay, graphFile } from "../support/cli.ts";
@@ -36,5 +38,19 @@ describe("--repo for a graph that spans repositories", () => {
     const twice = agentrelay("run", file, "--repo", own, "--repo", api, "--scripted-model");
     expect(twice.code).toBe(2);
     expect(twice.stderr).toContain("--repo NAME=PATH");
+  });
+
+  it("takes the other clones from --repos FILE, for run and clean, and names the file's line when one is wrong", async () => {
+    const [own, api] = await Promise.all([tempRepo(), tempRepo()]);
+    const file = graphFile(API_THEN_CLIENT);
+    const repos = join(dirname(file), "repos.yaml");
+    writeFileSync(repos, `api: ${api}\nweb: web-clone\n`);
+    for (const flags of [["run", "--scripted-model"], ["clean"]]) {
+      const result = agentrelay(...flags, file, "--repo", own, "--repos", repos);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `agentrelay: ${repos}:2:6: web: ${join(dirname(repos), "web-clone")}: no such directory; point web in ${repos} at a git repository\n`,
+      );
+    }
   });
 });

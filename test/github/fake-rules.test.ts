@@ -42,6 +42,49 @@ describe("the fake GitHub's repository settings", () => {
     ]);
   });
 
+  it("moves a branch by a ref update only by fast-forward, only where its rules allow a direct update; a PR whose head it reaches is merged", () => {
+    const gh = new FakeGitHub();
+    const n = pullWith(gh, { "a.txt": "a\n" });
+    const head = gh.branches.get("feature")!;
+    const update = (sha: string) => gh.handle("PATCH", `${repo}/git/refs/heads/main`, { sha, force: false });
+    gh.settings.rules.push({ pattern: "main", source: "ruleset", pullRequest: true });
+    expect(update(head)[1]).toEqual({
+      message: "Repository rule violations found\n\nChanges must be made through a pull request.",
+    });
+    gh.settings.rules.splice(0, 1, { pattern: "main", source: "protection", requiredChecks: ["ci"] });
+    expect(update(head)[1]).toEqual({
+      message:
+        'Protected branch update failed for refs/heads/main.\n\nRequired status check "ci" is expected.',
+    });
+    // A commit the required checks passed on may be pushed directly.
+    gh.setCheck(head, "ci", "success");
+    const side = gh.commit("main", { "b.txt": "b\n" }, "someone");
+    expect(update(head)).toEqual([422, { message: "Update is not a fast forward" }, expect.anything()]);
+    expect(gh.pulls.find((p) => p.number === n)!.merged).toBe(false);
+    gh.branches.set("main", gh.store.log(head)[0]!.parents[0]!);
+    expect(update(head)[0]).toBe(200);
+    expect(gh.pulls.find((p) => p.number === n)).toMatchObject({ merged: true, state: "closed" });
+    expect(side).not.toBe(gh.branches.get("main"));
+  });
+
+  it("refuses a PR whose head is behind its base where the required checks are strict", () => {
+    const gh = new FakeGitHub();
+    gh.settings.rules.push({ pattern: "main", source: "ruleset", requiredChecks: ["ci"], strict: true });
+    const n = pullWith(gh, { "a.txt": "a\n" });
+    gh.setCheck(gh.branches.get("feature")!, "ci", "success");
+    gh.commit("main", { "b.txt": "b\n" }, "someone");
+    const merge = () => gh.handle("PUT", `${repo}/pulls/${n}/merge`, { merge_method: "merge" });
+    expect(merge()).toEqual([405, { message: 'Required status check "ci" is expected.' }, expect.anything()]);
+    expect(gh.handle("GET", `${repo}/rules/branches/main`, undefined)[1]).toEqual([
+      expect.objectContaining({
+        type: "required_status_checks",
+        parameters: expect.objectContaining({ strict_required_status_checks_policy: true }),
+      }),
+    ]);
+    gh.settings.rules[0]!.strict = false;
+    expect(merge()[0]).toBe(200);
+  });
+
   it("merges only once the required checks passed on the head, from rulesets and branch protection alike", () => {
     const gh = new FakeGitHub();
     gh.settings.rules.push({ pattern: "main", source: "protection", requiredChecks: ["ci"] });

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mergeGroups, settle } from "../../harness/fake-merge-queue.ts";
 import { createEngine } from "../../src/engine/engine.ts";
 import { graphOf } from "../support/graphs.ts";
-import { integrationPrOnFake } from "../support/integration-pr.ts";
+import { INTEGRATION_BRANCH, integrationPrOnFake } from "../support/integration-pr.ts";
 
 beforeEach(() => nock.disableNetConnect());
 afterEach(() => {
@@ -47,12 +47,45 @@ describe("an integration PR into a branch that requires a merge queue", () => {
     );
   });
 
-  it("stays open when its merge group's checks fail", async () => {
+  it("stays open when its merge group's checks fail, and is not enqueued again as it is: the workstream fails", async () => {
     const { github, merge } = setup();
     const before = github.branches.get("main");
     await merge();
     settle(github, () => false);
     expect(github.pulls.find((p) => p.number === 9)).toMatchObject({ merged: false, state: "open" });
     expect(github.branches.get("main")).toBe(before);
+    // Enqueued again as it is, the queue would remove it again, forever (a run that never ends).
+    expect(await merge()).toEqual([
+      {
+        type: "integration_merge_failed",
+        workstream: "w",
+        reason: "the merge queue removed #9: failed status checks",
+        at: 0,
+      },
+    ]);
+    expect(mergeGroups(github)).toEqual([]);
+  });
+
+  it("where verification is on, a group that failed its checks is repaired; a new commit joins the queue again", async () => {
+    const verifying = createEngine(graphOf([{ id: "a", ws: "w" }], [{ id: "w", autoMerge: true }]));
+    const { github, merge } = integrationPrOnFake(verifying, {
+      prepare: (github) => github.settings.mergeQueue.add("main"),
+      verified: false,
+    });
+    await merge();
+    settle(github, () => false);
+    const head = github.branches.get(INTEGRATION_BRANCH)!;
+    expect(await merge()).toEqual([
+      {
+        type: "integration_checks_failed",
+        workstream: "w",
+        head,
+        output: "the merge queue removed #9: failed status checks",
+        at: 0,
+      },
+    ]);
+    github.commit(INTEGRATION_BRANCH, { "a.txt": "repaired\n" }, "repair");
+    expect(await merge()).toEqual([]);
+    expect(mergeGroups(github).map((g) => g.pull.number)).toEqual([9]);
   });
 });

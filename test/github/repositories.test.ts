@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeRepositories } from "../../harness/fake-repositories.ts";
 import { DEFAULT_CONFIG, type GitHubClient, type RepoContext } from "../../src/github/client.ts";
 import { RunDriver } from "../../src/github/driver.ts";
+import { reconcileRun } from "../../src/app/reconcile.ts";
 import { landedElsewhere } from "../../src/protocol/landed.ts";
 import { parseRunGraph } from "../../src/protocol/run-source.ts";
 import { API_THEN_CLIENT } from "../support/repositories.ts";
@@ -65,6 +66,8 @@ describe("a run across repositories on GitHub", () => {
     // The API's workstream and its first job are in octo/api; the run's state and issue in octo/demo.
     expect(api.branches.has("agentrelay/api-client/server/integration")).toBe(true);
     expect(api.dispatches.map((d) => d.inputs.task)).toEqual(["add-endpoint"]);
+    // Its job is told where the run lives (the task workflow's `run-repository` input).
+    expect(api.dispatches[0]!.inputs["run-repository"]).toBe("octo/demo");
     expect(demo.dispatches).toEqual([]);
     expect(web.dispatches).toEqual([]);
     expect(demo.branches.has("agentrelay-state/api-client")).toBe(true);
@@ -152,5 +155,57 @@ describe("a run across repositories on GitHub", () => {
     expect(statusBody()).not.toContain(line);
     state = demo.state(runKey) as unknown as typeof state;
     expect(state.outcome).toBeNull();
+  });
+  it("finds each job in its workstream's repository, and a dispatch into a lost repository waits, then is made again", async () => {
+    const [demo, api] = ["octo/demo", "octo/api"].map((r) => github.get(r)) as [
+      ReturnType<FakeRepositories["get"]>,
+      ReturnType<FakeRepositories["get"]>,
+    ];
+    const path = ".workflow/api-client.yaml";
+    const text = `max_task_attempts: 2\n${API_THEN_CLIENT}`;
+    const commit = demo.commit("main", { [path]: text });
+    const source = { path, commit, branch: "main", text };
+    let clock = Date.now();
+    const ctx = { ...(await appContext()), now: () => clock };
+    const { runKey } = await new RunDriver(ctx).startOrResume(source, parseRunGraph(source));
+    type State = { tasks: Record<string, { status: string; attempt: number; attempts: unknown[] }> };
+    const task = () => (demo.state(runKey) as unknown as State).tasks["add-endpoint"]!;
+
+    // Its job waits in octo/api's queue past the grace a job has to appear: the reconciler finds it
+    // there (not in octo/demo, where the run lives) and lets it be.
+    expect(api.dispatches).toHaveLength(1);
+    clock += 11 * 60_000;
+    await reconcileRun(new RunDriver(ctx), runKey);
+    expect(api.dispatches).toHaveLength(1);
+    expect(task()).toMatchObject({ status: "running", attempt: 1 });
+
+    // The job fails; before its retry is dispatched, a person takes octo/api out of the installation.
+    github.uninstall("octo/api");
+    await new RunDriver(ctx).drive(runKey, [
+      { type: "job_started", task: "add-endpoint", attempt: 1, at: clock },
+      { type: "job_failed", task: "add-endpoint", attempt: 1, reason: "the job failed", at: clock },
+    ]);
+    // The retry waits instead of failing for want of a repository.
+    expect(api.dispatches).toHaveLength(1);
+    expect(task()).toMatchObject({ status: "running", attempt: 2 });
+    const line =
+      "octo/api: the app can no longer reach it (GitHub answered 404): add it back to the app's installation; its work waits and goes on by itself";
+    const statusBody = () => demo.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+    // The reconciler's pass (its repository unreachable, it decides nothing about the job) says so.
+    clock += 11 * 60_000;
+    await reconcileRun(new RunDriver(ctx), runKey);
+    expect(task()).toMatchObject({ status: "running", attempt: 2 });
+    expect(statusBody()).toContain(`**Waiting for you**: ${line}`);
+
+    // Access is back: the reconciler sees no job for the dispatch and has it made again (the attempt
+    // that never started does not count); nothing lost.
+    github.install(42, "octo", ["octo/api"]);
+    await reconcileRun(new RunDriver(ctx), runKey);
+    expect(api.dispatches.map((d) => `${d.inputs.task} ${d.inputs.attempt}`)).toEqual([
+      "add-endpoint 1",
+      "add-endpoint 3",
+    ]);
+    expect(task().status).toBe("running");
+    expect(statusBody()).not.toContain(line);
   });
 });

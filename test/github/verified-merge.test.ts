@@ -5,6 +5,7 @@
  * are repaired, the repair told what they said.
  */
 import nock from "nock";
+import type { BranchRule } from "../../harness/fake-repo-settings.ts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/engine.ts";
 import { workstreamState } from "../../src/github/workstream-chart.ts";
@@ -44,16 +45,36 @@ describe("merging a verified integration PR", () => {
 });
 
 describe("a third party's push to the target between the check and the merge", () => {
-  it("is said at once: the run records that what landed is not the tree verified", async () => {
-    const { github, merge, octokit } = setup();
-    const before = github.branches.get("main")!;
-    // Someone pushes to main after agentrelay's last look at it, just before GitHub merges: GitHub's
-    // merge pins the head (`sha`), not the base, so it merges.
+  /** Commits to main as a third party does, right before the request `matches` reaches GitHub. */
+  const pushBefore = (
+    octokit: ReturnType<typeof setup>["octokit"],
+    github: ReturnType<typeof setup>["github"],
+    matches: (method: string, url: string) => boolean,
+  ) =>
     octokit.hook.before("request", (options) => {
-      if (options.method === "PUT" && String(options.url).endsWith("/merge"))
+      if (matches(options.method, String(options.url)))
         github.commit("main", { "b.txt": "a third party\n" }, "b");
     });
+
+  it("lands by a fast-forward GitHub refuses once main moved: verified again, nothing lands", async () => {
+    const { github, merge, octokit } = setup();
+    pushBefore(octokit, github, (method, url) => method === "PATCH" && url.includes("/git/refs/"));
+    expect(await merge()).toEqual([
+      { type: "integration_unverified", workstream: "w", reason: "main moved since it was verified", at: 0 },
+    ]);
+    expect(github.pulls.find((p) => p.number === 9)!.merged).toBe(false);
+    expect(github.store.log("main")[0]!.message).toBe("b");
+    expect(github.log(/PUT .*\/merge$/)).toEqual([]);
+  });
+
+  it("where a rule refuses the direct update, merges the PR, and says at once when main moved (the last net)", async () => {
+    const { github, merge, octokit } = setup();
+    github.settings.rules.push({ pattern: "main", source: "ruleset", pullRequest: true });
+    const before = github.branches.get("main")!;
+    // GitHub's merge pins the head (`sha`), not the base, so it merges.
+    pushBefore(octokit, github, (method, url) => method === "PUT" && url.endsWith("/merge"));
     const [fact] = await merge();
+    expect(github.log(/PATCH .*\/git\/refs/)).toEqual([]); // the ruleset says so: not even tried
     expect(github.pulls.find((p) => p.number === 9)!.merged).toBe(true);
     expect(fact).toMatchObject({ type: "integration_pr_merged", workstream: "w" });
     const landed = github.branches.get("main")!;
@@ -73,6 +94,60 @@ describe("a third party's push to the target between the check and the merge", (
       /^merged, unverified: main moved between the check and the merge: .*; run the gates on main$/,
     );
   });
+
+  it("where required checks are strict, GitHub refuses the merge: verified again, nothing lands", async () => {
+    const { github, merge, octokit } = setup();
+    github.settings.rules.push({ pattern: "main", source: "ruleset", requiredChecks: ["ci"], strict: true });
+    github.setCheck(github.branches.get(BRANCH)!, "ci", "success");
+    pushBefore(octokit, github, (method, url) => method === "PUT" && url.endsWith("/merge"));
+    expect(await merge()).toEqual([
+      { type: "integration_unverified", workstream: "w", reason: "main moved since it was verified", at: 0 },
+    ]);
+    expect(github.pulls.find((p) => p.number === 9)!.merged).toBe(false);
+  });
+
+  it('is not merged again after "Base branch was modified": verified again', async () => {
+    const { github, merge, octokit } = setup();
+    github.settings.rules.push({ pattern: "main", source: "ruleset", pullRequest: true });
+    github.baseMoves = 1;
+    pushBefore(octokit, github, (method, url) => method === "PUT" && url.endsWith("/merge"));
+    expect(await merge()).toEqual([
+      { type: "integration_unverified", workstream: "w", reason: "main moved since it was verified", at: 0 },
+    ]);
+    expect(github.log(/PUT .*\/merge$/)).toHaveLength(1);
+    expect(github.pulls.find((p) => p.number === 9)!.merged).toBe(false);
+  });
+});
+
+describe("landing a verified integration PR where the app may update the target", () => {
+  it("lands a merge commit of the verified pair by fast-forward, and GitHub marks the PR merged", async () => {
+    const { github, merge, verifiedNow } = setup();
+    const { base, head } = verifiedNow();
+    const [fact] = await merge();
+    const [landed] = github.store.log("main");
+    expect(landed).toMatchObject({ parents: [base, head], message: "Integrate workstream w" });
+    expect(fact).toEqual({ type: "integration_pr_merged", workstream: "w", commit: landed!.sha, at: 0 });
+    expect(github.store.files("main")).toEqual(github.store.files(head));
+    expect(github.pulls.find((p) => p.number === 9)).toMatchObject({ merged: true, state: "closed" });
+    expect(github.log(/PUT .*\/merge$/)).toEqual([]);
+  });
+
+  it.each([
+    ["branch protection that requires checks", { source: "protection", requiredChecks: ["ci"] }],
+    ["a ruleset that requires PRs, unreadable here", { source: "protection", pullRequest: true }],
+  ] satisfies [string, Omit<BranchRule, "pattern">][])(
+    "merges the PR instead where %s refuses the update",
+    async (_what, rule) => {
+      const { github, merge } = setup();
+      github.settings.rules.push({ pattern: "main", ...rule });
+      github.setCheck(github.branches.get(BRANCH)!, "ci", "success");
+      const [fact] = await merge();
+      expect(fact).toMatchObject({ type: "integration_pr_merged", workstream: "w" });
+      expect(github.calls.filter((c) => c.method === "PATCH").map((c) => c.status)).toEqual([422]);
+      expect(github.log(/PUT .*\/merge$/)).toHaveLength(1);
+      expect(github.store.log("main")[0]!.message).toBe("Integrate workstream w");
+    },
+  );
 });
 
 describe("a verification that left the target's merge to GitHub (a workflow file changed on it)", () => {

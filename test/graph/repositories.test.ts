@@ -178,13 +178,14 @@ describe("graphs that span repositories", () => {
     expect(single).toContain("| Workstream | From | Into |");
   });
 
-  it("is refused on GitHub for now, at its repositories key, with the way to run it locally", () => {
+  it("runs with the app, and is refused by the orchestrator workflow at its repositories key, with the fix", () => {
     const source = { path: ".workflow/api-client.yaml", text: API_THEN_CLIENT };
-    expect(() => requireOneRepository(parseRunGraph(source), source)).toThrow(
-      ".workflow/api-client.yaml:2:1: repositories: graphs that span repositories (octo/api, octo/web) run locally for now (agentrelay run .workflow/api-client.yaml --repo DIR --repo NAME=PATH); on GitHub keep every workstream in this repository",
+    expect(() => requireOneRepository(parseRunGraph(source), source, "app")).not.toThrow();
+    expect(() => requireOneRepository(parseRunGraph(source), source, "workflow")).toThrow(
+      ".workflow/api-client.yaml:2:1: repositories: graphs that span repositories (octo/api, octo/web) run with the agentrelay app installed on each of them (docs/github.md) or locally (agentrelay run .workflow/api-client.yaml --repo DIR --repo NAME=PATH); the orchestrator workflow keeps every workstream in this repository",
     );
     const single = `name: g\n${WS("  - id: a")}${TASKS("a")}`;
     const one = { path: "g.yaml", text: single };
-    expect(() => requireOneRepository(parseRunGraph(one), one)).not.toThrow();
+    expect(() => requireOneRepository(parseRunGraph(one), one, "workflow")).not.toThrow();
   });
 });

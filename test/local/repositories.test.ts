@@ -1,9 +1,11 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
 import { runReport } from "../../src/cli/run-report.ts";
 import { parseGraph } from "../../src/graph/load.ts";
+import { GraphError } from "../../src/graph/errors.ts";
 import { LocalRunError } from "../../src/local/repository.ts";
 import { runLocal } from "../../src/local/run.ts";
 import { demoAgent, manifestFor } from "../../src/scripted/demo-agent.ts";
@@ -120,8 +122,12 @@ describe("a local run of a graph that spans repositories", () => {
         details: join(workRoot, "tasks/use-endpoint/work/landed.json"),
       },
     ]);
-    // A new run archives the last one's branches in every clone and lands again, in order.
-    const again = await runLocal({ ...options, newRun: true });
+    // A new run archives the last one's branches in every clone and lands again, in order; its clones
+    // come from a `--repos FILE` this time, paths relative to the file's folder.
+    const file = join(own, "..", `repos-${basename(own)}.yaml`);
+    writeFileSync(file, `api: ${relative(dirname(file), api)}\nweb: ${web}\n`);
+    const { repositories: _, ...fromFile } = options;
+    const again = await runLocal({ ...fromFile, repositoriesFile: file, newRun: true });
     expect(again.state.outcome).toBe("succeeded");
     for (const [clone, ws] of [
       [api, "server"],
@@ -153,6 +159,51 @@ describe("a local run of a graph that spans repositories", () => {
     await expect(runLocal({ ...base, repositories: { api, web: own } })).rejects.toThrow(
       `workstream 'server' uses branch 'main', which ${api} does not have`,
     );
+    expect(await git(own, ["for-each-ref", "refs/agentrelay/"])).toBe("");
+  });
+
+  it("refuses a bad --repos file in one line naming the file, line and name, before anything is written", async () => {
+    const [own, api, web] = await Promise.all([tempRepo(), tempRepo(), tempRepo()]);
+    const base = scriptedRun(own, ".workflow/api-client.yaml", API_THEN_CLIENT, server.url);
+    const file = join(mkdtempSync(join(tmpdir(), "agentrelay-repos-")), "repos.yaml");
+    const refusal = async (text: string, given: Record<string, string> = {}) => {
+      writeFileSync(file, text);
+      const error = await runLocal({ ...base, repositories: given, repositoriesFile: file }).then(
+        () => null,
+        (e: Error) => e,
+      );
+      expect(error).toBeInstanceOf(Error);
+      expect(error!.message).not.toContain("\n");
+      return error!.message;
+    };
+    expect(await refusal(`api: ${api}\nweb: [${web}]\n`)).toBe(
+      `${file}:2:6: web: give the path of this repository's clone, as text`,
+    );
+    expect(await refusal(`- ${api}\n`)).toBe(
+      `${file}:1:1: the repositories file must be a mapping: each line \`NAME: PATH\`, a repository the graph names and its clone`,
+    );
+    expect(await refusal(`api: ${api}\nweb: ${web}\ncli: ${web}\n`)).toBe(
+      `${file}:3:6: cli: graph 'api-client' names no repository 'cli' (it names api, web); drop it or declare it under repositories`,
+    );
+    expect(await refusal(`api: ${api}\nweb: nowhere\n`)).toBe(
+      `${file}:2:6: web: ${join(dirname(file), "nowhere")}: no such directory; point web in ${file} at a git repository`,
+    );
+    expect(await refusal(`api: ${api}\n`)).toBe(
+      `graph 'api-client' has workstreams in octo/web ('web'): give its clone with --repo web=PATH or a line 'web: PATH' in ${file}`,
+    );
+    expect(await refusal(`api: ${api}\nweb: ${web}\n`, { web })).toBe(
+      `--repo web=${web}: ${file}:2:6: web gives 'web' too; give each repository one clone`,
+    );
+    expect(await refusal(`api: ${api}\nweb: ${web}\napi: ${web}\n`)).toBe(`${file}:3:1: duplicate key 'api'`);
+    await expect(
+      runLocal({ ...base, repositories: {}, repositoriesFile: join(dirname(file), "missing.yaml") }),
+    ).rejects.toThrow(
+      new LocalRunError(
+        `--repos ${join(dirname(file), "missing.yaml")}: no such file; give a YAML file with each line \`NAME: PATH\`, a repository the graph names and its clone`,
+      ),
+    );
+    writeFileSync(file, `api: ${api}\n7: ${web}\n`);
+    await expect(runLocal({ ...base, repositoriesFile: file })).rejects.toBeInstanceOf(GraphError);
     expect(await git(own, ["for-each-ref", "refs/agentrelay/"])).toBe("");
   });
 });

@@ -20,11 +20,12 @@ export async function cleanCommand(
   repoDir: string,
   repositories: Record<string, string>,
   io: Io,
+  repositoriesFile?: string,
 ): Promise<number> {
   const graph = loadGraphFile(file);
   const repo = resolve(repoDir);
   await checkRepository(repo, graph);
-  const elsewhere = await checkRepositories(graph, repositories);
+  const elsewhere = await checkRepositories(graph, repositories, repositoriesFile);
   const latest = await latestRunNumber(repo, graph.name);
   const stored =
     latest === null ? null : await new GitRefStateStore(repo, graph).load(`${graph.name}/${latest}`);

@@ -5,10 +5,11 @@
  * the repository the command runs in; the token is GITHUB_TOKEN, else GH_TOKEN, else the GitHub
  * CLI's (`gh auth token`). Exit 0 when nothing is found, 1 when something is (or it cannot read).
  */
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Octokit } from "@octokit/rest";
 import { loadGraphFile } from "../../graph/load.ts";
+import type { Graph } from "../../graph/model.ts";
 import { buildPlan } from "../../plan/plan.ts";
 import { unitGatesNote } from "../../plan/resolution.ts";
 import { MERGE_METHODS } from "../../github/branch-policy.ts";
@@ -191,6 +192,7 @@ export async function graphReach(
 ): Promise<{ notes: string[]; findings: string[] }> {
   const notes: string[] = [];
   const found: string[] = [];
+  let variables: Map<string, string> | null | undefined;
   for (const file of graphFiles(dir)) {
     let graph;
     try {
@@ -206,8 +208,85 @@ export async function graphReach(
         `.workflow/${file} spans repositories; the token reaches ${reached.map((r) => `${r.fullName}${r.access ? ` (${r.access})` : ""}`).join(", ")}`,
       );
     found.push(...reach.filter((r) => r.problem).map((r) => `.workflow/${file}: ${r.problem}`));
+    // Without an app, the orchestrator acts with its own token, whatever the person's token reaches.
+    if (existsSync(join(dir, ".github/workflows/agentrelay.yml"))) {
+      variables ??= await repositoryVariables(octokit, repository);
+      const said = await orchestratorReach(octokit, graph, repository, variables);
+      notes.push(...said.notes.map((n) => `.workflow/${file}: ${n}`));
+      found.push(...said.findings.map((f) => `.workflow/${file}: ${f}`));
+    }
   }
   return { notes, findings: found };
+}
+
+/** The repository's Actions variables by name, or null when the token may not read them. */
+async function repositoryVariables(
+  octokit: GitHubClient,
+  repository: string,
+): Promise<Map<string, string> | null> {
+  const [owner, repo] = repository.split("/") as [string, string];
+  try {
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/actions/variables", {
+      owner,
+      repo,
+      per_page: 30,
+    });
+    return new Map(
+      ((data as { variables?: { name: string; value: string }[] }).variables ?? []).map((v) => [
+        v.name,
+        v.value,
+      ]),
+    );
+  } catch (error) {
+    if (statusOf(error) === 403 || statusOf(error) === 404) return null;
+    throw error;
+  }
+}
+
+/**
+ * What the orchestrator workflow (no app) needs for a graph that spans repositories: a registered
+ * app's token (AGENTRELAY_APP_CLIENT_ID) minted for every repository the graph names (the variable
+ * AGENTRELAY_REPOSITORIES, which the workflow hands to actions/create-github-app-token); and that it
+ * does not run such a graph yet.
+ */
+async function orchestratorReach(
+  octokit: GitHubClient,
+  graph: Graph,
+  repository: string,
+  variables: Map<string, string> | null,
+): Promise<{ notes: string[]; findings: string[] }> {
+  const notes: string[] = [];
+  const findings: string[] = [];
+  const [owner, own] = repository.split("/") as [string, string];
+  if (variables === null)
+    notes.push(
+      "the token may not read this repository's Actions variables, so AGENTRELAY_APP_CLIENT_ID and AGENTRELAY_REPOSITORIES were not checked",
+    );
+  else if (!variables.has("AGENTRELAY_APP_CLIENT_ID"))
+    findings.push(
+      ...(await reachOfRepositories(octokit, graph, repository, "github_token")).map((r) => r.problem!),
+    );
+  else {
+    const minted = (variables.get("AGENTRELAY_REPOSITORIES") ?? "")
+      .split(/[\s,]+/)
+      .filter(Boolean)
+      .map((n) => n.toLowerCase());
+    const needed = [
+      own,
+      ...(graph.repositories ?? [])
+        .filter((r) => r.fullName.toLowerCase().startsWith(`${owner.toLowerCase()}/`))
+        .map((r) => r.fullName.split("/")[1]!),
+    ].filter((n, i, all) => all.findIndex((m) => m.toLowerCase() === n.toLowerCase()) === i);
+    const missing = needed.filter((n) => minted.length > 0 && !minted.includes(n.toLowerCase()));
+    if (minted.length === 0 || missing.length > 0)
+      findings.push(
+        `the orchestrator's app token is minted for ${minted.length ? minted.join(",") : "this repository only"} (the variable AGENTRELAY_REPOSITORIES): set it to ${[...new Set([...minted, ...needed.map((n) => n.toLowerCase())])].join(",")}`,
+      );
+  }
+  findings.push(
+    "the orchestrator workflow does not run a graph that spans repositories yet: run it with the agentrelay app installed on each repository, or locally (agentrelay run FILE --repo DIR --repos FILE)",
+  );
+  return { notes, findings };
 }
 
 /** The graph files under `.workflow/` of the checkout at `dir`, sorted (none when there is no folder). */
@@ -231,6 +310,8 @@ export function offlineFindings(workflows: WorkflowFile[], defaultBranch: string
     linearHistory: false,
     requiredChecks: [],
     allowed: { merge: true, squash: true, rebase: true },
+    directUpdate: true,
+    strictChecks: false,
   };
   return findings({
     defaultBranch,

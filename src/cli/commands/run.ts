@@ -20,6 +20,8 @@ export interface RunCommandOptions {
   repo: string;
   /** Clones of the other repositories the graph names (`--repo NAME=PATH`). */
   repositories?: Record<string, string>;
+  /** `--repos FILE`: the clones of the rest, a YAML mapping of names to paths. */
+  repositoriesFile?: string | undefined;
   scriptedModel: boolean;
   claude?: string | undefined;
   maxTurns?: number | undefined;
@@ -99,6 +101,7 @@ export async function runCommand(file: string, options: RunCommandOptions, io: I
       graphText,
       repo,
       ...(options.repositories ? { repositories: options.repositories } : {}),
+      ...(options.repositoriesFile ? { repositoriesFile: options.repositoriesFile } : {}),
       entry: join(packageRoot(), "bin/agentrelay.js"),
       claudeBin: claudeBinary(options.claude),
       claudeEnv,

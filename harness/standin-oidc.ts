@@ -1,0 +1,44 @@
+/**
+ * The stand-in's Actions OIDC provider: the tokens its task jobs present to the app, signed with a key
+ * of its own and published at its issuer's key set, with the claims GitHub gives a task job. The
+ * `repository` claim is the repository the job's workflow runs in (a workstream's repository for a
+ * graph that spans repositories), as GitHub sets it
+ * (https://docs.github.com/en/actions/security-for-github-actions/security-hardening-your-deployments/about-security-hardening-with-openid-connect#understanding-the-oidc-token).
+ */
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { DEFAULT_CONFIG } from "../src/github/client.ts";
+import type { Reply } from "./fake-reply.ts";
+
+export class JobIdentity {
+  private signingKey!: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
+  private jwks!: object;
+
+  async start(): Promise<void> {
+    const { publicKey, privateKey } = await generateKeyPair("RS256");
+    this.signingKey = privateKey;
+    this.jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] };
+  }
+
+  /**
+   * `/oidc/token?job=RUN_ID&audience=A[&repository=OWNER/NAME]` (the job's token request) and the
+   * issuer's key set; null for any other path.
+   */
+  async serve(url: URL, origin: string): Promise<Reply | null> {
+    if (url.pathname === "/oidc-issuer/.well-known/jwks") return [200, this.jwks];
+    if (url.pathname !== "/oidc/token") return null;
+    const repository = url.searchParams.get("repository") ?? "octo/demo";
+    const value = await new SignJWT({
+      repository,
+      run_id: url.searchParams.get("job")!,
+      event_name: "workflow_dispatch",
+      job_workflow_ref: `${repository}/.github/workflows/${DEFAULT_CONFIG.taskWorkflow}@refs/heads/main`,
+    })
+      .setProtectedHeader({ alg: "RS256", kid: "e2e" })
+      .setIssuer(`${origin}/oidc-issuer`)
+      .setAudience(url.searchParams.get("audience") ?? "")
+      .setIssuedAt()
+      .setExpirationTime("10m")
+      .sign(this.signingKey);
+    return [200, { value }];
+  }
+}
