@@ -71,6 +71,12 @@ export interface RepoContext {
 export const repoPage = (ctx: Pick<RepoContext, "owner" | "repo">, path: string): string =>
   `https://${process.env.GHE_HOST || "github.com"}/${ctx.owner}/${ctx.repo}/${path}`;
 
+/** The page of issue `issue` of the repository `OWNER/NAME` (null while there is none). */
+export function issueUrl(fullName: string, issue: number | null): string | null {
+  const [owner = "", repo = ""] = fullName.split("/");
+  return issue === null ? null : repoPage({ owner, repo }, `issues/${issue}`);
+}
+
 /** The page of an attempt's Actions run. */
 export const jobUrl = (ctx: Pick<RepoContext, "owner" | "repo">, job: string): string =>
   repoPage(ctx, `actions/runs/${job}`);

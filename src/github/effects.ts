@@ -13,7 +13,7 @@ import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts"
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, repositoryFullName, taskBranch } from "../graph/model.ts";
 import { isAttemptRun } from "./attempt-runs.ts";
-import { jobUrl, messageOf, type RepoContext, repoPage, statusOf } from "./client.ts";
+import { issueUrl, jobUrl, messageOf, type RepoContext, statusOf } from "./client.ts";
 import type { HostedRun } from "./hosted-run.ts";
 import { lostRepositoryWait, type Merged, Merges, repositoryWaitKey, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
@@ -298,11 +298,8 @@ export class GitHubEffects {
   }
 
   /** The run's tracking issue, in the graph's repository (which may not be this one). */
-  private runUrl(run: HostedRun): string | null {
-    const [owner = "", repo = ""] = (this.runRepository ?? `${this.ctx.owner}/${this.ctx.repo}`).split("/");
-    const issue = run.github.trackingIssue;
-    return issue === null ? null : repoPage({ owner, repo }, `issues/${issue}`);
-  }
+  private runUrl = (run: HostedRun) =>
+    issueUrl(this.runRepository ?? `${this.ctx.owner}/${this.ctx.repo}`, run.github.trackingIssue);
 
   /** Starts the attempt's job: a workflow_dispatch of the task workflow with opaque inputs only. */
   async dispatch(run: HostedRun, engine: Engine, task: string, attempt: number, stateVersion: string): Facts {
