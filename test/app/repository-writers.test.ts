@@ -132,6 +132,19 @@ describe("the other ways a run starts", () => {
     expect(h!.gh.state("api-client/1").appliedCommands ?? []).toEqual([]);
   });
 
+  it("a push the reconciler finds later (its webhook lost) has no known sender: refused until pushed again", async () => {
+    h = await startApp({}, "nock", Infinity, both({ alice: "write" }));
+    h.gh.commit("main", { [PATH]: API_THEN_CLIENT }); // its push never delivered
+    await h.reconcile();
+    const check = h.gh.checkRuns.find((c) => c.name === `agentrelay / ${PATH}`);
+    const annotations = (check?.output?.annotations ?? []) as { start_line: number; message: string }[];
+    expect(annotations.map((a) => `${a.start_line}: ${a.message}`)).toEqual([
+      "3: octo/api: who pushed this graph is not known (its push was not seen), so nothing is written there: have someone with write access to octo/api push the graph again",
+      "4: octo/web: who pushed this graph is not known (its push was not seen), so nothing is written there: have someone with write access to octo/web push the graph again",
+    ]);
+    nothingWritten(h);
+  });
+
   it("a pull request's plan check says it to whoever opened it, before it is merged", async () => {
     h = await startApp({}, "nock", Infinity, both({ alice: "read" }));
     const gh = h.gh;
