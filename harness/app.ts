@@ -54,19 +54,32 @@ export interface Harness {
  * `transport: "nock"` (tests) intercepts the app's HTTP calls with nock; `"fetch"` (benches) hands
  * the fake GitHub to Octokit as its fetch, so handler latency is measured without any network layer.
  */
+/**
+ * A repository besides the graph's: on an installation of the app (42 is the graph's) or none, and its
+ * collaborators' roles (alice, who pushes the graphs, may write to it unless a test says otherwise).
+ */
+export interface RepositorySpec {
+  fullName: string;
+  installation: number | null;
+  collaborators?: Record<string, string>;
+}
+
 export async function startApp(
   config: Partial<AppConfig> = {},
   transport: "nock" | "fetch" = "nock",
   /** How long the app's writes wait for GitHub's limits (simulated time; as long as needed by default). */
   maxWaitMs = Infinity,
   /** Repositories besides the graph's, each on an installation of the app (42 is the graph's) or none. */
-  repositories: { fullName: string; installation: number | null }[] = [],
+  repositories: RepositorySpec[] = [],
 ): Promise<Harness> {
   nock.disableNetConnect();
   nock.enableNetConnect("127.0.0.1");
   const gh = new FakeGitHub();
   const github = new FakeRepositories(gh);
-  for (const { fullName, installation } of repositories) github.add(fullName, installation);
+  for (const { fullName, installation, collaborators = { alice: "write" } } of repositories) {
+    github.add(fullName, installation);
+    for (const [login, role] of Object.entries(collaborators)) github.collaborator(fullName, login, role);
+  }
   // With one repository, tokens are answered as the one-repository fake answers them.
   if (transport === "nock") (repositories.length > 0 ? github : gh).mount();
   const { publicKey: jwtPublic, privateKey: jwtPrivate } = await generateKeyPair("RS256");

@@ -56,8 +56,16 @@ export function issueRoutes(gh: FakeGitHubState, route: AddRoute): void {
     gh.reactions.push({ comment: Number(m[1]), content: String(body.content) });
     return [201, { id: gh.newId() }];
   });
-  route("GET", "REPO\\/collaborators\\/([^/]+)\\/permission", (m) => [
-    200,
-    { permission: gh.permissions.get(m[1]!) ?? "read", user: { login: m[1] } },
-  ]);
+  // "Get repository permissions for a user": `permission` is the legacy base role (admin, write, read,
+  // none), "the maintain role is mapped to write and the triage role is mapped to read"; `role_name` is
+  // the role itself, custom roles included
+  // (https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user).
+  // `permissions` holds each login's role in this repository, however GitHub would reach it (directly,
+  // a team, the organization's base permission); a login it does not name reads.
+  route("GET", "REPO\\/collaborators\\/([^/]+)\\/permission", (m) => {
+    const role = gh.permissions.get(m[1]!) ?? "read";
+    const legacy: Record<string, string> = { maintain: "write", triage: "read" };
+    const permission = legacy[role] ?? role;
+    return [200, { permission, role_name: role === "none" ? "" : role, user: { login: m[1] } }];
+  });
 }

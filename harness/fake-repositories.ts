@@ -19,7 +19,10 @@
  *   accessible by integration", each endpoint needing the permission GitHub lists for it
  *   (https://docs.github.com/en/rest/authentication/permissions-required-for-github-apps);
  * - `GET /installation/repositories` lists the token's repositories
- *   (https://docs.github.com/en/rest/apps/installations#list-repositories-accessible-to-the-app-installation).
+ *   (https://docs.github.com/en/rest/apps/installations#list-repositories-accessible-to-the-app-installation);
+ * - each repository has its own collaborators, each with a role there (`collaborator`), answered by
+ *   "Get repository permissions for a user" with Metadata read
+ *   (https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user).
  *
  * A token it did not mint (a person's, a workflow's GITHUB_TOKEN) is answered as the one-repository
  * fake answers it. GraphQL is routed by its `owner` and `name` variables; a mutation naming a node id
@@ -143,6 +146,14 @@ export class FakeRepositories {
    */
   grant(token: string, repositories: string[], access: "read" | "write"): void {
     this.personal.set(token, { repositories: new Set(repositories.map(key)), access });
+  }
+
+  /**
+   * Gives `login` a role in `OWNER/NAME` ("admin", "maintain", "write", "triage", "read", or "none": not
+   * a collaborator), as "Get repository permissions for a user" will answer it there (fake-issue-routes).
+   */
+  collaborator(fullName: string, login: string, role: string): void {
+    this.get(fullName).permissions.set(login, role);
   }
 
   /** The fake of `OWNER/NAME`. */

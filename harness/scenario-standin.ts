@@ -15,6 +15,7 @@ import { mergeGroups, settle } from "./fake-merge-queue.ts";
 import type { Scenario } from "./scenario-file.ts";
 import { scenarioAgent, scenarioGraph } from "./scenario-graph.ts";
 import { dueBeforeMerge, judge, type ScenarioOutcome } from "./semantic-run.ts";
+import type { Agent } from "./claude.ts";
 import { type Standin, startStandin } from "./standin.ts";
 
 type Hook = NonNullable<Scenario["hooks"]>[number];
@@ -42,7 +43,8 @@ function checkPasses(scenario: Scenario, bare: string, sha: string): boolean {
 
 export async function runScenarioOnStandin(
   scenario: Scenario,
-  options: { verify: boolean },
+  /** `agent`: the real Claude Code CLI in the jobs unless told (the bench's runs are real ones). */
+  options: { verify: boolean; agent?: Agent },
 ): Promise<ScenarioOutcome> {
   const started = Date.now();
   const pending = [...(scenario.hooks ?? [])];
@@ -56,6 +58,7 @@ export async function runScenarioOnStandin(
   };
   const s = await startStandin({
     script: scenarioAgent([scenario]),
+    ...(options.agent ? { agent: options.agent } : {}),
     ...(scenario.gate_timeout_seconds ? { gateTimeoutSeconds: scenario.gate_timeout_seconds } : {}),
     // The moment between a verification and the landing it allowed: GitHub's merge call, or the
     // fast-forward of the target to a commit that holds an open PR's head.

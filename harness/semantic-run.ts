@@ -1,7 +1,8 @@
 /**
- * Runs a scenario (scenario-file.ts) locally, with the real Claude Code CLI against the scripted
- * model: a repository holding the scenario's files, its graph, its hooks (a third party committing to
- * the target at a chosen moment), and after the run the independent check of what the target took.
+ * Runs a scenario (scenario-file.ts) locally, with the real Claude Code CLI (or the tests' stand-in
+ * for it) against the scripted model: a repository holding the scenario's files, its graph, its
+ * hooks (a third party committing to the target at a chosen moment), and after the run the
+ * independent check of what the target took.
  * Shared by the local tests and `npm run bench:semantic` (whose stand-in half is scenario-standin.ts).
  */
 import { execFileSync } from "node:child_process";
@@ -14,7 +15,7 @@ import { parseGraph } from "../src/graph/load.ts";
 import { runLocal } from "../src/local/run.ts";
 import { buildPlan } from "../src/plan/plan.ts";
 import { unitGatesNote } from "../src/plan/resolution.ts";
-import { scriptedRun } from "./local-run.ts";
+import { type Agent, scriptedRun } from "./local-run.ts";
 import {
   brokenTrees,
   pristineTests,
@@ -117,7 +118,8 @@ export async function judge(
 export async function runScenarioLocally(
   scenario: Scenario,
   modelUrl: string,
-  options: { verify: boolean },
+  /** `agent`: the real Claude Code CLI unless told (the bench's runs are real ones). */
+  options: { verify: boolean; agent?: Agent },
 ): Promise<ScenarioOutcome> {
   const started = Date.now();
   const { repo, since } = await scenarioRepo(scenario);
@@ -129,7 +131,13 @@ export async function runScenarioLocally(
     }
   };
   const { state } = await runLocal({
-    ...scriptedRun(repo, ".workflow/g.yaml", scenarioGraph(scenario, options), modelUrl),
+    ...scriptedRun(
+      repo,
+      ".workflow/g.yaml",
+      scenarioGraph(scenario, options),
+      modelUrl,
+      options.agent ?? "claude-code",
+    ),
     attemptTimeoutMs: WAIT_MS,
     gateTimeoutMs: scenario.gate_timeout_seconds ? scenario.gate_timeout_seconds * 1000 : WAIT_MS,
     onState: (s) => fire(dueAfterMerge(scenario, pending, s)),

@@ -22,7 +22,7 @@ import { buildPlan } from "../src/plan/plan.ts";
 import { landedElsewhere } from "../src/protocol/landed.ts";
 import { parseRunGraph } from "../src/protocol/run-source.ts";
 import { graphOf, repository } from "./app.ts";
-import { CLAUDE_BIN } from "./claude.ts";
+import { type Agent, agentBin } from "./claude.ts";
 import type { FakeGitHub } from "./fake-github.ts";
 import type { FakeStep } from "./fake-state.ts";
 import { runnerStep } from "./runner-process.ts";
@@ -81,6 +81,11 @@ export interface JobOptions {
   beforeReportStep?: (reportDir: string) => void;
   /** The Action's `gate-timeout-seconds` (its default: 600). */
   gateTimeoutSeconds?: number;
+  /**
+   * The agent the bundled Action's jobs start: the real Claude Code CLI (by default), or the tests'
+   * stand-in for it (scripted-claude.mjs), where what a test shows is the app's or the Action's.
+   */
+  agent?: Agent;
 }
 
 /** What the jobs need of the stand-in. */
@@ -138,8 +143,9 @@ export class TaskJobs {
   }
 
   /**
-   * A job run by the bundled Action, with the real Claude Code CLI against the scripted model, in the
-   * repository `gh` whose task workflow was dispatched (the graph's, or a workstream's).
+   * A job run by the bundled Action, with the real Claude Code CLI (or its stand-in) against the
+   * scripted model, in the repository `gh` whose task workflow was dispatched (the graph's, or a
+   * workstream's).
    */
   async runAction(inputs: Record<string, string>, runId: number, gh = this.host.gh): Promise<void> {
     const home = join(this.host.root, "runners", `${gh.repo}-${runId}`);
@@ -178,7 +184,7 @@ export class TaskJobs {
         INPUT_ATTEMPT: inputs.attempt,
         "INPUT_STATE-VERSION": inputs["state-version"],
         "INPUT_RUN-REPOSITORY": inputs["run-repository"] ?? "",
-        "INPUT_CLAUDE-PATH": CLAUDE_BIN,
+        "INPUT_CLAUDE-PATH": agentBin(this.options.agent ?? "claude-code"),
         "INPUT_TIMEOUT-MINUTES": "3",
         ...(this.options.gateTimeoutSeconds
           ? { "INPUT_GATE-TIMEOUT-SECONDS": String(this.options.gateTimeoutSeconds) }

@@ -95,7 +95,7 @@ export class Standin {
     this.gh = new FakeGitHub(options.memory ? new MemoryStore() : BareRepoStore.create(this.bare));
     this.gh.permissions.set("alice", "admin");
     this.github = new FakeRepositories(this.gh);
-    for (const { fullName, installation } of options.repositories ?? [])
+    for (const { fullName, installation } of options.repositories ?? []) {
       this.github.add(
         fullName,
         installation,
@@ -103,6 +103,9 @@ export class Standin {
           ? new MemoryStore()
           : BareRepoStore.create(join(this.root, "remote", `${fullName}.git`)),
       );
+      // alice pushes the graphs: a run may write only where she may (access.ts requireWriters).
+      this.github.collaborator(fullName, "alice", "write");
+    }
     this.taskJobs = new TaskJobs(this, options);
     if (this.workflowMode) {
       this.gh.settings.token = options.token ?? "github_token";

@@ -12,6 +12,9 @@ import type { RepoContext } from "../github/client.ts";
 import { RunStateDamageError } from "../github/damage.ts";
 import { RunDriver } from "../github/driver.ts";
 import { priority, unlessDeferred } from "../github/write-pacing.ts";
+import { GraphError } from "../graph/errors.ts";
+import { requireWriters, type Starter } from "../github/access.ts";
+import { parseRunGraph } from "../protocol/run-source.ts";
 import { startGraph } from "./push.ts";
 import { reconcileRun } from "./reconcile.ts";
 
@@ -176,7 +179,7 @@ async function carryOutCommand(
       return void (await answer(usage));
     }
     const { data: head } = await ctx.octokit.rest.repos.getBranch({ ...repo, branch: ctx.defaultBranch });
-    const result = await startGraph(ctx, file, head.commit.sha, params);
+    const result = await startGraph(ctx, file, head.commit.sha, params, sender, "comment the command");
     await answer(
       "issues" in result
         ? `Nothing started:\n\n\`\`\`\n${result.issues}\n\`\`\``
@@ -195,6 +198,12 @@ async function carryOutCommand(
         : `No run \`${runKey}\`.`,
     );
     return;
+  }
+  // retry, reset and budget make the run write again, in every repository its graph names: whoever
+  // asks must be allowed to write in each, as whoever started it was (cancel only stops writes).
+  if (command.verb !== "cancel") {
+    const refused = await mayNotSteer(ctx, driver, runKey, sender);
+    if (refused) return void (await answer(refused));
   }
   // Named by the comment, so that a delivery GitHub repeats, or the reconciler carrying out a command
   // whose answer was lost, applies it once.
@@ -242,6 +251,38 @@ async function carryOutCommand(
   if (!run) await answer(`No run \`${runKey}\`.`);
 }
 
+/**
+ * Why `sender` may not make run `runKey` write again (one line per repository, with the fix), or null:
+ * the repositories its graph names besides its own are checked as a push of it would be (access.ts).
+ */
+async function mayNotSteer(
+  ctx: RepoContext,
+  driver: RunDriver,
+  runKey: string,
+  sender: Starter,
+): Promise<string | null> {
+  const loaded = await driver.load(runKey);
+  if (!loaded) return null; // no run: the command answers so itself
+  const { source } = loaded.run;
+  try {
+    const graph = parseRunGraph(source);
+    const own = `${ctx.owner}/${ctx.repo}`;
+    await requireWriters(
+      ctx.octokit,
+      graph,
+      source,
+      own,
+      sender,
+      ctx.config.allowedBots,
+      "comment the command",
+    );
+    return null;
+  } catch (error) {
+    if (!(error instanceof GraphError)) throw error;
+    return `Not done:\n\n${error.issues.map((i) => `- ${i.message}`).join("\n")}`;
+  }
+}
+
 export async function onCheckRunRerequested(
   ctx: RepoContext,
   payload: Context<"check_run.rerequested">["payload"],
@@ -250,7 +291,11 @@ export async function onCheckRunRerequested(
   const m = /^([A-Za-z0-9_.-]+\/\d+)\/([A-Za-z0-9_.-]+)$/.exec(check.external_id ?? "");
   if (!m || !check.name.startsWith("agentrelay / ")) return;
   if (sender.type === "Bot" || !(await mayCommand(ctx, sender.login))) return;
-  await new RunDriver(ctx).drive(m[1]!, [
+  const driver = new RunDriver(ctx);
+  // The Re-run button is a retry: refused, like the command, to someone who may not write where it would.
+  const refused = await mayNotSteer(ctx, driver, m[1]!, sender);
+  if (refused) return void ctx.log(`${check.name}: Re-run by ${sender.login} ignored. ${refused}`);
+  await driver.drive(m[1]!, [
     { type: "command", command: "retry", task: m[2]!, by: sender.login, at: ctx.now() },
   ]);
 }

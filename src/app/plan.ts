@@ -6,7 +6,7 @@
 import type { Context } from "probot";
 import { GraphError, printable } from "../graph/errors.ts";
 import { buildPlan } from "../plan/plan.ts";
-import { credentialsOf, requireReach } from "../github/access.ts";
+import { credentialsOf, requireReach, requireWriters } from "../github/access.ts";
 import { type RepoContext, statusOf } from "../github/client.ts";
 import { parseGraph } from "../graph/load.ts";
 import { isGraphPath, requireOneRepository, requireParams } from "../protocol/run-source.ts";
@@ -40,13 +40,12 @@ export async function planPullRequest(
       const graph = parseGraph(path, text);
       requireParams(graph, { path, params });
       // The repositories it names are checked as a push would check them, before it is merged.
-      await requireReach(
-        ctx.octokit,
-        graph,
-        { path, text },
-        `${ctx.owner}/${ctx.repo}`,
-        credentialsOf(ctx.config),
-      );
+      const own = `${ctx.owner}/${ctx.repo}`;
+      await requireReach(ctx.octokit, graph, { path, text }, own, credentialsOf(ctx.config));
+      // Whoever opened or updated the PR is told now if they may not write where the run would; the
+      // push that merges it is checked again, for whoever merges.
+      const by = payload.sender ? { login: payload.sender.login, type: payload.sender.type } : null;
+      await requireWriters(ctx.octokit, graph, { path, text }, own, by, ctx.config.allowedBots);
       requireOneRepository(graph, { path, text }, ctx.config.workflow ? "workflow" : "app");
       const plan = buildPlan(graph);
       sections.push(`#### \`${path}\`\n\n${planSummary(plan, Math.floor(60_000 / graphs.length))}`);

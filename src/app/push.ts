@@ -6,7 +6,7 @@
 import type { Context } from "probot";
 import { GraphError } from "../graph/errors.ts";
 import { parseGraph } from "../graph/load.ts";
-import { credentialsOf, requireReach } from "../github/access.ts";
+import { credentialsOf, requireReach, requireWriters, type Starter } from "../github/access.ts";
 import type { RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
 import { graphPathOf, requireOneRepository, requireParams, type RunSource } from "../protocol/run-source.ts";
@@ -26,15 +26,24 @@ export async function runOnPush(ctx: RepoContext, payload: Context<"push">["payl
       if (graph) touched.add(graph);
     }
   }
-  for (const path of [...touched].sort()) await startGraph(ctx, path, payload.after, {});
+  // The sender is who pushed, as GitHub knows them; `pusher` is only the name and email git was given.
+  const { sender } = payload;
+  const starter = sender ? { login: sender.login, type: sender.type } : null;
+  for (const path of [...touched].sort()) await startGraph(ctx, path, payload.after, {}, starter);
 }
 
-/** Reads the graph at `commit`, validates it and starts or resumes its run; invalid: a failed check run. */
+/**
+ * Reads the graph at `commit`, validates it and starts or resumes its run; invalid: a failed check run.
+ * `starter`: who asked (the push's or the command's sender), null when nobody is known (the reconciler
+ * carrying out a push whose webhook was lost); `instead`: what someone allowed would do instead.
+ */
 export async function startGraph(
   ctx: RepoContext,
   path: string,
   commit: string,
   extraParams: Record<string, unknown>,
+  starter: Starter | null,
+  instead?: string,
 ): Promise<{ runKey: string; started: boolean; drift: string[] } | { issues: string }> {
   const text = await readFileAt(ctx, path, commit);
   if (text === null) return { issues: `${path} does not exist at ${commit}` };
@@ -51,7 +60,10 @@ export async function startGraph(
     if (Object.keys(params).length > 0) source.params = params;
     requireParams(graph, source);
     // Every repository the graph names must be reachable before anything is written.
-    await requireReach(ctx.octokit, graph, source, `${ctx.owner}/${ctx.repo}`, credentialsOf(ctx.config));
+    const own = `${ctx.owner}/${ctx.repo}`;
+    await requireReach(ctx.octokit, graph, source, own, credentialsOf(ctx.config));
+    // ...and whoever asked must be allowed to write where the run will write.
+    await requireWriters(ctx.octokit, graph, source, own, starter, ctx.config.allowedBots, instead);
     requireOneRepository(graph, source, ctx.config.workflow ? "workflow" : "app");
     const result = await new RunDriver(ctx).startOrResume(source, graph);
     ctx.log(

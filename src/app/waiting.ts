@@ -171,7 +171,8 @@ async function waitingPushes(ctx: RepoContext, followed: FollowedGraph[], work: 
       const at = await headOf();
       if (await refusedAlready(ctx, file.path, at)) return "said before";
       ctx.log(`${file.path}: no run follows it as it is on ${ref}; its push waited, carried out now`);
-      await startGraph(ctx, file.path, at, {});
+      // Who pushed is not known here: a graph that writes to other repositories waits for a push.
+      await startGraph(ctx, file.path, at, {}, null);
     });
   }
 }

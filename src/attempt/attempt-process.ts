@@ -6,41 +6,11 @@
  * included, may read in /proc.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { CREDENTIAL_VARIABLES } from "./credential.ts";
-import { isSecretName } from "./redact.ts";
 import { parseGraph } from "../graph/load.ts";
 import { recordProcessGroups } from "./bounded.ts";
-import { type AttemptInputs, type AttemptResult, failedAttempt } from "./attempt.ts";
+import { type AttemptResult, failedAttempt } from "./attempt.ts";
+import type { AttemptSpec } from "./attempt-spec.ts";
 import { runAttempt } from "./run-attempt.ts";
-
-export interface AttemptSpec extends AttemptInputs {
-  graphFile: string;
-  task: string;
-  /** Where the result is written, as JSON. */
-  resultFile: string;
-  /** Where the attempt records the process groups it starts (so that a crashed runner's are stopped). */
-  processGroupsFile?: string;
-}
-
-/**
- * An attempt process's environment without its secrets (credentials, tokens by name), and those
- * secrets, with `secrets` added, to hand it on its stdin.
- */
-export function secretsApart(
-  env: NodeJS.ProcessEnv,
-  secrets: NodeJS.ProcessEnv,
-): { env: NodeJS.ProcessEnv; piped: Record<string, string> } {
-  const secret = (name: string) =>
-    isSecretName(name) || (CREDENTIAL_VARIABLES as readonly string[]).includes(name);
-  const piped: Record<string, string> = {};
-  const rest: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries({ ...env, ...secrets })) {
-    if (value === undefined) continue;
-    if (secret(name) || name in secrets) piped[name] = value;
-    else rest[name] = value;
-  }
-  return { env: rest, piped };
-}
 
 /** The secrets on stdin (nothing when stdin is empty or not JSON: the process then has none). */
 function pipedSecrets(): Record<string, string> {

@@ -128,3 +128,77 @@ export function repositoryLine(text: string, name: string): number {
     if (key.test(lines[i]!)) return i + 1;
   return start + 1;
 }
+
+/** Who starts or steers a run: the event's `sender` (a push's `pusher` is only git's name and email). */
+export interface Starter {
+  login: string;
+  /** GitHub's account type: "User", "Bot" (an app, github-actions), "Organization". */
+  type: string;
+}
+
+/**
+ * Refuses a graph that would write, for someone who may not, to another repository the graph names:
+ * the app's installation reaches every repository of its account, so without this anyone who may push
+ * a graph to one repository could have a run write to, and auto-merge into, another of them.
+ *
+ * Each repository other than the graph's own (where pushing the graph already took write access) is
+ * asked "Get repository permissions for a user"
+ * (https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user),
+ * which an installation reads with Metadata read, which every installation has: `permission` is the
+ * legacy base role (`admin`, `write`, `read`, `none`; maintain counts as write, triage as read) and takes
+ * an organization member's access through teams and base permissions into account. `none` (not a
+ * collaborator of a private repository) and `read` are refused; 404 (no such user) too.
+ *
+ * A bot (an app, github-actions[bot], the agentrelay app's own merges) has no person's access to
+ * check: it may start such a run only when AGENTRELAY_ALLOWED_BOTS names it, as for commands. Without
+ * a starter (the reconciler carrying out a push whose webhook was lost) nobody is known to have asked:
+ * the graph waits for a push that is seen.
+ */
+export async function requireWriters(
+  octokit: GitHubClient,
+  graph: Graph,
+  source: { path: string; text: string },
+  own: string,
+  starter: Starter | null,
+  allowedBots: readonly string[],
+  /** What someone with write access would do instead: "push the graph", "comment the command". */
+  instead = "push the graph",
+): Promise<void> {
+  const others = (graph.repositories ?? []).filter((r) => !same(r.fullName, own));
+  if (others.length === 0) return;
+  const refusals = await Promise.all(
+    others.map(async ({ name, fullName }): Promise<GraphIssue | null> => {
+      const refuse = (message: string): GraphIssue => ({
+        file: source.path,
+        line: repositoryLine(source.text, name),
+        column: 1,
+        path: `repositories.${name}`,
+        message: `${fullName}: ${message}`,
+      });
+      if (!starter)
+        return refuse(
+          `who pushed this graph is not known (its push was not seen), so nothing is written there: have someone with write access to ${fullName} push the graph again`,
+        );
+      if (starter.type === "Bot")
+        return allowedBots.includes(starter.login)
+          ? null
+          : refuse(
+              `${starter.login} is an app, whose access to ${fullName} is not a person's: have someone with write access to ${fullName} ${instead}, or name the app in AGENTRELAY_ALLOWED_BOTS`,
+            );
+      const [owner, repo] = fullName.split("/") as [string, string];
+      const permission = await octokit.rest.repos
+        .getCollaboratorPermissionLevel({ owner, repo, username: starter.login })
+        .then(({ data }) => data.permission)
+        .catch((error: unknown) => {
+          if (statusOf(error) === 404) return "none";
+          throw error;
+        });
+      if (permission === "admin" || permission === "write") return null;
+      return refuse(
+        `${starter.login} may not write to it (GitHub says "${permission}"), and the run would: ask for write access to ${fullName}, or have someone with it ${instead}`,
+      );
+    }),
+  );
+  const issues = refusals.filter((i): i is GraphIssue => i !== null);
+  if (issues.length > 0) throw new GraphError(issues);
+}

@@ -1,7 +1,8 @@
 /**
  * The task Action's entry as a runner runs it: GITHUB_* and INPUT_* environment, output and summary
- * files, a real git remote in a temp dir, the app and GitHub answered by nock, and the real Claude
- * Code CLI against the scripted model server.
+ * files, a real git remote in a temp dir, the app and GitHub answered by nock, and the scripted model
+ * server, its tools run by the tests' stand-in for Claude Code (what is shown is the Action's), or by
+ * the real Claude Code CLI where what it keeps in its home is searched for the credential.
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,7 +22,7 @@ import {
 } from "../../src/scripted/model-server.ts";
 import { HOSTED_PER_TASK, type RunFiles, splitState } from "../../src/protocol/state-layout.ts";
 import type { RunState } from "../../src/engine/types.ts";
-import { CLAUDE_BIN } from "../../harness/claude.ts";
+import { CLAUDE_BIN, SCRIPTED_CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPORT_FILE } from "../../src/protocol/report.ts";
 import { REPORT_MAC_FILE, reportMac } from "../../src/protocol/report-key.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
@@ -141,7 +142,7 @@ async function runJob(
     INPUT_ATTEMPT: String(attempt),
     "INPUT_STATE-VERSION": `v${attempt}`,
     "INPUT_APP-URL": APP,
-    "INPUT_CLAUDE-PATH": CLAUDE_BIN,
+    "INPUT_CLAUDE-PATH": SCRIPTED_CLAUDE_BIN,
     "INPUT_TIMEOUT-MINUTES": "2",
     AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-scripted-credential",
     ANTHROPIC_BASE_URL: server!.url,
@@ -270,7 +271,7 @@ describe("the task Action", () => {
       ),
     );
     const { bare, url } = await remote();
-    const { outcome } = await runJob(url, 1, {}, gated);
+    const { outcome } = await runJob(url, 1, { "INPUT_CLAUDE-PATH": CLAUDE_BIN }, gated);
     expect(outcome.result).toMatchObject({
       outcome: "failed",
       reason: "Completion gate failed after 1 attempt(s): printenv && false",

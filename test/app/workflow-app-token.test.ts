@@ -14,11 +14,16 @@ import { API_THEN_CLIENT } from "../support/repositories.ts";
 
 afterEach(() => nock.cleanAll());
 
-/** The graph's repository octo/demo, and octo/api and octo/web, the app installed on all three. */
+/**
+ * The graph's repository octo/demo, and octo/api and octo/web, the app installed on all three, where
+ * alice, who pushes the graph, may write.
+ */
 function repositories() {
   const github = new FakeRepositories();
-  github.add("octo/api", 42);
-  github.add("octo/web", 42);
+  for (const name of ["octo/api", "octo/web"]) {
+    github.add(name, 42);
+    github.collaborator(name, "alice", "write");
+  }
   github.mount();
   return github;
 }

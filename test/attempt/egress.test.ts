@@ -73,7 +73,7 @@ tasks:
   - id: reach
     description: Try the network.
 `;
-    const ctx = await attemptSetup(graph, "reach", model.url);
+    const ctx = await attemptSetup(graph, "reach", model.url, 1, "claude-code");
     const result = await runAttempt({ ...ctx, network: { mode: "namespace" } });
 
     const outputs = toolResults(model.requests.at(-1)!).map(resultText);

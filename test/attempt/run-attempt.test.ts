@@ -295,6 +295,7 @@ describe("a gate's deadline", () => {
   });
 });
 
+// The next three stop Claude Code's own retries (minutes of them): they run the real CLI.
 describe("an attempt whose credential is refused", () => {
   it("fails at once with the reason, instead of the agent retrying for minutes", async () => {
     const refusing = createServer((_req, res) => {
@@ -309,7 +310,7 @@ describe("an attempt whose credential is refused", () => {
     await new Promise<void>((done) => refusing.listen(0, "127.0.0.1", done));
     try {
       const url = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}`;
-      const ctx = await attemptSetup(GRAPH, "greet", url);
+      const ctx = await attemptSetup(GRAPH, "greet", url, 1, "claude-code");
       // At once: Claude Code's own retries would take longer than the test's patience.
       const result = await runAttempt(ctx);
       // Not the task's failure: the attempt does not count (protocol/report.ts).
@@ -324,7 +325,7 @@ describe("an attempt whose credential is refused", () => {
         login,
         JSON.stringify({ claudeAiOauth: { accessToken: "sk-ant-oat01-old", expiresAt: 1 } }),
       );
-      const expired = await attemptSetup(GRAPH, "greet", url);
+      const expired = await attemptSetup(GRAPH, "greet", url, 1, "claude-code");
       const { ANTHROPIC_API_KEY: _, ...env } = expired.claude.env;
       expired.claude.env = { ...env, AGENTRELAY_CLAUDE_LOGIN: login };
       expect((await runAttempt(expired)).reason).toBe(
@@ -343,7 +344,7 @@ describe("an attempt whose model API becomes unreachable", () => {
     await new Promise<void>((done) => closed.listen(0, "127.0.0.1", done));
     const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
     await new Promise((done) => closed.close(done));
-    const ctx = { ...(await attemptSetup(GRAPH, "greet", url)), unreachableGraceMs: 1_000 };
+    const ctx = { ...(await attemptSetup(GRAPH, "greet", url, 1, "claude-code")), unreachableGraceMs: 1_000 };
     const result = await runAttempt(ctx);
     expect(result).toMatchObject({
       outcome: "failed",
@@ -362,7 +363,7 @@ describe("an attempt whose model API goes silent", () => {
     try {
       const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
       const ctx = {
-        ...(await attemptSetup(GRAPH, "greet", url)),
+        ...(await attemptSetup(GRAPH, "greet", url, 1, "claude-code")),
         silenceMs: 2_000,
         unreachableGraceMs: 1_000,
       };

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { agentrelay } from "../support/cli.ts";
+import { agentrelay, agentrelayWith, withStandIn } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { graphYaml } from "../support/graphs.ts";
@@ -321,7 +321,8 @@ describe("agentrelay run with a cyberian workflow", () => {
   it("takes params from <workflow>.params.yaml beside the file and runs the loop to its status", async () => {
     const repo = await tempRepo();
     writeFileSync(join(dir, "loop.params.yaml"), "topic: owls\n");
-    const result = agentrelay("run", workflow, "--repo", repo, "--scripted-model");
+    // The params and the loop are the runner's: its agent is the tests' stand-in for Claude Code.
+    const result = agentrelayWith(withStandIn(), "run", workflow, "--repo", repo, "--scripted-model");
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/study\s+completed/);
   });

@@ -10,10 +10,13 @@ import { describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
 import { EXIT_CODES } from "../../src/cli/main.ts";
 import { until } from "../../harness/patience.ts";
-import { agentrelay, BIN, graphFile } from "../support/cli.ts";
+import { agentrelayWith, BIN, graphFile, withStandIn } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { graphYaml } from "../support/graphs.ts";
+
+/** Its runs start the tests' stand-in for Claude Code: the exit codes are the command line's. */
+const agentrelay = (...args: string[]) => agentrelayWith(withStandIn(), ...args);
 
 const SAMPLE = join(REPO_ROOT, "templates/sample-graph.yaml");
 
@@ -118,7 +121,9 @@ describe("exit codes", () => {
   it("130 when interrupted", async () => {
     const repo = await tempRepo();
     const graph = graphFile(graphYaml([{ id: "a", extra: `completion_gate: "sleep 60.${process.pid}"` }]));
-    const child = spawn(process.execPath, [BIN, "run", graph, "--repo", repo, "--scripted-model"]);
+    const child = spawn(process.execPath, [BIN, "run", graph, "--repo", repo, "--scripted-model"], {
+      env: withStandIn(),
+    });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk));

@@ -8,8 +8,11 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
-import { agentrelay, graphFile } from "../support/cli.ts";
+import { agentrelayWith, graphFile, withStandIn } from "../support/cli.ts";
 import { tempRepo } from "../support/git.ts";
+
+/** Its runs start the tests' stand-in for Claude Code: what is shown is the command line's. */
+const agentrelay = (...args: string[]) => agentrelayWith(withStandIn(), ...args);
 
 const ONE_TASK =
   "name: g\nworkstreams:\n  - id: w\n    auto_merge: true\ntasks:\n  - id: only\n    workstream_id: w\n    description: Write notes.\n";

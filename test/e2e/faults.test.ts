@@ -17,7 +17,8 @@ afterEach(async () => {
 });
 
 async function runDiamond(options: Omit<StandinOptions, "script">, graph = DIAMOND): Promise<Standin> {
-  standin = await startStandin({ script: e2eAgent(), ...options });
+  // The faults are the app's and GitHub's: the Action's jobs run the tests' stand-in for Claude Code.
+  standin = await startStandin({ script: e2eAgent(), agent: "stand-in", ...options });
   await standin.push({ ".workflow/diamond.yaml": graph });
   await standin.idle();
   return standin;
@@ -88,7 +89,7 @@ describe("end to end under faults", () => {
   });
 
   it("the app killed and restarted between a merge and the next dispatch", async () => {
-    standin = await startStandin({ script: e2eAgent() });
+    standin = await startStandin({ script: e2eAgent(), agent: "stand-in" });
     const deliver = standin.gh.onMerge;
     let killed = false;
     standin.gh.onMerge = (pull) => {
@@ -119,6 +120,7 @@ describe("end to end under faults", () => {
     let n = 0;
     standin = await startStandin({
       script: e2eAgent(undefined, () => "notes/shared.md"),
+      agent: "stand-in",
       replicas: 2,
       broadcast: true,
       route: () => "duplicate",

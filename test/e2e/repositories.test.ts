@@ -46,17 +46,23 @@ describe("the stand-in of several repositories", () => {
 const pullsOf = (s: Standin, fullName: string) =>
   s.github.get(fullName).pulls.map((p) => `${p.head} -> ${p.base} ${p.merged ? "merged" : p.state}`);
 
+/** The stand-in with scripted jobs and the app installed on `octo/api` and `octo/web` besides the graph's own. */
+const apiAndWebStandin = (options: Pick<Parameters<typeof startStandin>[0], "hold"> = {}) =>
+  startStandin({
+    script: e2eAgent(),
+    jobs: "scripted",
+    memory: true,
+    repositories: [
+      { fullName: "octo/api", installation: 42 },
+      { fullName: "octo/web", installation: 42 },
+    ],
+    ...options,
+  });
+
 describe("a graph that spans repositories, run by the app on the stand-in", () => {
   it("runs an API change, then its client in another repository, each landing in its own, in order", async () => {
     let asks: Promise<{ status: number; error: string }[]> | null = null;
-    const s = await startStandin({
-      script: e2eAgent(),
-      jobs: "scripted",
-      memory: true,
-      repositories: [
-        { fullName: "octo/api", installation: 42 },
-        { fullName: "octo/web", installation: 42 },
-      ],
+    const s = await apiAndWebStandin({
       // While add-endpoint's own job (in octo/api) runs, genuine jobs of other repositories ask for it.
       hold: async ({ task }) => {
         if (task === "add-endpoint") await (asks ??= askAsOthers(standin!));
@@ -166,15 +172,7 @@ describe("a graph that spans repositories, run by the app on the stand-in", () =
 
 describe("events from a workstream's repository", () => {
   it("reach the run in the graph's repository: a person merging the API's integration PR starts the client", async () => {
-    const s = await startStandin({
-      script: e2eAgent(),
-      jobs: "scripted",
-      memory: true,
-      repositories: [
-        { fullName: "octo/api", installation: 42 },
-        { fullName: "octo/web", installation: 42 },
-      ],
-    });
+    const s = await apiAndWebStandin();
     standin = s;
     const graph = API_THEN_CLIENT.replace(
       "repository: api\n    auto_merge: true",

@@ -1,6 +1,8 @@
 /**
- * Whole graphs end to end (the real app, the bundled Action, the real Claude Code CLI against the
- * scripted model, a bare repository behind a loopback GitHub): the behaviours people rely on.
+ * Whole graphs end to end (the real app, the bundled Action, the scripted model, a bare repository
+ * behind a loopback GitHub): the behaviours people rely on. What they show is the app's and the
+ * Action's, so the jobs' agent is the tests' stand-in for Claude Code, or the jobs are scripted; the
+ * real CLI's whole loop is test/e2e/run.test.ts.
  * Assertions are on the bare repository's history, the PRs, the check runs and the status comment.
  */
 import { afterEach, describe, expect, it } from "vitest";
@@ -51,7 +53,7 @@ tasks:
   });
 
   it("a task that fails its gate succeeds on the retry, continuing from its branch", async () => {
-    standin = await startStandin({ script: e2eAgent() });
+    standin = await startStandin({ script: e2eAgent(), agent: "stand-in" });
     await standin.push({
       ".workflow/gated.yaml": `name: gated
 max_task_attempts: 2
@@ -123,7 +125,7 @@ tasks:
   });
 
   it("a design concern leaves the integration PR open for review", async () => {
-    standin = await startStandin({ script: e2eAgent(() => "concern") });
+    standin = await startStandin({ script: e2eAgent(() => "concern"), agent: "stand-in" });
     await standin.push({
       ".workflow/careful.yaml":
         "name: careful\nworkstreams:\n  - id: ws\n    auto_merge: true\ntasks:\n  - id: t\n    workstream_id: ws\n    description: raises a concern\n",
@@ -144,6 +146,7 @@ tasks:
       script: e2eAgent((task, attempt) =>
         task === "flaky" ? (attempt === 1 ? "give-up" : "complete") : "slow",
       ),
+      agent: "stand-in",
     });
     await standin.push({
       ".workflow/steer.yaml": `name: steer
@@ -181,7 +184,7 @@ tasks:
 
 describe("parallel workstreams that change the same lines", () => {
   it("resolves the integration PR's conflict with a resolution job, and both intents reach main", async () => {
-    standin = await startStandin({ script: e2eAgent(undefined, () => "notes/shared.md") });
+    standin = await startStandin({ script: e2eAgent(undefined, () => "notes/shared.md"), agent: "stand-in" });
     await standin.push({
       ".workflow/overlap.yaml": OVERLAP,
     });
@@ -220,6 +223,7 @@ describe("a task PR whose integration branch moved under it", () => {
     let moved = false;
     standin = await startStandin({
       script: e2eAgent(undefined, () => "notes/shared.md"),
+      agent: "stand-in",
       // A person commits to the integration branch as the task's PR is opened, changing the lines the
       // task changed.
       fault: (call) => {

@@ -1,11 +1,12 @@
 /**
  * Scenarios of the built-in suite (bench/scenarios/) on the loopback GitHub stand-in (the real app,
- * the bundled Action, the real Claude Code CLI against the scripted model): by default a pair that
- * breaks together landing into a main that requires a merge queue (verified by a job, repaired by a
- * job, enqueued, and merged by the queue once its merge_group check passes), and a workstream whose
- * target a third party moves between its verification and its landing (verified again, repaired). Every scenario that runs
- * on the stand-in runs with AGENTRELAY_SEMANTIC_SUITE=all and in `npm run bench:semantic`. The bare
- * repository's main is judged by the independent check.
+ * the bundled Action, the scripted model, its tools run by the tests' stand-in for Claude Code: what
+ * is shown is the app's and the Action's; the bench runs them with the real CLI): by default a pair
+ * that breaks together landing into a main that requires a merge queue (verified by a job, repaired
+ * by a job, enqueued, and merged by the queue once its merge_group check passes), and a workstream
+ * whose target a third party moves between its verification and its landing (verified again,
+ * repaired). Every scenario that runs on the stand-in runs with AGENTRELAY_SEMANTIC_SUITE=all and in
+ * `npm run bench:semantic`. The bare repository's main is judged by the independent check.
  */
 import { describe, expect, it } from "vitest";
 import { runScenarioOnStandin } from "../../harness/scenario-standin.ts";
@@ -20,7 +21,7 @@ describe.concurrent("scenarios of the built-in suite, on GitHub", () => {
   it.each(scenarios.map((s) => [s.name, s.kind, s] as const))(
     "%s (%s): nothing broken or weakened lands, and the run shows what the scenario expects",
     async (_name, _kind, scenario) => {
-      const outcome = await runScenarioOnStandin(scenario, { verify: true });
+      const outcome = await runScenarioOnStandin(scenario, { verify: true, agent: "stand-in" });
       expectHeld(outcome);
       if (scenario.expect?.outcome === "succeeded" && scenario.repair && scenario.expect.repairs !== 0) {
         // Each integration PR verified by a job before it merged, the broken one repaired by a job.

@@ -2,9 +2,9 @@
  * Workflow-only mode end to end (`init --no-app`): no app server; each event starts a fresh process
  * of the bundled orchestrator with the event's JSON, through the concurrency group the installed
  * workflow names (one running, one pending, older pending runs cancelled); jobs act with their own
- * token and hand their reports over as artifacts of their runs. The diamond runs with the real Claude
- * Code CLI; a wider graph runs with scripted jobs while deliveries are duplicated, reordered and
- * dropped. Both end as the app's runs do: every task merged once, nothing lost, nothing done twice.
+ * token and hand their reports over as artifacts of their runs. The diamond runs with the bundled
+ * Action (its agent the tests' stand-in for Claude Code: the orchestrator is what is shown); a wider
+ * graph runs with scripted jobs while deliveries are duplicated, reordered and dropped. Both end as the app's runs do: every task merged once, nothing lost, nothing done twice.
  * (The 300-task graph runs in the bench: `npm run bench -- workflow-mode`.)
  */
 import { afterEach, describe, expect, it } from "vitest";
@@ -28,8 +28,8 @@ function merges(s: Standin): string[] {
 }
 
 describe("workflow-only mode on a loopback GitHub", () => {
-  it("runs the diamond with the real Claude Code CLI, as the app does", async () => {
-    standin = await startStandin({ script: e2eAgent(), orchestrator: "workflow" });
+  it("runs the diamond with the bundled Action, as the app does", async () => {
+    standin = await startStandin({ script: e2eAgent(), orchestrator: "workflow", agent: "stand-in" });
     await standin.push({ ".workflow/diamond.yaml": DIAMOND });
     await standin.idle();
     const state = standin.gh.state("diamond/1");

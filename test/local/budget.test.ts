@@ -1,7 +1,9 @@
 /**
  * A local run with a budget, through the real binary and the real Claude Code CLI against the scripted
  * model (whose turns cost what its token counts cost): the run stops dispatching when the budget is
- * spent, says so, and `agentrelay budget` raises it and finishes the run.
+ * spent, says so, and `agentrelay budget` raises it and finishes the run. That run is a real one
+ * because each attempt's cap is Claude Code's own `--max-budget-usd`; the run whose reader goes away
+ * shows the CLI's, and its attempts run the tests' stand-in for Claude Code.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -9,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { GitRefStateStore } from "../../src/local/git-store.ts";
+import { withStandIn } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 import { graphYaml } from "../support/graphs.ts";
@@ -16,7 +19,11 @@ import { graphYaml } from "../support/graphs.ts";
 const BIN = join(REPO_ROOT, "bin/agentrelay.js");
 
 function agentrelay(...args: string[]) {
-  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
+  return agentrelayIn(process.env, ...args);
+}
+
+function agentrelayIn(env: NodeJS.ProcessEnv, ...args: string[]) {
+  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", env });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -74,12 +81,13 @@ describe("a local run with a budget", () => {
 
   it("raised from a script that stops reading, goes on to the end of its run (security case 81)", async () => {
     const { repo, graph } = await budgeted();
-    expect(agentrelay("run", graph, "--repo", repo, "--scripted-model").code).toBe(3);
+    expect(agentrelayIn(withStandIn(), "run", graph, "--repo", repo, "--scripted-model").code).toBe(3);
     // No runner is live: `budget` resumes the run here. Its reader went away at once (`| true`).
     const child = spawn(
       process.execPath,
       [BIN, "budget", graph, "+0.05", "--repo", repo, "--scripted-model"],
       {
+        env: withStandIn(),
         stdio: ["ignore", "pipe", "pipe"],
       },
     );

@@ -1,8 +1,9 @@
 /**
  * Two workstreams change the same lines of one file in parallel. The first merges into main; the
- * second's merge conflicts, and a resolution attempt (the real Claude Code CLI, the scripted model
- * keeping both sides) merges main into its integration branch and commits; both land in main. And a
- * task PR whose integration branch moved under it is resolved on the task branch the same way.
+ * second's merge conflicts, and a resolution attempt (the scripted model keeping both sides, its
+ * tools run by the tests' stand-in for Claude Code: the resolution is the runner's) merges main into
+ * its integration branch and commits; both land in main. And a task PR whose integration branch
+ * moved under it is resolved on the task branch the same way.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -11,6 +12,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
 import { GitRefStateStore } from "../../src/local/git-store.ts";
+import { withStandIn } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
 
@@ -39,6 +41,7 @@ tasks:
 function run(graph: string, repo: string) {
   const result = spawnSync(process.execPath, [BIN, "run", graph, "--repo", repo, "--scripted-model"], {
     encoding: "utf8",
+    env: withStandIn(),
   });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }

@@ -158,7 +158,8 @@ describe("credentials in a local run", () => {
       const text = "name: g\nisolation: {token_tier: read_only}\ntasks:\n  - id: a\n    description: x\n";
       const credentials = loadCredentials(file("run.yaml", credentialsYaml));
       const { state, workRoot } = await runLocal({
-        ...scriptedRun(repo, "g.yaml", text, server.url),
+        // The real Claude Code: what it keeps in its home (.claude/, .claude.json) is searched too.
+        ...scriptedRun(repo, "g.yaml", text, server.url, "claude-code"),
         // The key comes from the credentials file here, not the environment.
         claudeEnv: {
           ANTHROPIC_BASE_URL: server.url,

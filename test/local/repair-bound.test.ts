@@ -1,7 +1,8 @@
 /**
- * A repair whose runner was killed counts (security case 81): through the real binary, the real Claude
- * Code CLI and a scripted model, a workstream's integration gate fails on the tree that would land,
- * a repair starts, and the runner is killed (SIGKILL) while the repair's agent works. The next run
+ * A repair whose runner was killed counts (security case 81): through the real binary and a scripted
+ * model (its tools run by the tests' stand-in for Claude Code: the count is the runner's), a
+ * workstream's integration gate fails on the tree that would land, a repair starts, and the runner is
+ * killed (SIGKILL) while the repair's agent works. The next run
  * finds the repair lost: it counts against `max_repair_attempts` and is charged its cap, so a runner
  * killed again and again cannot repair without bound.
  */
@@ -9,7 +10,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLAUDE_BIN } from "../../harness/claude.ts";
+import { SCRIPTED_CLAUDE_BIN } from "../../harness/claude.ts";
 import { GitRefStateStore } from "../../src/local/git-store.ts";
 import {
   promptOf,
@@ -65,7 +66,7 @@ function run(repo: string): { child: ChildProcess; exit: Promise<number | null> 
       "--repo",
       repo,
       "--claude",
-      CLAUDE_BIN,
+      SCRIPTED_CLAUDE_BIN,
     ],
     {
       env: {

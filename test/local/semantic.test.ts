@@ -1,10 +1,11 @@
 /**
  * Scenarios of the built-in suite (bench/scenarios/, read by the scenario loader) run locally with
- * the real Claude Code CLI and the scripted model: workstreams that merge cleanly but break together,
- * a repair that weakens the tests, one that cannot fix the break, a flaky landing gate, a gate that
- * times out, a third party's commit between a verification and its merge. After each run the
- * independent check (harness/scenario-check.ts) judges the target: no broken tree, no weakened test,
- * and what the scenario expects. Every scenario runs with AGENTRELAY_SEMANTIC_SUITE=all.
+ * the scripted model, its tools run by the tests' stand-in for Claude Code (what is shown is the
+ * runner's verification, not the agent's; the bench runs them with the real CLI): workstreams that
+ * merge cleanly but break together, a repair that weakens the tests, one that cannot fix the break, a
+ * flaky landing gate, a gate that times out, a third party's commit between a verification and its
+ * merge. After each run the independent check (harness/scenario-check.ts) judges the target: no
+ * broken tree, no weakened test, and what the scenario expects. Every scenario runs with AGENTRELAY_SEMANTIC_SUITE=all.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runScenarioLocally } from "../../harness/semantic-run.ts";
@@ -30,7 +31,7 @@ describe.concurrent("scenarios of the built-in suite, locally", () => {
   it.each(scenarios.map((s) => [s.name, s.kind, s] as const))(
     "%s (%s): nothing broken or weakened lands, and the run shows what the scenario expects",
     async (_name, _kind, scenario) => {
-      const outcome = await runScenarioLocally(scenario, server.url, { verify: true });
+      const outcome = await runScenarioLocally(scenario, server.url, { verify: true, agent: "stand-in" });
       expectHeld(outcome);
       const log = await git(outcome.repo, ["log", "--format=%s", "main"]);
       if (scenario.expect?.outcome === "succeeded" && scenario.repair && scenario.expect.repairs !== 0) {

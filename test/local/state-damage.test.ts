@@ -3,7 +3,8 @@
  * `__proto__` wrapper, a missing bucket, a bad index, zero buckets, a missing run.json, an oversized
  * bucket, an emptied bucket, another run's key): `status` and `run` exit within seconds with one line naming the part, the run and the
  * command that restores its last good version; nothing is changed, nothing lost, and once restored
- * the run reads whole again.
+ * the run reads whole again. Two kinds go through the real binary (its exit, its stderr); the others
+ * ask the same commands in this process (`main`, as the binary calls it), which say the same line.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -14,6 +15,7 @@ import { git } from "../../src/attempt/git.ts";
 import { createEngine } from "../../src/engine/engine.ts";
 import { parseGraph } from "../../src/graph/load.ts";
 import { GitRefStateStore, stateRef } from "../../src/local/git-store.ts";
+import { main } from "../../src/cli/main.ts";
 import { MAX_PART_BYTES } from "../../src/protocol/state-check.ts";
 import { BIN } from "../support/cli.ts";
 import { tempRepo } from "../support/git.ts";
@@ -59,6 +61,18 @@ const agentrelay = (...args: string[]) => {
     timedOut: result.error !== undefined,
   };
 };
+
+/** The same command asked in this process: what the binary would print, and its exit code. */
+const inProcess = async (...args: string[]) => {
+  let stdout = "";
+  let stderr = "";
+  const line = (text: string) => (text.endsWith("\n") ? text : `${text}\n`);
+  const code = await main(args, { out: (t) => (stdout += line(t)), err: (t) => (stderr += line(t)) });
+  return { code, stderr, stdout, timedOut: false };
+};
+
+/** The kinds asked of the real binary: its exit within seconds, its one line on stderr. */
+const THROUGH_THE_BINARY = new Set(["bad JSON", "five million buckets (security case 75)"]);
 
 const edit =
   (path: string, f: (value: Record<string, unknown>) => unknown) => (files: Map<string, string | null>) =>
@@ -144,13 +158,14 @@ beforeAll(async () => {
 describe("a damaged local run state", () => {
   it.each(KINDS)(
     "%s in %s: one located line, an exit within seconds, nothing changed",
-    async (_kind, part, change, problem) => {
+    async (kind, part, change, problem) => {
+      const ask = THROUGH_THE_BINARY.has(kind) ? agentrelay : inProcess;
       const damaged = await damage(change);
       for (const command of [
         ["status", file, "--repo", repo],
         ["run", file, "--repo", repo, "--scripted-model"],
       ]) {
-        const answer = agentrelay(...command);
+        const answer = await ask(...command);
         expect(answer.timedOut, `${command[0]} did not exit`).toBe(false);
         expect(answer.code).toBe(1);
         const lines = answer.stderr.trim().split("\n");
@@ -165,7 +180,7 @@ describe("a damaged local run state", () => {
       expect(await git(repo, ["for-each-ref", "--format=%(refname)", "refs/agentrelay/runs/g/"])).toBe(REF);
       // The line's command restores the run whole.
       await git(repo, ["update-ref", REF, good, damaged]);
-      const restored = agentrelay("status", file, "--repo", repo);
+      const restored = await ask("status", file, "--repo", repo);
       expect(restored.stderr).toBe("");
       expect(restored.stdout.match(/^ {2}t\d+ /gm)).toHaveLength(40);
     },

@@ -1,5 +1,6 @@
 /**
- * A user's first local runs, through the real binary with the scripted model: a repository that
+ * A user's first local runs, through the real binary with the scripted model (its tools run by the
+ * tests' stand-in for Claude Code: what is shown is the runner's): a repository that
  * cannot run says so in one line, a failed gate shows its output, and a run is steered (status,
  * retry, cancel, a new run) as slash commands steer one on GitHub.
  */
@@ -9,9 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
-import { agentrelay, BIN, graphFile } from "../support/cli.ts";
+import { agentrelayWith, BIN, graphFile, withStandIn } from "../support/cli.ts";
 import { tempRepo } from "../support/git.ts";
 import { graphYaml } from "../support/graphs.ts";
+
+const agentrelay = (...args: string[]) => agentrelayWith(withStandIn(), ...args);
 
 const refs = async (repo: string, prefix: string) =>
   (await git(repo, ["for-each-ref", "--format=%(refname)", prefix])).split("\n").filter(Boolean);
@@ -113,6 +116,7 @@ describe("steering a local run", () => {
       ]),
     );
     const runner = spawn(process.execPath, [BIN, "run", graph, "--repo", repo, "--scripted-model"], {
+      env: withStandIn(),
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";

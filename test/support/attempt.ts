@@ -1,4 +1,7 @@
-/** A task attempt set up as the runner meets it: a real repository, its integration branch, a worktree. */
+/**
+ * A task attempt set up as the runner meets it: a real repository, its integration branch, a worktree.
+ * Its agent is the tests' stand-in for Claude Code unless a test needs the real CLI (`agent`).
+ */
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,7 +9,7 @@ import type { AttemptContext } from "../../src/attempt/attempt.ts";
 import { DEFAULT_ALLOWED_TOOLS } from "../../src/attempt/attempt.ts";
 import { parseGraph } from "../../src/graph/load.ts";
 import { git } from "../../src/attempt/git.ts";
-import { CLAUDE_BIN } from "../../harness/claude.ts";
+import { type Agent, agentBin } from "../../harness/claude.ts";
 import { REPO_ROOT } from "./fixtures.ts";
 import { tempRepo } from "./git.ts";
 import { WAIT_MS } from "../../harness/patience.ts";
@@ -16,6 +19,7 @@ export async function attemptSetup(
   taskId: string,
   modelUrl: string,
   attempt = 1,
+  agent: Agent = "stand-in",
 ): Promise<AttemptContext & { lines: string[] }> {
   const graph = parseGraph(".workflow/g.yaml", graphText);
   const task = graph.tasks.find((t) => t.id === taskId)!;
@@ -45,7 +49,7 @@ export async function attemptSetup(
     inputFiles: [],
     peers: {},
     claude: {
-      bin: CLAUDE_BIN,
+      bin: agentBin(agent),
       env: {
         ...process.env,
         HOME: workDir,

@@ -3,6 +3,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SCRIPTED_CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPO_ROOT } from "./fixtures.ts";
 
 export const BIN = join(REPO_ROOT, "bin/agentrelay.js");
@@ -33,6 +34,15 @@ export function agentrelayLive(env: NodeJS.ProcessEnv, ...args: string[]) {
     child.on("close", (code) => resolve({ code, stdout, stderr, ms: Date.now() - started })),
   );
 }
+
+/**
+ * `env` (this process's by default) in which `agentrelay run` starts the tests' stand-in for Claude
+ * Code (AGENTRELAY_CLAUDE): for runs whose behaviour is the runner's, where the agent is only a means.
+ */
+export const withStandIn = (env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv => ({
+  ...env,
+  AGENTRELAY_CLAUDE: SCRIPTED_CLAUDE_BIN,
+});
 
 /** `text` written as g.yaml in a new temporary folder; its path. */
 export function graphFile(text: string): string {
