@@ -30,7 +30,8 @@ export function scenarioGraph(scenario: Scenario, options: { verify: boolean }):
           workstream_id: w.id,
           description: t.description,
           ...(gate ? { completion_gate: gate, max_gate_attempts: 1 } : {}),
-          ...(t.depends_on ? { depends_on: t.depends_on.map((d) => graphTaskId(scenario, d)) } : {}),
+          // The graph language's key is `dependencies` (`depends_on` is refused there as an unknown key).
+          ...(t.depends_on ? { dependencies: t.depends_on.map((d) => graphTaskId(scenario, d)) } : {}),
           ...(t.tagged_paths ? { tagged_paths: t.tagged_paths } : {}),
           ...t.graph,
         };

@@ -78,6 +78,16 @@ describe("the scenario format", () => {
     expect(graph).toMatch(/^overlaps: serialize$/m);
   });
 
+  it("a task's depends_on becomes the graph's dependencies, across workstreams", () => {
+    const root = dir();
+    const later =
+      "  - id: v\n    tasks:\n      - id: later\n        description: Add c.\n        agent: touch c.js\n        depends_on: [w]\ncheck:";
+    writeFileSync(join(root, "two.yaml"), SMALL.replace("check:", later));
+    const [s] = readScenarios(root);
+    const graph = parseGraph("g.yaml", scenarioGraph(s!, { verify: true }));
+    expect(graph.tasks.find((t) => t.id === "small_later")?.dependencies).toEqual(["small_w"]);
+  });
+
   it("refuses a bad file with one line naming its file, line and field", () => {
     expect(refused(SMALL.replace("    agent: |", "    agnet: |"))).toBe(
       "DIR/bad.yaml:13:5: workstreams[0].agnet: unknown key(s): agnet",
