@@ -13,6 +13,8 @@ import { git, gitRaw } from "../src/attempt/git.ts";
 import type { RunState } from "../src/engine/types.ts";
 import type { Scenario } from "./scenario-file.ts";
 
+type Expectation = NonNullable<Scenario["expect"]>;
+
 /** How long one check command may take: a hang is a failure, not a wait. */
 const CHECK_MS = 60_000;
 
@@ -227,13 +229,21 @@ export function unmet(
   summary: RunSummary,
   found: { broken: string[]; weakened: string[]; planNote: string | null },
 ): string[] {
-  const e = s.expect ?? {};
+  const { or, ...e } = s.expect ?? {};
   const misses: string[] = [];
   if (found.broken.length !== (e.broken ?? 0))
     misses.push(`${found.broken.length} broken trees on the target, not ${e.broken ?? 0}`);
   if (found.weakened.length > 0) misses.push(`weakened on the target: ${found.weakened.join(", ")}`);
-  if (e.plan && !new RegExp(e.plan).test(found.planNote ?? ""))
-    misses.push(`the plan says ${JSON.stringify(found.planNote)}, which does not match /${e.plan}/`);
+  const missed = unmetOutcome(e, summary, found.planNote);
+  if (missed.length > 0 && or && unmetOutcome(or, summary, found.planNote).length === 0) return misses;
+  return [...misses, ...missed];
+}
+
+/** What of one expected outcome (how the run ended, who it waits for, what it said) the run did not show. */
+function unmetOutcome(e: Omit<Expectation, "or">, summary: RunSummary, planNote: string | null): string[] {
+  const misses: string[] = [];
+  if (e.plan && !new RegExp(e.plan).test(planNote ?? ""))
+    misses.push(`the plan says ${JSON.stringify(planNote)}, which does not match /${e.plan}/`);
   if (e.flaky !== undefined && summary.flaky < e.flaky)
     misses.push(`${summary.flaky} flaky gates, not ${e.flaky} or more`);
   if (e.timed_out !== undefined && summary.timedOut < e.timed_out)

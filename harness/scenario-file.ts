@@ -87,6 +87,15 @@ const expectation = z.strictObject({
   timed_out: z.number().int().min(0).optional(),
 });
 
+const expectations = expectation.extend({
+  /**
+   * What the run shows instead when the order two jobs finish in decides it (GitHub's timing, not the
+   * product's): the run meets `expect` when it meets either. Broken and weakened trees are judged once,
+   * for both.
+   */
+  or: expectation.omit({ broken: true }).optional(),
+});
+
 export const scenarioSchema = z.strictObject({
   name: id,
   /** What kind of case it is, in a few words (the bench's rows and the tests' names). */
@@ -116,7 +125,7 @@ export const scenarioSchema = z.strictObject({
   /** The stand-in's target: requires a merge queue (its `merge_group` CI runs `check.command`). */
   stand_in: z.strictObject({ merge_queue: z.boolean().optional() }).optional(),
   /** What the run must show with verification on (the tests and the bench's `unexpected`). */
-  expect: expectation.optional(),
+  expect: expectations.optional(),
 });
 
 export type ScenarioFile = z.infer<typeof scenarioSchema>;

@@ -9,7 +9,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { brokenTrees, pristineTests, weakenedTests } from "../../harness/scenario-check.ts";
+import {
+  brokenTrees,
+  pristineTests,
+  type RunSummary,
+  unmet,
+  weakenedTests,
+} from "../../harness/scenario-check.ts";
 import { readScenario, readScenarios, type Scenario, ScenarioError } from "../../harness/scenario-file.ts";
 import { scenarioGraph } from "../../harness/scenario-graph.ts";
 import { scenarioRepo } from "../../harness/semantic-run.ts";
@@ -152,5 +158,43 @@ describe("the independent check", () => {
     const person = { ...s, check: { ...s.check, removed: ["tests/b.test.js"] } };
     expect(await weakenedTests(person, without.repo, pristine, ["w"])).toEqual([]);
     expect(await brokenTrees(s, without.repo, without.since)).toEqual([]);
+  });
+});
+
+describe("a scenario's expect.or", () => {
+  const scenario = readScenario(join(BUILT_IN, "workflow-on-target.yaml"));
+  const run = (over: Partial<RunSummary>): RunSummary => ({
+    outcome: "succeeded",
+    toPerson: 0,
+    repairs: 1,
+    repairsFixed: 1,
+    verifications: 2,
+    flaky: 0,
+    timedOut: 0,
+    costUsd: 0,
+    waiting: [],
+    ...over,
+  });
+  const clean = { broken: [], weakened: [], planNote: null };
+  const toPerson = run({
+    outcome: "waiting",
+    toPerson: 1,
+    waiting: [
+      "workflow-on-target/rename: not verified: main changed .github/workflows/ci.yml, and GitHub refuses a push that brings a workflow change from agentrelay's tokens (they never hold `workflows`): merge main into agentrelay/workflow-on-target/rename/integration yourself and push (the run goes on by itself)",
+    ],
+  });
+
+  it("meets either outcome the order of two jobs leads to, and no other", () => {
+    expect(unmet(scenario, run({}), clean)).toEqual([]);
+    expect(unmet(scenario, toPerson, clean)).toEqual([]);
+    expect(
+      unmet(scenario, run({ outcome: "waiting", toPerson: 1, waiting: ["x/rename: its gates fail"] }), clean),
+    ).toEqual(["ended waiting, not succeeded", "1 waiting for a person, not 0"]);
+  });
+
+  it("asks nothing broken of both", () => {
+    expect(unmet(scenario, toPerson, { ...clean, broken: ["abc123"] })).toEqual([
+      "1 broken trees on the target, not 0",
+    ]);
   });
 });
