@@ -62,6 +62,10 @@ const asJobContainer = (): string[] =>
  */
 export const ANTHROPIC_CREDENTIAL = "sk-ant-e2e-scripted";
 
+/** The runner's home of a job (its workspace and temp), apart per repository: run ids are per repository. */
+export const runnerHome = (root: string, repo: string, runId: number): string =>
+  join(root, "runners", `${repo}-${runId}`);
+
 /** The tokens workflow-only mode's jobs hold (the fake GitHub takes any). */
 export const WORKFLOW_TOKEN = `ghs_${"w".repeat(36)}`;
 
@@ -148,7 +152,7 @@ export class TaskJobs {
    * workstream's).
    */
   async runAction(inputs: Record<string, string>, runId: number, gh = this.host.gh): Promise<void> {
-    const home = join(this.host.root, "runners", `${gh.repo}-${runId}`);
+    const home = runnerHome(this.host.root, gh.repo, runId);
     const repository = `${gh.owner}/${gh.repo}`;
     const run = gh.workflowRuns.get(runId)!;
     run.status = "in_progress";

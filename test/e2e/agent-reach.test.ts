@@ -30,6 +30,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Standin, startStandin } from "../../harness/standin.ts";
+import { runnerHome } from "../../harness/standin-jobs.ts";
 import { agentUserPossible } from "../../src/attempt/agent-user.ts";
 import type { TaskRun } from "../../src/engine/types.ts";
 import { REPORT_FILE } from "../../src/protocol/report.ts";
@@ -211,9 +212,7 @@ describe.skipIf(!agentUserPossible())("an agent that reaches for the runner (nee
     expect(task).toMatchObject({ status: "merged", summary: "Wrote notes/x.md.", concerns: [] });
     const job = standin.gh.dispatches[0]!.runId;
     const signals = join(
-      standin.root,
-      "runners",
-      String(job),
+      runnerHome(standin.root, standin.gh.repo, job),
       "temp",
       "agentrelay",
       "x",
