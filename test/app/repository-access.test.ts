@@ -4,8 +4,9 @@
  * with the fix, on the push's check run (harness/fake-repositories.ts scopes the tokens as GitHub does).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { type Harness, repository, startApp, user } from "../../harness/app.ts";
+import { type Harness, startApp } from "../../harness/app.ts";
 import type { AppConfig } from "../../src/github/client.ts";
+import { planCheckOfPull } from "../support/plan-check.ts";
 import { API_THEN_CLIENT } from "../support/repositories.ts";
 
 let h: Harness | undefined;
@@ -112,28 +113,10 @@ describe("access to a graph's repositories, checked at plan time", () => {
       { fullName: "octo/api", installation: 42 },
       { fullName: "octo/web", installation: null },
     ]);
-    const gh = h.gh;
-    gh.branches.set("feature", gh.branches.get("main")!);
-    const head = gh.commit("feature", { ".workflow/api-client.yaml": API_THEN_CLIENT });
-    gh.openPull(5, "feature");
-    const pull_request = {
-      number: 5,
-      html_url: "https://github.com/octo/demo/pull/5",
-      merged: false,
-      head: { ref: "feature", sha: head, repo: { full_name: "octo/demo" } },
-      base: { ref: "main" },
-    };
-    const event = {
-      action: "opened",
-      number: 5,
-      pull_request,
-      repository: repository(gh),
-      sender: user("alice"),
-    };
-    expect(await h.deliver("pull_request", event)).toBe(200);
-    const check = gh.checkRuns.find((c) => c.name === "agentrelay / plan")!;
-    expect(check.conclusion).toBe("failure");
-    expect(check.output?.summary).toContain(
+    const { answer, check } = await planCheckOfPull(h, ".workflow/api-client.yaml", API_THEN_CLIENT);
+    expect(answer).toBe(200);
+    expect(check?.conclusion).toBe("failure");
+    expect(check?.output?.summary).toContain(
       "line 4: `repositories.web`: octo/web: the app is not installed on it",
     );
     nothingWritten(h);

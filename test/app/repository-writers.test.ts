@@ -10,12 +10,12 @@ import {
   type Harness,
   issueComment,
   pushPayload,
-  repository,
   type RepositorySpec,
   startApp,
   user,
 } from "../../harness/app.ts";
 import type { AppConfig } from "../../src/github/client.ts";
+import { planCheckOfPull } from "../support/plan-check.ts";
 import { API_THEN_CLIENT } from "../support/repositories.ts";
 
 const PATH = ".workflow/api-client.yaml";
@@ -147,28 +147,10 @@ describe("the other ways a run starts", () => {
 
   it("a pull request's plan check says it to whoever opened it, before it is merged", async () => {
     h = await startApp({}, "nock", Infinity, both({ alice: "read" }));
-    const gh = h.gh;
-    gh.branches.set("feature", gh.branches.get("main")!);
-    const head = gh.commit("feature", { [PATH]: API_THEN_CLIENT });
-    gh.openPull(5, "feature");
-    const pull_request = {
-      number: 5,
-      html_url: "https://github.com/octo/demo/pull/5",
-      merged: false,
-      head: { ref: "feature", sha: head, repo: { full_name: "octo/demo" } },
-      base: { ref: "main" },
-    };
-    const event = {
-      action: "opened",
-      number: 5,
-      pull_request,
-      repository: repository(gh),
-      sender: user("alice"),
-    };
-    expect(await h.deliver("pull_request", event)).toBe(200);
-    const check = gh.checkRuns.find((c) => c.name === "agentrelay / plan")!;
-    expect(check.conclusion).toBe("failure");
-    expect(check.output?.summary).toContain(
+    const { answer, check } = await planCheckOfPull(h, PATH, API_THEN_CLIENT);
+    expect(answer).toBe(200);
+    expect(check?.conclusion).toBe("failure");
+    expect(check?.output?.summary).toContain(
       "line 4: `repositories.web`: octo/web: alice may not write to it",
     );
     nothingWritten(h);
