@@ -18,7 +18,7 @@ import type { HostedRun } from "./hosted-run.ts";
 import { lostRepositoryWait, type Merged, Merges, repositoryWaitKey, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
-import { fastForward, targetMoved } from "./fast-forward.ts";
+import { fastForward, targetMoved, targetSince } from "./fast-forward.ts";
 import { openPr } from "./open-pr.ts";
 import { startChecksOfRetry } from "./retry-checks.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
@@ -211,21 +211,21 @@ export class GitHubEffects {
       case "merge_integration_pr": {
         const target = engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch;
         const { verified } = effect;
-        const [branch, title] = [
-          integrationBranch(graph, effect.workstream),
-          `Integrate workstream ${effect.workstream}`,
-        ];
+        const branch = integrationBranch(graph, effect.workstream);
+        const title = `Integrate workstream ${effect.workstream}`;
         const again = (reason: string): EngineEvent[] => [
           { type: "integration_unverified", workstream: effect.workstream, reason, at },
         ];
-        // The tree that lands must be the one verified: the target where it was. Where the app may move
-        // the target, a fast-forward that GitHub refuses once it moved lands it (fast-forward.ts).
-        const moved = verified && (await targetMoved(this.ctx, target, verified.base));
-        if (moved) return again(moved);
+        // The tree that lands must be the one verified: the target where it was (or already moved to this
+        // pair's landing, whose answer was lost). Where the app may move the target, a fast-forward that
+        // GitHub refuses once it moved lands it (fast-forward.ts).
+        const since = verified ? await targetSince(this.ctx, target, verified) : null;
+        if (since && "moved" in since) return again(since.moved);
         const landing =
-          verified && (await this.merges.policy(target)).directUpdate
+          since ??
+          (verified && (await this.merges.policy(target)).directUpdate
             ? await fastForward(this.ctx, target, branch, verified, title)
-            : null;
+            : null);
         if (landing && "landed" in landing) {
           this.waited(run, { workstream: effect.workstream }, "merged");
           this.merges.mergedInto.set(target, landing.landed);

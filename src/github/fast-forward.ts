@@ -44,6 +44,28 @@ export async function targetMoved(ctx: RepoContext, target: string, base: string
 }
 
 /**
+ * Where the target stands against the verified pair: null, where it was verified; `landed`, where it
+ * already took this pair's landing (a retry of one whose answer was lost: GitHub moved the target, and
+ * a new commit would be no fast-forward of it); else `moved`.
+ */
+export async function targetSince(
+  ctx: RepoContext,
+  target: string,
+  verified: VerifiedPair,
+): Promise<{ landed: string } | { moved: string } | null> {
+  const now = await headOf(ctx, target);
+  if (now === verified.base) return null;
+  const { data } = await ctx.octokit.rest.git.getCommit({
+    owner: ctx.owner,
+    repo: ctx.repo,
+    commit_sha: now,
+  });
+  const [first, second, ...more] = data.parents.map((p) => p.sha);
+  if (first === verified.base && second === verified.head && more.length === 0) return { landed: now };
+  return { moved: `${target} moved since it was verified` };
+}
+
+/**
  * Lands the verified pair as GitHub's merge button would (a merge commit, the target as its first
  * parent, so the target's first-parent history holds only trees it took), but only from the verified
  * base: the commit's tree is the verified head's, its parents the verified base and head, and the

@@ -132,6 +132,23 @@ describe("landing a verified integration PR where the app may update the target"
     expect(github.log(/PUT .*\/merge$/)).toEqual([]);
   });
 
+  it("lands once when GitHub moved main but its answer was lost: the retry finds the landing", async () => {
+    const { github, merge, octokit } = setup();
+    let lost = false;
+    octokit.hook.after("request", (_response, options) => {
+      if (!lost && options.method === "PATCH" && String(options.url).includes("/git/refs/")) {
+        lost = true;
+        throw Object.assign(new Error("Server Error"), { status: 502 });
+      }
+    });
+    await expect(merge()).rejects.toThrow("Server Error");
+    const [landed] = github.store.log("main");
+    const [fact] = await merge();
+    expect(fact).toEqual({ type: "integration_pr_merged", workstream: "w", commit: landed!.sha, at: 0 });
+    expect(github.store.log("main")[0]!.sha).toBe(landed!.sha);
+    expect(github.log(/PUT .*\/merge$/)).toEqual([]);
+  });
+
   it.each([
     ["branch protection that requires checks", { source: "protection", requiredChecks: ["ci"] }],
     ["a ruleset that requires PRs, unreadable here", { source: "protection", pullRequest: true }],
