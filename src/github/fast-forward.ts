@@ -101,10 +101,9 @@ export async function fastForward(
     return { landed: commit.sha };
   } catch (error) {
     const message = oneLine(messageOf(error));
+    // Moved, or moved to this very pair's landing (another replica's, for the same event twice).
     if (statusOf(error) === 422 && NOT_FAST_FORWARD.test(message))
-      return {
-        moved: (await targetMoved(ctx, target, verified.base)) ?? `${target} moved since it was verified`,
-      };
+      return (await targetSince(ctx, target, verified)) ?? { moved: `${target} moved since it was verified` };
     // A rule, branch protection or a permission (`workflows`) refuses a push that is not a PR's merge.
     if (statusOf(error) === 422 || refusal(error, ctx)) return { refused: message };
     throw error;

@@ -149,6 +149,28 @@ describe("landing a verified integration PR where the app may update the target"
     expect(github.log(/PUT .*\/merge$/)).toEqual([]);
   });
 
+  it("lands once when another replica landed the same pair first: its landing is taken as this one's", async () => {
+    const { github, merge, octokit, verifiedNow } = setup();
+    const { base, head } = verifiedNow();
+    let first = "";
+    octokit.hook.before("request", async (options) => {
+      if (first || options.method !== "PATCH" || !String(options.url).includes("/git/refs/")) return;
+      first = "pending";
+      const repo = { owner: "octo", repo: "demo" };
+      const tree = (await octokit.rest.git.getCommit({ ...repo, commit_sha: head })).data.tree.sha;
+      const made = await octokit.rest.git.createCommit({
+        ...repo,
+        message: "other",
+        tree,
+        parents: [base, head],
+      });
+      first = made.data.sha;
+      await octokit.rest.git.updateRef({ ...repo, ref: "heads/main", sha: first, force: false });
+    });
+    expect(await merge()).toEqual([{ type: "integration_pr_merged", workstream: "w", commit: first, at: 0 }]);
+    expect(github.store.log("main")[0]!.sha).toBe(first);
+  });
+
   it.each([
     ["branch protection that requires checks", { source: "protection", requiredChecks: ["ci"] }],
     ["a ruleset that requires PRs, unreadable here", { source: "protection", pullRequest: true }],
