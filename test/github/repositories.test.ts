@@ -5,16 +5,14 @@
  * the client's task is dispatched in its repository only once the API's workstream landed in its own,
  * and what landed is what it is told (landed.json).
  */
-import { Octokit } from "@octokit/rest";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeRepositories } from "../../harness/fake-repositories.ts";
-import { DEFAULT_CONFIG, type GitHubClient, type RepoContext } from "../../src/github/client.ts";
 import { RunDriver } from "../../src/github/driver.ts";
 import { reconcileRun } from "../../src/app/reconcile.ts";
 import { landedElsewhere } from "../../src/protocol/landed.ts";
 import { parseRunGraph } from "../../src/protocol/run-source.ts";
-import { API_THEN_CLIENT } from "../support/repositories.ts";
+import { API_THEN_CLIENT, installationContext } from "../support/repositories.ts";
 
 let github: FakeRepositories;
 beforeEach(() => {
@@ -30,25 +28,7 @@ afterEach(() => {
   for (const gh of github.repositories.values()) gh.expectNoViolations();
 });
 
-/** The app's context in the graph's repository, acting with a token of its installation. */
-async function appContext(): Promise<RepoContext> {
-  const [, minted] = await github.serve("POST", "/app/installations/42/access_tokens", {});
-  const octokit = new Octokit({
-    auth: (minted as { token: string }).token,
-    request: { fetch: globalThis.fetch, retries: 0 },
-    log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
-  }) as unknown as GitHubClient;
-  const config = { ...DEFAULT_CONFIG, statusIntervalMs: 0 };
-  return {
-    octokit,
-    owner: "octo",
-    repo: "demo",
-    defaultBranch: "main",
-    config,
-    now: Date.now,
-    log: () => {},
-  };
-}
+const appContext = () => installationContext(github);
 
 describe("a run across repositories on GitHub", () => {
   it("keeps each workstream in its repository, and starts the client once the API landed in its own", async () => {
