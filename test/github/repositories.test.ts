@@ -165,13 +165,18 @@ describe("a run across repositories on GitHub", () => {
       { type: "job_started", task: "add-endpoint", attempt: 1, at: clock },
       { type: "job_failed", task: "add-endpoint", attempt: 1, reason: "the job failed", at: clock },
     ]);
-    // The retry waits instead of failing for want of a repository.
+    // The retry waits instead of failing for want of a repository, and the handler whose dispatch
+    // found it lost says so at once, in the run and on its status comment.
     expect(api.dispatches).toHaveLength(1);
     expect(task()).toMatchObject({ status: "running", attempt: 2 });
     const line =
       "octo/api: the app can no longer reach it (GitHub answered 404): add it back to the app's installation; its work waits and goes on by itself";
     const statusBody = () => demo.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
-    // The reconciler's pass (its repository unreachable, it decides nothing about the job) says so.
+    expect(statusBody()).toContain(`**Waiting for you**: ${line}`);
+    expect((demo.state(runKey) as { github?: { waits?: object } }).github?.waits).toEqual({
+      "repository:octo/api": { person: true, line },
+    });
+    // The reconciler's pass (its repository unreachable, it decides nothing about the job) keeps it.
     clock += 11 * 60_000;
     await reconcileRun(new RunDriver(ctx), runKey);
     expect(task()).toMatchObject({ status: "running", attempt: 2 });
