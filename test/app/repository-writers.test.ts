@@ -10,7 +10,9 @@ import {
   type Harness,
   issueComment,
   pushPayload,
+  repository,
   type RepositorySpec,
+  runJob,
   startApp,
   user,
 } from "../../harness/app.ts";
@@ -130,6 +132,38 @@ describe("the other ways a run starts", () => {
     );
     expect(h!.github.get("octo/api").dispatches).toHaveLength(dispatched);
     expect(h!.gh.state("api-client/1").appliedCommands ?? []).toEqual([]);
+  });
+
+  it("a check run's Re-run by someone who may only read another of its repositories is refused, on that check run", async () => {
+    expect(await pushedBy(both({ alice: "write", bob: "read" }), user("alice"))).toEqual([]);
+    const api = h!.github.get("octo/api");
+    await runJob(h!, { ...api.dispatches[0]!, in: api }, { outcome: "failed", reason: "flaky" });
+    const check = h!.gh.checkRuns.find((c) => c.name === "agentrelay / add-endpoint")!;
+    expect(check.conclusion).toBe("failure");
+    h!.gh.permissions.set("bob", "write"); // bob may write in the graph's repository...
+    const rerun = (login: string) =>
+      h!.deliver("check_run", {
+        action: "rerequested",
+        check_run: {
+          id: check.id,
+          name: check.name,
+          external_id: check.external_id,
+          head_sha: check.head_sha,
+        },
+        repository: repository(h!.gh),
+        sender: user(login),
+      });
+    expect(await rerun("bob")).toBe(200);
+    // ...but not in octo/web, where the run would write: nothing starts, and the check run says why.
+    expect(api.dispatches).toHaveLength(1);
+    expect(h!.gh.checkRuns.filter((c) => c.name === "agentrelay / add-endpoint")).toHaveLength(1);
+    expect(String(check.output?.summary).split("\n")[0]).toBe(
+      '**Waiting for you**: Re-run by bob not done: octo/web: bob may not write to it (GitHub says "read"), and the run would: ask for write access to octo/web, or have someone with it press Re-run',
+    );
+    // Someone who may write in each is obeyed.
+    h!.gh.permissions.set("alice", "write");
+    expect(await rerun("alice")).toBe(200);
+    expect(api.dispatches.map((d) => d.inputs.attempt)).toEqual(["1", "2"]);
   });
 
   it("a push the reconciler finds later (its webhook lost) has no known sender: refused until pushed again", async () => {
