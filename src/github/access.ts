@@ -186,11 +186,14 @@ export interface Starter {
  *
  * Each repository other than the graph's own (where pushing the graph already took write access) is
  * asked "Get repository permissions for a user"
- * (https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user),
- * which an installation reads with Metadata read, which every installation has: `permission` is the
- * legacy base role (`admin`, `write`, `read`, `none`; maintain counts as write, triage as read) and takes
- * an organization member's access through teams and base permissions into account. `none` (not a
- * collaborator of a private repository) and `read` are refused; 404 (no such user) too.
+ * (https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user).
+ * That page says each of what this relies on but one: installation tokens may call it with "Metadata"
+ * repository permissions (read), which every installation has; `permission` is the legacy base role
+ * (`admin`, `write`, `read`, `none`; "the maintain role is mapped to write and the triage role is
+ * mapped to read"); and it is "the highest role assigned to the collaborator after considering all
+ * sources of grants, including: repo, teams, organization, and enterprise". What a person who is no
+ * collaborator gets, it does not say: it lists only 200 and "404 Resource not found". `none` (as a third
+ * party measured for a non-collaborator) and 404 are both refused, as `read` is.
  *
  * A bot (an app, github-actions[bot], the agentrelay app's own merges) has no person's access to
  * check: it may start such a run only when AGENTRELAY_ALLOWED_BOTS names it, as for commands. Without

@@ -35,8 +35,10 @@ async function pushedBy(
   repositories: RepositorySpec[],
   sender: ReturnType<typeof user>,
   config: Partial<AppConfig> = {},
+  prepare: (harness: Harness) => void = () => {},
 ) {
   h = await startApp(config, "nock", Infinity, repositories);
+  prepare(h);
   const before = h.gh.branches.get("main")!;
   const after = h.gh.commit("main", { [PATH]: API_THEN_CLIENT });
   expect(await h.deliver("push", { ...pushPayload(h.gh, before, after, { added: [PATH] }), sender })).toBe(
@@ -75,7 +77,19 @@ describe("a push starts a run that writes to other repositories only for someone
   });
 
   it("refuses it for someone who is not a collaborator there (GitHub says none)", async () => {
-    const lines = await pushedBy(both({ alice: "none" }), user("alice"));
+    const lines = await pushedBy(both({}), user("alice"));
+    expect(lines).toEqual([
+      expect.stringMatching(/^4: octo\/web: alice may not write to it \(GitHub says "none"\)/),
+    ]);
+    nothingWritten(h!);
+  });
+
+  it("refuses it when GitHub answers 404 for the person there (the page lists 404 beside 200)", async () => {
+    const notFound = (harness: Harness) => {
+      harness.github.get("octo/web").fault = ({ path }) =>
+        /\/collaborators\/alice\/permission/.test(path) ? [404, { message: "Not Found" }] : null;
+    };
+    const lines = await pushedBy(both({ alice: "write" }), user("alice"), {}, notFound);
     expect(lines).toEqual([
       expect.stringMatching(/^4: octo\/web: alice may not write to it \(GitHub says "none"\)/),
     ]);
