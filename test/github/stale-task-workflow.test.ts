@@ -114,4 +114,28 @@ describe("a workstream's repository with an old task workflow", () => {
     expect(statusBody()).not.toContain("older than this run needs");
     expect(state().github.waits ?? {}).toEqual({});
   });
+
+  it("waits the same in the graph's own repository, whose workflow lacks an input every dispatch sends", async () => {
+    const demo = github.get("octo/demo");
+    // Before `credential` existed: GitHub refuses the input it does not declare.
+    const older = CURRENT.replace(/ {6}credential:\n(?: {8}.*\n)+/, "");
+    demo.commit("main", { [WORKFLOW]: older });
+    const text = "name: solo\nmax_task_attempts: 1\ntasks:\n  - id: only\n    description: Do it\n";
+    const path = ".workflow/solo.yaml";
+    const commit = demo.commit("main", { [path]: text });
+    const source = { path, commit, branch: "main", text };
+    let clock = Date.now();
+    const ctx = { ...(await installationContext(github)), now: () => clock };
+    const { runKey } = await new RunDriver(ctx).startOrResume(source, parseRunGraph(source));
+    const statusBody = () => demo.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
+    expect(demo.dispatches).toEqual([]);
+    expect(statusBody()).toContain(
+      `**Waiting for you**: octo/demo's .github/workflows/agentrelay-task.yml is older than this run needs (GitHub says "Unexpected inputs provided: ["credential"]")`,
+    );
+    demo.commit("main", { [WORKFLOW]: CURRENT });
+    clock += 60_000;
+    await reconcileRun(new RunDriver(ctx), runKey);
+    expect(demo.dispatches.map((d) => `${d.inputs.task} ${d.inputs.attempt}`)).toEqual(["only 2"]);
+    expect(statusBody()).not.toContain("older than this run needs");
+  });
 });
