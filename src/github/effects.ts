@@ -67,10 +67,6 @@ export class GitHubEffects {
     return { owner: this.ctx.owner, repo: this.ctx.repo };
   }
 
-  private get workflow() {
-    return this.ctx.config.taskWorkflow;
-  }
-
   /**
    * The effects of the repository an effect acts in (its workstream's, engine/run-edit.ts): this
    * one's for the graph's own, else that repository's, with the same installation's client (access.ts
@@ -385,8 +381,9 @@ export class GitHubEffects {
       if (statusOf(error) === undefined || statusOf(error)! >= 500) throw error;
       // A task workflow older than the inputs the app sends: nothing started, so the attempt is not
       // spent; the run says what to do, and the reconciler dispatches again once it is done.
-      const stale = staleTaskWorkflowRefusal(error, fullName, this.workflow);
-      if (!stale) return { reason: `could not start ${this.workflow}: ${messageOf(error)}` };
+      const { taskWorkflow } = this.ctx.config;
+      const stale = staleTaskWorkflowRefusal(error, fullName, taskWorkflow);
+      if (!stale) return { reason: `could not start ${taskWorkflow}: ${messageOf(error)}` };
       this.setWait(run, taskWorkflowWaitKey(fullName), stale);
       return { job: null };
     }
