@@ -24,8 +24,12 @@ export function refusedDispatchInputs(
   let declared: Record<string, { required?: unknown; default?: unknown } | null>;
   try {
     const on = (load(text) as { on?: unknown } | null)?.on;
+    // `on: workflow_dispatch`, `on: [push, workflow_dispatch]` or `on: {workflow_dispatch: ...}`.
+    const triggers = typeof on === "string" ? [on] : Array.isArray(on) ? on : Object.keys(on ?? {});
+    // A workflow without the trigger is refused for that, elsewhere (fake-actions.ts).
+    if (!triggers.includes("workflow_dispatch")) return null;
     const dispatch =
-      typeof on === "object" && on !== null ? (on as Record<string, unknown>).workflow_dispatch : null;
+      typeof on === "object" && !Array.isArray(on) ? (on as Record<string, unknown>).workflow_dispatch : null;
     const listed =
       typeof dispatch === "object" && dispatch !== null ? (dispatch as { inputs?: unknown }).inputs : null;
     declared = typeof listed === "object" && listed !== null ? (listed as typeof declared) : {};

@@ -49,6 +49,12 @@ describe("the fake checks a dispatch's inputs as GitHub does", () => {
     // An input left out with a default takes it.
     const { credential: _default, ...withoutCredential } = sent;
     expect(refusedDispatchInputs(CURRENT, withoutCredential)).toBeNull();
+    // A workflow dispatched with no inputs declared takes none; one without the trigger is refused for that.
+    expect(refusedDispatchInputs("on: [push, workflow_dispatch]\n", { a: "1" })).toBe(
+      'Unexpected inputs provided: ["a"]',
+    );
+    expect(refusedDispatchInputs("on: workflow_dispatch\n", {})).toBeNull();
+    expect(refusedDispatchInputs("on: push\n", { a: "1" })).toBeNull();
   });
 });
 
