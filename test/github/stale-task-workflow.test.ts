@@ -10,6 +10,8 @@ import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeRepositories } from "../../harness/fake-repositories.ts";
 import { refusedDispatchInputs } from "../../harness/fake-dispatch-inputs.ts";
+import { actionsWorkflows } from "../../src/github/conformance/actions.ts";
+import { UNDECLARED_INPUT_REFUSAL } from "../../src/github/conformance/event-cases.ts";
 import { RunDriver } from "../../src/github/driver.ts";
 import { reconcileRun } from "../../src/app/reconcile.ts";
 import { parseRunGraph } from "../../src/protocol/run-source.ts";
@@ -55,6 +57,9 @@ describe("the fake checks a dispatch's inputs as GitHub does", () => {
     );
     expect(refusedDispatchInputs("on: workflow_dispatch\n", {})).toBeNull();
     expect(refusedDispatchInputs("on: push\n", { a: "1" })).toBeNull();
+    // What the conformance suite expects of GitHub for its workflow A is what the fake answers.
+    const a = actionsWorkflows()[".github/workflows/agentrelay-conformance-a.yml"];
+    expect(`422 ${refusedDispatchInputs(a, { undeclared: "x" })}`).toBe(UNDECLARED_INPUT_REFUSAL);
   });
 });
 
