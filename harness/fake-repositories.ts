@@ -20,6 +20,9 @@
  *   (https://docs.github.com/en/rest/authentication/permissions-required-for-github-apps);
  * - `GET /installation/repositories` lists the token's repositories
  *   (https://docs.github.com/en/rest/apps/installations#list-repositories-accessible-to-the-app-installation);
+ * - ids are GitHub's, unique across repositories (a workflow run's `run_id` is "the unique identifier
+ *   of the workflow run": https://docs.github.com/en/rest/actions/workflow-runs#get-a-workflow-run),
+ *   and a run is found under its own repository only;
  * - each repository has its own collaborators, each with a role there (`collaborator`), answered by
  *   "Get repository permissions for a user" with Metadata read
  *   (https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user).
@@ -112,6 +115,7 @@ export class FakeRepositories {
     const [owner, repo] = fullName.split("/") as [string, string];
     const gh = new FakeGitHub(store, { owner, repo, installationId: installation ?? 0 });
     gh.clock.follow(this.first.clock);
+    gh.ids = this.first.ids; // one GitHub: a run id names one run, whichever repository it is in
     this.repositories.set(key(fullName), gh);
     if (installation !== null) this.install(installation, owner, [fullName]);
     return gh;

@@ -62,7 +62,10 @@ const asJobContainer = (): string[] =>
  */
 export const ANTHROPIC_CREDENTIAL = "sk-ant-e2e-scripted";
 
-/** The runner's home of a job (its workspace and temp), apart per repository: run ids are per repository. */
+/**
+ * The runner's home of a job (its workspace and temp). A run id names one run across repositories, as
+ * GitHub's do (the fake's ids are shared); the repository in the name says whose job it was.
+ */
 export const runnerHome = (root: string, repo: string, runId: number): string =>
   join(root, "runners", `${repo}-${runId}`);
 

@@ -61,7 +61,7 @@ export async function startGraph(
     requireParams(graph, source);
     // Every repository the graph names must be reachable before anything is written.
     const own = `${ctx.owner}/${ctx.repo}`;
-    await requireReach(ctx.octokit, graph, source, own, credentialsOf(ctx.config));
+    await requireReach(ctx.octokit, graph, source, own, credentialsOf(ctx.config), ctx.config.taskWorkflow);
     // ...and whoever asked must be allowed to write where the run will write.
     await requireWriters(ctx.octokit, graph, source, own, starter, ctx.config.allowedBots, instead);
     requireOneRepository(graph, source, ctx.config.workflow ? "workflow" : "app");

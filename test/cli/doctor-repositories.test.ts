@@ -3,7 +3,7 @@
  * reaches and with what, and names each it cannot work in with the fix (a fine-grained token scoped as
  * GitHub scopes it: harness/fake-repositories.ts).
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import nock from "nock";
@@ -68,6 +68,22 @@ describe("agentrelay doctor on graphs that span repositories", () => {
       "octo/demo: .workflow/api-client.yaml: octo/api: not found, or the token may not read it: give the token access to it (a fine-grained token's Repository access), or use a GitHub App installed on it",
     );
     expect(lines.filter((l) => l.includes("octo/lib:"))).toHaveLength(1);
+    expect(code).toBe(1);
+  });
+
+  it("names a workstream's repository whose task workflow is older than the run needs", async () => {
+    github.grant("github_pat_doctor", ["octo/demo", "octo/api", "octo/web"], "write");
+    const current = readFileSync(
+      new URL("../../templates/workflows/agentrelay-task.yml", import.meta.url),
+      "utf8",
+    );
+    github.get("octo/api").commit("main", { ".github/workflows/agentrelay-task.yml": current });
+    const old = current.replace(/ {6}run-repository:\n(?: {8}.*\n)+/, "");
+    github.get("octo/web").commit("main", { ".github/workflows/agentrelay-task.yml": old });
+    const { code, out } = await doctor(checkout({ "api-client.yaml": API_THEN_CLIENT }));
+    expect(out.split("\n").filter((l) => /older than/.test(l))).toEqual([
+      "octo/demo: .workflow/api-client.yaml: octo/web: its .github/workflows/agentrelay-task.yml is older than this run needs (it does not declare the input run-repository): run `agentrelay init` there and push",
+    ]);
     expect(code).toBe(1);
   });
 

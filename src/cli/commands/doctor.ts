@@ -16,7 +16,7 @@ import { MERGE_METHODS } from "../../github/branch-policy.ts";
 import { reachOfRepositories } from "../../github/access.ts";
 import { findings, mergeNotes, readRepoFacts } from "../../github/doctor.ts";
 import type { GitHubClient } from "../../github/client.ts";
-import { statusOf } from "../../github/client.ts";
+import { DEFAULT_CONFIG, statusOf } from "../../github/client.ts";
 import { parseWorkflow, type WorkflowFile } from "../../github/workflow-files.ts";
 import { EXIT, type Io } from "../io.ts";
 import { checkoutBranch, checkoutRoot, repositoryAndToken } from "./github-remote.ts";
@@ -201,7 +201,15 @@ export async function graphReach(
       continue;
     }
     if (!graph.repositories?.length) continue;
-    const reach = await reachOfRepositories(octokit, graph, repository, "token");
+    // With the app, each workstream's task workflow must take what the app sends it.
+    const app = !existsSync(join(dir, ".github/workflows/agentrelay.yml"));
+    const reach = await reachOfRepositories(
+      octokit,
+      graph,
+      repository,
+      "token",
+      app ? DEFAULT_CONFIG.taskWorkflow : undefined,
+    );
     const reached = reach.filter((r) => !r.problem);
     if (reached.length > 0)
       notes.push(
