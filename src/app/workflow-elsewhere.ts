@@ -1,0 +1,78 @@
+/**
+ * Workflow mode across repositories: the orchestrator workflow of a workstream's repository. A graph
+ * in another repository puts a workstream here, so its task jobs run here, and a task run's end is
+ * known here only: its hand-over dispatches this repository's orchestrator (a job's GITHUB_TOKEN
+ * reaches its own repository only), and workflow_run fires only for workflows of the repository the
+ * run was in. The run itself lives in the graph's repository, which the orchestrator's app token
+ * reaches (AGENTRELAY_REPOSITORIES names it): that run is reconciled there, which reads the job's
+ * report from its run here (reconcile.ts) and writes the run by compare-and-swap.
+ *
+ * The task run's name only says where to look (a writer of this repository can dispatch the task
+ * workflow with any inputs): the run must be one of a repository the token was minted for, and its
+ * graph must put the task's workstream in this repository, else nothing is done. Reconciling a run
+ * twice is harmless, and only a job run that is the attempt's counts (attempt-runs.ts).
+ */
+import { parseAttemptRunName, type RepoContext, statusOf } from "../github/client.ts";
+import { RunDriver } from "../github/driver.ts";
+import { repositoryOfInput } from "../protocol/resolution.ts";
+import { reconcileRun } from "./reconcile.ts";
+
+/** The task run an event is about: the hand-over's `task-run`, or the run workflow_run says completed. */
+async function taskRunOf(
+  ctx: RepoContext,
+  name: string,
+  payload: Record<string, unknown>,
+): Promise<{ display_title?: string | null; path?: string } | null> {
+  if (name === "workflow_run") return (payload.workflow_run as { path?: string } | undefined) ?? null;
+  if (name !== "workflow_dispatch") return null;
+  const input = (payload.inputs as Record<string, unknown> | undefined)?.["task-run"];
+  if (typeof input !== "string" || !/^[1-9][0-9]{0,15}$/.test(input)) return null;
+  try {
+    const { data } = await ctx.octokit.rest.actions.getWorkflowRun({
+      owner: ctx.owner,
+      repo: ctx.repo,
+      run_id: Number(input),
+    });
+    return data;
+  } catch (error) {
+    if (statusOf(error) === 404) return null;
+    throw error;
+  }
+}
+
+/**
+ * Reconciles, in the repository it lives in, the run of a graph elsewhere that the event's task run
+ * of this repository was an attempt of. `minted`: the repositories the app's token was minted for
+ * (names of this repository's owner). Answers the run's `OWNER/NAME` and key, or null.
+ */
+export async function reconcileRunElsewhere(
+  ctx: RepoContext,
+  name: string,
+  payload: Record<string, unknown>,
+  minted: string[],
+): Promise<string | null> {
+  const own = `${ctx.owner}/${ctx.repo}`.toLowerCase();
+  const others = minted.filter((n) => n.toLowerCase() !== ctx.repo.toLowerCase());
+  if (others.length === 0) return null;
+  const taskRun = await taskRunOf(ctx, name, payload);
+  if (!taskRun || taskRun.path !== `.github/workflows/${ctx.config.taskWorkflow}`) return null;
+  const named = parseAttemptRunName(taskRun.display_title ?? "");
+  if (!named) return null;
+  for (const repo of others) {
+    const driver = new RunDriver({ ...ctx, owner: ctx.owner, repo });
+    let works: string | undefined;
+    try {
+      const loaded = await driver.load(named.run, { fresh: true });
+      works = loaded ? repositoryOfInput(loaded.engine.plan, named.task)?.toLowerCase() : undefined;
+    } catch (error) {
+      if (statusOf(error) !== 404 && statusOf(error) !== 403) throw error;
+    }
+    if (works !== own) continue;
+    ctx.log(
+      `${named.task} of ${named.run} works here; its run lives in ${ctx.owner}/${repo}: reconciling it`,
+    );
+    await reconcileRun(driver, named.run, { thorough: false, refreshStatus: false });
+    return `${ctx.owner}/${repo} ${named.run}`;
+  }
+  return null;
+}
