@@ -3,19 +3,24 @@
  * in another repository puts a workstream here, so its task jobs run here, and a task run's end is
  * known here only: its hand-over dispatches this repository's orchestrator (a job's GITHUB_TOKEN
  * reaches its own repository only), and workflow_run fires only for workflows of the repository the
- * run was in. The run itself lives in the graph's repository, which the orchestrator's app token
- * reaches (AGENTRELAY_REPOSITORIES names it): that run is reconciled there, which reads the job's
- * report from its run here (reconcile.ts) and writes the run by compare-and-swap.
+ * run was in. The run lives in the graph's repository, which the orchestrator's app token reaches
+ * (AGENTRELAY_REPOSITORIES names it): this orchestrator hands over in turn, dispatching the graph
+ * repository's orchestrator, which reconciles the run there (reconcile.ts reads the job's report
+ * from its run here). Every change to a run is then made by its own repository's orchestrator, in
+ * its one queue (the workflow's concurrency group is per repository): two repositories' orchestrators
+ * never carry out the same owed effect at once.
  *
  * The task run's name only says where to look (a writer of this repository can dispatch the task
  * workflow with any inputs): the run must be one of a repository the token was minted for, and its
- * graph must put the task's workstream in this repository, else nothing is done. Reconciling a run
- * twice is harmless, and only a job run that is the attempt's counts (attempt-runs.ts).
+ * graph must put the task's workstream in this repository, else nothing is done. A hand-over more
+ * than needed only makes the graph's orchestrator reconcile once more, which is harmless.
  */
 import { parseAttemptRunName, type RepoContext, statusOf } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
 import { repositoryOfInput } from "../protocol/resolution.ts";
-import { reconcileRun } from "./reconcile.ts";
+
+/** The orchestrator workflow (`agentrelay init --no-app` writes it under .github/workflows/). */
+const ORCHESTRATOR_WORKFLOW = "agentrelay.yml";
 
 /** The task run an event is about: the hand-over's `task-run`, or the run workflow_run says completed. */
 async function taskRunOf(
@@ -41,11 +46,11 @@ async function taskRunOf(
 }
 
 /**
- * Reconciles, in the repository it lives in, the run of a graph elsewhere that the event's task run
- * of this repository was an attempt of. `minted`: the repositories the app's token was minted for
- * (names of this repository's owner). Answers the run's `OWNER/NAME` and key, or null.
+ * Hands the event's task run of this repository over to the orchestrator of the repository its run
+ * lives in, when that run's graph puts the task's workstream here. `minted`: the repositories the
+ * app's token was minted for (names of this repository's owner). Answers `OWNER/NAME RUN`, or null.
  */
-export async function reconcileRunElsewhere(
+export async function handOverElsewhere(
   ctx: RepoContext,
   name: string,
   payload: Record<string, unknown>,
@@ -60,18 +65,25 @@ export async function reconcileRunElsewhere(
   if (!named) return null;
   for (const repo of others) {
     const driver = new RunDriver({ ...ctx, owner: ctx.owner, repo });
-    let works: string | undefined;
+    let loaded: Awaited<ReturnType<RunDriver["load"]>> = null;
     try {
-      const loaded = await driver.load(named.run, { fresh: true });
-      works = loaded ? repositoryOfInput(loaded.engine.plan, named.task)?.toLowerCase() : undefined;
+      loaded = await driver.load(named.run, { fresh: true });
     } catch (error) {
       if (statusOf(error) !== 404 && statusOf(error) !== 403) throw error;
     }
-    if (works !== own) continue;
+    if (!loaded || repositoryOfInput(loaded.engine.plan, named.task)?.toLowerCase() !== own) continue;
+    // Its orchestrator runs on the graph's default branch, where the run started; with the app's
+    // token, a dispatch starts a workflow run (only GITHUB_TOKEN's events do not, and it may dispatch).
+    await ctx.octokit.rest.actions.createWorkflowDispatch({
+      owner: ctx.owner,
+      repo,
+      workflow_id: ORCHESTRATOR_WORKFLOW,
+      ref: loaded.run.source.branch,
+      inputs: {},
+    });
     ctx.log(
-      `${named.task} of ${named.run} works here; its run lives in ${ctx.owner}/${repo}: reconciling it`,
+      `${named.task} of ${named.run} works here; its run lives in ${ctx.owner}/${repo}: handed over to its orchestrator`,
     );
-    await reconcileRun(driver, named.run, { thorough: false, refreshStatus: false });
     return `${ctx.owner}/${repo} ${named.run}`;
   }
   return null;

@@ -23,7 +23,7 @@ import { type Repository, repoContextOf } from "./context.ts";
 import { handlerOf } from "./events.ts";
 import { anyActive, reconcileRepository } from "./reconcile.ts";
 import { carryOutWaiting } from "./waiting.ts";
-import { reconcileRunElsewhere } from "./workflow-elsewhere.ts";
+import { handOverElsewhere } from "./workflow-elsewhere.ts";
 
 /** The login GitHub shows for what a workflow's GITHUB_TOKEN does. */
 export const ACTIONS_BOT = "github-actions[bot]";
@@ -185,9 +185,9 @@ export async function orchestrate(
     await handedOverRunEnded(ctx, payload, host.clock ?? REAL_CLOCK).catch((error: unknown) => {
       failed.push(`the task run that dispatched this one: ${messageOf(error)}`);
     });
-  // A task run of a workstream whose graph lives in another repository: its run is reconciled there.
+  // A task run of a workstream whose graph lives in another repository: handed over to its orchestrator.
   if (name === "workflow_dispatch" || name === "workflow_run")
-    await withRetries(() => reconcileRunElsewhere(ctx, name, payload, minted)).catch((error: unknown) => {
+    await handOverElsewhere(ctx, name, payload, minted).catch((error: unknown) => {
       failed.push(`the run of the task run that ended here: ${messageOf(error)}`);
     });
   if (reconciles(name, payload))
