@@ -11,7 +11,7 @@ import * as core from "@actions/core";
 import { Octokit } from "@octokit/rest";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { parseRunGraph } from "../protocol/run-source.ts";
-import { subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
+import { repositoryOfInput, subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
@@ -108,6 +108,13 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const plan = buildPlan(graph);
   const subject = subjectOfInput(plan, inputs.task);
   if (!subject) throw new JobError(`run ${inputs.run} has no task '${inputs.task}'`);
+  // Only a job of the task's workstream's repository may take it (the app checks it too): without an
+  // app, the orchestrator reads an attempt's report only there, and this one's push would land nowhere.
+  const works = repositoryOfInput(plan, inputs.task) ?? `${runOwner}/${runRepo}`;
+  if (works.toLowerCase() !== `${owner}/${repo}`.toLowerCase())
+    throw new JobError(
+      `${inputs.task} of run ${inputs.run} works in ${works}: a job in ${owner}/${repo} may not take it`,
+    );
   // Without an app, the tier chose this job and its token: it must be the one the graph gives the task.
   if (inputs.tier && inputs.tier !== tierOfInput(plan, inputs.task))
     throw new JobError(
