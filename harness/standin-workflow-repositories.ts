@@ -131,19 +131,14 @@ export class WorkflowRepositories {
 
   private async execute(fullName: string, event: string, payload: object, env: Record<string, string>) {
     const lines: string[] = [];
-    let code = 0;
-    try {
-      const { failed } = await orchestrate(env, {
-        fetch: this.github.fetch,
-        log: (line) => lines.push(line),
-        event: { name: event, payload: payload as Record<string, unknown> },
-      });
-      lines.push(...failed);
-      code = failed.length > 0 ? 1 : 0;
-    } catch (error) {
-      lines.push((error as Error).message);
-      code = 1;
-    }
+    const code = await orchestrate(env, {
+      fetch: this.github.fetch,
+      log: (line) => lines.push(line),
+      event: { name: event, payload: payload as Record<string, unknown> },
+    }).then(
+      ({ failed }) => (lines.push(...failed), failed.length > 0 ? 1 : 0),
+      (error: unknown) => (lines.push((error as Error).message), 1),
+    );
     const log = lines.join("\n");
     this.logs.push({ repository: fullName, event, code, log });
     return { code, log };
