@@ -6,6 +6,7 @@
  * orchestrators' and the tokens' part.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { repository } from "../../harness/app.ts";
 import { e2eAgent } from "../../harness/e2e-agent.ts";
 import { type Standin, startStandin } from "../../harness/standin.ts";
 import { API_THEN_CLIENT } from "../support/repositories.ts";
@@ -105,6 +106,54 @@ describe("workflow mode with a registered app's token, across repositories, on t
     expect(endpoint.attempts).toHaveLength(1);
     expect(endpoint.attempts[0]!.job).toBe(String(api.dispatches[0]!.runId));
     expect(web.pulls.some((p) => p.head.endsWith("/add-endpoint"))).toBe(false);
+  });
+
+  it("a person merging the API's integration PR in octo/api starts octo/api's orchestrator, which moves the run in octo/demo", async () => {
+    const s = await startStandin({
+      script: e2eAgent(),
+      orchestrator: "workflow",
+      token: "app",
+      jobs: "scripted",
+      memory: true,
+      repositories: [
+        { fullName: "octo/api", installation: 42 },
+        { fullName: "octo/web", installation: 42 },
+      ],
+    });
+    standin = s;
+    const graph = API_THEN_CLIENT.replace(
+      "repository: api\n    auto_merge: true",
+      "repository: api\n    auto_merge: false",
+    );
+    await s.push({ ".workflow/api-client.yaml": graph });
+    await s.idle();
+    const [api, web] = [s.github.get("octo/api"), s.github.get("octo/web")];
+    const pr = api.pulls.find((p) => p.base === "main")!;
+    expect(pr.state).toBe("open");
+    expect(web.dispatches).toEqual([]);
+    api.mergeInto("main", pr.head, `Merge pull request #${pr.number}`);
+    Object.assign(pr, { merged: true, state: "closed" });
+    await s.webhook("pull_request", {
+      action: "closed",
+      number: pr.number,
+      pull_request: {
+        number: pr.number,
+        html_url: `https://github.com/octo/api/pull/${pr.number}`,
+        merged: true,
+        body: pr.body,
+        head: { ref: pr.head, sha: api.branch(pr.head), repo: { full_name: "octo/api" } },
+        base: { ref: "main" },
+      },
+      repository: repository(api),
+      installation: { id: 42 },
+    });
+    await s.idle();
+    // GitHub started octo/api's orchestrator for it (no other's), and the client went on.
+    expect(
+      s.workflowRepositories!.logs.filter((l) => l.event === "pull_request").map((l) => l.repository),
+    ).toEqual(["octo/api"]);
+    expect(web.dispatches.map((d) => d.inputs.task)).toEqual(["use-endpoint"]);
+    expect(s.outcome("api-client/1")).toBe("succeeded");
   });
 
   it("holds each workflow's GITHUB_TOKEN to its repository, and the job's run token to reading the run's", async () => {
