@@ -13,7 +13,9 @@
  * The task run's name only says where to look (a writer of this repository can dispatch the task
  * workflow with any inputs): the run must be one of a repository the token was minted for, and its
  * graph must put the task's workstream in this repository, else nothing is done. A hand-over more
- * than needed only makes the graph's orchestrator reconcile once more, which is harmless.
+ * than needed only makes the graph's orchestrator reconcile once more, which is harmless. A PR of
+ * such a workstream merged or closed, or its checks finished (outcomes.ts), is handed over the same
+ * way: the graph's reconciler finds what happened to it.
  */
 import { parseAttemptRunName, type RepoContext, statusOf } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
@@ -72,19 +74,27 @@ export async function handOverElsewhere(
       if (statusOf(error) !== 404 && statusOf(error) !== 403) throw error;
     }
     if (!loaded || repositoryOfInput(loaded.engine.plan, named.task)?.toLowerCase() !== own) continue;
-    // Its orchestrator runs on the graph's default branch, where the run started; with the app's
-    // token, a dispatch starts a workflow run (only GITHUB_TOKEN's events do not, and it may dispatch).
-    await ctx.octokit.rest.actions.createWorkflowDispatch({
-      owner: ctx.owner,
-      repo,
-      workflow_id: ORCHESTRATOR_WORKFLOW,
-      ref: loaded.run.source.branch,
-      inputs: {},
-    });
+    await dispatchOrchestrator(ctx, repo, loaded.run.source.branch);
     ctx.log(
       `${named.task} of ${named.run} works here; its run lives in ${ctx.owner}/${repo}: handed over to its orchestrator`,
     );
     return `${ctx.owner}/${repo} ${named.run}`;
   }
   return null;
+}
+
+/**
+ * Starts the orchestrator workflow of `repo` (this one's owner's) on `branch`, the graph's default
+ * branch where its run started: it reconciles its runs. With the app's token a dispatch starts a
+ * workflow run (GITHUB_TOKEN's dispatches do too: they are the documented exception).
+ */
+export async function dispatchOrchestrator(ctx: RepoContext, repo: string, branch: string): Promise<void> {
+  await ctx.octokit.rest.actions.createWorkflowDispatch({
+    owner: ctx.owner,
+    repo,
+    workflow_id: ORCHESTRATOR_WORKFLOW,
+    ref: branch,
+    inputs: {},
+  });
+  ctx.log(`handed over to the orchestrator of ${ctx.owner}/${repo}`);
 }

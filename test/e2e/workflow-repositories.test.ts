@@ -108,7 +108,7 @@ describe("workflow mode with a registered app's token, across repositories, on t
     expect(web.pulls.some((p) => p.head.endsWith("/add-endpoint"))).toBe(false);
   });
 
-  it("a person merging the API's integration PR in octo/api starts octo/api's orchestrator, which moves the run in octo/demo", async () => {
+  it("a person merging the API's integration PR in octo/api starts octo/api's orchestrator, which hands it over to octo/demo's", async () => {
     const s = await startStandin({
       script: e2eAgent(),
       orchestrator: "workflow",
@@ -148,10 +148,12 @@ describe("workflow mode with a registered app's token, across repositories, on t
       installation: { id: 42 },
     });
     await s.idle();
-    // GitHub started octo/api's orchestrator for it (no other's), and the client went on.
-    expect(
-      s.workflowRepositories!.logs.filter((l) => l.event === "pull_request").map((l) => l.repository),
-    ).toEqual(["octo/api"]);
+    // GitHub started octo/api's orchestrator for it (no other's), which handed it over to the run's
+    // own orchestrator (the one queue that changes the run); the client went on.
+    const logs = s.workflowRepositories!.logs;
+    expect(logs.filter((l) => l.event === "pull_request").map((l) => [l.repository, l.log])).toEqual([
+      ["octo/api", "pull_request.closed: handling\nhanded over to the orchestrator of octo/demo"],
+    ]);
     expect(web.dispatches.map((d) => d.inputs.task)).toEqual(["use-endpoint"]);
     expect(s.outcome("api-client/1")).toBe("succeeded");
   });
