@@ -47,7 +47,11 @@ export async function planPullRequest(
       // push that merges it is checked again, for whoever merges.
       const by = payload.sender ? { login: payload.sender.login, type: payload.sender.type } : null;
       await requireWriters(ctx.octokit, graph, { path, text }, own, by, ctx.config.allowedBots);
-      requireOneRepository(graph, { path, text }, ctx.config.workflow ? "workflow" : "app");
+      requireOneRepository(
+        graph,
+        { path, text },
+        credentialsOf(ctx.config) === "github_token" ? "github_token" : "app",
+      );
       const plan = buildPlan(graph);
       sections.push(`#### \`${path}\`\n\n${planSummary(plan, Math.floor(60_000 / graphs.length))}`);
     } catch (error) {

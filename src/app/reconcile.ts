@@ -187,10 +187,14 @@ export async function reconcileRun(
     job.conclusion === "success"
       ? "the job finished without reporting its result"
       : `the job ended: ${job.conclusion}`;
-  /** Workflow mode: the facts of the report the ended job handed over in its run, or why there are none. */
+  /**
+   * Workflow mode: the facts of the report the ended job handed over in its run, or why there are
+   * none; the run is in its workstream's repository (the job was found there).
+   */
   const reported = async (input: string, attempt: number, job: Job): Promise<EngineEvent[] | string> => {
     if (!ctx.config.workflow) return ended(job);
-    const read = await reportOfRun(ctx, String(job.id), { run: runKey, task: input, attempt });
+    const at = (await placeOf(repositoryOfInput(loaded.engine.plan, input)))?.at ?? ctx;
+    const read = await reportOfRun(at, String(job.id), { run: runKey, task: input, attempt });
     if ("reason" in read) return job.conclusion === "success" ? read.reason : ended(job);
     const subject = subjectOfInput(loaded.engine.plan, input)!;
     const started: EngineEvent =

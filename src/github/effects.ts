@@ -41,7 +41,7 @@ export class GitHubEffects {
   private readonly merges: Merges;
   /** The effects of the other repositories a run's workstreams live in, by `owner/name` in lower case. */
   private readonly elsewhere = new Map<string, GitHubEffects>();
-  /** Another repository's default branch, where its task workflow runs from (read once). */
+  /** Another repository's default branch, where its task workflow runs (read once). */
   private defaultBranch: string | null = null;
   /** Why the installation cannot reach this repository (null: it can; undefined: not read yet). */
   private lost: Wait | null | undefined;
@@ -310,10 +310,7 @@ export class GitHubEffects {
     return job ? [{ type: "job_dispatched", task, attempt, job, at }] : [];
   }
 
-  /**
-   * Starts a resolution's job (or an integration branch's verification or repair): the task workflow,
-   * its subject in the `task` input (protocol/resolution.ts).
-   */
+  /** Starts a resolution's job (or an integration's verification or repair), its subject in the `task` input. */
   async dispatchResolution(
     run: HostedRun,
     engine: Engine,
@@ -366,10 +363,11 @@ export class GitHubEffects {
       attempt: String(attempt),
       "state-version": stateVersion,
       credential,
-      // A job in a workstream's repository finds its run in the graph's (the workflow's input).
+      // A job in a workstream's repository finds its run in the graph's. Without an app, the task
+      // workflow mints a token that reads it there (create-github-app-token takes the name alone), and
+      // runs the job of the task's tier, whose GITHUB_TOKEN holds that tier's permissions (checked).
       "run-repository": this.runRepository,
-      // Without an app to mint the attempt's token, the task workflow runs the job of the task's tier,
-      // whose GITHUB_TOKEN holds that tier's permissions (the job checks the tier against the graph).
+      "run-repository-name": this.ctx.config.workflow ? (this.runRepository?.split("/")[1] ?? null) : null,
       tier: this.ctx.config.workflow ? tierOfInput(engine.plan, task) : null,
     });
     const fullName = `${this.ctx.owner}/${this.ctx.repo}`;

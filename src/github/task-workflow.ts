@@ -28,11 +28,13 @@ const ALWAYS_SENT = ["run", "task", "attempt", "state-version", "credential"] as
 
 /**
  * The task workflow's inputs: `run-repository` only where it runs in a workstream's repository other
- * than the graph's, `tier` only without an app (a workflow init wrote before either takes the rest).
+ * than the graph's (and, without an app, `run-repository-name`: create-github-app-token takes the name
+ * alone), `tier` only without an app (a workflow init wrote before either takes the rest).
  */
 export function dispatchInputs(
   values: Record<(typeof ALWAYS_SENT)[number], string> & {
     "run-repository": string | null;
+    "run-repository-name": string | null;
     tier: string | null;
   },
 ): Record<string, string> {
@@ -43,6 +45,7 @@ export function dispatchInputs(
 export const dispatchInputNames = (options: { elsewhere: boolean; workflowMode: boolean }): string[] => [
   ...ALWAYS_SENT,
   ...(options.elsewhere ? ["run-repository"] : []),
+  ...(options.elsewhere && options.workflowMode ? ["run-repository-name"] : []),
   ...(options.workflowMode ? ["tier"] : []),
 ];
 

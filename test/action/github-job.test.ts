@@ -408,6 +408,19 @@ describe("the task Action", () => {
     await expect(runJob(url, 1, { ...noApp, INPUT_TIER: "elevated" })).rejects.toThrow(
       /runs with the elevated token tier, but greet has standard/,
     );
+    // Only a job of the task's workstream's repository may take it; and a run in another repository is
+    // read with the token the task workflow minted for it, never the job's GITHUB_TOKEN.
+    const inApi = GRAPH.replace(
+      "tasks:\n  - id: greet\n",
+      "repositories:\n  api: octo/api\nworkstreams:\n  - id: server\n    repository: api\ntasks:\n  - id: greet\n    workstream_id: server\n",
+    );
+    await expect(runJob(url, 1, { ...noApp, INPUT_TIER: "standard" }, inApi)).rejects.toThrow(
+      "greet of run g/1 works in octo/api: a job in octo/demo may not take it",
+    );
+    await expect(
+      runJob(url, 1, { ...noApp, INPUT_TIER: "standard", "INPUT_RUN-REPOSITORY": "octo/app" }),
+    ).rejects.toThrow("this job's run lives in octo/app, which the job's GITHUB_TOKEN cannot read");
+    nock.cleanAll();
     expect(server.requests).toHaveLength(0);
     const secret = "sk-ant-api03-report-secret";
     const { outcome, output } = await runJob(url, 1, {

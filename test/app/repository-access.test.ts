@@ -115,8 +115,8 @@ describe("access to a graph's repositories, checked at plan time", () => {
     nothingWritten(h!);
   });
 
-  it("refuses it in the orchestrator workflow, at its repositories key, with the fix", async () => {
-    const { check, lines } = await pushed(
+  it("starts it in the orchestrator workflow with an app's token, each job told where the run lives and its name to mint a token for", async () => {
+    const { lines } = await pushed(
       [
         { fullName: "octo/api", installation: 42 },
         { fullName: "octo/web", installation: 42 },
@@ -124,11 +124,16 @@ describe("access to a graph's repositories, checked at plan time", () => {
       API_THEN_CLIENT,
       { workflow: { token: "app" } },
     );
-    expect(check.conclusion).toBe("failure");
-    expect(lines).toEqual([
-      expect.stringMatching(/^2: graphs that span repositories .* run with the agentrelay app/),
+    expect(lines).toEqual([]);
+    expect(h!.github.get("octo/api").dispatches.map((d) => d.inputs)).toEqual([
+      expect.objectContaining({
+        task: "add-endpoint",
+        "run-repository": "octo/demo",
+        "run-repository-name": "demo",
+        tier: "standard",
+      }),
     ]);
-    nothingWritten(h!);
+    expect(h!.gh.dispatches).toEqual([]);
   });
 
   it("says the same in a pull request's plan check, before the graph is merged", async () => {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeRepositories } from "../../harness/fake-repositories.ts";
+import { REPO_ROOT } from "../../harness/paths.ts";
 import { main } from "../../src/cli/main.ts";
 import { API_THEN_CLIENT } from "../support/repositories.ts";
 
@@ -96,18 +97,20 @@ describe("agentrelay doctor on graphs that span repositories", () => {
     expect(code).toBe(1);
   });
 
-  it("without an app, says what the orchestrator's own token needs: the registered app, minted for each repository", async () => {
+  it("without an app, says what the orchestrator's own token needs, and what each workstream's repository needs: the workflows and the same credentials", async () => {
     github.grant("github_pat_doctor", ["octo/demo", "octo/api", "octo/web"], "write");
     const dir = checkout({ "api-client.yaml": API_THEN_CLIENT });
     mkdirSync(join(dir, ".github/workflows"), { recursive: true });
     writeFileSync(join(dir, ".github/workflows/agentrelay.yml"), "name: agentrelay\n");
-    const refused =
-      "octo/demo: .workflow/api-client.yaml: the orchestrator workflow does not run a graph that spans repositories yet: run it with the agentrelay app installed on each repository, or locally (agentrelay run FILE --repo DIR --repos FILE)";
+    const unset = (repo: string) => [
+      `octo/demo: .workflow/api-client.yaml: octo/${repo}: has no task workflow, and its workstream's jobs run there: run \`agentrelay init --no-app\` in it and push, and give it the variable AGENTRELAY_APP_CLIENT_ID as in this repository (organization variables and secrets make it one setting), with the secrets AGENTRELAY_APP_PRIVATE_KEY and AGENTRELAY_REPORT_SECRET this repository has`,
+      `octo/demo: .workflow/api-client.yaml: octo/${repo}: its orchestrator cannot reach the run here: give it the variables AGENTRELAY_APP_CLIENT_ID and AGENTRELAY_REPOSITORIES (every repository of the graph, demo among them) as in this repository (organization variables and secrets make it one setting), with the secrets AGENTRELAY_APP_PRIVATE_KEY and AGENTRELAY_REPORT_SECRET this repository has`,
+    ];
     const asGithubToken = await doctor(dir);
     expect(asGithubToken.out).toMatch(
       /^octo\/demo: \.workflow\/api-client\.yaml: octo\/web: the workflow's GITHUB_TOKEN reaches octo\/demo only: give the orchestrator a registered GitHub App's token/m,
     );
-    expect(asGithubToken.out).toContain(refused);
+    for (const line of [...unset("api"), ...unset("web")]) expect(asGithubToken.out).toContain(line);
     const { variables } = github.first.settings;
     variables.set("AGENTRELAY_APP_CLIENT_ID", "Iv23demo");
     variables.set("AGENTRELAY_REPOSITORIES", "demo,api");
@@ -116,9 +119,18 @@ describe("agentrelay doctor on graphs that span repositories", () => {
       "octo/demo: .workflow/api-client.yaml: the orchestrator's app token is minted for demo,api (the variable AGENTRELAY_REPOSITORIES): set it to demo,api,web",
     );
     expect(out).not.toContain("GITHUB_TOKEN reaches");
-    expect(out).toContain(refused);
     expect(code).toBe(1);
     variables.set("AGENTRELAY_REPOSITORIES", "demo,api,web");
-    expect((await doctor(dir)).out).not.toContain("AGENTRELAY_REPOSITORIES");
+    // Each workstream's repository set up as `init --no-app` and the same settings make it.
+    const task = readFileSync(join(REPO_ROOT, "templates/workflows/no-app/agentrelay-task.yml"), "utf8");
+    for (const repo of ["api", "web"]) {
+      const gh = github.get(`octo/${repo}`);
+      gh.commit("main", { ".github/workflows/agentrelay-task.yml": task }, "init --no-app");
+      gh.settings.variables.set("AGENTRELAY_APP_CLIENT_ID", "Iv23demo");
+      gh.settings.variables.set("AGENTRELAY_REPOSITORIES", "demo,api,web");
+    }
+    const ready = await doctor(dir);
+    expect(ready.out).not.toContain("AGENTRELAY_REPOSITORIES");
+    expect(ready.out).not.toContain("task workflow");
   });
 });
