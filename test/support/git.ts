@@ -2,6 +2,7 @@
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll } from "vitest";
 import { git } from "../../src/attempt/git.ts";
 
 /**
@@ -24,4 +25,25 @@ export async function tempRepo(prefix = "agentrelay-repo-"): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   cpSync(from, dir, { recursive: true });
   return dir;
+}
+
+/**
+ * A repository `build` makes once, copied for each call of the function returned: the tests of a file
+ * that start from the same history each change a copy of their own, and the history is made with git
+ * once. Called at a test file's top level, which removes the copies and the original at its end.
+ */
+export function repoTemplate(build: () => Promise<string>): () => Promise<string> {
+  let original: Promise<string> | undefined;
+  const made: string[] = [];
+  afterAll(async () => {
+    for (const dir of [...made, ...(original ? [await original] : [])])
+      rmSync(dir, { recursive: true, force: true });
+  });
+  return async () => {
+    const from = await (original ??= build());
+    const dir = mkdtempSync(join(tmpdir(), "agentrelay-repo-"));
+    cpSync(from, dir, { recursive: true });
+    made.push(dir);
+    return dir;
+  };
 }
