@@ -1,22 +1,31 @@
 /** Real git repositories in temporary directories. */
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll } from "vitest";
 import { git } from "../../src/attempt/git.ts";
 
 /**
- * One repository made with git per worker process, copied for each test: a file copy costs no process,
- * where `git init` and a commit cost two started from the test worker (about 5 ms of CPU each).
+ * One repository made with git once, copied for each test: a file copy costs no process, where `git
+ * init` and a commit cost two started from the test worker. It is put in place whole (a rename) at one
+ * path per user, which every worker and every run then reads and none changes, so it is never left
+ * behind more than once.
  */
+const TEMPLATE = join(tmpdir(), `agentrelay-template-repo-${process.getuid?.() ?? 0}`);
 let template: Promise<string> | undefined;
 const initialRepo = (): Promise<string> =>
   (template ??= (async () => {
+    if (existsSync(TEMPLATE)) return TEMPLATE;
     const dir = mkdtempSync(join(tmpdir(), "agentrelay-template-"));
-    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     await git(dir, ["init", "-q", "-b", "main"]);
     await git(dir, ["commit", "-q", "--allow-empty", "-m", "initial"]);
-    return dir;
+    try {
+      renameSync(dir, TEMPLATE);
+    } catch {
+      // Another worker put its own in place first: the same repository.
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return TEMPLATE;
   })());
 
 /** A new repository on `main` with one empty commit, "initial". */
