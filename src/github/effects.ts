@@ -19,7 +19,7 @@ import { lostRepositoryWait, type Merged, Merges, repositoryWaitKey, type Wait, 
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
 import { fastForward, targetMoved, targetSince } from "./fast-forward.ts";
-import { openPr } from "./open-pr.ts";
+import { landedPr, openPr } from "./open-pr.ts";
 import { startChecksOfRetry } from "./retry-checks.ts";
 import { dispatchInputs, dispatchTaskWorkflow, staleTaskWorkflowRefusal } from "./task-workflow.ts";
 import { taskWorkflowWaitKey } from "./task-workflow.ts";
@@ -186,6 +186,8 @@ export class GitHubEffects {
       case "open_integration_pr": {
         const ws = engine.plan.workstreams.get(effect.workstream)!;
         const head = integrationBranch(graph, ws.id);
+        const landed = await landedPr(this.ctx, head, ws.mergeTargetBranch);
+        if (landed) return [{ type: "integration_pr_merged", workstream: ws.id, at, ...landed }];
         const behind = await this.merges.bringUpToDate(head, ws.mergeTargetBranch);
         const opened = await openPr(
           this.ctx,
@@ -213,12 +215,15 @@ export class GitHubEffects {
         const { verified } = effect;
         const branch = integrationBranch(graph, effect.workstream);
         const title = `Integrate workstream ${effect.workstream}`;
-        const again = (reason: string): EngineEvent[] => [
-          { type: "integration_unverified", workstream: effect.workstream, reason, at },
-        ];
-        // The tree that lands must be the one verified: the target where it was (or already moved to this
-        // pair's landing, whose answer was lost). Where the app may move the target, a fast-forward that
-        // GitHub refuses once it moved lands it (fast-forward.ts).
+        const again = async (reason: string): Facts => {
+          const landed = await landedPr(this.ctx, branch, target);
+          if (landed)
+            return [{ type: "integration_pr_merged", workstream: effect.workstream, at, ...landed }];
+          return [{ type: "integration_unverified", workstream: effect.workstream, reason, at }];
+        };
+        // The tree that lands must be the one verified: the target where it was (or its PR merged, `again`;
+        // or moved to this pair's landing, whose answer was lost). Where the app may move the target, a
+        // fast-forward that GitHub refuses once it moved lands it (fast-forward.ts).
         const since = verified ? await targetSince(this.ctx, target, verified) : null;
         if (since && "moved" in since) return again(since.moved);
         const landing =

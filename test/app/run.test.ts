@@ -408,7 +408,8 @@ describe("every request the app makes", () => {
       `GET ${repo}`, // the merge methods the repository allows, and the rules of the branch merged into
       `GET ${repo}/rules/branches/agentrelay%2Fdiamond%2Fws_a%2Fintegration`,
       `PUT ${repo}/pulls/2/merge`,
-      `POST ${repo}/merges`, // ws_a is done: its branch brought up to date with main (here: nothing to merge)
+      `GET ${repo}/pulls`, // ws_a is done: whether its integration landed already (another replica's)
+      `POST ${repo}/merges`, // no: its branch brought up to date with main (here: nothing to merge)
       `POST ${repo}/pulls`, // and its integration PR
       `GET ${repo}/rules/branches/main`,
       `PUT ${repo}/pulls/3/merge`, // auto-merge, no concern (so no status is mirrored on it)
