@@ -13,11 +13,11 @@
  * Jobs: standin-jobs.ts; the app's replicas: standin-replicas.ts; the repository's CI: standin-ci.ts.
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { REPORT_SECRET_VARIABLE } from "../src/protocol/report-key.ts";
 import {
   type MessagesRequest,
@@ -465,19 +465,45 @@ export class Standin {
     );
   }
 
-  async close(): Promise<void> {
-    for (const child of this.taskJobs.jobs.values()) child.kill("SIGKILL");
+  /**
+   * Stops the jobs, the app and the servers, and removes the stand-in's files (the repositories, the
+   * runners' homes) unless `keepFiles` (a caller that reads the bare repository afterwards removes
+   * them with `removeFiles`).
+   */
+  async close({ keepFiles = false } = {}): Promise<void> {
+    const jobs = [...this.taskJobs.jobs.values()].filter(
+      (child) => child.exitCode === null && child.signalCode === null,
+    );
+    for (const child of jobs) child.kill("SIGKILL");
+    await Promise.all(jobs.map((child) => new Promise((done) => child.once("exit", done))));
     await this.replicas.close();
     this.server.closeAllConnections();
     await new Promise((done) => this.server.close(done));
     await this.model.close();
+    if (!keepFiles) this.removeFiles();
     for (const gh of this.github.repositories.values()) gh.expectNoViolations();
+  }
+
+  /** Removes the stand-in's files (its root in the temporary directory). */
+  removeFiles(): void {
+    try {
+      rmSync(this.root, { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // What a killed job's orphans still write there is left to the temporary directory's cleaner.
+    }
   }
 
   /** git in the bare repository behind the stand-in (its history is what the tests assert). */
   git(...args: string[]): string {
     return execFileSync("git", args, { cwd: this.bare, encoding: "utf8" }).trim();
   }
+}
+
+/** Removes the files of a closed stand-in whose bare repository is `bare` (closed with `keepFiles`). */
+export function removeStandinFiles(bare: string): void {
+  const root = resolve(bare, "..", "..", "..");
+  if (basename(root).startsWith("agentrelay-e2e-"))
+    rmSync(root, { recursive: true, force: true, maxRetries: 3 });
 }
 
 export async function startStandin(options: StandinOptions): Promise<Standin> {
