@@ -465,32 +465,17 @@ export class Standin {
     );
   }
 
-  /**
-   * Stops the jobs, the app and the servers, and removes the stand-in's files (the repositories, the
-   * runners' homes) unless `keepFiles` (a caller that reads the bare repository afterwards removes
-   * them with `removeFiles`).
-   */
+  /** Stops the jobs, the app and the servers; removes the stand-in's files unless `keepFiles`. */
   async close({ keepFiles = false } = {}): Promise<void> {
-    const jobs = [...this.taskJobs.jobs.values()].filter(
-      (child) => child.exitCode === null && child.signalCode === null,
-    );
+    const jobs = [...this.taskJobs.jobs.values()].filter((c) => c.exitCode === null && !c.signalCode);
     for (const child of jobs) child.kill("SIGKILL");
     await Promise.all(jobs.map((child) => new Promise((done) => child.once("exit", done))));
     await this.replicas.close();
     this.server.closeAllConnections();
     await new Promise((done) => this.server.close(done));
     await this.model.close();
-    if (!keepFiles) this.removeFiles();
+    if (!keepFiles) removeStandinFiles(this.bare);
     for (const gh of this.github.repositories.values()) gh.expectNoViolations();
-  }
-
-  /** Removes the stand-in's files (its root in the temporary directory). */
-  removeFiles(): void {
-    try {
-      rmSync(this.root, { recursive: true, force: true, maxRetries: 3 });
-    } catch {
-      // What a killed job's orphans still write there is left to the temporary directory's cleaner.
-    }
   }
 
   /** git in the bare repository behind the stand-in (its history is what the tests assert). */
@@ -499,11 +484,15 @@ export class Standin {
   }
 }
 
-/** Removes the files of a closed stand-in whose bare repository is `bare` (closed with `keepFiles`). */
+/** Removes a closed stand-in's files: its root, where its bare repository `bare` is three levels down. */
 export function removeStandinFiles(bare: string): void {
   const root = resolve(bare, "..", "..", "..");
-  if (basename(root).startsWith("agentrelay-e2e-"))
-    rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+  try {
+    if (basename(root).startsWith("agentrelay-e2e-"))
+      rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+  } catch {
+    // What a killed job's orphans still write there is left to the temporary directory's cleaner.
+  }
 }
 
 export async function startStandin(options: StandinOptions): Promise<Standin> {
