@@ -235,6 +235,8 @@ export class BareRepoStore implements RepoStore {
   }
 
   private readonly objects: GitObjects;
+  /** Merges made, by the pair of commits merged. */
+  private readonly merged = new Map<string, string | null>();
 
   constructor(readonly dir: string) {
     const git = this.git.bind(this);
@@ -427,9 +429,19 @@ export class BareRepoStore implements RepoStore {
         return { sha, parents: parents.split(" ").filter(Boolean), message };
       });
   }
+  /**
+   * The tree of `head` merged into `base` (git's merge), null on a conflict. Two commits merge the same
+   * way each time: the fake asks for the same pair twice a merge (what it would change, then the merge).
+   */
   private mergedTree(base: string, head: string): string | null {
+    const [from, to] = [this.readable(base), this.readable(head)];
+    const key = from && to ? `${from} ${to}` : undefined;
+    const known = key === undefined ? undefined : this.merged.get(key);
+    if (known !== undefined) return known;
     const out = this.gitMaybe(["merge-tree", "--write-tree", base, head]);
-    return out ? out.split("\n")[0]! : null;
+    const tree = out ? out.split("\n")[0]! : null;
+    if (key !== undefined) this.merged.set(key, tree);
+    return tree;
   }
   aheadBy(base: string, head: string) {
     const [from, to] = [this.readable(base), this.readable(head)];
