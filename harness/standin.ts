@@ -28,13 +28,13 @@ import { pushPayload, repository, user } from "./app.ts";
 import { FakeGitHub } from "./fake-github.ts";
 import { FakeRepositories } from "./fake-repositories.ts";
 import { Redirect, type Reply } from "./fake-reply.ts";
-import { OrchestratorRuns } from "./orchestrator-runs.ts";
+import { orchestrateInProcess, OrchestratorRuns } from "./orchestrator-runs.ts";
 import { BareRepoStore, MemoryStore } from "./repo-store.ts";
 import { disabledForInactivity } from "./fake-actions.ts";
 import { startsWorkflows } from "./fake-events.ts";
 import { REPO_ROOT } from "./paths.ts";
 import { Timeline } from "./timeline.ts";
-import { orchestrate, SCHEDULE_WORKFLOW } from "../src/app/workflow.ts";
+import { SCHEDULE_WORKFLOW } from "../src/app/workflow.ts";
 import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-triggers.ts";
 import { AppReplicas, type Delivery } from "./standin-replicas.ts";
 import { WorkflowRepositories } from "./standin-workflow-repositories.ts";
@@ -230,7 +230,7 @@ export class Standin {
         workflow: (file) => this.gh.file("main", `.github/workflows/${file}`),
         ...(timeline
           ? {
-              execute: (event, payload, env) => this.orchestrateHere(event, payload, env),
+              execute: orchestrateInProcess(this.gh),
               pickup: () => timeline.wait(this.options.simulated!.pickupMs ?? PICKUP_MS),
               now: this.gh.clock.now,
             }
@@ -299,24 +299,6 @@ export class Standin {
     };
     if (ci) files[".github/workflows/ci.yml"] = ciWorkflow(ci);
     this.gh.commit("main", files, "Install agentrelay");
-  }
-
-  /** The orchestrator in this process (simulated time): its requests go to the fake, on its clock. */
-  private async orchestrateHere(event: string, payload: object, env: Record<string, string>) {
-    const lines: string[] = [];
-    const clock = { now: this.gh.clock.now, sleep: this.gh.clock.sleep };
-    try {
-      const { failed } = await orchestrate(env, {
-        fetch: this.gh.fetch,
-        // Each run is a fresh process on GitHub: its write budget starts empty (one per clock object).
-        clock: { ...clock },
-        log: (line) => lines.push(line),
-        event: { name: event, payload: payload as Record<string, unknown> },
-      });
-      return { code: failed.length > 0 ? 1 : 0, log: [...lines, ...failed].join("\n") };
-    } catch (error) {
-      return { code: 1, log: [...lines, (error as Error).message].join("\n") };
-    }
   }
 
   private async serve(req: IncomingMessage): Promise<Reply> {
