@@ -205,7 +205,11 @@ export async function startApp(
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     },
     async close() {
-      await new Promise((done) => server.close(done));
+      // Connections still open are cut: one a test left mid-upload held close() for seconds.
+      await new Promise((done) => {
+        server.close(done);
+        server.closeAllConnections();
+      });
       nock.cleanAll();
       nock.enableNetConnect();
       gh.expectNoViolations();
