@@ -1,8 +1,8 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.ts";
 import { agentrelay, agentrelayWith, withStandIn } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
@@ -11,6 +11,11 @@ import { graphYaml } from "../support/graphs.ts";
 import { GitRefStateStore } from "../../src/local/git-store.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "agentrelay-cli-"));
+/** Temporary folders the tests made, removed at the end. */
+const made: string[] = [dir];
+afterAll(() => {
+  for (const path of made) rmSync(path, { recursive: true, force: true });
+});
 const write = (name: string, text: string) => {
   const path = join(dir, name);
   writeFileSync(path, text);
@@ -333,6 +338,7 @@ describe("agentrelay run with a cyberian workflow", () => {
 
   it("takes params from <workflow>.params.yaml beside the file and runs the loop to its status", async () => {
     const repo = await tempRepo();
+    made.push(repo);
     writeFileSync(join(dir, "loop.params.yaml"), "topic: owls\n");
     // The params and the loop are the runner's: its agent is the tests' stand-in for Claude Code.
     const result = agentrelayWith(withStandIn(), "run", workflow, "--repo", repo, "--scripted-model");
@@ -358,6 +364,7 @@ describe("the cyberian example beside the demo", () => {
 
   it("takes its params from the params file beside it when rendered", async () => {
     const out = mkdtempSync(join(tmpdir(), "agentrelay-example-"));
+    made.push(out);
     expect((await cli("render", example, "refine", "--out", out)).code).toBe(0);
     expect(readFileSync(join(out, "instructions.md"), "utf8")).toContain(
       "Improve the notes on the Fibonacci sequence in docs/fibonacci-notes.md",
@@ -369,6 +376,7 @@ describe("the cyberian example beside the demo", () => {
 
   it("runs with the scripted model: each step in order, the loop to its status", async () => {
     const repo = await tempRepo();
+    made.push(repo);
     // The example's steps and loop are the runner's: its agent is the tests' stand-in for Claude Code
     // (the README's demo below runs the real one).
     const result = agentrelayWith(withStandIn(), "run", example, "--repo", repo, "--scripted-model");
@@ -393,6 +401,7 @@ describe("the README's quick start", () => {
     expect(demo.stdout).toMatch(/base_calc\s+running/);
     expect(demo.stdout).toMatch(/The work is on main in \S+:\n[\s\S]*Integrate workstream ws_combined/);
     const repo = /^Demo repository: (\S+)$/m.exec(demo.stdout)![1]!;
+    made.push(repo);
     const git = (...args: string[]) => execFileSync("git", args, { cwd: repo, encoding: "utf8" }).trim();
     expect(git("ls-tree", "-r", "--name-only", "main")).toContain("calc/combined.py");
     expect(demo.status).toBe(0);
