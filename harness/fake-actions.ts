@@ -9,6 +9,7 @@
  */
 import { ACTIONS_BOT_LOGIN } from "./fake-events.ts";
 import { load } from "js-yaml";
+import { refusedDispatchInputs } from "./fake-dispatch-inputs.ts";
 import { GITHUB_ACTIONS_APP_ID, WORKFLOWS_DIR } from "./fake-repo-settings.ts";
 import { type AddRoute, Redirect, type Reply } from "./fake-reply.ts";
 import type { FakeGitHubState } from "./fake-state.ts";
@@ -169,6 +170,10 @@ export function workflowRunRoutes(gh: FakeGitHubState, route: AddRoute): void {
       return [422, { message: 'Invalid request.\n\n"return_run_details" is not a permitted key.' }];
     }
     const inputs = (body.inputs ?? {}) as Record<string, string>;
+    // The inputs are checked against the workflow as the dispatch's ref has it (fake-dispatch-inputs.ts).
+    const ref = String(body.ref ?? gh.settings.defaultBranch).replace(/^refs\/heads\//, "");
+    const refused = refusedDispatchInputs(gh.store.file(ref, `${WORKFLOWS_DIR}${m[1]}`), inputs);
+    if (refused) return [422, { message: refused }];
     if (m[1] !== gh.taskWorkflow) {
       // https://docs.github.com/en/rest/actions/workflows#create-a-workflow-dispatch-event
       return gh.onOtherDispatch(m[1]!, inputs)

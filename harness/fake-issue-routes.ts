@@ -60,10 +60,14 @@ export function issueRoutes(gh: FakeGitHubState, route: AddRoute): void {
   // none), "the maintain role is mapped to write and the triage role is mapped to read"; `role_name` is
   // the role itself, custom roles included
   // (https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user).
-  // `permissions` holds each login's role in this repository, however GitHub would reach it (directly,
-  // a team, the organization's base permission); a login it does not name reads.
+  // `permissions` holds each login's role in this repository, however GitHub would reach it: "the
+  // highest role assigned to the collaborator after considering all sources of grants, including: repo,
+  // teams, organization, and enterprise" (the same page). A login it does not name is no collaborator:
+  // `none`, with an empty `role_name`, as a workflow's GITHUB_TOKEN was measured to get for one (a
+  // third party's measurement; the page lists only 200 and "404 Resource not found", which the app
+  // takes as `none` too).
   route("GET", "REPO\\/collaborators\\/([^/]+)\\/permission", (m) => {
-    const role = gh.permissions.get(m[1]!) ?? "read";
+    const role = gh.permissions.get(m[1]!) ?? "none";
     const legacy: Record<string, string> = { maintain: "write", triage: "read" };
     const permission = legacy[role] ?? role;
     return [200, { permission, role_name: role === "none" ? "" : role, user: { login: m[1] } }];

@@ -20,16 +20,23 @@
  *   (https://docs.github.com/en/rest/authentication/permissions-required-for-github-apps);
  * - `GET /installation/repositories` lists the token's repositories
  *   (https://docs.github.com/en/rest/apps/installations#list-repositories-accessible-to-the-app-installation);
+ * - ids are GitHub's, unique across repositories (a workflow run's `run_id` is "the unique identifier
+ *   of the workflow run": https://docs.github.com/en/rest/actions/workflow-runs#get-a-workflow-run),
+ *   and a run is found under its own repository only;
  * - each repository has its own collaborators, each with a role there (`collaborator`), answered by
  *   "Get repository permissions for a user" with Metadata read
  *   (https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user).
  *
- * A token it did not mint (a person's, a workflow's GITHUB_TOKEN) is answered as the one-repository
- * fake answers it. GraphQL is routed by its `owner` and `name` variables; a mutation naming a node id
+ * - a workflow's GITHUB_TOKEN (`workflowToken`) reaches the repository of its workflow only: "The
+ *   token's permissions are limited to the repository that contains your workflow"
+ *   (https://docs.github.com/actions/security-guides/automatic-token-authentication); elsewhere 404,
+ *   as for any token that may not see a private repository.
+ *
+ * Any other token it did not mint (a person's) is answered as the one-repository fake answers it. GraphQL is routed by its `owner` and `name` variables; a mutation naming a node id
  * goes to the graph's repository.
  */
 import { FakeGitHub } from "./fake-github.ts";
-import type { Reply } from "./fake-reply.ts";
+import { Redirect, type Reply } from "./fake-reply.ts";
 import { mountWithNock } from "./fake-mount.ts";
 import type { RateLimits } from "./fake-rate-limits.ts";
 import { MemoryStore, type RepoStore } from "./repo-store.ts";
@@ -95,6 +102,8 @@ export class FakeRepositories {
   readonly repositories = new Map<string, FakeGitHub>();
   readonly installations: FakeInstallation[] = [];
   private readonly minted = new Map<string, Minted>();
+  /** The GITHUB_TOKENs of workflows, each with the repository it reaches (in lower case). */
+  private readonly workflowTokens = new Map<string, string>();
   /** A person's tokens with a reach of their own (a fine-grained token's Repository access). */
   private readonly personal = new Map<string, { repositories: Set<string>; access: "read" | "write" }>();
 
@@ -112,6 +121,7 @@ export class FakeRepositories {
     const [owner, repo] = fullName.split("/") as [string, string];
     const gh = new FakeGitHub(store, { owner, repo, installationId: installation ?? 0 });
     gh.clock.follow(this.first.clock);
+    gh.ids = this.first.ids; // one GitHub: a run id names one run, whichever repository it is in
     this.repositories.set(key(fullName), gh);
     if (installation !== null) this.install(installation, owner, [fullName]);
     return gh;
@@ -156,6 +166,26 @@ export class FakeRepositories {
     this.get(fullName).permissions.set(login, role);
   }
 
+  /** A GITHUB_TOKEN of a workflow of `OWNER/NAME` (`token`: one already in use there, else a new one). */
+  workflowToken(
+    fullName: string,
+    token = `ghs_${String(this.workflowTokens.size + 1).padStart(36, "w")}`,
+  ): string {
+    this.workflowTokens.set(token, key(fullName));
+    return token;
+  }
+
+  /**
+   * A token minted as actions/create-github-app-token mints it in a workflow (POST
+   * /app/installations/{id}/access_tokens): for `repositories` (names of the installation's account),
+   * with `permissions` (the installation's unless named).
+   */
+  mintToken(installation: number, repositories: string[], permissions?: Record<string, string>): string {
+    const [status, body] = this.mint(installation, { repositories, ...(permissions ? { permissions } : {}) });
+    if (status !== 201) throw new Error(`minting a token: ${status} ${JSON.stringify(body)}`);
+    return (body as { token: string }).token;
+  }
+
   /** The fake of `OWNER/NAME`. */
   get(fullName: string): FakeGitHub {
     const gh = this.repositories.get(key(fullName));
@@ -183,7 +213,12 @@ export class FakeRepositories {
     const fullName = place ? `${place[1]}/${place[2]}` : graphql;
     if (!fullName) return this.first.serve(method, url, body, accept, authorization);
     const gh = this.repositories.get(key(fullName));
-    if (!gh || (scope && !scope.repositories.has(key(fullName)))) {
+    const workflowRepository = this.workflowTokens.get(token);
+    if (
+      !gh ||
+      (scope && !scope.repositories.has(key(fullName))) ||
+      (workflowRepository ?? key(fullName)) !== key(fullName)
+    ) {
       this.first.calls.push({ method, path: url, body, status: 404 });
       return [404, { message: "Not Found" }];
     }
@@ -260,6 +295,34 @@ export class FakeRepositories {
       { token, expires_at: "2099-01-01T00:00:00Z", permissions, repository_selection: "selected" },
     ];
   }
+
+  /**
+   * A fetch that answers in process, each repository from its fake and each token within its reach;
+   * an artifact's download redirect is followed to the archive of the repository it was asked of.
+   */
+  readonly fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
+    const headers = new Headers(init?.headers);
+    const raw = typeof init?.body === "string" ? init.body : "";
+    const [status, data, replyHeaders] = await this.serve(
+      init?.method ?? "GET",
+      url.pathname + url.search,
+      raw ? JSON.parse(raw) : undefined,
+      headers.get("accept") ?? "",
+      headers.get("authorization") ?? "",
+    );
+    if (data instanceof Redirect) {
+      const [, owner, repo] = /^\/repos\/([^/]+)\/([^/]+)\//.exec(url.pathname) ?? [];
+      const id = Number(/artifact-(\d+)$/.exec(data.location)![1]);
+      const zip = this.get(`${owner}/${repo}`).artifacts.find((a) => a.id === id)!.zip;
+      return new Response(zip, { status: 200, headers: { "content-type": "application/zip" } });
+    }
+    const text = typeof data === "string";
+    return new Response(status === 204 || data === undefined ? null : text ? data : JSON.stringify(data), {
+      status,
+      headers: { ...replyHeaders, "content-type": text ? "text/plain" : "application/json" },
+    });
+  };
 
   /** Answers api.github.com through nock until `nock.cleanAll()`. */
   mount(origin = "https://api.github.com"): void {

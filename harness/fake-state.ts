@@ -221,7 +221,11 @@ export class FakeGitHubState {
   onBranchMoved: (branch: string) => void = () => undefined;
   /** Return a reply to fail a request on purpose (5xx, rate limits); null lets it through. */
   fault: (call: { method: string; path: string; body: unknown }) => Reply | null = () => null;
-  private nextId = 1000;
+  /**
+   * Where ids come from: GitHub's ids (workflow runs, comments, check runs) are unique across
+   * repositories, so the repositories of one fake GitHub share this (fake-repositories.ts).
+   */
+  ids = { next: 1000 };
 
   /**
    * Whether the request's token may create or change workflow files: a server-to-server token only with
@@ -235,7 +239,7 @@ export class FakeGitHubState {
 
   /** A fresh id for something the fake creates (a run, a comment, a tree). */
   newId(): number {
-    return this.nextId++;
+    return this.ids.next++;
   }
 
   constructor(

@@ -67,6 +67,8 @@ export class OrchestratorRuns {
   constructor(
     private readonly options: {
       root: string;
+      /** The repository whose workflows these are (`OWNER/NAME`; the graph's, octo/demo, by default). */
+      repository?: string;
       /** The environment every run gets besides the event (GITHUB_API_URL, the token...). */
       env: () => Record<string, string>;
       /** The commit a push names (github.sha). */
@@ -117,7 +119,14 @@ export class OrchestratorRuns {
       if (!starts) return null;
     }
     const job = workflow.jobs.orchestrate;
-    const context = { github: githubContext(event, payload, "octo/demo", this.options.sha(event, payload)) };
+    const context = {
+      github: githubContext(
+        event,
+        payload,
+        this.options.repository ?? "octo/demo",
+        this.options.sha(event, payload),
+      ),
+    };
     const run: OrchestratorRun = {
       n: this.runs.length + 1,
       event,

@@ -62,7 +62,10 @@ const asJobContainer = (): string[] =>
  */
 export const ANTHROPIC_CREDENTIAL = "sk-ant-e2e-scripted";
 
-/** The runner's home of a job (its workspace and temp), apart per repository: run ids are per repository. */
+/**
+ * The runner's home of a job (its workspace and temp). A run id names one run across repositories, as
+ * GitHub's do (the fake's ids are shared); the repository in the name says whose job it was.
+ */
 export const runnerHome = (root: string, repo: string, runId: number): string =>
   join(root, "runners", `${repo}-${runId}`);
 
@@ -101,6 +104,14 @@ export interface JobHost {
   /** The scripted model server's address. */
   readonly modelUrl: string;
   readonly workflowMode: boolean;
+  /**
+   * Workflow mode across repositories (standin-workflow-repositories.ts): each repository's workflows'
+   * GITHUB_TOKEN, and the read-only token a job's step mints for the run's repository.
+   */
+  readonly workflowRepositories?: {
+    workflowToken(gh: FakeGitHub): string;
+    runToken(gh: FakeGitHub, runRepository: string): string;
+  } | null;
   webhook(name: string, payload: object, sender?: object): Promise<void>;
 }
 
@@ -174,7 +185,10 @@ export class TaskJobs {
         AGENTRELAY_EGRESS: "off",
         ...(this.host.workflowMode
           ? {
-              INPUT_TOKEN: WORKFLOW_TOKEN,
+              INPUT_TOKEN: this.host.workflowRepositories?.workflowToken(gh) ?? WORKFLOW_TOKEN,
+              "INPUT_RUN-TOKEN": inputs["run-repository"]
+                ? (this.host.workflowRepositories?.runToken(gh, inputs["run-repository"]) ?? "")
+                : "",
               INPUT_TIER: inputs.tier,
               [REPORT_SECRET_VARIABLE]: ANTHROPIC_CREDENTIAL,
             }
@@ -238,7 +252,8 @@ export class TaskJobs {
     // Workflow-only mode: the run's last job hands over to the orchestrator workflow, by a dispatch
     // with the job's GITHUB_TOKEN (a documented exception to "GITHUB_TOKEN starts no workflow"),
     // while the run is still in progress.
-    if (this.host.workflowMode && run.status !== "completed" && this.handsOver()) await this.handOver(runId);
+    if (this.host.workflowMode && run.status !== "completed" && this.handsOver(gh))
+      await this.handOver(runId, gh);
     if (run.status !== "completed") {
       const ok = steps.every((s) => s.conclusion === "success");
       Object.assign(run, { status: "completed", conclusion: ok ? "success" : "failure" });
@@ -269,8 +284,8 @@ export class TaskJobs {
    * Whether the installed task workflow (on the default branch) has a job that runs after the task's
    * whatever its end and dispatches the orchestrator workflow with the run's id.
    */
-  private handsOver(): boolean {
-    const text = this.host.gh.file("main", ".github/workflows/agentrelay-task.yml");
+  private handsOver(gh: FakeGitHub): boolean {
+    const text = gh.file("main", ".github/workflows/agentrelay-task.yml");
     if (!text) return false;
     const jobs = Object.values(
       (load(text) as { jobs?: Record<string, { if?: string; steps?: { run?: string }[] }> }).jobs ?? {},
@@ -284,13 +299,17 @@ export class TaskJobs {
     );
   }
 
-  /** The task workflow's last job: `gh workflow run agentrelay.yml -f task-run=RUN_ID`, as GitHub gets it. */
-  private async handOver(runId: number): Promise<void> {
-    const response = await this.host.gh.fetch(
-      `https://api.github.com${this.host.gh.base}/actions/workflows/agentrelay.yml/dispatches`,
+  /**
+   * The task workflow's last job: `gh workflow run agentrelay.yml -f task-run=RUN_ID`, as GitHub gets
+   * it, in the job's own repository (`GH_REPO: github.repository`), with that repository's GITHUB_TOKEN.
+   */
+  private async handOver(runId: number, gh: FakeGitHub): Promise<void> {
+    const token = this.host.workflowRepositories?.workflowToken(gh) ?? WORKFLOW_TOKEN;
+    const response = await gh.fetch(
+      `https://api.github.com${gh.base}/actions/workflows/agentrelay.yml/dispatches`,
       {
         method: "POST",
-        headers: { authorization: `token ${WORKFLOW_TOKEN}`, "content-type": "application/json" },
+        headers: { authorization: `token ${token}`, "content-type": "application/json" },
         body: JSON.stringify({ ref: "main", inputs: { "task-run": String(runId) } }),
       },
     );
@@ -348,14 +367,22 @@ export class TaskJobs {
       app = { oidc: value, key: String(grant.report_key) };
       // A job in a workstream's repository reads its run where it lives, with the read-only token,
       // as the Action does, and writes down what it was told landed elsewhere.
-      if (runRepository) landed = await this.landedElsewhere(grant, inputs, runRepository);
+      if (runRepository) landed = await this.landedElsewhere(String(grant.run_token), inputs, runRepository);
+    } else if (runRepository) {
+      // Without an app: with the token the task workflow's step minted for the run's repository.
+      const runToken = this.host.workflowRepositories?.runToken(gh, runRepository) ?? "";
+      landed = await this.landedElsewhere(runToken, inputs, runRepository);
     }
     await this.options.hold?.(inputs, runId);
     const graph = graphOf(this.host.gh.runSource(runKey));
     const branch = taskBranch(graph.name, task);
     const workstream = graph.tasks.find((t) => t.id === task)!.workstreamId;
+    // A job dispatched where its workstream is not (by hand) finds no integration branch: it starts from main.
     if (!gh.branches.has(branch) || attempt === "1")
-      gh.branches.set(branch, gh.branches.get(integrationBranch(graph.name, workstream))!);
+      gh.branches.set(
+        branch,
+        gh.branches.get(integrationBranch(graph.name, workstream)) ?? gh.branches.get("main")!,
+      );
     const commit = gh.commit(
       branch,
       {
@@ -389,7 +416,8 @@ export class TaskJobs {
       await this.endRun(runId, "standard", true, null, gh);
       return;
     }
-    const dir = join(this.host.root, `report-${runId}`);
+    // Run ids are per repository: so is the report's directory.
+    const dir = join(this.host.root, `report-${gh.repo}-${runId}`);
     mkdirSync(dir);
     const bytes = JSON.stringify(report);
     writeFileSync(join(dir, REPORT_FILE), bytes);
@@ -399,16 +427,17 @@ export class TaskJobs {
 
   /**
    * What a task's dependencies landed in other repositories, as the job reads it from the run's state
-   * in the graph's repository with the app's read-only `run_token` (the Action's storedRun and
-   * landedElsewhere): one line each, `landed: WORKSTREAM REPOSITORY COMMIT PR: SUMMARIES`.
+   * in the graph's repository with its read-only run token (the app's `run_token`, or without an app
+   * the one the task workflow minted: the Action's storedRun and landedElsewhere): one line each,
+   * `landed: WORKSTREAM REPOSITORY COMMIT PR: SUMMARIES`.
    */
   private async landedElsewhere(
-    grant: Record<string, unknown>,
+    runToken: string,
     inputs: Record<string, string>,
     runRepository: string,
   ): Promise<string> {
     const octokit = new Octokit({
-      auth: String(grant.run_token),
+      auth: runToken,
       baseUrl: this.host.url,
       request: { fetch: globalThis.fetch },
     });

@@ -37,6 +37,7 @@ import { Timeline } from "./timeline.ts";
 import { orchestrate, SCHEDULE_WORKFLOW } from "../src/app/workflow.ts";
 import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-triggers.ts";
 import { AppReplicas, type Delivery } from "./standin-replicas.ts";
+import { WorkflowRepositories } from "./standin-workflow-repositories.ts";
 import { ciWorkflow, RepositoryCi } from "./standin-ci.ts";
 import { ANTHROPIC_CREDENTIAL, TaskJobs, WORKFLOW_TOKEN } from "./standin-jobs.ts";
 import { JobIdentity } from "./standin-oidc.ts";
@@ -82,8 +83,10 @@ export class Standin {
   private deliveryCount = 0;
   /** Ids of the comments people make (GitHub gives each its own: commands are applied once per comment). */
   private commentCount = 0;
-  /** Workflow-only mode: the orchestrator workflow's runs. */
+  /** Workflow-only mode: the orchestrator workflow's runs (the graph's repository's). */
   runs: OrchestratorRuns | null = null;
+  /** Workflow-only mode across repositories: each repository's workflows (standin-workflow-repositories.ts). */
+  workflowRepositories: WorkflowRepositories | null = null;
   /** Simulated time, when the options ask for it. */
   readonly timeline: Timeline | null;
   /** The repository's CI on pull requests. */
@@ -200,6 +203,12 @@ export class Standin {
     await new Promise<void>((done) => this.server.listen(0, "127.0.0.1", done));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     this.model = await startScriptedModel(this.options.script);
+    if (this.workflowMode && this.options.repositories?.length) {
+      this.install();
+      this.workflowRepositories = new WorkflowRepositories(this.github, this.root, this.gh.settings.token);
+      this.runs = this.workflowRepositories.runsOf("octo/demo")!;
+      return this;
+    }
     if (this.workflowMode) {
       this.install();
       const timeline = this.timeline;
@@ -383,7 +392,7 @@ export class Standin {
   /** Waits until no job runs and no webhook is in flight. */
   async idle(timeoutMs = WAIT_MS): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (this.pending.size > 0 || (this.runs?.busy ?? 0) > 0) {
+    while (this.pending.size > 0 || (this.workflowRepositories?.busy ?? this.runs?.busy ?? 0) > 0) {
       if (Date.now() > deadline) throw new Error(`stand-in still busy after ${timeoutMs} ms`);
       await Promise.race([...this.pending, new Promise((done) => setTimeout(done, 200))]);
     }
@@ -416,8 +425,10 @@ export class Standin {
     const delay = this.options.delay?.(delivery) ?? 0;
     if (delay > 0) await new Promise((done) => setTimeout(done, delay));
     if (this.runs) {
-      // Each event starts the orchestrator workflow (a duplicate: twice).
-      for (let i = fate === "duplicate" ? 2 : 1; i > 0; i--) this.runs.trigger(name, delivery.payload);
+      // Each event starts the orchestrator workflow of its repository (a duplicate: twice).
+      const place = (delivery.payload as { repository: { full_name: string } }).repository.full_name;
+      const runs = this.workflowRepositories?.runsOf(place) ?? this.runs;
+      for (let i = fate === "duplicate" ? 2 : 1; i > 0; i--) runs.trigger(name, delivery.payload);
       return;
     }
     const targets = this.options.broadcast ? this.replicas.live() : [this.replicas.next()!];

@@ -11,7 +11,7 @@ import * as core from "@actions/core";
 import { Octokit } from "@octokit/rest";
 import { integrationBranch, taskBranch } from "../graph/model.ts";
 import { parseRunGraph } from "../protocol/run-source.ts";
-import { subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
+import { repositoryOfInput, subjectOfInput, tierOfInput } from "../protocol/resolution.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { handoff } from "../attempt/handoff.ts";
 import { redactor } from "../attempt/redact.ts";
@@ -64,11 +64,19 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   };
   let token = inputs.token;
   /** What reads the run where it lives: the app's read-only token for the run's repository, if another. */
-  let runToken = "";
+  let runToken = inputs.runToken;
   /** When the app's token lapses (a job's own GITHUB_TOKEN lasts as long as the job). */
   let expiresAt = "";
   let reportKey: string | null = null;
-  const secrets = token ? [token] : [];
+  const secrets = [token, runToken].filter(Boolean);
+  // Without an app, the job's GITHUB_TOKEN reaches its own repository only ("The token's permissions
+  // are limited to the repository that contains your workflow":
+  // https://docs.github.com/actions/security-guides/automatic-token-authentication): the run is read
+  // with the read-only token the task workflow minted for the run's repository.
+  if (runRepository && !inputs.appUrl && !runToken)
+    throw new JobError(
+      `this job's run lives in ${runRepository}, which the job's GITHUB_TOKEN cannot read: give this repository the registered app's variable AGENTRELAY_APP_CLIENT_ID and secret AGENTRELAY_APP_PRIVATE_KEY, and its task workflow from \`agentrelay init --no-app\` (it mints the token)`,
+    );
   if (inputs.appUrl) {
     const oidc = await core.getIDToken(env.AGENTRELAY_OIDC_AUDIENCE || "agentrelay");
     const grant = await postJson(`${inputs.appUrl}/agentrelay/token`, attemptRequest, oidc);
@@ -100,6 +108,13 @@ export async function runTaskJob(env: NodeJS.ProcessEnv = process.env): Promise<
   const plan = buildPlan(graph);
   const subject = subjectOfInput(plan, inputs.task);
   if (!subject) throw new JobError(`run ${inputs.run} has no task '${inputs.task}'`);
+  // Only a job of the task's workstream's repository may take it (the app checks it too): without an
+  // app, the orchestrator reads an attempt's report only there, and this one's push would land nowhere.
+  const works = repositoryOfInput(plan, inputs.task) ?? `${runOwner}/${runRepo}`;
+  if (works.toLowerCase() !== `${owner}/${repo}`.toLowerCase())
+    throw new JobError(
+      `${inputs.task} of run ${inputs.run} works in ${works}: a job in ${owner}/${repo} may not take it`,
+    );
   // Without an app, the tier chose this job and its token: it must be the one the graph gives the task.
   if (inputs.tier && inputs.tier !== tierOfInput(plan, inputs.task))
     throw new JobError(

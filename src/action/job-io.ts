@@ -168,6 +168,11 @@ export interface Inputs {
   stateVersion: string;
   /** `OWNER/NAME` of the repository the run lives in, when it is not the job's own (empty: the job's). */
   runRepository: string;
+  /**
+   * Workflow-only mode: what reads the run in `runRepository` (the job's GITHUB_TOKEN reaches its own
+   * repository only): a read-only installation token of the registered app, minted by the workflow.
+   */
+  runToken: string;
   /** The app's address; empty in workflow-only mode, where the job acts with `token`. */
   appUrl: string;
   /** Workflow-only mode: the job's token (its tier's GITHUB_TOKEN) and the tier it was dispatched with. */
@@ -188,6 +193,8 @@ export function readInputs(): Inputs {
   const appUrl = core.getInput("app-url").replace(/\/$/, "");
   const token = core.getInput("token");
   if (token) core.setSecret(token);
+  const runToken = appUrl ? "" : core.getInput("run-token");
+  if (runToken) core.setSecret(runToken);
   if (!appUrl && !token)
     throw new JobError(
       "set the input 'app-url' (the agentrelay app's address) or, without an app, 'token' and 'tier' (agentrelay init writes them)",
@@ -198,6 +205,7 @@ export function readInputs(): Inputs {
     attempt,
     stateVersion: required("state-version"),
     runRepository: runRepositoryInput(core.getInput("run-repository")),
+    runToken,
     appUrl,
     token: appUrl ? "" : token,
     tier: appUrl ? "" : required("tier"),

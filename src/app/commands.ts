@@ -11,6 +11,7 @@ import { ParamPairError, parseParamPairs } from "../graph/params.ts";
 import type { RepoContext } from "../github/client.ts";
 import { RunStateDamageError } from "../github/damage.ts";
 import { RunDriver } from "../github/driver.ts";
+import { taskCheckRun } from "../github/projections.ts";
 import { priority, unlessDeferred } from "../github/write-pacing.ts";
 import { GraphError } from "../graph/errors.ts";
 import { requireWriters, type Starter } from "../github/access.ts";
@@ -202,8 +203,8 @@ async function carryOutCommand(
   // retry, reset and budget make the run write again, in every repository its graph names: whoever
   // asks must be allowed to write in each, as whoever started it was (cancel only stops writes).
   if (command.verb !== "cancel") {
-    const refused = await mayNotSteer(ctx, driver, runKey, sender);
-    if (refused) return void (await answer(refused));
+    const refused = await mayNotSteer(ctx, driver, runKey, sender, "comment the command");
+    if (refused) return void (await answer(`Not done:\n\n${refused.map((r) => `- ${r}`).join("\n")}`));
   }
   // Named by the comment, so that a delivery GitHub repeats, or the reconciler carrying out a command
   // whose answer was lost, applies it once.
@@ -252,34 +253,28 @@ async function carryOutCommand(
 }
 
 /**
- * Why `sender` may not make run `runKey` write again (one line per repository, with the fix), or null:
- * the repositories its graph names besides its own are checked as a push of it would be (access.ts).
+ * Why `sender` may not make run `runKey` write again (one line per repository, with the fix, saying to
+ * `instead`), or null: the repositories its graph names besides its own are checked as a push of it
+ * would be (access.ts).
  */
 async function mayNotSteer(
   ctx: RepoContext,
   driver: RunDriver,
   runKey: string,
   sender: Starter,
-): Promise<string | null> {
+  instead: string,
+): Promise<string[] | null> {
   const loaded = await driver.load(runKey);
   if (!loaded) return null; // no run: the command answers so itself
   const { source } = loaded.run;
   try {
     const graph = parseRunGraph(source);
     const own = `${ctx.owner}/${ctx.repo}`;
-    await requireWriters(
-      ctx.octokit,
-      graph,
-      source,
-      own,
-      sender,
-      ctx.config.allowedBots,
-      "comment the command",
-    );
+    await requireWriters(ctx.octokit, graph, source, own, sender, ctx.config.allowedBots, instead);
     return null;
   } catch (error) {
     if (!(error instanceof GraphError)) throw error;
-    return `Not done:\n\n${error.issues.map((i) => `- ${i.message}`).join("\n")}`;
+    return error.issues.map((i) => i.message);
   }
 }
 
@@ -293,8 +288,21 @@ export async function onCheckRunRerequested(
   if (sender.type === "Bot" || !(await mayCommand(ctx, sender.login))) return;
   const driver = new RunDriver(ctx);
   // The Re-run button is a retry: refused, like the command, to someone who may not write where it would.
-  const refused = await mayNotSteer(ctx, driver, m[1]!, sender);
-  if (refused) return void ctx.log(`${check.name}: Re-run by ${sender.login} ignored. ${refused}`);
+  const refused = await mayNotSteer(ctx, driver, m[1]!, sender, "press Re-run");
+  if (refused) {
+    const line = `Re-run by ${sender.login} not done: ${refused.join("; ")}`;
+    ctx.log(`${check.name}: ${line}`);
+    // Said where they pressed it: an app may update its own check run ("Update a check run",
+    // https://docs.github.com/en/rest/checks/runs#update-a-check-run), and the next verdict rewrites it.
+    const loaded = await driver.load(m[1]!);
+    const task = loaded?.run.tasks[m[2]!];
+    const n = task?.attempts.findLastIndex((a) => a.outcome) ?? -1;
+    if (loaded && n >= 0) {
+      loaded.run.github.checkRuns[m[2]!] ??= check.id;
+      await taskCheckRun(ctx, loaded.run, m[2]!, n + 1, loaded.engine.plan, line);
+    }
+    return;
+  }
   await driver.drive(m[1]!, [
     { type: "command", command: "retry", task: m[2]!, by: sender.login, at: ctx.now() },
   ]);

@@ -10,6 +10,7 @@ import { notAttemptRun, type WorkflowRunFacts } from "../github/attempt-runs.ts"
 import { readBranchPolicy } from "../github/branch-policy.ts";
 import { RunDriver } from "../github/driver.ts";
 import { repositoryOfInput, resolutionInput } from "../protocol/resolution.ts";
+import { dispatchOrchestrator } from "./workflow-elsewhere.ts";
 
 /** Which run and task (or workstream) a branch belongs to. */
 export function branchOwner(ref: string): { graph: string; task?: string; workstream?: string } | null {
@@ -38,7 +39,7 @@ async function runOfBranch(
   ctx: RepoContext,
   owner: NonNullable<ReturnType<typeof branchOwner>>,
   pr: { number: number; body: () => Promise<string | null | undefined> },
-): Promise<{ driver: RunDriver; runKey: string } | null> {
+): Promise<{ driver: RunDriver; runKey: string; elsewhere?: { repo: string; branch: string } } | null> {
   const here = new RunDriver(ctx);
   const own = await currentRun(here, owner.graph);
   if (own) return { driver: here, runKey: own };
@@ -60,7 +61,21 @@ async function runOfBranch(
     ? loaded.run.tasks[owner.task]?.pr?.number
     : loaded.run.workstreams[owner.workstream!]?.pr?.number;
   const there = repositoryOfInput(loaded.engine.plan, input)?.toLowerCase();
-  return there === fullName && opened === pr.number ? { driver, runKey: runKey! } : null;
+  if (there !== fullName || opened !== pr.number) return null;
+  return { driver, runKey: runKey!, elsewhere: { repo: link[2]!, branch: loaded.run.source.branch } };
+}
+
+/**
+ * Without an app, a run elsewhere is moved by its own repository's orchestrator only, in its one
+ * queue (workflow-elsewhere.ts): the event is handed over to it. Answers whether it was.
+ */
+async function handedOver(
+  ctx: RepoContext,
+  found: { elsewhere?: { repo: string; branch: string } },
+): Promise<boolean> {
+  if (!found.elsewhere || !ctx.config.workflow) return false;
+  await dispatchOrchestrator(ctx, found.elsewhere.repo, found.elsewhere.branch);
+  return true;
 }
 
 const KIND = { cancelled: "cancelled", timed_out: "timed_out" } as const;
@@ -121,7 +136,7 @@ export async function onPullRequestClosed(
   const owner = branchOwner(pr.head.ref);
   if (!owner) return;
   const found = await runOfBranch(ctx, owner, { number: pr.number, body: async () => pr.body });
-  if (!found) return;
+  if (!found || (await handedOver(ctx, found))) return;
   const { driver, runKey } = found;
   const ref = { number: pr.number, url: pr.html_url };
   const at = Date.now();
@@ -153,7 +168,7 @@ export async function onCheckSuite(
   const body = async () =>
     (await ctx.octokit.rest.pulls.get({ owner: ctx.owner, repo: ctx.repo, pull_number: number })).data.body;
   const found = await runOfBranch(ctx, owner, { number, body });
-  if (!found) return;
+  if (!found || (await handedOver(ctx, found))) return;
   const { driver, runKey } = found;
   const run = await driver.drive(runKey, [], { pending: true });
   // Checks that failed on a task PR GitHub will not merge fail the task, as a failed gate does: a

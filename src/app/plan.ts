@@ -41,12 +41,17 @@ export async function planPullRequest(
       requireParams(graph, { path, params });
       // The repositories it names are checked as a push would check them, before it is merged.
       const own = `${ctx.owner}/${ctx.repo}`;
-      await requireReach(ctx.octokit, graph, { path, text }, own, credentialsOf(ctx.config));
+      const { taskWorkflow } = ctx.config;
+      await requireReach(ctx.octokit, graph, { path, text }, own, credentialsOf(ctx.config), taskWorkflow);
       // Whoever opened or updated the PR is told now if they may not write where the run would; the
       // push that merges it is checked again, for whoever merges.
       const by = payload.sender ? { login: payload.sender.login, type: payload.sender.type } : null;
       await requireWriters(ctx.octokit, graph, { path, text }, own, by, ctx.config.allowedBots);
-      requireOneRepository(graph, { path, text }, ctx.config.workflow ? "workflow" : "app");
+      requireOneRepository(
+        graph,
+        { path, text },
+        credentialsOf(ctx.config) === "github_token" ? "github_token" : "app",
+      );
       const plan = buildPlan(graph);
       sections.push(`#### \`${path}\`\n\n${planSummary(plan, Math.floor(60_000 / graphs.length))}`);
     } catch (error) {

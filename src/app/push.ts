@@ -61,10 +61,14 @@ export async function startGraph(
     requireParams(graph, source);
     // Every repository the graph names must be reachable before anything is written.
     const own = `${ctx.owner}/${ctx.repo}`;
-    await requireReach(ctx.octokit, graph, source, own, credentialsOf(ctx.config));
+    await requireReach(ctx.octokit, graph, source, own, credentialsOf(ctx.config), ctx.config.taskWorkflow);
     // ...and whoever asked must be allowed to write where the run will write.
     await requireWriters(ctx.octokit, graph, source, own, starter, ctx.config.allowedBots, instead);
-    requireOneRepository(graph, source, ctx.config.workflow ? "workflow" : "app");
+    requireOneRepository(
+      graph,
+      source,
+      credentialsOf(ctx.config) === "github_token" ? "github_token" : "app",
+    );
     const result = await new RunDriver(ctx).startOrResume(source, graph);
     ctx.log(
       `${path}: run ${result.runKey} ${result.started ? "started" : "resumed"}${result.drift.length ? ` (${result.drift.join("; ")})` : ""}`,

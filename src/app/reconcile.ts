@@ -16,6 +16,8 @@ import { type Loaded, RunDriver } from "../github/driver.ts";
 import { adoptionFacts, mergeRecord, sayWentBack } from "../github/merge-record.ts";
 import { lostRepositoryWait, repositoryWaitKey, type Wait } from "../github/merges.ts";
 import { reportOfRun } from "../github/reports.ts";
+import { readFileAt } from "./context.ts";
+import { dispatchInputNames, inputsNotTaken, taskWorkflowWaitKey } from "../github/task-workflow.ts";
 
 /** A dispatched job whose run has not appeared after this long is missing. */
 const START_GRACE_MS = 10 * 60_000;
@@ -116,16 +118,35 @@ export async function reconcileRun(
       );
     return runs;
   };
+  const stale = new Map<string, Promise<string | null>>();
+  /** Whether a repository's task workflow still does not take what the app sends (read once a pass). */
+  const staleWorkflow = (at: RepoContext, branch: string) => {
+    const fullName = `${at.owner}/${at.repo}`;
+    let why = stale.get(fullName);
+    if (!why) {
+      const path = `.github/workflows/${at.config.taskWorkflow}`;
+      const names = dispatchInputNames({
+        elsewhere: at.owner !== ctx.owner || at.repo !== ctx.repo,
+        workflowMode: ctx.config.workflow !== undefined,
+      });
+      why = readFileAt(at, path, branch).then((text) =>
+        text === null ? "it is missing" : inputsNotTaken(path, text, names),
+      );
+      stale.set(fullName, why);
+    }
+    return why;
+  };
   /**
    * The job of an attempt (`input` is its `task` input): by its run id, else by its run-name once it
    * had time to appear, either way only a run that is the attempt's (github/attempt-runs.ts), in its
-   * workstream's repository; "missing" when no run appeared, null while it may still.
+   * workstream's repository; "missing" when no run appeared, null while it may still; "renew" when
+   * GitHub refused it and the attempt's deadline nears.
    */
   const jobOf = async (
     input: string,
     attempt: number,
-    record: { job?: string | null; dispatchedAt: number },
-  ): Promise<Job | "missing" | null> => {
+    record: { job?: string | null; dispatchedAt: number; deadline?: number },
+  ): Promise<Job | "missing" | "renew" | null> => {
     const place = await placeOf(repositoryOfInput(loaded.engine.plan, input));
     if (!place) return null;
     const { at, branch } = place;
@@ -153,16 +174,27 @@ export async function reconcileRun(
     // With the app, a job is bound when it takes its first token: until then, it is known by its run-name.
     const named = (await recent(at)).find((r) => isAttemptRun(at, r, of));
     if (named) return named;
+    // GitHub refused the dispatch, the task workflow being too old: no run will appear. The attempt
+    // waits while the file is still so, and is made again (not counted) once it takes the inputs, or
+    // as its deadline nears, before the tick could time it out and count it.
+    if (loaded.run.github.waits?.[taskWorkflowWaitKey(`${at.owner}/${at.repo}`)]) {
+      if (!(await staleWorkflow(at, branch))) return "missing";
+      return record.deadline !== undefined && now >= record.deadline - START_GRACE_MS ? "renew" : null;
+    }
     return now - record.dispatchedAt <= START_GRACE_MS ? null : "missing";
   };
   const ended = (job: Job) =>
     job.conclusion === "success"
       ? "the job finished without reporting its result"
       : `the job ended: ${job.conclusion}`;
-  /** Workflow mode: the facts of the report the ended job handed over in its run, or why there are none. */
+  /**
+   * Workflow mode: the facts of the report the ended job handed over in its run, or why there are
+   * none; the run is in its workstream's repository (the job was found there).
+   */
   const reported = async (input: string, attempt: number, job: Job): Promise<EngineEvent[] | string> => {
     if (!ctx.config.workflow) return ended(job);
-    const read = await reportOfRun(ctx, String(job.id), { run: runKey, task: input, attempt });
+    const at = (await placeOf(repositoryOfInput(loaded.engine.plan, input)))?.at ?? ctx;
+    const read = await reportOfRun(at, String(job.id), { run: runKey, task: input, attempt });
     if ("reason" in read) return job.conclusion === "success" ? read.reason : ended(job);
     const subject = subjectOfInput(loaded.engine.plan, input)!;
     const started: EngineEvent =
@@ -184,7 +216,11 @@ export async function reconcileRun(
         reason: "no workflow run appeared for the dispatch",
         at: now,
       });
-    } else if (job?.status === "completed") {
+    } else if (job === "renew") {
+      // Ahead of the tick, which would time the waiting attempt out and count it.
+      const reason = "its task workflow still refuses the dispatch";
+      facts.unshift({ type: "job_lost", task, attempt, reason, at: now });
+    } else if (job !== null && job.status === "completed") {
       const report = await reported(task, attempt, job);
       if (typeof report !== "string") {
         facts.push(...report);
@@ -203,7 +239,14 @@ export async function reconcileRun(
     const input = resolutionInput(subject);
     const job = await jobOf(input, record.n, record);
     const about = { ...subject, n: record.n, at: now };
-    if (job === "missing")
+    // A resolution's deadline counts as a task's does: renewed ahead of the tick.
+    if (job === "renew")
+      facts.unshift({
+        type: "resolution_lost",
+        ...about,
+        reason: "its task workflow still refuses the dispatch",
+      });
+    else if (job === "missing")
       facts.push({ type: "resolution_lost", ...about, reason: "no workflow run appeared for the dispatch" });
     else if (job?.status === "completed") {
       const report = await reported(input, record.n, job);

@@ -23,6 +23,7 @@ import { type Repository, repoContextOf } from "./context.ts";
 import { handlerOf } from "./events.ts";
 import { anyActive, reconcileRepository } from "./reconcile.ts";
 import { carryOutWaiting } from "./waiting.ts";
+import { handOverElsewhere } from "./workflow-elsewhere.ts";
 
 /** The login GitHub shows for what a workflow's GITHUB_TOKEN does. */
 export const ACTIONS_BOT = "github-actions[bot]";
@@ -150,7 +151,7 @@ export async function orchestrate(
   }) as unknown as GitHubClient;
   const [owner, repo] = (env.GITHUB_REPOSITORY ?? "").split("/") as [string, string];
   // Before anything is asked: a token minted without this repository could not even read it.
-  if (appSlug) mintedFor(input(env, "repositories"), repo);
+  const minted = appSlug ? mintedFor(input(env, "repositories"), repo) : [];
   // Scheduled and dispatched runs may carry no repository: it is asked for.
   const repository =
     (payload.repository as Repository | undefined) ?? (await octokit.rest.repos.get({ owner, repo })).data;
@@ -183,6 +184,11 @@ export async function orchestrate(
   if (name === "workflow_dispatch")
     await handedOverRunEnded(ctx, payload, host.clock ?? REAL_CLOCK).catch((error: unknown) => {
       failed.push(`the task run that dispatched this one: ${messageOf(error)}`);
+    });
+  // A task run of a workstream whose graph lives in another repository: handed over to its orchestrator.
+  if (name === "workflow_dispatch" || name === "workflow_run")
+    await handOverElsewhere(ctx, name, payload, minted).catch((error: unknown) => {
+      failed.push(`the run of the task run that ended here: ${messageOf(error)}`);
     });
   if (reconciles(name, payload))
     active = await withRetries(() => reconcileAndCarryOut(ctx, name === "schedule", ownLogin)).catch(

@@ -13,6 +13,7 @@
 import { GraphError, type GraphIssue } from "../graph/errors.ts";
 import type { Graph } from "../graph/model.ts";
 import { type AppConfig, type GitHubClient, statusOf } from "./client.ts";
+import { dispatchInputNames, inputsNotTaken } from "./task-workflow.ts";
 
 /**
  * Whose token asks: the app's installation (the hosted app's), a registered app's token an orchestrator
@@ -43,6 +44,8 @@ export async function reachOfRepositories(
   graph: Graph,
   own: string,
   credentials: Credentials,
+  /** With the app: also whether each repository's task workflow (this file) takes what it sends. */
+  taskWorkflow?: string,
 ): Promise<RepositoryReach[]> {
   const others = (graph.repositories ?? []).filter((r) => !same(r.fullName, own));
   return Promise.all(
@@ -63,6 +66,10 @@ export async function reachOfRepositories(
             ),
             access: "read",
           };
+        const stale = taskWorkflow
+          ? await staleWorkflowAt(octokit, owner, repo, data.default_branch, taskWorkflow)
+          : null;
+        if (stale) return problem(stale);
         return { name, fullName, problem: null, ...(permissions ? { access: "write" as const } : {}) };
       } catch (error) {
         const status = statusOf(error);
@@ -94,6 +101,37 @@ export async function reachOfRepositories(
 }
 
 /**
+ * Why the app could not dispatch the task workflow `file` of a workstream's repository (it does not
+ * take the inputs the app sends: task-workflow.ts), with the fix; null when it can, or when the file is
+ * not there to read (its dispatch then fails as GitHub answers it).
+ */
+async function staleWorkflowAt(
+  octokit: GitHubClient,
+  owner: string,
+  repo: string,
+  ref: string,
+  file: string,
+): Promise<string | null> {
+  const path = `.github/workflows/${file}`;
+  let text: string;
+  try {
+    const { data } = await octokit.rest.repos.getContent({
+      owner,
+      repo,
+      path,
+      ref,
+      mediaType: { format: "raw" },
+    });
+    text = data as unknown as string;
+  } catch (error) {
+    if (statusOf(error) === 404) return null;
+    throw error;
+  }
+  const why = inputsNotTaken(path, text, dispatchInputNames({ elsewhere: true, workflowMode: false }));
+  return why && `its ${path} is older than this run needs (${why}): run \`agentrelay init\` there and push`;
+}
+
+/**
  * Refuses a graph naming a repository the credentials cannot reach, at that repository's line under
  * `repositories`, before anything is written.
  */
@@ -103,9 +141,14 @@ export async function requireReach(
   source: { path: string; text: string },
   own: string,
   credentials: Credentials,
+  taskWorkflow?: string,
 ): Promise<void> {
   if (!graph.repositories?.length) return;
-  const unreachable = (await reachOfRepositories(octokit, graph, own, credentials)).filter((r) => r.problem);
+  // With the app, a workstream's task workflow must take what the app sends (without one, the
+  // orchestrator workflow's jobs are another matter: app/workflow.ts).
+  const workflow = credentials === "app" ? taskWorkflow : undefined;
+  const reach = await reachOfRepositories(octokit, graph, own, credentials, workflow);
+  const unreachable = reach.filter((r) => r.problem);
   if (unreachable.length === 0) return;
   throw new GraphError(
     unreachable.map((r): GraphIssue => ({
@@ -143,11 +186,14 @@ export interface Starter {
  *
  * Each repository other than the graph's own (where pushing the graph already took write access) is
  * asked "Get repository permissions for a user"
- * (https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user),
- * which an installation reads with Metadata read, which every installation has: `permission` is the
- * legacy base role (`admin`, `write`, `read`, `none`; maintain counts as write, triage as read) and takes
- * an organization member's access through teams and base permissions into account. `none` (not a
- * collaborator of a private repository) and `read` are refused; 404 (no such user) too.
+ * (https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user).
+ * That page says each of what this relies on but one: installation tokens may call it with "Metadata"
+ * repository permissions (read), which every installation has; `permission` is the legacy base role
+ * (`admin`, `write`, `read`, `none`; "the maintain role is mapped to write and the triage role is
+ * mapped to read"); and it is "the highest role assigned to the collaborator after considering all
+ * sources of grants, including: repo, teams, organization, and enterprise". What a person who is no
+ * collaborator gets, it does not say: it lists only 200 and "404 Resource not found". `none` (as a third
+ * party measured for a non-collaborator) and 404 are both refused, as `read` is.
  *
  * A bot (an app, github-actions[bot], the agentrelay app's own merges) has no person's access to
  * check: it may start such a run only when AGENTRELAY_ALLOWED_BOTS names it, as for commands. Without

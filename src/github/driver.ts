@@ -350,9 +350,11 @@ class GitHubHost implements RunHost<HostedRun> {
     for (const key of Object.keys(waits)) {
       const [kind, id] = [key.slice(0, key.indexOf(":")), key.slice(key.indexOf(":") + 1)];
       const ws = run.workstreams[id];
-      // A repository the installation lost stays said until an effect there reaches it again.
+      // A repository the installation lost, or whose task workflow is too old, stays said until an
+      // effect there reaches it again (or a dispatch there is taken).
       const open =
         kind === "repository" ||
+        kind === "workflow" ||
         (kind === "task"
           ? run.tasks[id]?.status === "pr_open"
           : ws?.status === "pr_open" || ws?.integration === "opening");
@@ -361,6 +363,19 @@ class GitHubHost implements RunHost<HostedRun> {
     if (Object.keys(waits).length > 0) run.github.waits = waits;
     else delete run.github.waits;
     return told.filter((task) => run.github.waits?.[`task:${task}`]);
+  }
+
+  /**
+   * Whether this handler's effects found a repository's wait begin or end (lost, or its task workflow
+   * too old) that the run does not say yet (those waits stay open until it ends: keepWaits).
+   */
+  private waitsChanged(run: HostedRun): boolean {
+    const said = run.github.waits ?? {};
+    for (const [key, wait] of this.driver.effects.waits.get(run.runKey) ?? []) {
+      if (!key.startsWith("repository:") && !key.startsWith("workflow:")) continue;
+      if (wait?.line !== said[key]?.line) return true;
+    }
+    return false;
   }
 
   async afterWrite(
@@ -422,6 +437,12 @@ class GitHubHost implements RunHost<HostedRun> {
       }
     }
     for (const fact of this.resolved.splice(0)) await resolutionCheckRun(ctx, run, engine, fact);
+    if (this.waitsChanged(run)) {
+      // What a dispatch found it must wait for (a repository lost, a task workflow too old) is written
+      // at once, and shown: a round of its own keeps it with the run (keepWaits) and edits the status.
+      this.refreshStatus = true;
+      return [...facts, { type: "tick", at: ctx.now() }];
+    }
     if (this.statusDue || this.refreshStatus) await editStatus(ctx, run, engine);
     this.statusDue = false;
     this.refreshStatus = false;

@@ -21,6 +21,8 @@ import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
 import { fastForward, targetMoved, targetSince } from "./fast-forward.ts";
 import { openPr } from "./open-pr.ts";
 import { startChecksOfRetry } from "./retry-checks.ts";
+import { dispatchInputs, dispatchTaskWorkflow, staleTaskWorkflowRefusal } from "./task-workflow.ts";
+import { taskWorkflowWaitKey } from "./task-workflow.ts";
 import { integrationPrBody, integrationPrTitle, taskPrBody, taskPrTitle } from "./render.ts";
 
 type Facts = Promise<EngineEvent[]>;
@@ -39,7 +41,7 @@ export class GitHubEffects {
   private readonly merges: Merges;
   /** The effects of the other repositories a run's workstreams live in, by `owner/name` in lower case. */
   private readonly elsewhere = new Map<string, GitHubEffects>();
-  /** Another repository's default branch, where its task workflow runs from (read once). */
+  /** Another repository's default branch, where its task workflow runs (read once). */
   private defaultBranch: string | null = null;
   /** Why the installation cannot reach this repository (null: it can; undefined: not read yet). */
   private lost: Wait | null | undefined;
@@ -104,9 +106,7 @@ export class GitHubEffects {
         this.lost = lostRepositoryWait(fullName, status);
       }
     }
-    let waits = this.waits.get(run.runKey);
-    if (!waits) this.waits.set(run.runKey, (waits = new Map()));
-    waits.set(repositoryWaitKey(fullName), this.lost);
+    this.setWait(run, repositoryWaitKey(fullName), this.lost);
     return this.lost === null;
   }
 
@@ -310,10 +310,7 @@ export class GitHubEffects {
     return job ? [{ type: "job_dispatched", task, attempt, job, at }] : [];
   }
 
-  /**
-   * Starts a resolution's job (or an integration branch's verification or repair): the task workflow,
-   * its subject in the `task` input (protocol/resolution.ts).
-   */
+  /** Starts a resolution's job (or an integration's verification or repair), its subject in the `task` input. */
   async dispatchResolution(
     run: HostedRun,
     engine: Engine,
@@ -360,42 +357,41 @@ export class GitHubEffects {
       return {
         reason: `anthropic_credential '${credential}' is not a valid secret name (letters, digits and _)`,
       };
-    const inputs: Record<string, string> = {
+    const inputs = dispatchInputs({
       run: run.runKey,
       task,
       attempt: String(attempt),
       "state-version": stateVersion,
       credential,
-    };
-    // A job in a workstream's repository finds its run in the graph's (the workflow's input).
-    if (this.runRepository) inputs["run-repository"] = this.runRepository;
-    // Without an app to mint the attempt's token, the task workflow runs the job of the task's tier,
-    // whose GITHUB_TOKEN holds that tier's permissions (the job checks the tier against the graph).
-    if (this.ctx.config.workflow) inputs.tier = tierOfInput(engine.plan, task);
-    const request = {
-      ...this.repo,
-      workflow_id: this.ctx.config.taskWorkflow,
-      ref: await this.workflowBranch(run),
-      inputs,
-    };
-    const route = "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches";
+      // A job in a workstream's repository finds its run in the graph's. Without an app, the task
+      // workflow mints a token that reads it there (create-github-app-token takes the name alone), and
+      // runs the job of the task's tier, whose GITHUB_TOKEN holds that tier's permissions (checked).
+      "run-repository": this.runRepository,
+      "run-repository-name": this.ctx.config.workflow ? (this.runRepository?.split("/")[1] ?? null) : null,
+      tier: this.ctx.config.workflow ? tierOfInput(engine.plan, task) : null,
+    });
+    const fullName = `${this.ctx.owner}/${this.ctx.repo}`;
     try {
-      try {
-        const { data } = await this.ctx.octokit.request(route, { ...request, return_run_details: true });
-        const id = (data as { workflow_run_id?: number } | undefined)?.workflow_run_id;
-        return { job: id ? String(id) : null };
-      } catch (error) {
-        // GitHub Enterprise Server before the run-details change refuses the unknown field: ask without it
-        // (the job is then known by its run-name when it asks for its token).
-        if (![400, 422].includes(statusOf(error) ?? 0) || !/return_run_details/.test(messageOf(error)))
-          throw error;
-        await this.ctx.octokit.request(route, request);
-        return { job: null };
-      }
+      const job = await dispatchTaskWorkflow(this.ctx, await this.workflowBranch(run), inputs);
+      this.setWait(run, taskWorkflowWaitKey(fullName), null);
+      return { job };
     } catch (error) {
       if (statusOf(error) === undefined || statusOf(error)! >= 500) throw error;
-      return { reason: `could not start ${this.ctx.config.taskWorkflow}: ${messageOf(error)}` };
+      // A task workflow older than the inputs the app sends: nothing started, so the attempt is not
+      // spent; the run says what to do, and the reconciler dispatches again once it is done.
+      const { taskWorkflow } = this.ctx.config;
+      const stale = staleTaskWorkflowRefusal(error, fullName, taskWorkflow);
+      if (!stale) return { reason: `could not start ${taskWorkflow}: ${messageOf(error)}` };
+      this.setWait(run, taskWorkflowWaitKey(fullName), stale);
+      return { job: null };
     }
+  }
+
+  /** Keeps `wait` (null: it ended) with the run, for the status comment (the driver writes it). */
+  private setWait(run: HostedRun, key: string, wait: Wait | null): void {
+    let waits = this.waits.get(run.runKey);
+    if (!waits) this.waits.set(run.runKey, (waits = new Map()));
+    waits.set(key, wait);
   }
 
   /**

@@ -30,18 +30,20 @@ export function parseRunGraph(source: Pick<RunSource, "path" | "text" | "params"
 }
 
 /**
- * With the app, a graph's workstreams may live in other repositories: access.ts checked that the
- * installation covers each one, and each effect and task job acts in its workstream's repository.
- * The orchestrator workflow (`workflow`, no app) keeps every workstream in the graph's repository for
- * now: such a graph is refused where a run would start (push.ts, plan.ts) at its `repositories` key
- * rather than run with every workstream in the wrong repository.
+ * A graph's workstreams may live in other repositories when the orchestrator acts with an app's token
+ * (`app`: the hosted app, or the orchestrator workflow with a registered app's token): access.ts
+ * checked that the token reaches each one, and each effect and task job acts in its workstream's
+ * repository. The workflow's GITHUB_TOKEN alone (`github_token`) reaches the graph's repository only
+ * ("The token's permissions are limited to the repository that contains your workflow":
+ * https://docs.github.com/actions/security-guides/automatic-token-authentication): such a graph is
+ * refused where a run would start (push.ts, plan.ts) at its `repositories` key, with the fix.
  */
 export function requireOneRepository(
   graph: Graph,
   source: Pick<RunSource, "path" | "text">,
-  mode: "app" | "workflow",
+  credentials: "app" | "github_token",
 ): void {
-  if (!graph.repositories?.length || mode === "app") return;
+  if (!graph.repositories?.length || credentials === "app") return;
   const line = source.text.split("\n").findIndex((l) => /^repositories\s*:/.test(l)) + 1;
   throw new GraphError([
     {
@@ -49,7 +51,7 @@ export function requireOneRepository(
       line: Math.max(line, 1),
       column: 1,
       path: "repositories",
-      message: `graphs that span repositories (${graph.repositories.map((r) => r.fullName).join(", ")}) run with the agentrelay app installed on each of them (docs/github.md) or locally (agentrelay run ${source.path} --repo DIR --repo NAME=PATH); the orchestrator workflow keeps every workstream in this repository`,
+      message: `graphs that span repositories (${graph.repositories.map((r) => r.fullName).join(", ")}) need a token that reaches each, and the workflow's GITHUB_TOKEN reaches this repository only: give the orchestrator workflow a registered GitHub App's token (the variable AGENTRELAY_APP_CLIENT_ID, the secret AGENTRELAY_APP_PRIVATE_KEY and AGENTRELAY_REPOSITORIES, in each repository: docs/github.md), use the agentrelay app, or run it locally (agentrelay run ${source.path} --repo DIR --repo NAME=PATH)`,
     },
   ]);
 }

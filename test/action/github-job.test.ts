@@ -4,11 +4,11 @@
  * server, its tools run by the tests' stand-in for Claude Code (what is shown is the Action's), or by
  * the real Claude Code CLI where what it keeps in its home is searched for the credential.
  */
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import nock from "nock";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { runTaskJob } from "../../src/action/github-job.ts";
 import { createEngine } from "../../src/engine/engine.ts";
 import { parseGraph } from "../../src/graph/load.ts";
@@ -26,7 +26,7 @@ import { CLAUDE_BIN, SCRIPTED_CLAUDE_BIN } from "../../harness/claude.ts";
 import { REPORT_FILE } from "../../src/protocol/report.ts";
 import { REPORT_MAC_FILE, reportMac } from "../../src/protocol/report-key.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
-import { tempRepo } from "../support/git.ts";
+import { repoTemplate, tempRepo } from "../support/git.ts";
 import { serveGit } from "../support/git-http.ts";
 
 const GRAPH = `name: g
@@ -47,20 +47,29 @@ let tokenRequests: number;
 /** When the attempt's first token lapses, as the app says (far away unless a test says otherwise). */
 let firstTokenExpires: string;
 
-/** A remote with main (holding the agent config people chose) and the workstream's integration branch. */
-async function remote(): Promise<{ url: string; bare: string; seed: string }> {
+/**
+ * A remote with main (holding the agent config people chose) and the workstream's integration branch,
+ * and the repository that pushed them: made with git once, copied for each test.
+ */
+const remoteTemplate = repoTemplate(async () => {
   const root = mkdtempSync(join(tmpdir(), "agentrelay-remote-"));
   const bare = join(root, "octo", "demo.git");
   mkdirSync(bare, { recursive: true });
   await git(bare, ["init", "-q", "--bare", "-b", "main"]);
-  const seed = await tempRepo();
+  const seed = join(root, "seed");
+  renameSync(await tempRepo(), seed);
   mkdirSync(join(seed, ".claude"));
   writeFileSync(join(seed, ".claude", "settings.json"), '{"from": "main"}\n');
   await git(seed, ["add", "."]);
   await git(seed, ["commit", "-q", "-m", "agent config"]);
   await git(seed, ["branch", "agentrelay/g/default/integration"]);
   await git(seed, ["push", "-q", bare, "main", "agentrelay/g/default/integration"]);
-  return { url: `file://${root}`, bare, seed };
+  return root;
+});
+
+async function remote(): Promise<{ url: string; bare: string; seed: string }> {
+  const root = await remoteTemplate();
+  return { url: `file://${root}`, bare: join(root, "octo", "demo.git"), seed: join(root, "seed") };
 }
 
 function stateJson(attempt: number, text = GRAPH): string {
@@ -109,6 +118,7 @@ async function runJob(
   graphText = GRAPH,
 ) {
   const home = mkdtempSync(join(tmpdir(), "agentrelay-runner-"));
+  homes.push(home);
   // Open to others, as a runner's work directory is: the agent's own user enters it.
   chmodSync(home, 0o755);
   const files = { output: join(home, "output"), summary: join(home, "summary") };
@@ -146,7 +156,10 @@ async function runJob(
     "INPUT_TIMEOUT-MINUTES": "2",
     AGENTRELAY_ANTHROPIC_CREDENTIAL: "sk-ant-scripted-credential",
     ANTHROPIC_BASE_URL: server!.url,
-    AGENTRELAY_ENTRY: join(REPO_ROOT, "dist/action/index.js"),
+    // The agent's in-job commands run the CLI's entry, which serves them with the same code as the
+    // bundle (attempt/signals.ts) and starts in half the CPU; the bundle's own are run by the
+    // stand-in's jobs (harness/standin-jobs.ts).
+    AGENTRELAY_ENTRY: join(REPO_ROOT, "bin/agentrelay.js"),
     // These jobs share the machine's network namespace, which the filter must not touch: its rules are
     // tested in a namespace of their own (egress-container.test.ts).
     AGENTRELAY_EGRESS: "off",
@@ -166,6 +179,12 @@ async function runJob(
     home,
   };
 }
+
+/** The runners' homes the jobs used, removed at the file's end. */
+const homes: string[] = [];
+afterAll(() => {
+  for (const home of homes) rmSync(home, { recursive: true, force: true });
+});
 
 beforeEach(() => {
   nock.disableNetConnect();
@@ -408,6 +427,19 @@ describe("the task Action", () => {
     await expect(runJob(url, 1, { ...noApp, INPUT_TIER: "elevated" })).rejects.toThrow(
       /runs with the elevated token tier, but greet has standard/,
     );
+    // Only a job of the task's workstream's repository may take it; and a run in another repository is
+    // read with the token the task workflow minted for it, never the job's GITHUB_TOKEN.
+    const inApi = GRAPH.replace(
+      "tasks:\n  - id: greet\n",
+      "repositories:\n  api: octo/api\nworkstreams:\n  - id: server\n    repository: api\ntasks:\n  - id: greet\n    workstream_id: server\n",
+    );
+    await expect(runJob(url, 1, { ...noApp, INPUT_TIER: "standard" }, inApi)).rejects.toThrow(
+      "greet of run g/1 works in octo/api: a job in octo/demo may not take it",
+    );
+    await expect(
+      runJob(url, 1, { ...noApp, INPUT_TIER: "standard", "INPUT_RUN-REPOSITORY": "octo/app" }),
+    ).rejects.toThrow("this job's run lives in octo/app, which the job's GITHUB_TOKEN cannot read");
+    nock.cleanAll();
     expect(server.requests).toHaveLength(0);
     const secret = "sk-ant-api03-report-secret";
     const { outcome, output } = await runJob(url, 1, {

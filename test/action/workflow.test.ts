@@ -129,7 +129,16 @@ describe("workflow-only mode (init --no-app)", () => {
 
   it("runs each attempt in the job of its tier, whose token holds that tier's permissions and no more", () => {
     const inputs = task.on.workflow_dispatch.inputs;
-    expect(Object.keys(inputs)).toEqual(["run", "task", "attempt", "state-version", "credential", "tier"]);
+    expect(Object.keys(inputs)).toEqual([
+      "run",
+      "task",
+      "attempt",
+      "state-version",
+      "credential",
+      "run-repository",
+      "run-repository-name",
+      "tier",
+    ]);
     expect(inputs.tier!.options).toEqual(Object.keys(TIER_PERMISSIONS));
     expect(task.permissions).toEqual({});
     expect(Object.keys(task.jobs)).toEqual([...Object.keys(TIER_PERMISSIONS), "hand-over"]);
@@ -143,8 +152,36 @@ describe("workflow-only mode (init --no-app)", () => {
       expect(job.if).toBe(`inputs.tier == '${tier}'`);
       const hand = job.steps.find((s) => s.name === REPORT_STEP)!;
       expect(hand.with!.name).toBe(REPORT_ARTIFACT);
-      expect(job.steps[0]!.with).toMatchObject({ token: "${{ github.token }}", tier: "${{ inputs.tier }}" });
-      expect(job.steps[0]!.with!["app-url"]).toBeUndefined();
+      const action = job.steps.find((s) => s.name === "Run the task")!;
+      expect(action.with).toMatchObject({ token: "${{ github.token }}", tier: "${{ inputs.tier }}" });
+      expect(action.with!["app-url"]).toBeUndefined();
+    }
+  });
+
+  it("reads a run in another repository with a token the registered app mints for it alone, to read, which only the Action holds", () => {
+    for (const tier of Object.keys(TIER_PERMISSIONS)) {
+      const steps = task.jobs[tier]!.steps;
+      const mint = steps.find((s) => s.name === "Read the run where it lives")!;
+      const action = steps.find((s) => s.name === "Run the task")!;
+      expect(steps.indexOf(mint)).toBeLessThan(steps.indexOf(action));
+      expect(mint.uses).toBe("actions/create-github-app-token@1b10c78c7865c340bc4f6099eb2f838309f1e8c3");
+      // Never without a name: `owner` alone would mint for every repository of the installation
+      // (the action's README: "owner is set, repositories is empty: all repositories in the provided
+      // owner's installation").
+      expect(mint.if).toBe("inputs.run-repository-name != '' && vars.AGENTRELAY_APP_CLIENT_ID != ''");
+      expect(mint.with).toEqual({
+        "client-id": "${{ vars.AGENTRELAY_APP_CLIENT_ID }}",
+        "private-key": "${{ secrets.AGENTRELAY_APP_PRIVATE_KEY }}",
+        owner: "${{ github.repository_owner }}",
+        repositories: "${{ inputs.run-repository-name }}",
+        "permission-contents": "read",
+      });
+      expect(action.with).toMatchObject({
+        "run-repository": "${{ inputs.run-repository }}",
+        "run-token": "${{ steps.run.outputs.token }}",
+      });
+      // The agent's environment holds neither token (agentEnv drops INPUT_*).
+      expect(JSON.stringify(action.env)).not.toContain("steps.run");
     }
   });
 
@@ -285,7 +322,9 @@ describe("workflow-only mode (init --no-app)", () => {
     const orchestrate = orchestrator.jobs.orchestrate.steps.find((s) => s.name === "Orchestrate")!;
     expect(orchestrate.env![REPORT_SECRET_VARIABLE]).toBe(secret);
     for (const tier of Object.keys(TIER_PERMISSIONS))
-      expect(task.jobs[tier]!.steps[0]!.env![REPORT_SECRET_VARIABLE]).toBe(secret);
+      expect(
+        task.jobs[tier]!.steps.find((s) => s.name === "Run the task")!.env![REPORT_SECRET_VARIABLE],
+      ).toBe(secret);
     expect(agentEnv({ [REPORT_SECRET_VARIABLE]: "sk-ant-api03-x", PATH: "/usr/bin" })).toEqual({
       PATH: "/usr/bin",
     });

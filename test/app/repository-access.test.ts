@@ -3,6 +3,7 @@
  * written: a repository the installation does not cover is refused at its line under `repositories`,
  * with the fix, on the push's check run (harness/fake-repositories.ts scopes the tokens as GitHub does).
  */
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, startApp } from "../../harness/app.ts";
 import type { AppConfig } from "../../src/github/client.ts";
@@ -12,14 +13,15 @@ import { API_THEN_CLIENT } from "../support/repositories.ts";
 let h: Harness | undefined;
 afterEach(() => h?.close());
 
+/** Pushes `graph` to a new harness of `repositories` (undefined: to the harness already started). */
 async function pushed(
-  repositories: { fullName: string; installation: number | null }[],
+  repositories: { fullName: string; installation: number | null }[] | undefined,
   graph = API_THEN_CLIENT,
   config: Partial<AppConfig> = {},
 ) {
-  h = await startApp(config, "nock", Infinity, repositories);
-  await h.pushGraph(".workflow/api-client.yaml", graph);
-  const check = h.gh.checkRuns.find((c) => c.name === "agentrelay / .workflow/api-client.yaml")!;
+  if (repositories) h = await startApp(config, "nock", Infinity, repositories);
+  await h!.pushGraph(".workflow/api-client.yaml", graph);
+  const check = h!.gh.checkRuns.find((c) => c.name === "agentrelay / .workflow/api-client.yaml")!;
   const annotations = (check?.output?.annotations ?? []) as { start_line: number; message: string }[];
   return { check, lines: annotations.map((a) => `${a.start_line}: ${a.message}`) };
 }
@@ -92,8 +94,29 @@ describe("access to a graph's repositories, checked at plan time", () => {
     expect(h!.gh.dispatches).toEqual([]);
   });
 
-  it("refuses it in the orchestrator workflow, at its repositories key, with the fix", async () => {
-    const { check, lines } = await pushed(
+  it("refuses a repository whose task workflow is older than the run needs, at its line, with the fix", async () => {
+    h = await startApp({}, "nock", Infinity, [
+      { fullName: "octo/api", installation: 42 },
+      { fullName: "octo/web", installation: 42 },
+    ]);
+    // octo/web's task workflow, as init wrote it before a workstream could live in another repository.
+    const current = readFileSync(
+      new URL("../../templates/workflows/agentrelay-task.yml", import.meta.url),
+      "utf8",
+    );
+    const old = current.replace(/ {6}run-repository:\n(?: {8}.*\n)+/, "");
+    h.github.get("octo/web").commit("main", { ".github/workflows/agentrelay-task.yml": old });
+    h.github.get("octo/api").commit("main", { ".github/workflows/agentrelay-task.yml": current });
+    const { check, lines } = await pushed(undefined);
+    expect(check.conclusion).toBe("failure");
+    expect(lines).toEqual([
+      "4: octo/web: its .github/workflows/agentrelay-task.yml is older than this run needs (it does not declare the input run-repository): run `agentrelay init` there and push",
+    ]);
+    nothingWritten(h!);
+  });
+
+  it("starts it in the orchestrator workflow with an app's token, each job told where the run lives and its name to mint a token for", async () => {
+    const { lines } = await pushed(
       [
         { fullName: "octo/api", installation: 42 },
         { fullName: "octo/web", installation: 42 },
@@ -101,11 +124,16 @@ describe("access to a graph's repositories, checked at plan time", () => {
       API_THEN_CLIENT,
       { workflow: { token: "app" } },
     );
-    expect(check.conclusion).toBe("failure");
-    expect(lines).toEqual([
-      expect.stringMatching(/^2: graphs that span repositories .* run with the agentrelay app/),
+    expect(lines).toEqual([]);
+    expect(h!.github.get("octo/api").dispatches.map((d) => d.inputs)).toEqual([
+      expect.objectContaining({
+        task: "add-endpoint",
+        "run-repository": "octo/demo",
+        "run-repository-name": "demo",
+        tier: "standard",
+      }),
     ]);
-    nothingWritten(h!);
+    expect(h!.gh.dispatches).toEqual([]);
   });
 
   it("says the same in a pull request's plan check, before the graph is merged", async () => {

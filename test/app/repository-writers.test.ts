@@ -10,7 +10,9 @@ import {
   type Harness,
   issueComment,
   pushPayload,
+  repository,
   type RepositorySpec,
+  runJob,
   startApp,
   user,
 } from "../../harness/app.ts";
@@ -33,8 +35,10 @@ async function pushedBy(
   repositories: RepositorySpec[],
   sender: ReturnType<typeof user>,
   config: Partial<AppConfig> = {},
+  prepare: (harness: Harness) => void = () => {},
 ) {
   h = await startApp(config, "nock", Infinity, repositories);
+  prepare(h);
   const before = h.gh.branches.get("main")!;
   const after = h.gh.commit("main", { [PATH]: API_THEN_CLIENT });
   expect(await h.deliver("push", { ...pushPayload(h.gh, before, after, { added: [PATH] }), sender })).toBe(
@@ -73,7 +77,19 @@ describe("a push starts a run that writes to other repositories only for someone
   });
 
   it("refuses it for someone who is not a collaborator there (GitHub says none)", async () => {
-    const lines = await pushedBy(both({ alice: "none" }), user("alice"));
+    const lines = await pushedBy(both({}), user("alice"));
+    expect(lines).toEqual([
+      expect.stringMatching(/^4: octo\/web: alice may not write to it \(GitHub says "none"\)/),
+    ]);
+    nothingWritten(h!);
+  });
+
+  it("refuses it when GitHub answers 404 for the person there (the page lists 404 beside 200)", async () => {
+    const notFound = (harness: Harness) => {
+      harness.github.get("octo/web").fault = ({ path }) =>
+        /\/collaborators\/alice\/permission/.test(path) ? [404, { message: "Not Found" }] : null;
+    };
+    const lines = await pushedBy(both({ alice: "write" }), user("alice"), {}, notFound);
     expect(lines).toEqual([
       expect.stringMatching(/^4: octo\/web: alice may not write to it \(GitHub says "none"\)/),
     ]);
@@ -130,6 +146,38 @@ describe("the other ways a run starts", () => {
     );
     expect(h!.github.get("octo/api").dispatches).toHaveLength(dispatched);
     expect(h!.gh.state("api-client/1").appliedCommands ?? []).toEqual([]);
+  });
+
+  it("a check run's Re-run by someone who may only read another of its repositories is refused, on that check run", async () => {
+    expect(await pushedBy(both({ alice: "write", bob: "read" }), user("alice"))).toEqual([]);
+    const api = h!.github.get("octo/api");
+    await runJob(h!, { ...api.dispatches[0]!, in: api }, { outcome: "failed", reason: "flaky" });
+    const check = h!.gh.checkRuns.find((c) => c.name === "agentrelay / add-endpoint")!;
+    expect(check.conclusion).toBe("failure");
+    h!.gh.permissions.set("bob", "write"); // bob may write in the graph's repository...
+    const rerun = (login: string) =>
+      h!.deliver("check_run", {
+        action: "rerequested",
+        check_run: {
+          id: check.id,
+          name: check.name,
+          external_id: check.external_id,
+          head_sha: check.head_sha,
+        },
+        repository: repository(h!.gh),
+        sender: user(login),
+      });
+    expect(await rerun("bob")).toBe(200);
+    // ...but not in octo/web, where the run would write: nothing starts, and the check run says why.
+    expect(api.dispatches).toHaveLength(1);
+    expect(h!.gh.checkRuns.filter((c) => c.name === "agentrelay / add-endpoint")).toHaveLength(1);
+    expect(String(check.output?.summary).split("\n")[0]).toBe(
+      '**Waiting for you**: Re-run by bob not done: octo/web: bob may not write to it (GitHub says "read"), and the run would: ask for write access to octo/web, or have someone with it press Re-run',
+    );
+    // Someone who may write in each is obeyed.
+    h!.gh.permissions.set("alice", "write");
+    expect(await rerun("alice")).toBe(200);
+    expect(api.dispatches.map((d) => d.inputs.attempt)).toEqual(["1", "2"]);
   });
 
   it("a push the reconciler finds later (its webhook lost) has no known sender: refused until pushed again", async () => {

@@ -12,7 +12,7 @@ import { type GateAnswer, judgeGates, RERUNS } from "../../src/attempt/gate-verd
 import { runGate } from "../../src/attempt/gates.ts";
 import { repairLanding, verifyLanding } from "../../src/attempt/repair.ts";
 import { WAIT_MS } from "../../harness/patience.ts";
-import { tempRepo } from "../support/git.ts";
+import { repoTemplate, tempRepo } from "../support/git.ts";
 
 /** A gate run for real, counted. */
 function counted(cwd: string, timeoutMs = WAIT_MS) {
@@ -61,8 +61,8 @@ describe("a failing gate, run again on the same tree", () => {
   });
 });
 
-/** A branch and a target that merge cleanly and are fine together. */
-async function healthy() {
+/** A branch and a target that merge cleanly and are fine together: made once, a copy for each test. */
+const healthyRepo = repoTemplate(async () => {
   const repo = await tempRepo();
   await git(repo, ["checkout", "-q", "-b", "branch"]);
   writeFileSync(join(repo, "a.txt"), "a\n");
@@ -73,6 +73,11 @@ async function healthy() {
   await git(repo, ["add", "."]);
   await git(repo, ["commit", "-q", "-m", "b"]);
   await git(repo, ["checkout", "-q", "branch"]);
+  return repo;
+});
+
+async function healthy() {
+  const repo = await healthyRepo();
   return { repo, checkout: inCheckout({ workTree: repo, gitDir: join(repo, ".git") }) };
 }
 

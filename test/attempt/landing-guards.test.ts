@@ -12,7 +12,7 @@ import { gateFiles, isTest, keepsBothSides, testNames } from "../../src/attempt/
 import { repairLanding, repairResolved } from "../../src/attempt/repair.ts";
 import { resolveConflicts } from "../../src/attempt/resolve.ts";
 import { WAIT_MS } from "../../harness/patience.ts";
-import { tempRepo } from "../support/git.ts";
+import { repoTemplate, tempRepo } from "../support/git.ts";
 
 const PACKAGE = (test: string) => `${JSON.stringify({ name: "x", private: true, scripts: { test } })}\n`;
 const TEST_SCRIPT = "node test/math.test.js && node test/report.test.js";
@@ -24,9 +24,9 @@ async function commitAll(repo: string, message: string): Promise<void> {
 
 /**
  * main renames add to sum (its test follows); the branch (checked out) adds report.js, which calls add,
- * and a test of it: they merge cleanly and fail `npm test` together.
+ * and a test of it: they merge cleanly and fail `npm test` together. Made once; each test has a copy.
  */
-async function brokenTogether() {
+const brokenTogetherRepo = repoTemplate(async () => {
   const repo = await tempRepo();
   writeFileSync(join(repo, "package.json"), PACKAGE(TEST_SCRIPT));
   writeFileSync(join(repo, "math.js"), "exports.add = (a, b) => a + b;\n");
@@ -52,6 +52,11 @@ async function brokenTogether() {
   );
   await commitAll(repo, "rename add to sum");
   await git(repo, ["checkout", "-q", "branch"]);
+  return repo;
+});
+
+async function brokenTogether() {
+  const repo = await brokenTogetherRepo();
   return { repo, checkout: inCheckout({ workTree: repo, gitDir: join(repo, ".git") }) };
 }
 
@@ -177,8 +182,11 @@ describe("which files judge a tree", () => {
   });
 });
 
-/** main and the branch both add a test to one file, and change math.js apart: a text conflict in the test. */
-async function bothAddTests() {
+/**
+ * main and the branch both add a test to one file, and change math.js apart: a text conflict in the
+ * test. Made once; each test has a copy.
+ */
+const bothAddTestsRepo = repoTemplate(async () => {
   const repo = await tempRepo();
   writeFileSync(join(repo, "math.js"), "exports.add = (a, b) => a + b;\n");
   writeFileSync(
@@ -204,6 +212,11 @@ async function bothAddTests() {
   );
   await commitAll(repo, "rename add to sum");
   await git(repo, ["checkout", "-q", "branch"]);
+  return repo;
+});
+
+async function bothAddTests() {
+  const repo = await bothAddTestsRepo();
   return { repo, checkout: inCheckout({ workTree: repo, gitDir: join(repo, ".git") }) };
 }
 

@@ -5,16 +5,23 @@
  * repairs of the semantic scenarios, replayed on their merged trees in every order, still pass.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { Scenario } from "../../harness/scenario-file.ts";
-import { git, gitRaw, inCheckout } from "../../src/attempt/git.ts";
+import { git, gitRaw, inCheckout, RUNNER_GIT_OPTIONS, runnerGitEnv } from "../../src/attempt/git.ts";
 import { type Judges, resolutionWeakens, weakenedJudges } from "../../src/attempt/landing-guards.ts";
 import { tempRepo } from "../support/git.ts";
 import { editOf, GATE, passes, SEMANTIC_PAIRS, weakens } from "../support/semantic.ts";
 
 type Files = Record<string, string | null>;
+
+/** The repositories and staged edits this file made, removed at its end. */
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
 
 function put(repo: string, files: Files): void {
   for (const [path, text] of Object.entries(files)) {
@@ -26,9 +33,10 @@ function put(repo: string, files: Files): void {
   }
 }
 
-const bash = (repo: string, command: string) => {
-  const run = spawnSync("bash", ["-c", command], { cwd: repo, encoding: "utf8" });
+const bash = (repo: string, command: string, env?: NodeJS.ProcessEnv) => {
+  const run = spawnSync("bash", ["-c", command], { cwd: repo, encoding: "utf8", env });
   if (run.status !== 0) throw new Error(`${command}: ${run.stderr}`);
+  return run.stdout;
 };
 
 type Edit = Files | string;
@@ -39,40 +47,62 @@ async function commit(repo: string, message: string): Promise<void> {
   await git(repo, ["commit", "-q", "--allow-empty", "-m", message]);
 }
 
+/** Git as the runner starts it (its environment, no hook), and no maintenance after each commit. */
+const GIT = `git ${RUNNER_GIT_OPTIONS.join(" ")} -c maintenance.auto=false`;
+const shellEnv = () => ({ ...process.env, ...runnerGitEnv() });
+const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+
 /**
  * `base` on main; the branch (checked out) makes `ours`, main then makes each of `theirs` in turn, and
- * main is merged into the branch: the merged tree a repair starts from, and the two sides.
+ * main is merged into the branch: the merged tree a repair starts from, and the two sides. The
+ * commits are made by one shell, not by a process started from the test for each git command: the
+ * files an edit writes are laid out beforehand and copied in at their turn.
  */
 async function meet(base: Files, ours: Edit, theirs: Edit[]) {
   const repo = await tempRepo();
-  put(repo, base);
-  await commit(repo, "base");
-  await git(repo, ["checkout", "-q", "-b", "branch"]);
-  apply(repo, ours);
-  await commit(repo, "ours");
-  await git(repo, ["checkout", "-q", "main"]);
-  for (const [i, edit] of theirs.entries()) {
-    apply(repo, edit);
-    await commit(repo, `theirs ${i}`);
-  }
-  await git(repo, ["checkout", "-q", "branch"]);
-  await git(repo, ["merge", "-q", "--no-ff", "--no-edit", "main"]);
+  const staged = mkdtempSync(join(tmpdir(), "agentrelay-edits-"));
+  made.push(repo, staged);
+  const step = (edit: Edit, i: number): string => {
+    if (typeof edit === "string") return `(set +e\n${edit}\n)`;
+    const dir = join(staged, String(i));
+    mkdirSync(dir);
+    const written = Object.fromEntries(Object.entries(edit).filter(([, text]) => text !== null));
+    put(dir, written);
+    const deleted = Object.keys(edit).filter((path) => edit[path] === null);
+    return [
+      `cp -r ${quote(dir)}/. .`,
+      ...(deleted.length ? [`rm -f -- ${deleted.map(quote).join(" ")}`] : []),
+    ].join(" && ");
+  };
+  const commit = (message: string) =>
+    `${GIT} add --all && ${GIT} commit -q --allow-empty -m ${quote(message)}`;
+  const script = [
+    "set -e",
+    step(base, 0),
+    commit("base"),
+    `${GIT} checkout -q -b branch`,
+    step(ours, 1),
+    commit("ours"),
+    `${GIT} checkout -q main`,
+    ...theirs.flatMap((edit, i) => [step(edit, i + 2), commit(`theirs ${i}`)]),
+    `${GIT} checkout -q branch`,
+    `${GIT} merge -q --no-ff --no-edit main`,
+    `${GIT} rev-parse HEAD^1 HEAD^2`,
+  ].join("\n");
+  const [ourSide, theirSide] = bash(repo, script, shellEnv()).trim().split("\n");
   const checkout = inCheckout({ workTree: repo, gitDir: join(repo, ".git") });
-  const sides: [string, string] = [
-    await git(repo, ["rev-parse", "HEAD^1"]),
-    await git(repo, ["rev-parse", "HEAD^2"]),
-  ];
+  const sides: [string, string] = [ourSide!, theirSide!];
   /** What the guard says of a repair that makes `edit` on the merged tree. */
   const repair = async (edit: Edit, judges: Judges) => {
     apply(repo, edit);
-    await git(repo, ["add", "--all"]);
-    return weakenedJudges(
-      checkout,
-      await git(repo, ["rev-parse", "HEAD"]),
-      await git(repo, ["write-tree"]),
-      judges,
-      sides,
-    );
+    const [head, tree] = bash(
+      repo,
+      `${GIT} add --all && ${GIT} rev-parse HEAD && ${GIT} write-tree`,
+      shellEnv(),
+    )
+      .trim()
+      .split("\n");
+    return weakenedJudges(checkout, head!, tree!, judges, sides);
   };
   return { repo, repair };
 }
@@ -286,6 +316,7 @@ describe("of the files a side changed, a repair may not weaken what judges the t
 describe("a resolution of a file that judges the tree only through another", () => {
   it("keeps one side's version of it exactly", async () => {
     const repo = await tempRepo();
+    made.push(repo);
     put(repo, {
       "package.json": PACKAGE({ test: "sh ci/test.sh" }),
       "ci/test.sh": "node ci/run.js\n",

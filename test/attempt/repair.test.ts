@@ -7,10 +7,11 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git, inCheckout } from "../../src/attempt/git.ts";
 import { repairLanding, verifyLanding } from "../../src/attempt/repair.ts";
-import { tempRepo } from "../support/git.ts";
+import { repoTemplate, tempRepo } from "../support/git.ts";
 
 /** main renamed total to sum; the branch (checked out) added a call to total: they merge cleanly. */
-async function brokenTogether(): Promise<{ repo: string; checkout: ReturnType<typeof inCheckout> }> {
+/** Made once, a copy for each test. */
+const brokenTogetherRepo = repoTemplate(async () => {
   const repo = await tempRepo();
   writeFileSync(join(repo, "lib.js"), "exports.total = 1;\n");
   await git(repo, ["add", "."]);
@@ -23,6 +24,11 @@ async function brokenTogether(): Promise<{ repo: string; checkout: ReturnType<ty
   writeFileSync(join(repo, "lib.js"), "exports.sum = 1;\n");
   await git(repo, ["commit", "-q", "-am", "rename total to sum"]);
   await git(repo, ["checkout", "-q", "branch"]);
+  return repo;
+});
+
+async function brokenTogether(): Promise<{ repo: string; checkout: ReturnType<typeof inCheckout> }> {
+  const repo = await brokenTogetherRepo();
   return { repo, checkout: inCheckout({ workTree: repo, gitDir: join(repo, ".git") }) };
 }
 

@@ -7,10 +7,13 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git, inCheckout } from "../../src/attempt/git.ts";
 import { resolveConflicts } from "../../src/attempt/resolve.ts";
-import { tempRepo } from "../support/git.ts";
+import { repoTemplate, tempRepo } from "../support/git.ts";
 
-/** main and a branch that both changed shared.txt; the branch also planted an agent configuration. */
-async function conflictingRepo(): Promise<string> {
+/**
+ * main and a branch that both changed shared.txt; the branch also planted an agent configuration. Made
+ * once, a copy for each test.
+ */
+const conflictingRepo = repoTemplate(async () => {
   const repo = await tempRepo();
   mkdirSync(join(repo, ".claude"));
   writeFileSync(join(repo, ".claude", "settings.json"), '{"from": "main"}\n');
@@ -31,7 +34,7 @@ async function conflictingRepo(): Promise<string> {
   await git(repo, ["commit", "-q", "-am", "main"]);
   await git(repo, ["checkout", "-q", "side"]);
   return repo;
-}
+});
 
 const read = (repo: string, path: string) => {
   try {

@@ -3,12 +3,13 @@
  * reaches and with what, and names each it cannot work in with the fix (a fine-grained token scoped as
  * GitHub scopes it: harness/fake-repositories.ts).
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeRepositories } from "../../harness/fake-repositories.ts";
+import { REPO_ROOT } from "../../harness/paths.ts";
 import { main } from "../../src/cli/main.ts";
 import { API_THEN_CLIENT } from "../support/repositories.ts";
 
@@ -71,6 +72,22 @@ describe("agentrelay doctor on graphs that span repositories", () => {
     expect(code).toBe(1);
   });
 
+  it("names a workstream's repository whose task workflow is older than the run needs", async () => {
+    github.grant("github_pat_doctor", ["octo/demo", "octo/api", "octo/web"], "write");
+    const current = readFileSync(
+      new URL("../../templates/workflows/agentrelay-task.yml", import.meta.url),
+      "utf8",
+    );
+    github.get("octo/api").commit("main", { ".github/workflows/agentrelay-task.yml": current });
+    const old = current.replace(/ {6}run-repository:\n(?: {8}.*\n)+/, "");
+    github.get("octo/web").commit("main", { ".github/workflows/agentrelay-task.yml": old });
+    const { code, out } = await doctor(checkout({ "api-client.yaml": API_THEN_CLIENT }));
+    expect(out.split("\n").filter((l) => /older than/.test(l))).toEqual([
+      "octo/demo: .workflow/api-client.yaml: octo/web: its .github/workflows/agentrelay-task.yml is older than this run needs (it does not declare the input run-repository): run `agentrelay init` there and push",
+    ]);
+    expect(code).toBe(1);
+  });
+
   it("names a repository the token may read but not push to", async () => {
     github.grant("github_pat_doctor", ["octo/demo", "octo/api", "octo/web"], "read");
     const { code, out } = await doctor(checkout({ "api-client.yaml": API_THEN_CLIENT }));
@@ -80,18 +97,20 @@ describe("agentrelay doctor on graphs that span repositories", () => {
     expect(code).toBe(1);
   });
 
-  it("without an app, says what the orchestrator's own token needs: the registered app, minted for each repository", async () => {
+  it("without an app, says what the orchestrator's own token needs, and what each workstream's repository needs: the workflows and the same credentials", async () => {
     github.grant("github_pat_doctor", ["octo/demo", "octo/api", "octo/web"], "write");
     const dir = checkout({ "api-client.yaml": API_THEN_CLIENT });
     mkdirSync(join(dir, ".github/workflows"), { recursive: true });
     writeFileSync(join(dir, ".github/workflows/agentrelay.yml"), "name: agentrelay\n");
-    const refused =
-      "octo/demo: .workflow/api-client.yaml: the orchestrator workflow does not run a graph that spans repositories yet: run it with the agentrelay app installed on each repository, or locally (agentrelay run FILE --repo DIR --repos FILE)";
+    const unset = (repo: string) => [
+      `octo/demo: .workflow/api-client.yaml: octo/${repo}: has no task workflow, and its workstream's jobs run there: run \`agentrelay init --no-app\` in it and push, and give it the variable AGENTRELAY_APP_CLIENT_ID as in this repository (organization variables and secrets make it one setting), with the secrets AGENTRELAY_APP_PRIVATE_KEY and AGENTRELAY_REPORT_SECRET this repository has`,
+      `octo/demo: .workflow/api-client.yaml: octo/${repo}: its orchestrator cannot reach the run here: give it the variables AGENTRELAY_APP_CLIENT_ID and AGENTRELAY_REPOSITORIES (every repository of the graph, demo among them) as in this repository (organization variables and secrets make it one setting), with the secrets AGENTRELAY_APP_PRIVATE_KEY and AGENTRELAY_REPORT_SECRET this repository has`,
+    ];
     const asGithubToken = await doctor(dir);
     expect(asGithubToken.out).toMatch(
       /^octo\/demo: \.workflow\/api-client\.yaml: octo\/web: the workflow's GITHUB_TOKEN reaches octo\/demo only: give the orchestrator a registered GitHub App's token/m,
     );
-    expect(asGithubToken.out).toContain(refused);
+    for (const line of [...unset("api"), ...unset("web")]) expect(asGithubToken.out).toContain(line);
     const { variables } = github.first.settings;
     variables.set("AGENTRELAY_APP_CLIENT_ID", "Iv23demo");
     variables.set("AGENTRELAY_REPOSITORIES", "demo,api");
@@ -100,9 +119,18 @@ describe("agentrelay doctor on graphs that span repositories", () => {
       "octo/demo: .workflow/api-client.yaml: the orchestrator's app token is minted for demo,api (the variable AGENTRELAY_REPOSITORIES): set it to demo,api,web",
     );
     expect(out).not.toContain("GITHUB_TOKEN reaches");
-    expect(out).toContain(refused);
     expect(code).toBe(1);
     variables.set("AGENTRELAY_REPOSITORIES", "demo,api,web");
-    expect((await doctor(dir)).out).not.toContain("AGENTRELAY_REPOSITORIES");
+    // Each workstream's repository set up as `init --no-app` and the same settings make it.
+    const task = readFileSync(join(REPO_ROOT, "templates/workflows/no-app/agentrelay-task.yml"), "utf8");
+    for (const repo of ["api", "web"]) {
+      const gh = github.get(`octo/${repo}`);
+      gh.commit("main", { ".github/workflows/agentrelay-task.yml": task }, "init --no-app");
+      gh.settings.variables.set("AGENTRELAY_APP_CLIENT_ID", "Iv23demo");
+      gh.settings.variables.set("AGENTRELAY_REPOSITORIES", "demo,api,web");
+    }
+    const ready = await doctor(dir);
+    expect(ready.out).not.toContain("AGENTRELAY_REPOSITORIES");
+    expect(ready.out).not.toContain("task workflow");
   });
 });

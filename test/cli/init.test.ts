@@ -55,6 +55,7 @@ async function initIn(repo: string, ...args: string[]) {
 
 interface Step {
   id?: string;
+  name?: string;
   uses?: string;
   run?: string;
   env?: Record<string, string>;
@@ -220,7 +221,7 @@ describe("the workflows init writes", () => {
         // The job reads packages, from its own permissions or the workflow's, and holds nothing more for it.
         const permissions = job.permissions ?? (workflow.permissions as Record<string, string>);
         expect(permissions.packages).toBe("read");
-        expect(job.steps[0]!.uses).toBe(`${built.action}`);
+        expect(job.steps.find((s) => s.name === "Run the task")!.uses).toBe(`${built.action}`);
       }
       // From a release, no image job: the published image.
       const fromRelease = load(workflowText(name, published)) as Workflow;
@@ -297,7 +298,7 @@ describe("agentrelay init", () => {
     const task = readWorkflow(repo);
     expect(Object.keys(task.jobs)).toEqual(["read_only", "standard", "elevated", "hand-over"]);
     for (const tier of ["read_only", "standard", "elevated"])
-      expect(task.jobs[tier]!.steps[0]!.uses).toBe("acme/agentrelay@v3");
+      expect(task.jobs[tier]!.steps.find((s) => s.name === "Run the task")!.uses).toBe("acme/agentrelay@v3");
     expect(readWorkflow(repo, "agentrelay.yml").jobs.orchestrate!.steps.map((s) => s.uses)).toContain(
       "acme/agentrelay/orchestrate@v3",
     );

@@ -116,8 +116,8 @@ describe("agentrelay conformance against the stand-in over HTTP", () => {
       only: (c) => c.area === "events",
     });
     const why = rows.map((r) => ("notRun" in r.observation ? r.observation.notRun : "run"));
-    expect(why.filter((w) => /opt in with --actions$/.test(w))).toHaveLength(3);
-    expect(why.filter((w) => /observe by hand/.test(w))).toHaveLength(rows.length - 3);
+    expect(why.filter((w) => /opt in with --actions$/.test(w))).toHaveLength(4);
+    expect(why.filter((w) => /observe by hand/.test(w))).toHaveLength(rows.length - 4);
     expect(gh.branches.get("main")).toBe(main);
     expect(gh.workflowRuns.size).toBe(0);
   });
@@ -227,7 +227,7 @@ describe("the fake is never more permissive than the suite", () => {
           "the person's token may not push workflow files: add the workflow scope (`gh auth refresh -s workflow`)",
       ),
     );
-    expect(rows.length).toBe(3);
+    expect(rows.length).toBe(4);
     expect(leftOver).toEqual([]);
     expect(gh.branches.get("main")).toBe(main);
   });

@@ -129,4 +129,30 @@ describe("a fake GitHub of several repositories", () => {
     expect(demo.calls.length).toBe(1);
     expect(api.calls.length).toBe(1);
   });
+
+  it("gives workflow runs ids no other repository's runs have, as GitHub's are global", async () => {
+    const { repos, demo, api } = world();
+    const token = (await mint(repos, 42)).token;
+    const dispatch = async (repo: string) =>
+      (
+        await repos.serve(
+          "POST",
+          `/repos/octo/${repo}/actions/workflows/agentrelay-task.yml/dispatches`,
+          { ref: "main", inputs: { run: "g/1", task: "t", attempt: "1" }, return_run_details: true },
+          "",
+          auth(token),
+        )
+      )[1] as { workflow_run_id: number };
+    const ids = [await dispatch("demo"), await dispatch("api"), await dispatch("demo")].map(
+      (d) => d.workflow_run_id,
+    );
+    expect(new Set(ids).size).toBe(3);
+    expect([...demo.workflowRuns.keys()]).toEqual([ids[0], ids[2]]);
+    expect([...api.workflowRuns.keys()]).toEqual([ids[1]]);
+    // A run is found in its repository only.
+    const get = (repo: string, id: number) =>
+      repos.serve("GET", `/repos/octo/${repo}/actions/runs/${id}`, undefined, "", auth(token));
+    expect((await get("api", ids[1]!))[0]).toBe(200);
+    expect((await get("demo", ids[1]!))[0]).toBe(404);
+  });
 });

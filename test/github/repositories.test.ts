@@ -5,16 +5,14 @@
  * the client's task is dispatched in its repository only once the API's workstream landed in its own,
  * and what landed is what it is told (landed.json).
  */
-import { Octokit } from "@octokit/rest";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeRepositories } from "../../harness/fake-repositories.ts";
-import { DEFAULT_CONFIG, type GitHubClient, type RepoContext } from "../../src/github/client.ts";
 import { RunDriver } from "../../src/github/driver.ts";
 import { reconcileRun } from "../../src/app/reconcile.ts";
 import { landedElsewhere } from "../../src/protocol/landed.ts";
 import { parseRunGraph } from "../../src/protocol/run-source.ts";
-import { API_THEN_CLIENT } from "../support/repositories.ts";
+import { API_THEN_CLIENT, installationContext } from "../support/repositories.ts";
 
 let github: FakeRepositories;
 beforeEach(() => {
@@ -30,25 +28,7 @@ afterEach(() => {
   for (const gh of github.repositories.values()) gh.expectNoViolations();
 });
 
-/** The app's context in the graph's repository, acting with a token of its installation. */
-async function appContext(): Promise<RepoContext> {
-  const [, minted] = await github.serve("POST", "/app/installations/42/access_tokens", {});
-  const octokit = new Octokit({
-    auth: (minted as { token: string }).token,
-    request: { fetch: globalThis.fetch, retries: 0 },
-    log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
-  }) as unknown as GitHubClient;
-  const config = { ...DEFAULT_CONFIG, statusIntervalMs: 0 };
-  return {
-    octokit,
-    owner: "octo",
-    repo: "demo",
-    defaultBranch: "main",
-    config,
-    now: Date.now,
-    log: () => {},
-  };
-}
+const appContext = () => installationContext(github);
 
 describe("a run across repositories on GitHub", () => {
   it("keeps each workstream in its repository, and starts the client once the API landed in its own", async () => {
@@ -185,13 +165,18 @@ describe("a run across repositories on GitHub", () => {
       { type: "job_started", task: "add-endpoint", attempt: 1, at: clock },
       { type: "job_failed", task: "add-endpoint", attempt: 1, reason: "the job failed", at: clock },
     ]);
-    // The retry waits instead of failing for want of a repository.
+    // The retry waits instead of failing for want of a repository, and the handler whose dispatch
+    // found it lost says so at once, in the run and on its status comment.
     expect(api.dispatches).toHaveLength(1);
     expect(task()).toMatchObject({ status: "running", attempt: 2 });
     const line =
       "octo/api: the app can no longer reach it (GitHub answered 404): add it back to the app's installation; its work waits and goes on by itself";
     const statusBody = () => demo.comments.find((c) => c.body.includes("agentrelay:status"))!.body;
-    // The reconciler's pass (its repository unreachable, it decides nothing about the job) says so.
+    expect(statusBody()).toContain(`**Waiting for you**: ${line}`);
+    expect((demo.state(runKey) as { github?: { waits?: object } }).github?.waits).toEqual({
+      "repository:octo/api": { person: true, line },
+    });
+    // The reconciler's pass (its repository unreachable, it decides nothing about the job) keeps it.
     clock += 11 * 60_000;
     await reconcileRun(new RunDriver(ctx), runKey);
     expect(task()).toMatchObject({ status: "running", attempt: 2 });

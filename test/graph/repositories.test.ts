@@ -178,14 +178,14 @@ describe("graphs that span repositories", () => {
     expect(single).toContain("| Workstream | From | Into |");
   });
 
-  it("runs with the app, and is refused by the orchestrator workflow at its repositories key, with the fix", () => {
+  it("runs with an app's token (hosted, or the orchestrator workflow's), and is refused with GITHUB_TOKEN alone at its repositories key, with the fix", () => {
     const source = { path: ".workflow/api-client.yaml", text: API_THEN_CLIENT };
     expect(() => requireOneRepository(parseRunGraph(source), source, "app")).not.toThrow();
-    expect(() => requireOneRepository(parseRunGraph(source), source, "workflow")).toThrow(
-      ".workflow/api-client.yaml:2:1: repositories: graphs that span repositories (octo/api, octo/web) run with the agentrelay app installed on each of them (docs/github.md) or locally (agentrelay run .workflow/api-client.yaml --repo DIR --repo NAME=PATH); the orchestrator workflow keeps every workstream in this repository",
+    expect(() => requireOneRepository(parseRunGraph(source), source, "github_token")).toThrow(
+      ".workflow/api-client.yaml:2:1: repositories: graphs that span repositories (octo/api, octo/web) need a token that reaches each, and the workflow's GITHUB_TOKEN reaches this repository only: give the orchestrator workflow a registered GitHub App's token (the variable AGENTRELAY_APP_CLIENT_ID, the secret AGENTRELAY_APP_PRIVATE_KEY and AGENTRELAY_REPOSITORIES, in each repository: docs/github.md), use the agentrelay app, or run it locally (agentrelay run .workflow/api-client.yaml --repo DIR --repo NAME=PATH)",
     );
     const single = `name: g\n${WS("  - id: a")}${TASKS("a")}`;
     const one = { path: "g.yaml", text: single };
-    expect(() => requireOneRepository(parseRunGraph(one), one, "workflow")).not.toThrow();
+    expect(() => requireOneRepository(parseRunGraph(one), one, "github_token")).not.toThrow();
   });
 });

@@ -12,6 +12,7 @@ import { notCleanable } from "../../src/local/clean.ts";
 import { runLocal } from "../../src/local/run.ts";
 import { demoAgent } from "../../src/scripted/demo-agent.ts";
 import { type ScriptedModelServer, startScriptedModel } from "../../src/scripted/model-server.ts";
+import { SCRIPTED_CLAUDE_BIN } from "../../harness/claude.ts";
 import { WAIT_MS } from "../../harness/patience.ts";
 import { tempRepo } from "../support/git.ts";
 import { scriptedRun } from "../support/local-run.ts";
@@ -110,7 +111,9 @@ describe("`agentrelay run`'s report", () => {
     const repo = await tempRepo();
     const { file } = setUp(repo, SUCCEEDS);
     const { out, io: cli } = io();
-    expect(await runCommand(file, { repo, scriptedModel: true, verbose: false }, cli)).toBe(0);
+    // The tests' stand-in for Claude Code: the line is the runner's, whatever the agent.
+    const claude = SCRIPTED_CLAUDE_BIN;
+    expect(await runCommand(file, { repo, scriptedModel: true, verbose: false, claude }, cli)).toBe(0);
     expect(out.at(-1)).toBe(
       `Cleaned up: the run's worktrees are removed; its branches stay (\`agentrelay clean ${file} --repo ${repo}\` removes them)`,
     );

@@ -7,11 +7,11 @@
  * ask the same commands in this process (`main`, as the binary calls it), which say the same line.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
-import { git } from "../../src/attempt/git.ts";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { catFiles, git } from "../../src/attempt/git.ts";
 import { createEngine } from "../../src/engine/engine.ts";
 import { parseGraph } from "../../src/graph/load.ts";
 import { GitRefStateStore, stateRef } from "../../src/local/git-store.ts";
@@ -28,25 +28,41 @@ const GRAPH = `name: g\ntasks:\n${Array.from({ length: 40 }, (_, i) => `  - id: 
 let repo: string;
 let file: string;
 let good: string;
+/** The directories this file made, removed at its end. */
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
 
-/** A new version of the run's ref whose files `change` rewrote (null: removed). */
+/**
+ * A new version of the run's ref whose files `change` rewrote (null: removed): its files read with one
+ * `cat-file --batch`, written with one `hash-object` and one `update-index`, so that each kind costs a
+ * few git processes, not three a file.
+ */
 async function damage(change: (files: Map<string, string | null>) => void): Promise<string> {
   await git(repo, ["update-ref", REF, good]);
-  const files = new Map<string, string | null>();
-  for (const path of (await git(repo, ["ls-tree", "-r", "--name-only", good])).split("\n"))
-    files.set(path, await git(repo, ["cat-file", "blob", `${good}:${path}`]));
+  const paths = (await git(repo, ["ls-tree", "-r", "--name-only", good])).split("\n");
+  const texts = await catFiles(
+    repo,
+    paths.map((path) => `${good}:${path}`),
+  );
+  const files = new Map<string, string | null>(paths.map((path, i) => [path, texts[i]!.trim()]));
   change(files);
   const dir = mkdtempSync(join(tmpdir(), "agentrelay-damage-"));
-  const index = join(dir, "index");
-  for (const [path, text] of files) {
-    if (text === null) continue;
-    writeFileSync(join(dir, "blob"), text);
-    const blob = await git(repo, ["hash-object", "-w", "--no-filters", join(dir, "blob")]);
-    await git(repo, ["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], undefined, {
-      GIT_INDEX_FILE: index,
-    });
-  }
-  const tree = await git(repo, ["write-tree"], undefined, { GIT_INDEX_FILE: index });
+  made.push(dir);
+  const kept = [...files].filter((entry): entry is [string, string] => entry[1] !== null);
+  const blobs = kept.map(([, text], i) => {
+    const blob = join(dir, `blob-${i}`);
+    writeFileSync(blob, text);
+    return blob;
+  });
+  const ids = (
+    await git(repo, ["hash-object", "-w", "--no-filters", "--stdin-paths"], `${blobs.join("\n")}\n`)
+  ).split("\n");
+  const index = { GIT_INDEX_FILE: join(dir, "index") };
+  const entries = kept.map(([path], i) => `100644 ${ids[i]}\t${path}\n`).join("");
+  await git(repo, ["update-index", "--add", "--index-info"], entries, index);
+  const tree = await git(repo, ["write-tree"], undefined, index);
   const commit = await git(repo, ["commit-tree", tree, "-p", good, "-m", "damage"]);
   await git(repo, ["update-ref", REF, commit]);
   return commit;
@@ -147,6 +163,7 @@ const KINDS: [string, string, (files: Map<string, string | null>) => void, RegEx
 beforeAll(async () => {
   repo = await tempRepo();
   file = join(mkdtempSync(join(tmpdir(), "agentrelay-graph-")), "g.yaml");
+  made.push(repo, dirname(file));
   writeFileSync(file, GRAPH);
   const { state } = createEngine(parseGraph(file, GRAPH)).start(Date.now());
   good = (await new GitRefStateStore(repo).compareAndSwap("g/1", null, state))!;

@@ -2,9 +2,10 @@
  * A task attempt set up as the runner meets it: a real repository, its integration branch, a worktree.
  * Its agent is the tests' stand-in for Claude Code unless a test needs the real CLI (`agent`).
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { onTestFinished } from "vitest";
 import type { AttemptContext } from "../../src/attempt/attempt.ts";
 import { DEFAULT_ALLOWED_TOOLS } from "../../src/attempt/attempt.ts";
 import { parseGraph } from "../../src/graph/load.ts";
@@ -37,6 +38,10 @@ export async function attemptSetup(
     integration,
   ]);
   const workDir = mkdtempSync(join(tmpdir(), "agentrelay-attempt-"));
+  // Made for one test and removed after it: the repository, the worktree's folder, the work directory.
+  onTestFinished(() => {
+    for (const dir of [repo, dirname(worktree), workDir]) rmSync(dir, { recursive: true, force: true });
+  });
   const lines: string[] = [];
   return {
     graph,

@@ -1,4 +1,26 @@
 /** Graphs that span repositories, for the graph, local and GitHub tests. */
+import { Octokit } from "@octokit/rest";
+import type { FakeRepositories } from "../../harness/fake-repositories.ts";
+import { DEFAULT_CONFIG, type GitHubClient, type RepoContext } from "../../src/github/client.ts";
+
+/** The app's context in the graph's repository (octo/demo), acting with a token of installation 42. */
+export async function installationContext(github: FakeRepositories): Promise<RepoContext> {
+  const [, minted] = await github.serve("POST", "/app/installations/42/access_tokens", {});
+  const octokit = new Octokit({
+    auth: (minted as { token: string }).token,
+    request: { fetch: globalThis.fetch, retries: 0 },
+    log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+  }) as unknown as GitHubClient;
+  return {
+    octokit,
+    owner: "octo",
+    repo: "demo",
+    defaultBranch: "main",
+    config: { ...DEFAULT_CONFIG, statusIntervalMs: 0 },
+    now: Date.now,
+    log: () => {},
+  };
+}
 
 /** An API change, then a client that uses it: the client's workstream depends on the API's. */
 export const API_THEN_CLIENT = `name: api-client

@@ -16,7 +16,7 @@ import { MERGE_METHODS } from "../../github/branch-policy.ts";
 import { reachOfRepositories } from "../../github/access.ts";
 import { findings, mergeNotes, readRepoFacts } from "../../github/doctor.ts";
 import type { GitHubClient } from "../../github/client.ts";
-import { statusOf } from "../../github/client.ts";
+import { DEFAULT_CONFIG, statusOf } from "../../github/client.ts";
 import { parseWorkflow, type WorkflowFile } from "../../github/workflow-files.ts";
 import { EXIT, type Io } from "../io.ts";
 import { checkoutBranch, checkoutRoot, repositoryAndToken } from "./github-remote.ts";
@@ -201,7 +201,15 @@ export async function graphReach(
       continue;
     }
     if (!graph.repositories?.length) continue;
-    const reach = await reachOfRepositories(octokit, graph, repository, "token");
+    // With the app, each workstream's task workflow must take what the app sends it.
+    const app = !existsSync(join(dir, ".github/workflows/agentrelay.yml"));
+    const reach = await reachOfRepositories(
+      octokit,
+      graph,
+      repository,
+      "token",
+      app ? DEFAULT_CONFIG.taskWorkflow : undefined,
+    );
     const reached = reach.filter((r) => !r.problem);
     if (reached.length > 0)
       notes.push(
@@ -246,8 +254,8 @@ async function repositoryVariables(
 /**
  * What the orchestrator workflow (no app) needs for a graph that spans repositories: a registered
  * app's token (AGENTRELAY_APP_CLIENT_ID) minted for every repository the graph names (the variable
- * AGENTRELAY_REPOSITORIES, which the workflow hands to actions/create-github-app-token); and that it
- * does not run such a graph yet.
+ * AGENTRELAY_REPOSITORIES, which the workflow hands to actions/create-github-app-token); and each
+ * workstream's repository set up as well.
  */
 async function orchestratorReach(
   octokit: GitHubClient,
@@ -283,10 +291,52 @@ async function orchestratorReach(
         `the orchestrator's app token is minted for ${minted.length ? minted.join(",") : "this repository only"} (the variable AGENTRELAY_REPOSITORIES): set it to ${[...new Set([...minted, ...needed.map((n) => n.toLowerCase())])].join(",")}`,
       );
   }
-  findings.push(
-    "the orchestrator workflow does not run a graph that spans repositories yet: run it with the agentrelay app installed on each repository, or locally (agentrelay run FILE --repo DIR --repos FILE)",
-  );
+  for (const other of (graph.repositories ?? []).filter(
+    (r) => r.fullName.toLowerCase() !== repository.toLowerCase(),
+  ))
+    findings.push(...(await workstreamRepository(octokit, other.fullName, own)));
   return { notes, findings };
+}
+
+/**
+ * Without an app, each workstream's repository runs its jobs and hands their ends over
+ * (docs/github.md, workflow mode across repositories): it needs the task workflow that mints a token
+ * to read the run (`init --no-app` writes it), and the registered app's variable with
+ * AGENTRELAY_REPOSITORIES naming the graph's repository (`ownName`). Its secrets cannot be read.
+ */
+async function workstreamRepository(
+  octokit: GitHubClient,
+  fullName: string,
+  ownName: string,
+): Promise<string[]> {
+  const [owner, repo] = fullName.split("/") as [string, string];
+  const same = `as in this repository (organization variables and secrets make it one setting), with the secrets AGENTRELAY_APP_PRIVATE_KEY and AGENTRELAY_REPORT_SECRET this repository has`;
+  let task: string | null = null;
+  try {
+    const { data } = await octokit.rest.repos.getContent({
+      owner,
+      repo,
+      path: ".github/workflows/agentrelay-task.yml",
+      mediaType: { format: "raw" },
+    });
+    task = data as unknown as string;
+  } catch (error) {
+    if (statusOf(error) !== 404 && statusOf(error) !== 403) throw error;
+  }
+  const found: string[] = [];
+  if (!task?.includes("run-repository-name"))
+    found.push(
+      `${fullName}: ${task === null ? "has no task workflow" : "has a task workflow that cannot read a run in another repository"}, and its workstream's jobs run there: run \`agentrelay init --no-app\` in it and push, and give it the variable AGENTRELAY_APP_CLIENT_ID ${same}`,
+    );
+  const variables = await repositoryVariables(octokit, fullName);
+  const minted = (variables?.get("AGENTRELAY_REPOSITORIES") ?? "")
+    .split(/[\s,]+/)
+    .map((n) => n.toLowerCase());
+  if (variables && (!variables.has("AGENTRELAY_APP_CLIENT_ID") || !minted.includes(ownName.toLowerCase())))
+    found.push(
+      `${fullName}: its orchestrator cannot reach the run here: give it the variables AGENTRELAY_APP_CLIENT_ID and AGENTRELAY_REPOSITORIES (every repository of the graph, ${ownName} among them) ${same}`,
+    );
+  return found;
 }
 
 /** The graph files under `.workflow/` of the checkout at `dir`, sorted (none when there is no folder). */

@@ -6,10 +6,12 @@
  *
  * - A → B → C → D → E, each of B to E on `workflow_run` of the one before: the documented depth is
  *   B, C and D, never E.
+ * - A dispatched first with an input it does not declare: GitHub's refusal, as it words it.
  * - T, dispatched with the server-to-server token (a workflow's GITHUB_TOKEN, where the suite runs in a
  *   workflow), and U on `workflow_run` of T: whether U runs is the undocumented point the product
  *   does not rely on.
  */
+import { messageOf, statusOf } from "../client.ts";
 import { type ActionsObserved, type Probe, withWorkflowScope } from "./model.ts";
 
 export const CHAIN = ["a", "b", "c", "d", "e"] as const;
@@ -56,13 +58,19 @@ export async function observeActions(probe: Probe, timing: ActionsTiming): Promi
     const gone = await probe.commit(Object.fromEntries(Object.keys(files).map((path) => [path, null])), now);
     await person.rest.git.updateRef({ owner, repo, ref, sha: gone, force: false });
   });
-  const dispatch = (client: Probe["person"], letter: string) =>
+  const dispatch = (client: Probe["person"], letter: string, inputs?: Record<string, string>) =>
     client.request("POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", {
       owner,
       repo,
       workflow_id: file(letter),
       ref: defaultBranch,
+      ...(inputs ? { inputs } : {}),
     });
+  // A declares no input: GitHub refuses one (what a task workflow older than the app's inputs meets).
+  const undeclaredInput = await dispatch(person, "a", { undeclared: "x" }).then(
+    (answer) => ({ status: answer.status as number, message: "" }),
+    (error: unknown) => ({ status: statusOf(error) ?? null, message: messageOf(error) }),
+  );
   await dispatch(person, "a");
   if (server) await dispatch(server, "t");
   const letters = [...CHAIN, ...(server ? ["t", "u"] : [])];
@@ -91,5 +99,5 @@ export async function observeActions(probe: Probe, timing: ActionsTiming): Promi
     if (Date.now() - start >= timing.timeoutMs) break;
     await new Promise((resolve) => setTimeout(resolve, timing.pollMs));
   }
-  return { ran, serverDispatched: server !== null };
+  return { ran, serverDispatched: server !== null, undeclaredInput };
 }

@@ -56,6 +56,9 @@ export interface EventCase extends ConformanceCase {
 
 const ACTIONS = ["actions", "default-branch"] as const;
 
+/** GitHub's answer to a dispatch of the session's workflow A with the input `undeclared` (A declares none). */
+export const UNDECLARED_INPUT_REFUSAL = '422 Unexpected inputs provided: ["undeclared"]';
+
 export const EVENT_CASES: EventCase[] = [
   {
     id: "events.github-token-starts-nothing",
@@ -201,6 +204,22 @@ export const EVENT_CASES: EventCase[] = [
     citation:
       "https://github.blog/changelog/2022-08-18-merge-group-webhook-event-and-github-actions-workflow-trigger/; https://docs.github.com/en/repositories/configuring-branches-and-merges-in-your-repository/configuring-pull-request-merges/managing-a-merge-queue",
     needs: [...ACTIONS, "merge-queue"],
+  },
+  {
+    id: "events.dispatch-undeclared-input",
+    area: "events",
+    rule: "A workflow_dispatch with an input the workflow file does not declare is refused and starts nothing (the app's wait for a task workflow older than its inputs rests on it)",
+    expected: UNDECLARED_INPUT_REFUSAL,
+    documentation: "undocumented",
+    citation:
+      "https://docs.github.com/en/rest/actions/workflows#create-a-workflow-dispatch-event (the inputs are the workflow's); the answer as callers quote it: convictional/trigger-workflow-and-wait#4, benc-uk/workflow-dispatch#80, backstage/backstage#20023",
+    needs: [...ACTIONS],
+    async run(probe) {
+      const { status, message } = (await probe.actions()).undeclaredInput;
+      const observed = `${status} ${message}`;
+      if (status !== null && status < 300) return { observed, verdict: "more permissive" };
+      return { observed, verdict: observed === UNDECLARED_INPUT_REFUSAL ? "as documented" : "differs" };
+    },
   },
   {
     id: "events.schedule-inactive",

@@ -78,6 +78,8 @@ export interface ActionsObserved {
   ran: Record<string, boolean>;
   /** Whether T was dispatched (a server-to-server token was given). */
   serverDispatched: boolean;
+  /** GitHub's answer to a dispatch of A with an input A does not declare: its status and message. */
+  undeclaredInput: { status: number | null; message: string };
 }
 
 /** A case that cannot be observed here (a token not given, a feature the repository lacks): why. */
