@@ -283,6 +283,8 @@ export class BareRepoStore implements RepoStore {
       env: { ...process.env, ...IDENTITY, ...env },
       encoding: "utf8",
       maxBuffer: 64 << 20,
+      // git's refusal is in the thrown error's message, not on the test run's output.
+      stdio: "pipe",
     }).trim();
   }
   private gitMaybe(args: string[]): string {
