@@ -51,6 +51,27 @@ export interface Harness {
 }
 
 /**
+ * The keys an app's harness signs with: the OIDC issuer's and the app's own. An RSA key pair takes about
+ * a quarter of a CPU-second to generate, and each test file starts an app for nearly every test: the
+ * keys are made once per process and shared, since nothing a test does changes them.
+ */
+let keys:
+  Promise<{ jwtPrivate: Parameters<SignJWT["sign"]>[0]; jwk: object; privateKey: string }> | undefined;
+function testKeys() {
+  keys ??= (async () => {
+    const { publicKey, privateKey: jwtPrivate } = await generateKeyPair("RS256");
+    const jwk = { ...(await exportJWK(publicKey)), kid: "test-key", alg: "RS256", use: "sig" };
+    const { privateKey } = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" },
+    });
+    return { jwtPrivate, jwk, privateKey };
+  })();
+  return keys;
+}
+
+/**
  * `transport: "nock"` (tests) intercepts the app's HTTP calls with nock; `"fetch"` (benches) hands
  * the fake GitHub to Octokit as its fetch, so handler latency is measured without any network layer.
  */
@@ -82,18 +103,12 @@ export async function startApp(
   }
   // With one repository, tokens are answered as the one-repository fake answers them.
   if (transport === "nock") (repositories.length > 0 ? github : gh).mount();
-  const { publicKey: jwtPublic, privateKey: jwtPrivate } = await generateKeyPair("RS256");
-  const jwk = { ...(await exportJWK(jwtPublic)), kid: "test-key", alg: "RS256", use: "sig" };
+  const { jwtPrivate, jwk, privateKey } = await testKeys();
   nock(ISSUER)
     .persist()
     .get("/.well-known/jwks")
     .reply(200, { keys: [jwk] });
 
-  const { privateKey } = generateKeyPairSync("rsa", {
-    modulusLength: 2048,
-    privateKeyEncoding: { type: "pkcs8", format: "pem" },
-    publicKeyEncoding: { type: "spki", format: "pem" },
-  });
   const probot = new Probot({
     appId: 1,
     privateKey,
@@ -190,7 +205,11 @@ export async function startApp(
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     },
     async close() {
-      await new Promise((done) => server.close(done));
+      // Connections still open are cut: one a test left mid-upload held close() for seconds.
+      await new Promise((done) => {
+        server.close(done);
+        server.closeAllConnections();
+      });
       nock.cleanAll();
       nock.enableNetConnect();
       gh.expectNoViolations();

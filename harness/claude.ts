@@ -9,8 +9,10 @@ export const CLAUDE_BIN = join(REPO_ROOT, "node_modules/.bin/claude");
  * The tests' stand-in for Claude Code (scripted-claude.mjs): the same command line and stream, the
  * scripted model's tools run by a small process instead of the real CLI. For runs whose behaviour is
  * the runner's (the attempt, its gates and guards, the engine), where the agent is only a means.
+ * Started through its shell front (harness/scripted-claude), which answers the agent check's
+ * `--version` without starting node.
  */
-export const SCRIPTED_CLAUDE_BIN = join(REPO_ROOT, "harness/scripted-claude.mjs");
+export const SCRIPTED_CLAUDE_BIN = join(REPO_ROOT, "harness/scripted-claude");
 
 /** Which agent binary a run's attempts start: the stand-in (scripted-claude.mjs) or the real CLI. */
 export type Agent = "stand-in" | "claude-code";

@@ -20,7 +20,7 @@ function mergedByPush(gh: FakeGitHubState, branch: string): void {
   for (const p of gh.pulls.filter((p) => p.base === branch && p.state === "open")) {
     const head = gh.branches.get(p.head);
     if (!head || gh.store.aheadBy(base, head) > 0) continue;
-    Object.assign(p, { merged: true, state: "closed", mergedAt: gh.clock.now() });
+    Object.assign(p, { merged: true, state: "closed", mergedAt: gh.clock.now(), mergedHead: head });
     gh.onMerge(p);
   }
 }

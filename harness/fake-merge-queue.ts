@@ -86,7 +86,8 @@ export function settle(gh: FakeGitHubState, passes: (pull: FakePull) => boolean 
     gh.branches.delete(group.branch);
     if (ok) {
       gh.branches.set(group.pull.base, group.sha);
-      Object.assign(group.pull, { merged: true, state: "closed", mergedAt: gh.clock.now() });
+      const mergedHead = gh.branches.get(group.pull.head);
+      Object.assign(group.pull, { merged: true, state: "closed", mergedAt: gh.clock.now(), mergedHead });
       gh.onMerge(group.pull);
       continue;
     }

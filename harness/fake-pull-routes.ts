@@ -107,7 +107,8 @@ export function pullRoutes(gh: FakeGitHubState, route: AddRoute): void {
       p.computing = gh.mergeabilityReads;
       return [405, { message: "Pull Request is not mergeable" }];
     }
-    Object.assign(p, { merged: true, state: "closed", mergedAt: gh.clock.now() });
+    const mergedHead = gh.branches.get(p.head);
+    Object.assign(p, { merged: true, state: "closed", mergedAt: gh.clock.now(), mergedHead });
     gh.onMerge(p);
     return [200, { sha, merged: true, message: "Pull Request successfully merged" }];
   });

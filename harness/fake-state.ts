@@ -36,6 +36,11 @@ export interface FakePull {
   /** When it was merged (the fake's clock); a PR merged by a test without it reads as merged long ago. */
   mergedAt?: number;
   /**
+   * The head it merged: a closed PR takes no more commits, so GitHub answers it as its `head.sha` after
+   * the branch moves on (https://docs.github.com/en/rest/pulls/pulls#get-a-pull-request).
+   */
+  mergedHead?: string;
+  /**
    * Reads of the PR left before GitHub has computed whether it can merge: `mergeable: null` until
    * then (https://docs.github.com/en/rest/pulls/pulls#get-a-pull-request: "a background job was
    * started to compute it. Give the job a few moments to complete, and then submit the request again").
@@ -371,7 +376,7 @@ export class FakeGitHubState {
   }
 
   pr(p: FakePull) {
-    const headSha = this.branches.get(p.head) ?? "0".repeat(40);
+    const headSha = (p.merged ? p.mergedHead : undefined) ?? this.branches.get(p.head) ?? "0".repeat(40);
     const computing = (p.computing ?? 0) > 0;
     if (computing) p.computing! -= 1;
     return {

@@ -11,7 +11,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { load } from "js-yaml";
+import { orchestrate } from "../src/app/workflow.ts";
 import { ACTIONS_BOT_LOGIN, workflowRunStarts } from "./fake-events.ts";
+import type { FakeGitHub } from "./fake-github.ts";
 import { REPO_ROOT } from "./paths.ts";
 import { runnerStep } from "./runner-process.ts";
 import { condition, githubContext, interpolate } from "./workflow-expressions.ts";
@@ -51,6 +53,29 @@ export type Execute = (
   payload: object,
   env: Record<string, string>,
 ) => Promise<{ code: number | null; log: string }>;
+
+/**
+ * Runs carried out by the orchestrator in this process (simulated time): its requests go to the fake
+ * `gh`, on its clock.
+ */
+export const orchestrateInProcess =
+  (gh: FakeGitHub): Execute =>
+  async (event, payload, env) => {
+    const lines: string[] = [];
+    const clock = { now: gh.clock.now, sleep: gh.clock.sleep };
+    try {
+      const { failed } = await orchestrate(env, {
+        fetch: gh.fetch,
+        // Each run is a fresh process on GitHub: its write budget starts empty (one per clock object).
+        clock: { ...clock },
+        log: (line) => lines.push(line),
+        event: { name: event, payload: payload as Record<string, unknown> },
+      });
+      return { code: failed.length > 0 ? 1 : 0, log: [...lines, ...failed].join("\n") };
+    } catch (error) {
+      return { code: 1, log: [...lines, (error as Error).message].join("\n") };
+    }
+  };
 
 export class OrchestratorRuns {
   readonly runs: OrchestratorRun[] = [];

@@ -4,8 +4,9 @@
  * questions synchronously, so the fake's routes read the same either way.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { GitObjects, SHA } from "./git-objects.ts";
 
 export interface BranchMap {
   get(name: string): string | undefined;
@@ -221,6 +222,9 @@ export class BareRepoStore implements RepoStore {
   static create(dir: string): BareRepoStore {
     mkdirSync(dir, { recursive: true });
     execFileSync("git", ["init", "-q", "--bare", "-b", "main"], { cwd: dir });
+    // Pushes stay loose objects and nothing packs them, so that this process reads them itself
+    // (git-objects.ts; what is packed it asks git for).
+    appendFileSync(join(dir, "config"), "[receive]\n\tunpackLimit = 100000\n[gc]\n\tauto = 0\n");
     writeFileSync(join(dir, "hooks", "pre-receive"), WORKFLOWS_HOOK, { mode: 0o755 });
     return new BareRepoStore(dir);
   }
@@ -230,15 +234,22 @@ export class BareRepoStore implements RepoStore {
     this.git(["config", "agentrelay.workflows", granted ? "write" : "none"]);
   }
 
+  private readonly objects: GitObjects;
+  /** Merges made, by the pair of commits merged. */
+  private readonly merged = new Map<string, string | null>();
+
   constructor(readonly dir: string) {
     const git = this.git.bind(this);
+    this.objects = new GitObjects(dir);
     this.branches = {
       get: (name) => this.readBranch(name),
-      set: (name, sha) => void git(["update-ref", `refs/heads/${name}`, sha]),
+      set: (name, sha) => {
+        if (!this.objects.setBranch(name, sha)) git(["update-ref", `refs/heads/${name}`, sha]);
+      },
       has: (name) => this.branches.get(name) !== undefined,
       delete: (name) => {
         if (!this.branches.has(name)) return false;
-        git(["update-ref", "-d", `refs/heads/${name}`]);
+        if (!this.objects.deleteBranch(name)) git(["update-ref", "-d", `refs/heads/${name}`]);
         return true;
       },
       [Symbol.iterator]: () => {
@@ -272,6 +283,8 @@ export class BareRepoStore implements RepoStore {
       env: { ...process.env, ...IDENTITY, ...env },
       encoding: "utf8",
       maxBuffer: 64 << 20,
+      // git's refusal is in the thrown error's message, not on the test run's output.
+      stdio: "pipe",
     }).trim();
   }
   private gitMaybe(args: string[]): string {
@@ -284,7 +297,20 @@ export class BareRepoStore implements RepoStore {
   private rev(ref: string): string {
     return this.branches.get(ref) ?? ref;
   }
+  /** The tree of a commit this process can read (a branch or a commit id), or undefined. */
+  private treeOf(ref: string): string | undefined {
+    const rev = this.rev(ref);
+    return SHA.test(rev) ? this.objects.commit(rev)?.tree : undefined;
+  }
   file(ref: string, path: string) {
+    const tree = this.treeOf(ref);
+    if (tree !== undefined && path.split("/").every((name) => name !== "" && name !== "." && name !== "..")) {
+      // A folder is not a file (as MemoryStore answers); a submodule has no text here.
+      const entry = this.objects.entry(tree, path);
+      const blob =
+        entry && entry.mode !== "40000" && entry.mode !== "160000" ? this.objects.read(entry.sha) : undefined;
+      return blob?.body.toString("utf8");
+    }
     try {
       return execFileSync("git", ["show", `${this.rev(ref)}:${path}`], {
         cwd: this.dir,
@@ -297,20 +323,58 @@ export class BareRepoStore implements RepoStore {
     }
   }
   files(ref: string) {
+    const tree = this.treeOf(ref);
+    if (tree !== undefined) {
+      const files: Record<string, string> = {};
+      for (const [path, entry] of this.objects.blobs(tree))
+        if (entry.mode !== "160000") files[path] = this.objects.read(entry.sha)!.body.toString("utf8");
+      return files;
+    }
     const names = this.git(["ls-tree", "-r", "--name-only", this.rev(ref)])
       .split("\n")
       .filter(Boolean);
     return Object.fromEntries(names.map((n) => [n, this.file(ref, n)!]));
   }
   isCommit(ref: string) {
-    return /^[0-9a-f]{40}$/.test(ref) && this.gitMaybe(["cat-file", "-t", ref]) === "commit";
+    return SHA.test(ref) && this.objects.commit(ref) !== undefined;
+  }
+  /** The commit `ref` names (a branch or a commit id), where this process can read it. */
+  private readable(ref: string): string | undefined {
+    const rev = this.rev(ref);
+    return SHA.test(rev) && this.objects.commit(rev) ? rev : undefined;
+  }
+  /** A commit on `parents` with `tree`, written here where it can be, else by git. */
+  private commitTree(tree: string, parents: string[], message: string): string {
+    const shas = parents.map((p) => this.readable(p));
+    if (shas.every((p) => p !== undefined))
+      return this.objects.writeCommit(tree, shas, message, {
+        name: IDENTITY.GIT_COMMITTER_NAME,
+        email: IDENTITY.GIT_COMMITTER_EMAIL,
+      });
+    return this.git(["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message]);
+  }
+  commit(parent: string | undefined, files: Record<string, string | null>, message: string) {
+    const base = parent === undefined ? undefined : this.readable(parent);
+    const paths = Object.entries(files).map(
+      ([path, text]) => [path.split("/"), text] as [string[], string | null],
+    );
+    if (
+      (parent === undefined || base !== undefined) &&
+      paths.every(([names]) => names.every((n) => n !== "" && n !== "." && n !== ".."))
+    ) {
+      const tree =
+        this.objects.treeWith(base && this.objects.commit(base)!.tree, paths) ??
+        this.objects.write("tree", Buffer.alloc(0));
+      return this.commitTree(tree, base ? [base] : [], message);
+    }
+    return this.fastImport(parent, files, message);
   }
   /**
-   * One `git fast-import` writes the commit: hashing each file and updating an index took two git
-   * processes a file, each forked from the test's large process. Its ref is a scratch one, outside
-   * the branches (`--force`: each commit replaces the last).
+   * One `git fast-import` writes a commit this process could not: hashing each file and updating an
+   * index took two git processes a file. Its ref is a scratch one, outside the branches (`--force`:
+   * each commit replaces the last).
    */
-  commit(parent: string | undefined, files: Record<string, string | null>, message: string) {
+  private fastImport(parent: string | undefined, files: Record<string, string | null>, message: string) {
     const data = (text: string) => `data ${Buffer.byteLength(text)}\n${text}`;
     const when = `${Math.floor(Date.now() / 1000)} +0000`;
     const ref = "refs/agentrelay-standin/commit";
@@ -333,11 +397,11 @@ export class BareRepoStore implements RepoStore {
   }
   merge(base: string, head: string, message: string) {
     const tree = this.mergedTree(base, head);
-    return tree && this.git(["commit-tree", tree, "-p", base, "-p", head, "-m", message]);
+    return tree && this.commitTree(tree, [base, head], message);
   }
   squash(base: string, head: string, message: string) {
     const tree = this.mergedTree(base, head);
-    return tree && this.git(["commit-tree", tree, "-p", base, "-m", message]);
+    return tree && this.commitTree(tree, [base], message);
   }
   rebase(base: string, head: string) {
     const own = this.git(["rev-list", "--reverse", "--no-merges", `${base}..${head}`])
@@ -348,11 +412,14 @@ export class BareRepoStore implements RepoStore {
       // As MemoryStore.rebase: the tip so far merged with the commit is the tip with its changes.
       const tree = this.mergedTree(tip, sha);
       if (!tree) return null;
-      tip = this.git(["commit-tree", tree, "-p", tip, "-m", this.git(["log", "-1", "--format=%B", sha])]);
+      const message = this.objects.commit(sha)?.message ?? this.git(["log", "-1", "--format=%B", sha]);
+      tip = this.commitTree(tree, [tip], message.trim());
     }
     return tip;
   }
   isMergeCommit(sha: string) {
+    const commit = SHA.test(sha) ? this.objects.commit(sha) : undefined;
+    if (commit) return commit.parents.length > 1;
     return this.git(["rev-list", "--parents", "-n", "1", sha]).split(" ").length > 2;
   }
   log(ref: string) {
@@ -364,14 +431,50 @@ export class BareRepoStore implements RepoStore {
         return { sha, parents: parents.split(" ").filter(Boolean), message };
       });
   }
+  /**
+   * The tree of `head` merged into `base` (git's merge), null on a conflict. Two commits merge the same
+   * way each time: the fake asks for the same pair twice a merge (what it would change, then the merge).
+   */
   private mergedTree(base: string, head: string): string | null {
+    const [from, to] = [this.readable(base), this.readable(head)];
+    const key = from && to ? `${from} ${to}` : undefined;
+    const known = key === undefined ? undefined : this.merged.get(key);
+    if (known !== undefined) return known;
     const out = this.gitMaybe(["merge-tree", "--write-tree", base, head]);
-    return out ? out.split("\n")[0]! : null;
+    const tree = out ? out.split("\n")[0]! : null;
+    if (key !== undefined) this.merged.set(key, tree);
+    return tree;
   }
   aheadBy(base: string, head: string) {
+    const [from, to] = [this.readable(base), this.readable(head)];
+    const [behind, ahead] = [from && this.objects.ancestors(from), to && this.objects.ancestors(to)];
+    if (behind && ahead) return [...ahead].filter((sha) => !behind.has(sha)).length;
     return Number(this.git(["rev-list", "--count", `${base}..${head}`]));
   }
   changed(base: string, head: string) {
+    const [from, to] = [this.treeOf(base), this.treeOf(head)];
+    if (from !== undefined && to !== undefined) {
+      const [was, now] = [this.objects.blobs(from), this.objects.blobs(to)];
+      const removed = [...was.keys()].filter((path) => !now.has(path));
+      const added = [...now.keys()].filter((path) => !was.has(path));
+      const blobsRemoved = new Set(removed.map((path) => was.get(path)!.sha));
+      // A file moved whole is git's rename (its own status): git says so.
+      if (!added.some((path) => blobsRemoved.has(now.get(path)!.sha)))
+        return [...new Set([...was.keys(), ...now.keys()])]
+          .sort()
+          .filter(
+            (path) =>
+              was.get(path)?.sha !== now.get(path)?.sha || was.get(path)?.mode !== now.get(path)?.mode,
+          )
+          .map((filename) => ({
+            filename,
+            status: !was.has(filename)
+              ? ("added" as const)
+              : !now.has(filename)
+                ? ("removed" as const)
+                : ("modified" as const),
+          }));
+    }
     const kinds = { A: "added", M: "modified", D: "removed" } as const;
     return this.git(["diff", "--name-status", base, head])
       .split("\n")

@@ -127,6 +127,7 @@ export async function runScenarioOnStandin(
     }
     return await judge(scenario, state()!, s.bare, since, options.verify, started);
   } finally {
-    await s.close();
+    // The outcome names the bare repository (its `repo`): the caller removes it (`removeStandinFiles`).
+    await s.close({ keepFiles: true });
   }
 }

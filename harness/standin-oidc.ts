@@ -9,14 +9,25 @@ import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { DEFAULT_CONFIG } from "../src/github/client.ts";
 import type { Reply } from "./fake-reply.ts";
 
+type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
+
+/**
+ * The issuer's signing key, made once a process (an RSA key takes a CPU-second and more on a busy
+ * machine); each stand-in's issuer still has its own address, which the app's verifier trusts alone.
+ */
+let signing: Promise<{ key: KeyPair["privateKey"]; jwks: object }> | undefined;
+const signingKey = () =>
+  (signing ??= generateKeyPair("RS256").then(async ({ publicKey, privateKey }) => ({
+    key: privateKey,
+    jwks: { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] },
+  })));
+
 export class JobIdentity {
-  private signingKey!: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
+  private signingKey!: KeyPair["privateKey"];
   private jwks!: object;
 
   async start(): Promise<void> {
-    const { publicKey, privateKey } = await generateKeyPair("RS256");
-    this.signingKey = privateKey;
-    this.jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "e2e", alg: "RS256", use: "sig" }] };
+    ({ key: this.signingKey, jwks: this.jwks } = await signingKey());
   }
 
   /**

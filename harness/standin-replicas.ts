@@ -21,6 +21,19 @@ import { WAIT_MS } from "./patience.ts";
 
 const SECRET = "e2e-webhook-secret";
 
+/**
+ * The app's private key, made once a process when a stand-in first needs it (app mode only): an RSA
+ * key takes a CPU-second and more to generate on a busy machine, and each stand-in is an app of its
+ * own at its own address, so sharing the key between them shows nothing less.
+ */
+let appKey: string | undefined;
+const appPrivateKey = (): string =>
+  (appKey ??= generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+    publicKeyEncoding: { type: "spki", format: "pem" },
+  }).privateKey);
+
 export interface Delivery {
   id: string;
   name: string;
@@ -39,8 +52,6 @@ export class AppReplicas {
   readonly list: Replica[] = [];
   /** Requests jobs made to the app's endpoints, with the answer's status. */
   readonly jobRequests: { path: string; status: number }[] = [];
-  /** The app's private key (app mode only: generating one takes a while). */
-  private privateKeyPem?: string;
   private turn = 0;
 
   constructor(private readonly host: { readonly gh: FakeGitHub; readonly url: string }) {}
@@ -57,12 +68,7 @@ export class AppReplicas {
   }
 
   private get privateKey(): string {
-    this.privateKeyPem ??= generateKeyPairSync("rsa", {
-      modulusLength: 2048,
-      privateKeyEncoding: { type: "pkcs8", format: "pem" },
-      publicKeyEncoding: { type: "spki", format: "pem" },
-    }).privateKey;
-    return this.privateKeyPem;
+    return appPrivateKey();
   }
 
   /** A job's call to the app's endpoints, through the load balancer: any live replica answers. */

@@ -13,11 +13,11 @@
  * Jobs: standin-jobs.ts; the app's replicas: standin-replicas.ts; the repository's CI: standin-ci.ts.
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { REPORT_SECRET_VARIABLE } from "../src/protocol/report-key.ts";
 import {
   type MessagesRequest,
@@ -28,13 +28,13 @@ import { pushPayload, repository, user } from "./app.ts";
 import { FakeGitHub } from "./fake-github.ts";
 import { FakeRepositories } from "./fake-repositories.ts";
 import { Redirect, type Reply } from "./fake-reply.ts";
-import { OrchestratorRuns } from "./orchestrator-runs.ts";
+import { orchestrateInProcess, OrchestratorRuns } from "./orchestrator-runs.ts";
 import { BareRepoStore, MemoryStore } from "./repo-store.ts";
 import { disabledForInactivity } from "./fake-actions.ts";
 import { startsWorkflows } from "./fake-events.ts";
 import { REPO_ROOT } from "./paths.ts";
 import { Timeline } from "./timeline.ts";
-import { orchestrate, SCHEDULE_WORKFLOW } from "../src/app/workflow.ts";
+import { SCHEDULE_WORKFLOW } from "../src/app/workflow.ts";
 import { withRepositoryTriggers } from "../src/cli/commands/orchestrator-triggers.ts";
 import { AppReplicas, type Delivery } from "./standin-replicas.ts";
 import { WorkflowRepositories } from "./standin-workflow-repositories.ts";
@@ -230,7 +230,7 @@ export class Standin {
         workflow: (file) => this.gh.file("main", `.github/workflows/${file}`),
         ...(timeline
           ? {
-              execute: (event, payload, env) => this.orchestrateHere(event, payload, env),
+              execute: orchestrateInProcess(this.gh),
               pickup: () => timeline.wait(this.options.simulated!.pickupMs ?? PICKUP_MS),
               now: this.gh.clock.now,
             }
@@ -299,24 +299,6 @@ export class Standin {
     };
     if (ci) files[".github/workflows/ci.yml"] = ciWorkflow(ci);
     this.gh.commit("main", files, "Install agentrelay");
-  }
-
-  /** The orchestrator in this process (simulated time): its requests go to the fake, on its clock. */
-  private async orchestrateHere(event: string, payload: object, env: Record<string, string>) {
-    const lines: string[] = [];
-    const clock = { now: this.gh.clock.now, sleep: this.gh.clock.sleep };
-    try {
-      const { failed } = await orchestrate(env, {
-        fetch: this.gh.fetch,
-        // Each run is a fresh process on GitHub: its write budget starts empty (one per clock object).
-        clock: { ...clock },
-        log: (line) => lines.push(line),
-        event: { name: event, payload: payload as Record<string, unknown> },
-      });
-      return { code: failed.length > 0 ? 1 : 0, log: [...lines, ...failed].join("\n") };
-    } catch (error) {
-      return { code: 1, log: [...lines, (error as Error).message].join("\n") };
-    }
   }
 
   private async serve(req: IncomingMessage): Promise<Reply> {
@@ -476,18 +458,33 @@ export class Standin {
     );
   }
 
-  async close(): Promise<void> {
-    for (const child of this.taskJobs.jobs.values()) child.kill("SIGKILL");
+  /** Stops the jobs, the app and the servers; removes the stand-in's files unless `keepFiles`. */
+  async close({ keepFiles = false } = {}): Promise<void> {
+    const jobs = [...this.taskJobs.jobs.values()].filter((c) => c.exitCode === null && !c.signalCode);
+    for (const child of jobs) child.kill("SIGKILL");
+    await Promise.all(jobs.map((child) => new Promise((done) => child.once("exit", done))));
     await this.replicas.close();
     this.server.closeAllConnections();
     await new Promise((done) => this.server.close(done));
     await this.model.close();
+    if (!keepFiles) removeStandinFiles(this.bare);
     for (const gh of this.github.repositories.values()) gh.expectNoViolations();
   }
 
   /** git in the bare repository behind the stand-in (its history is what the tests assert). */
   git(...args: string[]): string {
     return execFileSync("git", args, { cwd: this.bare, encoding: "utf8" }).trim();
+  }
+}
+
+/** Removes a closed stand-in's files: its root, where its bare repository `bare` is three levels down. */
+export function removeStandinFiles(bare: string): void {
+  const root = resolve(bare, "..", "..", "..");
+  try {
+    if (basename(root).startsWith("agentrelay-e2e-"))
+      rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+  } catch {
+    // What a killed job's orphans still write there is left to the temporary directory's cleaner.
   }
 }
 

@@ -4,7 +4,6 @@
  * nothing else. The exit codes are EXIT_CODES, which `--help` prints and the docs list.
  */
 import { AMOUNT_FORM, parseUsd } from "../graph/amount.ts";
-import { randomUUID } from "node:crypto";
 import { formatIssue, GraphError } from "../graph/errors.ts";
 import { nearestKey } from "../graph/schema-issues.ts";
 import pkg from "../../package.json" with { type: "json" };
@@ -113,7 +112,9 @@ function budgetCommand(amount: string, target: string | undefined) {
   if (!amount.startsWith("+"))
     throw new UsageError(`say how much to add with a plus sign, e.g. +5 (got '${amount}')`);
   const micros = dollars("budget", amount)!;
-  return { command: "budget" as const, micros, ...(target ? { target } : {}), id: randomUUID() };
+  // The global Web Crypto, which node loads when first used: importing node:crypto here loaded all of
+  // it for every command (bench/cli-startup).
+  return { command: "budget" as const, micros, ...(target ? { target } : {}), id: crypto.randomUUID() };
 }
 
 export const COMMANDS: Record<string, Command> = {

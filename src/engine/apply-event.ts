@@ -256,6 +256,7 @@ export function applyEvent(step: Step, event: EngineEvent): void {
       if (!w || w.integration === "merged") return;
       w.integration = "merged";
       if (event.commit) w.landedCommit = event.commit;
+      if (event.pr) w.pr ??= event.pr;
       const wasFailed = w.status === "failed";
       w.status = "merged";
       w.failedItself = false;

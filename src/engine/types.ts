@@ -282,6 +282,8 @@ export type EngineEvent =
       workstream: string;
       at: number;
       commit?: string;
+      /** The PR that landed, when the run did not know it yet (it was opened and merged by a round whose write was lost). */
+      pr?: PullRequest;
       /** What landed is not the tree verified (the target moved between the check and the merge): why, in one line. */
       unverified?: string;
     }

@@ -8,7 +8,6 @@
  * Each effect acts in its workstream's repository (`at`): a graph may span repositories.
  */
 import { recordsOf } from "../engine/conflicts.ts";
-import { repairsChecks } from "../engine/verification.ts";
 import type { EngineEffect, EngineEvent, PullRequest } from "../engine/types.ts";
 import type { Engine } from "../engine/engine.ts";
 import { integrationBranch, repositoryFullName, taskBranch } from "../graph/model.ts";
@@ -18,8 +17,8 @@ import type { HostedRun } from "./hosted-run.ts";
 import { lostRepositoryWait, type Merged, Merges, repositoryWaitKey, type Wait, waitKey } from "./merges.ts";
 import { subjectOf } from "../plan/resolution.ts";
 import { resolutionInput, tierOfInput } from "../protocol/resolution.ts";
-import { fastForward, targetMoved, targetSince } from "./fast-forward.ts";
-import { openPr } from "./open-pr.ts";
+import { landIntegration } from "./land-integration.ts";
+import { landedPr, openPr } from "./open-pr.ts";
 import { startChecksOfRetry } from "./retry-checks.ts";
 import { dispatchInputs, dispatchTaskWorkflow, staleTaskWorkflowRefusal } from "./task-workflow.ts";
 import { taskWorkflowWaitKey } from "./task-workflow.ts";
@@ -186,6 +185,8 @@ export class GitHubEffects {
       case "open_integration_pr": {
         const ws = engine.plan.workstreams.get(effect.workstream)!;
         const head = integrationBranch(graph, ws.id);
+        const landed = await landedPr(this.ctx, head, ws.mergeTargetBranch);
+        if (landed) return [{ type: "integration_pr_merged", workstream: ws.id, at, ...landed }];
         const behind = await this.merges.bringUpToDate(head, ws.mergeTargetBranch);
         const opened = await openPr(
           this.ctx,
@@ -208,90 +209,18 @@ export class GitHubEffects {
           return [{ type: "integration_failed", workstream: ws.id, reason: opened.reason, at }];
         return [{ type: "integration_pr_opened", workstream: ws.id, pr: opened, at }];
       }
-      case "merge_integration_pr": {
-        const target = engine.plan.workstreams.get(effect.workstream)!.mergeTargetBranch;
-        const { verified } = effect;
-        const branch = integrationBranch(graph, effect.workstream);
-        const title = `Integrate workstream ${effect.workstream}`;
-        const again = (reason: string): EngineEvent[] => [
-          { type: "integration_unverified", workstream: effect.workstream, reason, at },
-        ];
-        // The tree that lands must be the one verified: the target where it was (or already moved to this
-        // pair's landing, whose answer was lost). Where the app may move the target, a fast-forward that
-        // GitHub refuses once it moved lands it (fast-forward.ts).
-        const since = verified ? await targetSince(this.ctx, target, verified) : null;
-        if (since && "moved" in since) return again(since.moved);
-        const landing =
-          since ??
-          (verified && (await this.merges.policy(target)).directUpdate
-            ? await fastForward(this.ctx, target, branch, verified, title)
-            : null);
-        if (landing && "landed" in landing) {
-          this.waited(run, { workstream: effect.workstream }, "merged");
-          this.merges.mergedInto.set(target, landing.landed);
-          return [
-            { type: "integration_pr_merged", workstream: effect.workstream, at, commit: landing.landed },
-          ];
-        }
-        if (landing && "moved" in landing) return again(landing.moved);
-        if (landing)
-          this.ctx.log(`${target} not fast-forwarded to ${branch} (${landing.refused}): merging its PR`);
-        const merged = await this.merges.merge(effect.pr, title, target, branch, verified?.head);
-        this.waited(run, { workstream: effect.workstream }, merged);
-        // A merge GitHub refused (strict required checks: the head is no longer up to date; the base
-        // modified during the merge) because the target moved since the check: verified again.
-        const refusedMoved =
-          verified &&
-          (merged === "base_moved" || (typeof merged === "object" && "wait" in merged)) &&
-          (await targetMoved(this.ctx, target, verified.base));
-        if (refusedMoved) return again(refusedMoved);
-        if (merged === "merged") {
-          const landed = this.merges.mergedInto.get(target);
-          // Never silently: a target that moved between the check and the merge is said, at once.
-          const unverified =
-            verified && landed && !(await this.merges.landedAsVerified(landed, verified))
-              ? `${target} moved between the check and the merge: ${landed.slice(0, 7)} holds a tree nobody verified (the gates passed with ${target} at ${verified.base.slice(0, 7)}); run the gates on ${target}`
-              : undefined;
-          // What landed, for a task in another repository that depends on this workstream (landed.json).
-          return [
-            {
-              type: "integration_pr_merged",
-              workstream: effect.workstream,
-              at,
-              ...(landed ? { commit: landed } : {}),
-              ...(unverified ? { unverified } : {}),
-            },
-          ];
-        }
-        if (merged === "moved") return again("its branch moved since it was verified");
-        if (
-          typeof merged === "object" &&
-          "failedOn" in merged &&
-          repairsChecks(engine.plan, effect.workstream)
-        ) {
-          // GitHub refuses the merge for a required check that failed on the head: it is repaired.
-          const head = merged.failedOn!;
-          const output = await this.merges.failedChecks(target, head);
-          return [
-            {
-              type: "integration_checks_failed",
-              workstream: effect.workstream,
-              head,
-              output: output ?? merged.reason,
-              at,
-            },
-          ];
-        }
-        if (merged === "closed")
-          return [{ type: "integration_pr_closed", workstream: effect.workstream, at }];
-        if (merged === "conflicted") {
-          const echo = effect.resolutions !== undefined ? { resolutions: effect.resolutions } : {};
-          return [{ type: "integration_conflicted", workstream: effect.workstream, files: [], ...echo, at }];
-        }
-        return typeof merged === "string" || "wait" in merged
-          ? []
-          : [{ type: "integration_merge_failed", workstream: effect.workstream, reason: merged.reason, at }];
-      }
+      case "merge_integration_pr":
+        return landIntegration(
+          {
+            ctx: this.ctx,
+            merges: this.merges,
+            waited: (answer) => this.waited(run, { workstream: effect.workstream }, answer),
+          },
+          engine.plan,
+          effect,
+          integrationBranch(graph, effect.workstream),
+          at,
+        );
       default:
         throw new Error(`effect '${effect.type}' is not repeatable`);
     }

@@ -66,3 +66,42 @@ async function openPrOf(ctx: RepoContext, head: string, base: string): Promise<P
   const found = data.find((p) => p.state === "open") ?? data.find((p) => p.merged_at !== null);
   return found ? { number: found.number, url: found.html_url } : null;
 }
+
+/** The PR of `head` into `base` that landed, and the commit it landed as where GitHub says. */
+export interface LandedPr {
+  pr: PullRequest;
+  commit?: string;
+}
+
+/**
+ * The PR of `head` into `base` GitHub merged with `head` where it still is (a merged PR keeps the head
+ * it merged: https://docs.github.com/en/rest/pulls/pulls#get-a-pull-request, `head.sha`; a branch
+ * deleted since had nothing pushed to it either), or null. An integration whose PR this finds has
+ * landed: a handler that decided on a run state older than the landing (another replica wrote it; a
+ * crash came between the landing and its write) takes this as the outcome. Bringing the branch up to
+ * date and opening a PR again would put a merge of the target on it, and GitHub opens (and the app
+ * merges) a second PR with nothing in it: the workstream landed twice. And a merge asked again after
+ * its landing's write was lost, the target moved on since, is taken as landed, not verified again
+ * (whose next landing would add a second "Integrate" commit).
+ */
+export async function landedPr(ctx: RepoContext, head: string, base: string): Promise<LandedPr | null> {
+  const repo = { owner: ctx.owner, repo: ctx.repo };
+  const { data } = await ctx.octokit.rest.pulls.list({
+    ...repo,
+    head: `${ctx.owner}:${head}`,
+    base,
+    state: "all",
+  });
+  const merged = data.filter((p) => p.merged_at !== null && p.base.ref === base);
+  if (merged.length === 0) return null;
+  let now: string | null = null;
+  try {
+    now = (await ctx.octokit.rest.git.getRef({ ...repo, ref: `heads/${head}` })).data.object.sha;
+  } catch (error) {
+    if (statusOf(error) !== 404) throw error;
+  }
+  const landed = merged.find((p) => now === null || p.head.sha === now);
+  if (!landed) return null;
+  const pr = { number: landed.number, url: landed.html_url };
+  return landed.merge_commit_sha ? { pr, commit: landed.merge_commit_sha } : { pr };
+}

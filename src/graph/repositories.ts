@@ -71,6 +71,8 @@ export function checkRepositories(
   issues: IssueList,
   flawed: ReadonlySet<string>,
 ): void {
+  // A graph of one repository (nearly all of them) has nothing here to check: skip its tasks.
+  if (!graph.repositories?.length && graph.workstreams.every((w) => w.repository == null)) return;
   const declared = new Set((graph.repositories ?? []).map((r) => r.name));
   const used = new Set<string>();
   const repositoryOf = new Map(graph.workstreams.map((w) => [w.id, w.repository ?? null]));

@@ -1,8 +1,9 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
+import { main } from "../../src/cli/main.ts";
 import { agentrelay, agentrelayWith, withStandIn } from "../support/cli.ts";
 import { REPO_ROOT } from "../support/fixtures.ts";
 import { tempRepo } from "../support/git.ts";
@@ -10,11 +11,28 @@ import { graphYaml } from "../support/graphs.ts";
 import { GitRefStateStore } from "../../src/local/git-store.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "agentrelay-cli-"));
+/** Temporary folders the tests made, removed at the end. */
+const made: string[] = [dir];
+afterAll(() => {
+  for (const path of made) rmSync(path, { recursive: true, force: true });
+});
 const write = (name: string, text: string) => {
   const path = join(dir, name);
   writeFileSync(path, text);
   return path;
 };
+/**
+ * `agentrelay ARGS...` in this process, its output as the binary prints it: for what the command says,
+ * where the process is not what a test shows (each command keeps one test through the real binary).
+ */
+async function cli(...args: string[]) {
+  let stdout = "";
+  let stderr = "";
+  const line = (text: string) => (text.endsWith("\n") ? text : `${text}\n`);
+  const code = await main(args, { out: (t) => (stdout += line(t)), err: (t) => (stderr += line(t)) });
+  return { code, stdout, stderr };
+}
+
 const good = write("good.yaml", graphYaml([{ id: "a" }, { id: "b", deps: ["a"] }]));
 const bad = write(
   "bad.yaml",
@@ -37,12 +55,12 @@ describe("agentrelay validate", () => {
     ]);
   });
 
-  it("prints every error on one line, with unprintable characters escaped", () => {
+  it("prints every error on one line, with unprintable characters escaped", async () => {
     const hostile = write(
       "hostile.yaml",
       'name: g\ntasks:\n  - {id: "a\\nb", description: x}\n  - {id: "c\\u202ed", description: x}\n  - {id: "n\\0x", description: x}\n',
     );
-    const { code, stdout } = agentrelay("validate", hostile);
+    const { code, stdout } = await cli("validate", hostile);
     expect(code).toBe(1);
     expect(stdout.trim().split("\n")).toEqual([
       `${hostile}:3:10: tasks[0].id: 'a\\nb' is not a safe id: use 1-80 letters, digits, '_', '-' or '.', starting with a letter or digit`,
@@ -67,24 +85,24 @@ describe("agentrelay validate", () => {
     expect(stderr).toBe("");
   });
 
-  it("suggests the nearest key for a mistyped one, however deep, and for several at once", () => {
+  it("suggests the nearest key for a mistyped one, however deep, and for several at once", async () => {
     const typos = write(
       "typos.yaml",
       "name: g\nmodle: x\ntasks:\n  - id: a\n    description: x\n    primary_agent: {modle: x, verbsity: y}\n",
     );
-    expect(agentrelay("validate", typos).stdout.trim().split("\n")).toEqual([
+    expect((await cli("validate", typos)).stdout.trim().split("\n")).toEqual([
       `${typos}:2:1: contains unknown key(s): modle (did you mean \`model\`?)`,
       `${typos}:6:21: tasks[0].primary_agent: contains unknown key(s): modle (did you mean \`model\`?), verbsity`,
     ]);
   });
 
-  it("exits 2 on a usage error", () => {
+  it("exits 2 on a usage error", async () => {
     expect(agentrelay("validate").code).toBe(2);
-    expect(agentrelay("frobnicate").code).toBe(2);
+    expect((await cli("frobnicate")).code).toBe(2);
     // Amounts are plain decimals within bounds: never hexadecimal, binary, octal or exponents.
     const graph = write("amounts.yaml", "name: g\nmax_cost_usd: 1\ntasks:\n  - id: a\n    description: x\n");
     for (const amount of ["+0x10", "+0b11", "+0o7", "+1e303", "+Infinity", "+1000001"]) {
-      const refused = agentrelay("budget", graph, amount, "--repo", REPO_ROOT);
+      const refused = await cli("budget", graph, amount, "--repo", REPO_ROOT);
       expect(refused.code).toBe(2);
       expect(refused.stderr).toContain(
         `budget expects a plain decimal number of US dollars greater than 0 and at most 1000000, e.g. 5 or 0.50, got '${amount}'`,
@@ -107,7 +125,7 @@ describe("agentrelay plan", () => {
     });
   });
 
-  it("lists the tasks of different workstreams that may run at once on the same paths", () => {
+  it("lists the tasks of different workstreams that may run at once on the same paths", async () => {
     const overlapping = write(
       "overlapping.yaml",
       graphYaml(
@@ -119,11 +137,11 @@ describe("agentrelay plan", () => {
         [{ id: "left" }, { id: "right" }],
       ),
     );
-    const { stdout } = agentrelay("plan", overlapping);
+    const { stdout } = await cli("plan", overlapping);
     expect(stdout).toContain(
       "Overlaps (tasks of different workstreams that may run at once and change the same paths; `overlaps: serialize` orders them):\n  `call` (right) and `rename` (left) both change `src/calc.py`\n",
     );
-    expect(JSON.parse(agentrelay("plan", overlapping, "--json").stdout).overlaps).toEqual([
+    expect(JSON.parse((await cli("plan", overlapping, "--json")).stdout).overlaps).toEqual([
       {
         tasks: ["call", "rename"],
         workstreams: ["right", "left"],
@@ -134,16 +152,16 @@ describe("agentrelay plan", () => {
     ]);
   });
 
-  it("prints a readable plan with a mermaid diagram", () => {
-    const { stdout } = agentrelay("plan", good);
+  it("prints a readable plan with a mermaid diagram", async () => {
+    const { stdout } = await cli("plan", good);
     expect(stdout).toMatch(/^Graph g \(agentrelay, 2 tasks, 1 workstream\)\n/);
     expect(stdout).toContain("1. a  [default]");
     expect(stdout).toContain("```mermaid\nflowchart TD");
     expect(stdout).toContain("t0 --> t1");
   });
 
-  it("reports errors like validate", () => {
-    expect(agentrelay("plan", bad).code).toBe(1);
+  it("reports errors like validate", async () => {
+    expect((await cli("plan", bad)).code).toBe(1);
   });
 });
 
@@ -160,28 +178,28 @@ describe("agentrelay render", () => {
     expect(readFileSync(join(out, "instructions.md"), "utf8")).toContain("## Previous Attempts");
   });
 
-  it("names a missing required cyberian param at its declaration", () => {
+  it("names a missing required cyberian param at its declaration", async () => {
     const workflow = write(
       "w.yaml",
       "name: w\nparams:\n  topic: {range: string, required: true}\nsubtasks:\n  s:\n    instructions: 'Study {{ topic }}'\n",
     );
-    const missing = agentrelay("render", workflow, "s", "--out", join(dir, "w"));
+    const missing = await cli("render", workflow, "s", "--out", join(dir, "w"));
     expect(missing.code).toBe(1);
     expect(missing.stdout).toContain(`${workflow}:3:3: params.topic: required param 'topic' has no value`);
-    expect(agentrelay("render", workflow, "s", "--out", join(dir, "w"), "--param", "topic=owls").code).toBe(
+    expect((await cli("render", workflow, "s", "--out", join(dir, "w"), "--param", "topic=owls")).code).toBe(
       0,
     );
     expect(readFileSync(join(dir, "w", "instructions.md"), "utf8")).toContain("Study owls");
   });
 
-  it("refuses an unknown task (exit 1: the command line is fine, the graph has no such task), naming the nearest", () => {
-    const typo = agentrelay("render", good, "bb");
+  it("refuses an unknown task (exit 1: the command line is fine, the graph has no such task), naming the nearest", async () => {
+    const typo = await cli("render", good, "bb");
     expect(typo.code).toBe(1);
     expect(typo.stderr).toBe(`agentrelay: ${good}: no task 'bb' (did you mean \`b\`?)\n`);
-    expect(agentrelay("render", good, "zzzz").stderr).toBe(
+    expect((await cli("render", good, "zzzz")).stderr).toBe(
       `agentrelay: ${good}: no task 'zzzz' (the graph has a, b)\n`,
     );
-    expect(agentrelay("render", good, "b", "--attempt", "two").code).toBe(2);
+    expect((await cli("render", good, "b", "--attempt", "two")).code).toBe(2);
   });
 });
 
@@ -225,16 +243,16 @@ describe("agentrelay simulate", () => {
     expect(result.events.at(-1)).toEqual({ type: "run_finished" });
   });
 
-  it("answers 'what if this task fails once?' with a readable timeline", () => {
+  it("answers 'what if this task fails once?' with a readable timeline", async () => {
     const retrying = write("retry.yaml", graphYaml([{ id: "a" }], undefined, "max_task_attempts: 2"));
-    const { code, stdout } = agentrelay("simulate", retrying, "--fail", "a:1", "--concern", "a");
+    const { code, stdout } = await cli("simulate", retrying, "--fail", "a:1", "--concern", "a");
     expect(code).toBe(0);
     expect(stdout).toContain("task_failed          a (attempt 1): simulated failure (will retry)");
     expect(stdout).toMatch(/a\s+merged\s+attempts 2/);
     expect(stdout).toContain("Outcome: waiting_for_review");
   });
 
-  it("previews the status comment as it would stand on GitHub at the end of the run (--markdown)", () => {
+  it("previews the status comment as it would stand on GitHub at the end of the run (--markdown)", async () => {
     const budgeted = write(
       "budgeted.yaml",
       graphYaml(
@@ -248,7 +266,7 @@ describe("agentrelay simulate", () => {
         "max_concurrency: 2\nmax_task_attempts: 2\nmax_cost_usd: 1.5",
       ),
     );
-    const { code, stdout } = agentrelay(
+    const { code, stdout } = await cli(
       "simulate",
       budgeted,
       "--fail",
@@ -267,22 +285,22 @@ describe("agentrelay simulate", () => {
     expect(stdout).toContain(
       "- **Waiting for you**: 1 task blocked by 1 failure: `a` failed (simulated failure), blocking 1.",
     );
-    expect(agentrelay("simulate", budgeted, "--json", "--markdown").code).toBe(2);
+    expect((await cli("simulate", budgeted, "--json", "--markdown")).code).toBe(2);
   });
 
-  it("refuses a --fail for an unknown task, naming the nearest; a malformed one is a usage error", () => {
+  it("refuses a --fail for an unknown task, naming the nearest; a malformed one is a usage error", async () => {
     const demo = join(REPO_ROOT, "examples/demo.yaml");
-    const typo = agentrelay("simulate", demo, "--fail", "dobule_calc");
+    const typo = await cli("simulate", demo, "--fail", "dobule_calc");
     expect(typo.code).toBe(1);
     expect(typo.stderr).toBe("agentrelay: --fail: no task 'dobule_calc' (did you mean `double_calc`?)\n");
-    expect(agentrelay("simulate", chain, "--concern", "nope").code).toBe(1);
-    expect(agentrelay("simulate", chain, "--conflict-integration", "xx").stderr).toContain(
+    expect((await cli("simulate", chain, "--concern", "nope")).code).toBe(1);
+    expect((await cli("simulate", chain, "--conflict-integration", "xx")).stderr).toContain(
       "no workstream 'xx' (did you mean `x`?)",
     );
-    const malformed = agentrelay("simulate", chain, "--fail", "a:x");
+    const malformed = await cli("simulate", chain, "--fail", "a:x");
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toContain("--fail expects TASK or TASK:N, got 'a:x'");
-    expect(agentrelay("simulate", chain, "--cost-per-attempt", "abc").code).toBe(2);
+    expect((await cli("simulate", chain, "--cost-per-attempt", "abc")).code).toBe(2);
   });
 });
 
@@ -320,6 +338,7 @@ describe("agentrelay run with a cyberian workflow", () => {
 
   it("takes params from <workflow>.params.yaml beside the file and runs the loop to its status", async () => {
     const repo = await tempRepo();
+    made.push(repo);
     writeFileSync(join(dir, "loop.params.yaml"), "topic: owls\n");
     // The params and the loop are the runner's: its agent is the tests' stand-in for Claude Code.
     const result = agentrelayWith(withStandIn(), "run", workflow, "--repo", repo, "--scripted-model");
@@ -329,10 +348,10 @@ describe("agentrelay run with a cyberian workflow", () => {
 });
 
 describe("the command line's page", () => {
-  it("describes every command the binary knows", () => {
+  it("describes every command the binary knows", async () => {
     const table = readFileSync(join(REPO_ROOT, "docs/cli.md"), "utf8");
-    const commands = agentrelay("--help")
-      .stdout.split("\n")
+    const commands = (await cli("--help")).stdout
+      .split("\n")
       .filter((l) => /^ {2}[a-z]/.test(l))
       .map((l) => l.trim().split(" ")[0]!);
     expect(commands.length).toBeGreaterThanOrEqual(11);
@@ -343,20 +362,24 @@ describe("the command line's page", () => {
 describe("the cyberian example beside the demo", () => {
   const example = join(REPO_ROOT, "examples/research-notes.yaml");
 
-  it("takes its params from the params file beside it when rendered", () => {
+  it("takes its params from the params file beside it when rendered", async () => {
     const out = mkdtempSync(join(tmpdir(), "agentrelay-example-"));
-    expect(agentrelay("render", example, "refine", "--out", out).code).toBe(0);
+    made.push(out);
+    expect((await cli("render", example, "refine", "--out", out)).code).toBe(0);
     expect(readFileSync(join(out, "instructions.md"), "utf8")).toContain(
       "Improve the notes on the Fibonacci sequence in docs/fibonacci-notes.md",
     );
-    const given = agentrelay("render", example, "outline", "--out", out, "--param", "topic=owls");
+    const given = await cli("render", example, "outline", "--out", out, "--param", "topic=owls");
     expect(given.code).toBe(0);
     expect(readFileSync(join(out, "instructions.md"), "utf8")).toContain("Write an outline of notes on owls");
   });
 
   it("runs with the scripted model: each step in order, the loop to its status", async () => {
     const repo = await tempRepo();
-    const result = agentrelay("run", example, "--repo", repo, "--scripted-model");
+    made.push(repo);
+    // The example's steps and loop are the runner's: its agent is the tests' stand-in for Claude Code
+    // (the README's demo below runs the real one).
+    const result = agentrelayWith(withStandIn(), "run", example, "--repo", repo, "--scripted-model");
     expect(result.stdout).toMatch(/outline\s+completed/);
     expect(result.stdout).toMatch(/refine\s+completed/);
     expect(result.stdout).toContain("Run research-notes/1: succeeded");
@@ -378,6 +401,7 @@ describe("the README's quick start", () => {
     expect(demo.stdout).toMatch(/base_calc\s+running/);
     expect(demo.stdout).toMatch(/The work is on main in \S+:\n[\s\S]*Integrate workstream ws_combined/);
     const repo = /^Demo repository: (\S+)$/m.exec(demo.stdout)![1]!;
+    made.push(repo);
     const git = (...args: string[]) => execFileSync("git", args, { cwd: repo, encoding: "utf8" }).trim();
     expect(git("ls-tree", "-r", "--name-only", "main")).toContain("calc/combined.py");
     expect(demo.status).toBe(0);

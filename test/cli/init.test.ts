@@ -15,6 +15,7 @@ import { convertWorkflowTemplate, NoOperationTraceWriter, parseWorkflow } from "
 import { load } from "js-yaml";
 import { describe, expect, it } from "vitest";
 import { git } from "../../src/attempt/git.ts";
+import { main } from "../../src/cli/main.ts";
 import { githubRepository } from "../../src/cli/commands/github-remote.ts";
 import { workflowSource } from "../../src/cli/commands/workflow-source.ts";
 import { type WorkflowSource, workflowText } from "../../src/cli/commands/workflow-text.ts";
@@ -35,6 +36,21 @@ function init(cwd: string, ...args: string[]) {
     env: { ...process.env, INIT_CWD: "" },
   });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/**
+ * `agentrelay init --repo REPO ARGS...` in this process, its output as the binary prints it: for the
+ * tests where what init writes is what is shown, not the process or the folder it is run from.
+ */
+async function initIn(repo: string, ...args: string[]) {
+  let stdout = "";
+  let stderr = "";
+  const line = (text: string) => (text.endsWith("\n") ? text : `${text}\n`);
+  const code = await main(["init", "--repo", repo, ...args], {
+    out: (t) => (stdout += line(t)),
+    err: (t) => (stderr += line(t)),
+  });
+  return { code, stdout, stderr };
 }
 
 interface Step {
@@ -270,8 +286,8 @@ describe("agentrelay init", () => {
 
   it("--no-app after init: the app's task workflow is replaced, the Actions setting named, exit 0", async () => {
     const repo = await tempRepo();
-    expect(init(repo, ...own).code).toBe(0);
-    const result = init(repo, "--no-app", ...own);
+    expect((await initIn(repo, ...own)).code).toBe(0);
+    const result = await initIn(repo, "--no-app", ...own);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain("wrote .github/workflows/agentrelay.yml\n");
     expect(result.stdout).toContain(
@@ -287,7 +303,7 @@ describe("agentrelay init", () => {
       "acme/agentrelay/orchestrate@v3",
     );
     // And back: the orchestrator would act beside the app, so it goes.
-    const back = init(repo, ...own);
+    const back = await initIn(repo, ...own);
     expect(back.code).toBe(0);
     expect(back.stdout).toContain("removed .github/workflows/agentrelay.yml");
     expect(existsSync(join(repo, ".github/workflows/agentrelay.yml"))).toBe(false);
@@ -299,23 +315,29 @@ describe("agentrelay init", () => {
     mkdirSync(join(repo, ".github/workflows"), { recursive: true });
     const earlier = readFileSync(join(REPO_ROOT, "templates/workflows/agentrelay-task.yml"), "utf8");
     writeFileSync(join(repo, ".github/workflows/agentrelay-task.yml"), earlier);
-    const result = init(repo, "--no-app", ...own);
+    const result = await initIn(repo, "--no-app", ...own);
     expect(result.code).toBe(0);
     expect(Object.keys(readWorkflow(repo).jobs)).toEqual(["read_only", "standard", "elevated", "hand-over"]);
   });
 
   it("leaves a workflow edited since it wrote it, says so once, prints no next steps and exits 1; --force replaces it", async () => {
     const repo = await tempRepo();
-    expect(init(repo, ...own).code).toBe(0);
+    expect((await initIn(repo, ...own)).code).toBe(0);
     const file = join(repo, ".github/workflows/agentrelay-task.yml");
     writeFileSync(file, readFileSync(file, "utf8").replace("timeout-minutes: 120", "timeout-minutes: 30"));
-    const result = init(repo, "--action", "acme/agentrelay@v4", "--image", "registry.acme.dev/agent:8");
+    const result = await initIn(
+      repo,
+      "--action",
+      "acme/agentrelay@v4",
+      "--image",
+      "registry.acme.dev/agent:8",
+    );
     expect(result.code).toBe(1);
     expect(result.stdout).not.toContain("Next:");
     expect(result.stderr).toContain(".github/workflows/agentrelay-task.yml was edited since init wrote it");
     expect(result.stderr).toContain("init did not finish");
     expect(readFileSync(file, "utf8")).toContain("timeout-minutes: 30");
-    const forced = init(
+    const forced = await initIn(
       repo,
       "--force",
       "--action",
@@ -326,17 +348,23 @@ describe("agentrelay init", () => {
     expect(forced.code).toBe(0);
     expect(readWorkflow(repo).jobs.task!.steps[0]!.uses).toBe("acme/agentrelay@v4");
     // An unedited one is brought up to date without --force.
-    const upgraded = init(repo, "--action", "acme/agentrelay@v5", "--image", "registry.acme.dev/agent:9");
+    const upgraded = await initIn(
+      repo,
+      "--action",
+      "acme/agentrelay@v5",
+      "--image",
+      "registry.acme.dev/agent:9",
+    );
     expect(upgraded.stdout).toContain("replaced .github/workflows/agentrelay-task.yml\n");
     expect(readWorkflow(repo).jobs.task!.container!.image).toBe("registry.acme.dev/agent:9");
   });
 
   it("checks what it would write into YAML before anything is written", async () => {
     const repo = await tempRepo();
-    const bad = init(repo, "--action", "acme/agentrelay@v3\n    run: curl evil", "--image", "x");
+    const bad = await initIn(repo, "--action", "acme/agentrelay@v3\n    run: curl evil", "--image", "x");
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--action expects OWNER/REPO@REF");
-    expect(init(repo, "--release", "latest").stderr).toContain(
+    expect((await initIn(repo, "--release", "latest")).stderr).toContain(
       "--release expects a release tag such as v1.2.3",
     );
     expect(existsSync(join(repo, ".github"))).toBe(false);

@@ -13,7 +13,8 @@ import { CLAUDE_BIN } from "../../harness/claude.ts";
 import { git } from "../../src/attempt/git.ts";
 import { checkAgent } from "../../src/attempt/preflight.ts";
 import { startScriptedModel } from "../../src/scripted/model-server.ts";
-import { agentrelayLive, BIN } from "../support/cli.ts";
+import { main } from "../../src/cli/main.ts";
+import { agentrelayLive, BIN, withStandIn } from "../support/cli.ts";
 import { NO_NETNS } from "../support/namespaces.ts";
 import { describeNeeding } from "../support/skips.ts";
 import { agentrelayWith } from "../support/cli.ts";
@@ -43,8 +44,10 @@ function loggedOut(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 async function attempts(repo: string): Promise<string> {
   const ref = await git(repo, ["for-each-ref", "--format=%(objectname)", "refs/agentrelay/runs/"]);
   if (!ref) return "";
-  const status = agentrelayWith(loggedOut(), "status", SAMPLE, "--repo", repo);
-  return `${ref} ${/hello_note\s+\S+\s+attempts \d+/.exec(status.stdout)?.[0]}`;
+  // What `agentrelay status` prints, asked in process: the binary's own start is not what is checked.
+  let status = "";
+  await main(["status", SAMPLE, "--repo", repo], { out: (t) => (status += `${t}\n`), err: () => {} });
+  return `${ref} ${/hello_note\s+\S+\s+attempts \d+/.exec(status)?.[0]}`;
 }
 
 /** A port nothing listens on. */
@@ -80,8 +83,9 @@ describe("the agent check before a local run", () => {
 
   it("a model API that cannot be reached: in seconds, about the network, attempts untouched", async () => {
     const repo = await tempRepo();
-    // The sample's one attempt, with the scripted model; the run then waits for a merge.
-    const first = agentrelayWith(loggedOut(), "run", SAMPLE, "--repo", repo, "--scripted-model");
+    // The sample's one attempt, with the scripted model, on the tests' stand-in for Claude Code (only
+    // the second run's check needs the real one); the run then waits for a merge.
+    const first = agentrelayWith(withStandIn(loggedOut()), "run", SAMPLE, "--repo", repo, "--scripted-model");
     expect(first.stdout).toContain("hello_note");
     const before = await attempts(repo);
     expect(before).toMatch(/attempts 1$/);

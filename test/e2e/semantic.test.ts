@@ -10,6 +10,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { runScenarioOnStandin } from "../../harness/scenario-standin.ts";
+import { removeStandinFiles } from "../../harness/standin.ts";
 import { git } from "../../src/attempt/git.ts";
 import { expectHeld, scenariosToRun } from "../support/semantic.ts";
 
@@ -22,14 +23,18 @@ describe.concurrent("scenarios of the built-in suite, on GitHub", () => {
     "%s (%s): nothing broken or weakened lands, and the run shows what the scenario expects",
     async (_name, _kind, scenario) => {
       const outcome = await runScenarioOnStandin(scenario, { verify: true, agent: "stand-in" });
-      expectHeld(outcome);
-      if (scenario.expect?.outcome === "succeeded" && scenario.repair && scenario.expect.repairs !== 0) {
-        // Each integration PR verified by a job before it merged, the broken one repaired by a job.
-        expect(outcome.summary.verifications).toBeGreaterThanOrEqual(scenario.workstreams.length);
-        expect(outcome.summary.repairsFixed).toBeGreaterThan(0);
-        expect(await git(outcome.repo, ["log", "--format=%s", "main"])).toMatch(
-          /^Repair agentrelay\/[^/]+\/[^/]+\/integration with origin\/main$/m,
-        );
+      try {
+        expectHeld(outcome);
+        if (scenario.expect?.outcome === "succeeded" && scenario.repair && scenario.expect.repairs !== 0) {
+          // Each integration PR verified by a job before it merged, the broken one repaired by a job.
+          expect(outcome.summary.verifications).toBeGreaterThanOrEqual(scenario.workstreams.length);
+          expect(outcome.summary.repairsFixed).toBeGreaterThan(0);
+          expect(await git(outcome.repo, ["log", "--format=%s", "main"])).toMatch(
+            /^Repair agentrelay\/[^/]+\/[^/]+\/integration with origin\/main$/m,
+          );
+        }
+      } finally {
+        removeStandinFiles(outcome.repo);
       }
     },
   );

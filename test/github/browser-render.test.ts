@@ -19,7 +19,7 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { marked } from "marked";
-import puppeteer, { type Browser } from "puppeteer-core";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { simulate, simulationJson, type SimulationResult } from "../../src/engine/simulate.ts";
 import { reproduce } from "../../src/engine/verification.ts";
@@ -59,20 +59,21 @@ const MERMAID = join(
 /** A 1,280 px window, and the first screen's height. */
 const WINDOW = { width: 1280, height: 800 };
 
-/** A comment as GitHub lays it out: a content box READABLE.columnPx wide, at GitHub's text size. */
-const page = (markdown: string) => {
-  const html = (marked.parse(markdown, { gfm: true, async: false }) as string).replace(
+/** A comment's markdown as GitHub flavours it, its mermaid blocks left for mermaid to draw. */
+const commentHtml = (markdown: string) =>
+  (marked.parse(markdown, { gfm: true, async: false }) as string).replace(
     /<pre><code class="language-mermaid">([\s\S]*?)<\/code><\/pre>/g,
     '<pre class="mermaid">$1</pre>',
   );
-  return `<!doctype html><html><head><meta charset="utf-8"><style>
+
+/** The page a comment is shown in, as GitHub lays it out: a content box READABLE.columnPx wide, at GitHub's text size. */
+const PAGE = `<!doctype html><html><head><meta charset="utf-8"><style>
     body { margin: 0; font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif; }
     .comment { box-sizing: content-box; width: ${READABLE.columnPx}px; margin: 16px; padding: 16px; border: 1px solid #d0d7de; }
     table { border-collapse: collapse; display: block; max-width: 100%; overflow: auto; }
     td, th { border: 1px solid #d0d7de; padding: 6px 13px; }
     code { font-size: 85%; background: rgba(175, 184, 193, 0.2); padding: 0.2em 0.4em; }
-  </style></head><body><div class="comment">${html}</div></body></html>`;
-};
+  </style></head><body><div class="comment"></div></body></html>`;
 
 /** The case whose ids are 80 characters, and what a reader copies from code in a case's comments, exactly. */
 const name80 = "12 tasks in 3 workstreams whose ids are 80 capitals";
@@ -591,77 +592,79 @@ describeNeeding(
   "comments rendered in a browser",
   () => {
     let browser: Browser;
+    /** One tab for every case, mermaid loaded once (parsing its 3 MB took more CPU than drawing a case). */
+    let tab: Page;
     beforeAll(async () => {
       if (!chromium && !required) return; // its tests skip, saying why
       if (!chromium) throw new Error("Chromium is required (AGENTRELAY_REQUIRE_BROWSER) but was not found");
       mkdirSync(ARTIFACTS, { recursive: true });
       browser = await puppeteer.launch({ executablePath: chromium, args: ["--no-sandbox"], headless: true });
+      tab = await browser.newPage();
+      await tab.setViewport(WINDOW);
+      await tab.setContent(PAGE);
+      await tab.addScriptTag({ path: MERMAID });
     });
     afterAll(() => browser?.close());
 
     async function render(name: string, markdown: string): Promise<Rendered> {
-      const tab = await browser.newPage();
-      try {
-        await tab.setViewport(WINDOW);
-        await tab.setContent(page(markdown));
-        await tab.addScriptTag({ path: MERMAID });
-        // What runs in the page is written as page script: this file is type-checked for Node, not the DOM.
-        const errors = (await tab.evaluate(`(async () => {
-        mermaid.initialize({ startOnLoad: false, securityLevel: "strict" });
-        const failures = [];
-        for (const node of document.querySelectorAll("pre.mermaid")) {
-          try {
-            await mermaid.run({ nodes: [node] });
-          } catch (error) {
-            failures.push(String(error && error.message ? error.message : error));
-          }
+      // The case's comment replaces the last one, read from the top.
+      await tab.evaluate(
+        `document.querySelector(".comment").innerHTML = ${JSON.stringify(commentHtml(markdown))}; window.scrollTo(0, 0);`,
+      );
+      // What runs in the page is written as page script: this file is type-checked for Node, not the DOM.
+      const errors = (await tab.evaluate(`(async () => {
+      mermaid.initialize({ startOnLoad: false, securityLevel: "strict" });
+      const failures = [];
+      for (const node of document.querySelectorAll("pre.mermaid")) {
+        try {
+          await mermaid.run({ nodes: [node] });
+        } catch (error) {
+          failures.push(String(error && error.message ? error.message : error));
         }
-        return failures;
-      })()`)) as string[];
-        const file = name.replace(/\W+/g, "-");
-        await tab.screenshot({ path: join(ARTIFACTS, `${file}-first-screen.png`) });
-        const closedHeight = (await tab.evaluate("document.documentElement.scrollHeight")) as number;
-        const shown = (await tab.evaluate("document.body.innerText")) as string;
-        // The text of the first screen: every text node that starts within it.
-        const firstScreen = (await tab.evaluate(`(() => {
-        const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-        const parts = [];
-        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-          const range = document.createRange();
-          range.selectNodeContents(node);
-          const box = range.getBoundingClientRect();
-          if (box.height > 0 && box.top < ${WINDOW.height}) parts.push(node.textContent);
-        }
-        return parts.join(" ");
-      })()`)) as string;
-        await tab.evaluate(`document.querySelectorAll("details").forEach((d) => (d.open = true))`);
-        // Each chart's size, and its smallest text as drawn: the font size times the chart's scale.
-        const charts = (await tab.evaluate(`[...document.querySelectorAll("pre.mermaid svg")].map((svg) => {
-        const box = svg.getBoundingClientRect();
-        const scale = svg.viewBox.baseVal && svg.viewBox.baseVal.width ? box.width / svg.viewBox.baseVal.width : 1;
-        const texts = [...svg.querySelectorAll(".nodeLabel, .cluster-label, text")].filter((el) => el.textContent.trim());
-        const sizes = texts.map((el) => parseFloat(getComputedStyle(el).fontSize) * scale);
-        return { width: box.width, height: box.height, smallestTextPx: Math.min(...sizes) };
-      })`)) as Rendered["charts"];
-        // Nothing wider than the comment: a table row, a code block or a line a reader would scroll for
-        // (a chart's own labels are drawn scaled to the chart, which is measured below).
-        const tooWide = (await tab.evaluate(
-          `[...document.querySelectorAll(".comment table, .comment pre, .comment p, .comment li")].filter((el) => !el.closest("pre.mermaid svg") && el.scrollWidth > ${READABLE.columnPx + 1}).map((el) => el.scrollWidth + " px: " + el.textContent.slice(0, 200))`,
-        )) as string[];
-        for (const [i, chart] of (await tab.$$("pre.mermaid")).entries())
-          await chart.screenshot({ path: join(ARTIFACTS, `${file}-chart-${i}.png`) });
-        const copied =
-          (await tab.evaluate(`[...document.querySelectorAll(".comment code")].filter((el) => el.querySelector("wbr")).map((el) => {
-          const range = document.createRange();
-          range.selectNodeContents(el);
-          getSelection().removeAllRanges();
-          getSelection().addRange(range);
-          return getSelection().toString();
-        })`)) as string[];
-        return { errors, charts, closedHeight, shown, firstScreen, tooWide, copied };
-      } finally {
-        await tab.close();
       }
+      return failures;
+    })()`)) as string[];
+      const file = name.replace(/\W+/g, "-");
+      await tab.screenshot({ path: join(ARTIFACTS, `${file}-first-screen.png`) });
+      const closedHeight = (await tab.evaluate("document.documentElement.scrollHeight")) as number;
+      const shown = (await tab.evaluate("document.body.innerText")) as string;
+      // The text of the first screen: every text node that starts within it.
+      const firstScreen = (await tab.evaluate(`(() => {
+      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+      const parts = [];
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const range = document.createRange();
+        range.selectNodeContents(node);
+        const box = range.getBoundingClientRect();
+        if (box.height > 0 && box.top < ${WINDOW.height}) parts.push(node.textContent);
+      }
+      return parts.join(" ");
+    })()`)) as string;
+      await tab.evaluate(`document.querySelectorAll("details").forEach((d) => (d.open = true))`);
+      // Each chart's size, and its smallest text as drawn: the font size times the chart's scale.
+      const charts = (await tab.evaluate(`[...document.querySelectorAll("pre.mermaid svg")].map((svg) => {
+      const box = svg.getBoundingClientRect();
+      const scale = svg.viewBox.baseVal && svg.viewBox.baseVal.width ? box.width / svg.viewBox.baseVal.width : 1;
+      const texts = [...svg.querySelectorAll(".nodeLabel, .cluster-label, text")].filter((el) => el.textContent.trim());
+      const sizes = texts.map((el) => parseFloat(getComputedStyle(el).fontSize) * scale);
+      return { width: box.width, height: box.height, smallestTextPx: Math.min(...sizes) };
+    })`)) as Rendered["charts"];
+      // Nothing wider than the comment: a table row, a code block or a line a reader would scroll for
+      // (a chart's own labels are drawn scaled to the chart, which is measured below).
+      const tooWide = (await tab.evaluate(
+        `[...document.querySelectorAll(".comment table, .comment pre, .comment p, .comment li")].filter((el) => !el.closest("pre.mermaid svg") && el.scrollWidth > ${READABLE.columnPx + 1}).map((el) => el.scrollWidth + " px: " + el.textContent.slice(0, 200))`,
+      )) as string[];
+      for (const [i, chart] of (await tab.$$("pre.mermaid")).entries())
+        await chart.screenshot({ path: join(ARTIFACTS, `${file}-chart-${i}.png`) });
+      const copied =
+        (await tab.evaluate(`[...document.querySelectorAll(".comment code")].filter((el) => el.querySelector("wbr")).map((el) => {
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        getSelection().removeAllRanges();
+        getSelection().addRange(range);
+        return getSelection().toString();
+      })`)) as string[];
+      return { errors, charts, closedHeight, shown, firstScreen, tooWide, copied };
     }
 
     it.each(CASES)(

@@ -62,6 +62,9 @@ export function integrationPrOnFake(
       run,
       engine,
     );
+  /** The integration PR asked to open (a handler deciding on a state from before it opened). */
+  const open = () =>
+    effects.repeatable({ type: "open_integration_pr", key: "o", workstream: "w" }, run, engine);
   const wait = () => effects.waits.get(run.runKey)?.get("workstream:w");
-  return { github, octokit, merge, verifiedNow, wait };
+  return { github, octokit, merge, open, verifiedNow, wait };
 }
