@@ -165,7 +165,7 @@ export async function* streamBlobs(
   where: readonly string[] = [],
 ): AsyncGenerator<Buffer | null> {
   if (ids.length === 0) return;
-  const child = spawn("git", [...RUNNER_GIT_OPTIONS, ...where, "cat-file", "--batch"], {
+  const child = spawn(programPath("git"), [...RUNNER_GIT_OPTIONS, ...where, "cat-file", "--batch"], {
     cwd,
     env: runnerGitEnv(),
     stdio: ["pipe", "pipe", "pipe"],

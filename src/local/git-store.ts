@@ -68,6 +68,8 @@ export class GitRefStateStore implements StateStore {
     if (head.code !== 0) return null;
     const version = head.stdout.trim();
     try {
+      const again = this.again(run, version);
+      if (again) return { state: again, version };
       const read = await this.readAt(version, run);
       this.known.set(run, { version, ...read, members: null });
       return { state: read.state, version };
@@ -75,6 +77,21 @@ export class GitRefStateStore implements StateStore {
       if (!(error instanceof StateDamageError)) throw error;
       throw await this.damaged(run, version, error);
     }
+  }
+
+  /**
+   * The run's state at `version` from what this store last read or wrote of it, checked as a read
+   * checks it, or null when that was another version. A version is a commit id, which names its tree
+   * and so every part's text: the parts are what reading them again would give (no git runs).
+   */
+  private again(run: string, version: string): RunState | null {
+    const known = this.known.get(run);
+    if (known?.version !== version) return null;
+    const { parts } = known;
+    const texts = [parts.index, ...parts.bucketTexts];
+    // A part past the bound (or missing) is read again, which says so as a read does.
+    if (texts.some((text) => text === null || Buffer.byteLength(text) > MAX_PART_BYTES)) return null;
+    return this.checked(stateOfParts<RunState>(parts, LOCAL_PER_TASK), run, parts.buckets);
   }
 
   /**

@@ -15,7 +15,6 @@ import { allowsEverything, allowsHost } from "../../graph/network.ts";
 import { AGENT_GID } from "../agent-user.ts";
 import { openNamespace } from "./namespace.ts";
 import { startEgressProxy } from "./proxy.ts";
-import { startDnsStub } from "./dns-stub.ts";
 import { type ResolverSnapshot, snapshotResolver } from "./resolver.ts";
 import { EGRESS_TABLE, egressRules, nft, refusedConnections } from "./rules.ts";
 
@@ -166,6 +165,9 @@ export async function startEgress(options: EgressOptions): Promise<Egress> {
     await proxy.close();
     return unfiltered("network: not filtered: another attempt's rules already filter this namespace");
   }
+  // Only here does the runner answer DNS itself (a namespace's holder does it there): dns-packet is
+  // loaded when needed, not by every attempt.
+  const { startDnsStub } = await import("./dns-stub.ts");
   const dns = await startDnsStub(onLookup);
   const rules = await nft(
     ["-f", "-"],

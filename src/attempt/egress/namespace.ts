@@ -59,10 +59,23 @@ export function errorLine(stderr: string): string {
   );
 }
 
-/** Runs `ip` in the holder's namespace; why it failed, or null. */
-async function ip(...args: string[]): Promise<string | null> {
-  const run = await runBounded(programPath("ip"), args, { cwd: "/", env: process.env, timeoutMs: 10_000 });
-  return run.code === 0 ? null : `ip ${args.join(" ")}: ${run.output.trim() || `exit ${run.code}`}`;
+/**
+ * Runs `ip` commands in the holder's namespace, in order, in one process (`ip -batch -`, which stops
+ * at the first that fails): the index of the one that failed and why, or null when all succeeded.
+ */
+async function ip(commands: string[][]): Promise<{ index: number; reason: string } | null> {
+  const run = await runBounded(programPath("ip"), ["-batch", "-"], {
+    cwd: "/",
+    env: process.env,
+    timeoutMs: 10_000,
+    input: commands.map((args) => `${args.join(" ")}\n`).join(""),
+  });
+  if (run.code === 0) return null;
+  // `ip -batch` ends its error output with "Command failed -:LINE".
+  const line = /Command failed -:(\d+)/.exec(run.output);
+  const index = line ? Math.min(Math.max(Number(line[1]) - 1, 0), commands.length - 1) : 0;
+  const error = run.output.replace(/Command failed -:\d+/, "").trim();
+  return { index, reason: `ip ${commands[index]!.join(" ")}: ${error || `exit ${run.code}`}` };
 }
 
 /** The holder's work, in the new namespace (`agentrelay egress-namespace`): see the file's comment. */
@@ -82,17 +95,21 @@ export async function holdNamespace(): Promise<number> {
     ["nft", "nftables"],
   ] as const)
     if (!onPath(tool)) return fail(`${tool} was not found on PATH: install ${from} (the Debian package)`);
-  const lo = await ip("link", "set", "lo", "up");
-  if (lo) return fail(lo);
-  // Without a route, a connection to an outside address fails before the filter sees it, and so
-  // unrecorded; the veth pair is that route (its far end is in this namespace too).
-  const route =
-    (await ip("link", "add", "agentrelay0", "type", "veth", "peer", "name", "agentrelay1")) ??
-    (await ip("addr", "add", "192.0.2.1/32", "dev", "agentrelay0")) ??
-    (await ip("link", "set", "agentrelay0", "up")) ??
-    (await ip("link", "set", "agentrelay1", "up")) ??
-    (await ip("route", "add", "default", "dev", "agentrelay0")) ??
-    (await ip("-6", "route", "add", "default", "dev", "agentrelay0"));
+  // Loopback first (without it, nothing works: the attempt fails). Then, without a route, a
+  // connection to an outside address fails before the filter sees it, and so unrecorded; the veth
+  // pair is that route (its far end is in this namespace too). One `ip` runs them all, in order.
+  const failed = await ip([
+    ["link", "set", "lo", "up"],
+    ["link", "add", "agentrelay0", "type", "veth", "peer", "name", "agentrelay1"],
+    ["addr", "add", "192.0.2.1/32", "dev", "agentrelay0"],
+    ["link", "set", "agentrelay0", "up"],
+    ["link", "set", "agentrelay1", "up"],
+    ["route", "add", "default", "dev", "agentrelay0"],
+    // IPv6's default route (`ip -6 route add default`: a batch line takes no options).
+    ["route", "add", "::/0", "dev", "agentrelay0"],
+  ]);
+  if (failed?.index === 0) return fail(failed.reason);
+  const route = failed?.reason ?? null;
   const dns = await startDnsStub((name) => void send({ type: "dns", name }));
   const door = createServer();
   await new Promise<void>((resolve) => door.listen(0, "127.0.0.1", resolve));
