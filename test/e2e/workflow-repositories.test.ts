@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { repository } from "../../harness/app.ts";
 import { e2eAgent } from "../../harness/e2e-agent.ts";
-import { type Standin, startStandin } from "../../harness/standin.ts";
+import { type Standin, type StandinOptions, startStandin } from "../../harness/standin.ts";
 import { API_THEN_CLIENT } from "../support/repositories.ts";
 
 let standin: Standin | undefined;
@@ -21,19 +21,22 @@ afterEach(async () => {
 const pullsOf = (s: Standin, fullName: string) =>
   s.github.get(fullName).pulls.map((p) => `${p.head} -> ${p.base} ${p.merged ? "merged" : p.state}`);
 
+/** Workflow mode with the app's token on the stand-in, the graph's repository and `others` in one installation. */
+const workflowStandin = (others: string[], options: Partial<StandinOptions> = {}) =>
+  startStandin({
+    script: e2eAgent(),
+    orchestrator: "workflow",
+    token: "app",
+    jobs: "scripted",
+    memory: true,
+    repositories: others.map((fullName) => ({ fullName, installation: 42 })),
+    ...options,
+  });
+
 describe("workflow mode with a registered app's token, across repositories, on the stand-in", () => {
   it("runs an API change, then its client in another repository, each landing in its own, in order; a job of octo/web for the API's task changes nothing", async () => {
     let forged: Promise<void> | null = null;
-    const s = await startStandin({
-      script: e2eAgent(),
-      orchestrator: "workflow",
-      token: "app",
-      jobs: "scripted",
-      memory: true,
-      repositories: [
-        { fullName: "octo/api", installation: 42 },
-        { fullName: "octo/web", installation: 42 },
-      ],
+    const s = await workflowStandin(["octo/api", "octo/web"], {
       // While add-endpoint's own job (in octo/api) runs, a writer of octo/web runs the task workflow
       // there for add-endpoint, its report well formed, bound with the shared report secret.
       hold: async ({ task }) => {
@@ -109,17 +112,7 @@ describe("workflow mode with a registered app's token, across repositories, on t
   });
 
   it("a person merging the API's integration PR in octo/api starts octo/api's orchestrator, which hands it over to octo/demo's", async () => {
-    const s = await startStandin({
-      script: e2eAgent(),
-      orchestrator: "workflow",
-      token: "app",
-      jobs: "scripted",
-      memory: true,
-      repositories: [
-        { fullName: "octo/api", installation: 42 },
-        { fullName: "octo/web", installation: 42 },
-      ],
-    });
+    const s = await workflowStandin(["octo/api", "octo/web"]);
     standin = s;
     const graph = API_THEN_CLIENT.replace(
       "repository: api\n    auto_merge: true",
@@ -159,14 +152,7 @@ describe("workflow mode with a registered app's token, across repositories, on t
   });
 
   it("holds each workflow's GITHUB_TOKEN to its repository, and the job's run token to reading the run's", async () => {
-    const s = await startStandin({
-      script: e2eAgent(),
-      orchestrator: "workflow",
-      token: "app",
-      jobs: "scripted",
-      memory: true,
-      repositories: [{ fullName: "octo/web", installation: 42 }],
-    });
+    const s = await workflowStandin(["octo/web"]);
     standin = s;
     const web = s.github.get("octo/web");
     const repos = s.workflowRepositories!;
