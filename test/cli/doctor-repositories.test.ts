@@ -8,20 +8,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeRepositories } from "../../harness/fake-repositories.ts";
+import type { FakeRepositories } from "../../harness/fake-repositories.ts";
 import { REPO_ROOT } from "../../harness/paths.ts";
 import { main } from "../../src/cli/main.ts";
-import { API_THEN_CLIENT } from "../support/repositories.ts";
+import { API_THEN_CLIENT, mountedRepositories } from "../support/repositories.ts";
 
 const saved = { ...process.env };
 let github: FakeRepositories;
 beforeEach(() => {
-  nock.disableNetConnect();
-  github = new FakeRepositories();
-  github.add("octo/api", 42);
-  github.add("octo/web", 42);
-  github.add("octo/lib", null);
-  github.mount();
+  github = mountedRepositories([
+    ["octo/api", 42],
+    ["octo/web", 42],
+    ["octo/lib", null],
+  ]);
   process.env.GITHUB_TOKEN = "github_pat_doctor";
   delete process.env.GITHUB_API_URL;
 });

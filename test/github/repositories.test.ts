@@ -7,20 +7,19 @@
  */
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeRepositories } from "../../harness/fake-repositories.ts";
+import type { FakeRepositories } from "../../harness/fake-repositories.ts";
 import { RunDriver } from "../../src/github/driver.ts";
 import { reconcileRun } from "../../src/app/reconcile.ts";
 import { landedElsewhere } from "../../src/protocol/landed.ts";
 import { parseRunGraph } from "../../src/protocol/run-source.ts";
-import { API_THEN_CLIENT, installationContext } from "../support/repositories.ts";
+import { API_THEN_CLIENT, installationContext, mountedRepositories } from "../support/repositories.ts";
 
 let github: FakeRepositories;
 beforeEach(() => {
-  nock.disableNetConnect();
-  github = new FakeRepositories();
-  github.add("octo/api", 42);
-  github.add("octo/web", 42);
-  github.mount();
+  github = mountedRepositories([
+    ["octo/api", 42],
+    ["octo/web", 42],
+  ]);
 });
 afterEach(() => {
   nock.cleanAll();

@@ -8,14 +8,14 @@
 import { readFileSync } from "node:fs";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeRepositories } from "../../harness/fake-repositories.ts";
+import type { FakeRepositories } from "../../harness/fake-repositories.ts";
 import { refusedDispatchInputs } from "../../harness/fake-dispatch-inputs.ts";
 import { actionsWorkflows } from "../../src/github/conformance/actions.ts";
 import { UNDECLARED_INPUT_REFUSAL } from "../../src/github/conformance/event-cases.ts";
 import { RunDriver } from "../../src/github/driver.ts";
 import { reconcileRun } from "../../src/app/reconcile.ts";
 import { parseRunGraph } from "../../src/protocol/run-source.ts";
-import { API_THEN_CLIENT, installationContext } from "../support/repositories.ts";
+import { API_THEN_CLIENT, installationContext, mountedRepositories } from "../support/repositories.ts";
 
 const WORKFLOW = ".github/workflows/agentrelay-task.yml";
 const CURRENT = readFileSync(
@@ -27,11 +27,10 @@ const OLD = CURRENT.replace(/ {6}run-repository:\n(?: {8}.*\n)+/, "").replace(/ 
 
 let github: FakeRepositories;
 beforeEach(() => {
-  nock.disableNetConnect();
-  github = new FakeRepositories();
-  github.add("octo/api", 42);
-  github.add("octo/web", 42);
-  github.mount();
+  github = mountedRepositories([
+    ["octo/api", 42],
+    ["octo/web", 42],
+  ]);
 });
 afterEach(() => {
   nock.cleanAll();

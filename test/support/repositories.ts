@@ -1,7 +1,20 @@
 /** Graphs that span repositories, for the graph, local and GitHub tests. */
 import { Octokit } from "@octokit/rest";
-import type { FakeRepositories } from "../../harness/fake-repositories.ts";
+import nock from "nock";
+import { FakeRepositories } from "../../harness/fake-repositories.ts";
 import { DEFAULT_CONFIG, type GitHubClient, type RepoContext } from "../../src/github/client.ts";
+
+/**
+ * A fake GitHub holding the graph's repository (octo/demo) and `others` (`OWNER/NAME` and its
+ * installation, null for none), answering every request in place of the network.
+ */
+export function mountedRepositories(others: [string, number | null][]): FakeRepositories {
+  nock.disableNetConnect();
+  const github = new FakeRepositories();
+  for (const [fullName, installation] of others) github.add(fullName, installation);
+  github.mount();
+  return github;
+}
 
 /** The app's context in the graph's repository (octo/demo), acting with a token of installation 42. */
 export async function installationContext(github: FakeRepositories): Promise<RepoContext> {
