@@ -2,7 +2,7 @@
  * From an event's repository to what the GitHub adapter needs, and reading files at a commit.
  */
 import { parseParamsFile } from "../graph/params.ts";
-import { type AppConfig, type GitHubClient, type RepoContext, statusOf } from "../github/client.ts";
+import { type AppConfig, type GitHubClient, readFileAt, type RepoContext } from "../github/client.ts";
 import { paramsFileOf } from "../protocol/run-source.ts";
 
 export interface Repository {
@@ -27,23 +27,6 @@ export function repoContextOf(
     now: config.now ?? Date.now,
     log,
   };
-}
-
-/** A file's text at a commit (the contents API, never a branch head), or null when it does not exist. */
-export async function readFileAt(ctx: RepoContext, path: string, ref: string): Promise<string | null> {
-  try {
-    const { data } = await ctx.octokit.rest.repos.getContent({
-      owner: ctx.owner,
-      repo: ctx.repo,
-      path,
-      ref,
-      mediaType: { format: "raw" },
-    });
-    return data as unknown as string;
-  } catch (error) {
-    if (statusOf(error) === 404) return null;
-    throw error;
-  }
 }
 
 /** The params file beside a graph, at a commit (empty when there is none). */

@@ -7,11 +7,11 @@ import type { Context } from "probot";
 import { GraphError, printable } from "../graph/errors.ts";
 import { buildPlan } from "../plan/plan.ts";
 import { credentialsOf, requireReach, requireWriters } from "../github/access.ts";
-import { type RepoContext, statusOf } from "../github/client.ts";
+import { readFileAt, type RepoContext, statusOf } from "../github/client.ts";
 import { parseGraph } from "../graph/load.ts";
 import { isGraphPath, requireOneRepository, requireParams } from "../protocol/run-source.ts";
 import { annotations, PLAN_MARKER, planSummary, takeLines, unannotated } from "../github/render.ts";
-import { readFileAt, readParams } from "./context.ts";
+import { readParams } from "./context.ts";
 
 export async function planPullRequest(
   ctx: RepoContext,

@@ -7,11 +7,11 @@ import type { Context } from "probot";
 import { GraphError } from "../graph/errors.ts";
 import { parseGraph } from "../graph/load.ts";
 import { credentialsOf, requireReach, requireWriters, type Starter } from "../github/access.ts";
-import type { RepoContext } from "../github/client.ts";
+import { readFileAt, type RepoContext } from "../github/client.ts";
 import { RunDriver } from "../github/driver.ts";
 import { graphPathOf, requireOneRepository, requireParams, type RunSource } from "../protocol/run-source.ts";
 import { annotations, cut, unannotated } from "../github/render.ts";
-import { readFileAt, readParams } from "./context.ts";
+import { readParams } from "./context.ts";
 import { answerBeforeLongWork } from "./ingress.ts";
 
 /** A graph this long (a 20,000-task graph of short lines is about 600,000) is answered before it is read. */

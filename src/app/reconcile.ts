@@ -11,12 +11,11 @@ import { runningResolutions } from "../engine/conflicts.ts";
 import type { EngineEvent, PullRequest } from "../engine/types.ts";
 import { factsOfReport, repositoryOfInput, resolutionInput, subjectOfInput } from "../protocol/resolution.ts";
 import { isAttemptRun, type WorkflowRunFacts } from "../github/attempt-runs.ts";
-import { type RepoContext, statusOf } from "../github/client.ts";
+import { readFileAt, type RepoContext, statusOf } from "../github/client.ts";
 import { type Loaded, RunDriver } from "../github/driver.ts";
 import { adoptionFacts, mergeRecord, sayWentBack } from "../github/merge-record.ts";
 import { lostRepositoryWait, repositoryWaitKey, type Wait } from "../github/merges.ts";
 import { reportOfRun } from "../github/reports.ts";
-import { readFileAt } from "./context.ts";
 import { dispatchInputNames, inputsNotTaken, taskWorkflowWaitKey } from "../github/task-workflow.ts";
 
 /** A dispatched job whose run has not appeared after this long is missing. */

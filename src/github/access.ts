@@ -12,7 +12,7 @@
  */
 import { GraphError, type GraphIssue } from "../graph/errors.ts";
 import type { Graph } from "../graph/model.ts";
-import { type AppConfig, type GitHubClient, statusOf } from "./client.ts";
+import { type AppConfig, type GitHubClient, readFileAt, statusOf } from "./client.ts";
 import { dispatchInputNames, inputsNotTaken } from "./task-workflow.ts";
 
 /**
@@ -113,20 +113,8 @@ async function staleWorkflowAt(
   file: string,
 ): Promise<string | null> {
   const path = `.github/workflows/${file}`;
-  let text: string;
-  try {
-    const { data } = await octokit.rest.repos.getContent({
-      owner,
-      repo,
-      path,
-      ref,
-      mediaType: { format: "raw" },
-    });
-    text = data as unknown as string;
-  } catch (error) {
-    if (statusOf(error) === 404) return null;
-    throw error;
-  }
+  const text = await readFileAt({ octokit, owner, repo }, path, ref);
+  if (text === null) return null;
   const why = inputsNotTaken(path, text, dispatchInputNames({ elsewhere: true, workflowMode: false }));
   return why && `its ${path} is older than this run needs (${why}): run \`agentrelay init\` there and push`;
 }

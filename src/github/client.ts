@@ -84,6 +84,30 @@ export const jobUrl = (ctx: Pick<RepoContext, "owner" | "repo">, job: string): s
 /** The HTTP status of an Octokit error (undefined for other errors). */
 export const statusOf = (error: unknown): number | undefined => (error as { status?: number }).status;
 
+/**
+ * A file's text at a commit (the contents API, never a branch head; the default branch when no `ref`
+ * is given), or null when it does not exist.
+ */
+export async function readFileAt(
+  at: Pick<RepoContext, "octokit" | "owner" | "repo">,
+  path: string,
+  ref?: string,
+): Promise<string | null> {
+  try {
+    const { data } = await at.octokit.rest.repos.getContent({
+      owner: at.owner,
+      repo: at.repo,
+      path,
+      ...(ref === undefined ? {} : { ref }),
+      mediaType: { format: "raw" },
+    });
+    return data as unknown as string;
+  } catch (error) {
+    if (statusOf(error) === 404) return null;
+    throw error;
+  }
+}
+
 export const messageOf = (error: unknown): string => {
   const e = error as { response?: { data?: { message?: string } }; message?: string };
   return e.response?.data?.message ?? e.message ?? String(error);

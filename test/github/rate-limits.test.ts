@@ -6,7 +6,8 @@
 import { Octokit } from "@octokit/rest";
 import { describe, expect, it } from "vitest";
 import { limitedRun } from "../../bench/github-limits.ts";
-import { readFileAt, repoContextOf } from "../../src/app/context.ts";
+import { repoContextOf } from "../../src/app/context.ts";
+import { readFileAt } from "../../src/github/client.ts";
 import { DEFAULT_CONFIG } from "../../src/github/client.ts";
 import { finishJob, startApp, startJob } from "../../harness/app.ts";
 import { FakeGitHub } from "../../harness/fake-github.ts";

@@ -16,7 +16,8 @@ import { MERGE_METHODS } from "../../github/branch-policy.ts";
 import { reachOfRepositories } from "../../github/access.ts";
 import { findings, mergeNotes, readRepoFacts } from "../../github/doctor.ts";
 import type { GitHubClient } from "../../github/client.ts";
-import { DEFAULT_CONFIG, statusOf } from "../../github/client.ts";
+import { DEFAULT_CONFIG, readFileAt, statusOf } from "../../github/client.ts";
+import { dispatchInputNames, inputsNotTaken } from "../../github/task-workflow.ts";
 import { parseWorkflow, type WorkflowFile } from "../../github/workflow-files.ts";
 import { EXIT, type Io } from "../io.ts";
 import { checkoutBranch, checkoutRoot, repositoryAndToken } from "./github-remote.ts";
@@ -311,20 +312,15 @@ async function workstreamRepository(
 ): Promise<string[]> {
   const [owner, repo] = fullName.split("/") as [string, string];
   const same = `as in this repository (organization variables and secrets make it one setting), with the secrets AGENTRELAY_APP_PRIVATE_KEY and AGENTRELAY_REPORT_SECRET this repository has`;
-  let task: string | null = null;
-  try {
-    const { data } = await octokit.rest.repos.getContent({
-      owner,
-      repo,
-      path: ".github/workflows/agentrelay-task.yml",
-      mediaType: { format: "raw" },
-    });
-    task = data as unknown as string;
-  } catch (error) {
-    if (statusOf(error) !== 404 && statusOf(error) !== 403) throw error;
-  }
+  // A file this token may not read counts as missing: the line says what to install either way.
+  const path = `.github/workflows/${DEFAULT_CONFIG.taskWorkflow}`;
+  const task = await readFileAt({ octokit, owner, repo }, path).catch((error: unknown) => {
+    if (statusOf(error) === 403) return null;
+    throw error;
+  });
   const found: string[] = [];
-  if (!task?.includes("run-repository-name"))
+  const takes = dispatchInputNames({ elsewhere: true, workflowMode: true });
+  if (task === null || inputsNotTaken(path, task, takes))
     found.push(
       `${fullName}: ${task === null ? "has no task workflow" : "has a task workflow that cannot read a run in another repository"}, and its workstream's jobs run there: run \`agentrelay init --no-app\` in it and push, and give it the variable AGENTRELAY_APP_CLIENT_ID ${same}`,
     );
